@@ -1,0 +1,26 @@
+"""The JSON API, documented in the OpenAPI schema."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from app.memory import all_stage_figures
+from app.schemas import LayoutOut, StageRow
+from app.sharding import layout
+from app.stages import Stage
+
+API_TAG = "api"
+
+router = APIRouter(prefix="/api", tags=[API_TAG])
+
+
+@router.get("/stages", name="api_stages")
+def stages() -> list[StageRow]:
+    """Bytes per weight, bytes per GPU for a 30B-weight model, and traffic, for 8 GPUs."""
+    return [StageRow.of(figures) for figures in all_stage_figures()]
+
+
+@router.get("/layout", name="api_layout")
+def grid_layout(stage: Stage = Stage.DP) -> LayoutOut:
+    """Every cell of the 8 × 8 × 4 grid for one stage: solid where the card holds the state."""
+    return LayoutOut.of(layout(stage))

@@ -1,0 +1,71 @@
+"""What each arrangement sends between cards in one training step, in units of P.
+
+P is the number of weights. A ring reduce-scatter or all-gather moves about P values through
+every card, so each collective below counts as P; the seed text counts the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.bands import Band
+from app.stages import Stage
+
+
+class Collective(StrEnum):
+    """The two halves of an all-reduce; ZeRO is built from them."""
+
+    REDUCE_SCATTER = "reduce-scatter"
+    ALL_GATHER = "all-gather"
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One collective of one band, in one part of the step."""
+
+    collective: Collective
+    band: Band
+    when: str
+    volume_p: int = 1
+
+    @property
+    def description(self) -> str:
+        """E.g. 'all-gather of the weights in the forward pass'."""
+        return f"{self.collective} of the {self.band} {self.when}"
+
+
+_GRADIENT_REDUCE_SCATTER = Transfer(Collective.REDUCE_SCATTER, Band.GRADIENTS, "after the backward pass")
+
+_TRANSFERS: dict[Stage, tuple[Transfer, ...]] = {
+    # Data parallelism's all-reduce, written as the two phases it is made of.
+    Stage.DP: (
+        _GRADIENT_REDUCE_SCATTER,
+        Transfer(Collective.ALL_GATHER, Band.GRADIENTS, "to finish the all-reduce"),
+    ),
+    # Stages 1 and 2 run the same two phases, keep the reduced slice, and gather weights instead.
+    Stage.ZERO1: (
+        _GRADIENT_REDUCE_SCATTER,
+        Transfer(Collective.ALL_GATHER, Band.WEIGHTS, "after the update"),
+    ),
+    Stage.ZERO2: (
+        _GRADIENT_REDUCE_SCATTER,
+        Transfer(Collective.ALL_GATHER, Band.WEIGHTS, "after the update"),
+    ),
+    # Stage 3 keeps no whole copy of the weights, so it gathers them for each pass instead.
+    Stage.ZERO3: (
+        Transfer(Collective.ALL_GATHER, Band.WEIGHTS, "in the forward pass"),
+        Transfer(Collective.ALL_GATHER, Band.WEIGHTS, "in the backward pass"),
+        _GRADIENT_REDUCE_SCATTER,
+    ),
+}
+
+
+def transfers(stage: Stage) -> tuple[Transfer, ...]:
+    """The collectives one training step runs under this stage."""
+    return _TRANSFERS[stage]
+
+
+def communication_p(stage: Stage) -> int:
+    """Total traffic of one step, in units of P: 2 for DP, ZeRO-1 and ZeRO-2; 3 for ZeRO-3."""
+    return sum(transfer.volume_p for transfer in transfers(stage))

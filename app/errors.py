@@ -1,0 +1,97 @@
+"""Bad requests answered for whoever is looking: HTML for people, JSON for the API.
+
+Input is never put into a response unescaped: the HTML goes through Jinja's autoescaping,
+and the JSON omits the rejected values altogether.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException
+from starlette.responses import Response
+
+from app.api import API_TAG
+from app.links import stage_links
+from app.templating import render
+from app.views import error_view
+
+_MAX_SHOWN = 40
+_LOCATIONS = {"query": "query parameter", "path": "path", "header": "header", "body": "body"}
+
+
+def _shown(value: Any) -> str:
+    text = str(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 1] + "…"
+
+
+def describe(errors: Sequence[Any], *, show_input: bool) -> str:
+    """One readable sentence per problem, e.g. 'The query parameter “stage” must be …'.
+
+    `show_input` repeats what was sent, shortened; only for HTML, where Jinja escapes it.
+    """
+    sentences = []
+    for error in errors:
+        loc = [str(part) for part in error.get("loc", ())]
+        where = _LOCATIONS.get(loc[0], loc[0]) if loc else "request"
+        name = ".".join(loc[1:]) or where
+        value = error.get("input")
+        got = f"; “{_shown(value)}” is not" if show_input and isinstance(value, str | int | float) else ""
+        expected = (error.get("ctx") or {}).get("expected")
+        if error.get("type") == "enum" and expected:
+            sentences.append(f"The {where} “{name}” must be {expected}{got}.")
+        else:
+            message = str(error.get("msg", "is not valid")).rstrip(".")
+            sentences.append(f"The {where} “{name}” is not valid: {message[:1].lower()}{message[1:]}.")
+    return " ".join(sentences) or "The request could not be understood."
+
+
+def _is_api(request: Request) -> bool:
+    route = request.scope.get("route")
+    if isinstance(route, APIRoute):
+        return API_TAG in route.tags
+    root = str(request.scope.get("root_path", ""))
+    path = request.url.path
+    relative = path[len(root) :] if root and path.startswith(root) else path
+    return relative == "/api" or relative.startswith(("/api/", "/openapi"))
+
+
+async def validation_error(request: Request, exc: Exception) -> Response:
+    """422 with what was wrong, in the form the asker reads."""
+    assert isinstance(exc, RequestValidationError)
+    errors = exc.errors()
+    if _is_api(request):
+        detail = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))} for e in errors]
+        message = describe(errors, show_input=False)
+        return JSONResponse({"message": message, "detail": detail}, status_code=422)
+    view = error_view(describe(errors, show_input=True), stage_links(request))
+    return render(request, "index.html", "widget", view, status_code=422)
+
+
+_HTTP_MESSAGES = {
+    404: "There is no page at this address.",
+    405: "This address does not accept that kind of request.",
+}
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """404, 405 and the like, without Starlette's bare text."""
+    assert isinstance(exc, HTTPException)
+    message = _HTTP_MESSAGES.get(exc.status_code, "The request could not be answered.")
+    headers = dict(exc.headers or {})
+    if _is_api(request):
+        return JSONResponse({"message": message, "detail": message}, status_code=exc.status_code, headers=headers)
+    response = render(request, "index.html", "widget", error_view(message, stage_links(request)), exc.status_code)
+    response.headers.update(headers)
+    return response
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers on an app."""
+    app.add_exception_handler(RequestValidationError, validation_error)
+    app.add_exception_handler(HTTPException, http_error)

@@ -1,0 +1,31 @@
+"""Root-relative links, so the app works under a path prefix and behind a TLS proxy."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from jinja2 import pass_context
+from jinja2.runtime import Context
+from starlette.requests import Request
+
+from app.views import LinkFor
+
+
+def path_for(request: Request, name: str, /, **path_params: str) -> str:
+    """The root-relative path of a named route, prefix included; never scheme or host, which
+    a proxy or an iframe's parent page may see differently."""
+    return request.url_for(name, **path_params).path
+
+
+@pass_context
+def template_url_for(context: Context, name: str, /, **path_params: str) -> str:
+    """`url_for` in templates: the same root-relative path."""
+    request: Request = context["request"]
+    return path_for(request, name, **path_params)
+
+
+def stage_links(request: Request) -> LinkFor:
+    """Builds the page's URL for a stage."""
+    page = path_for(request, "page")
+    return lambda stage: f"{page}?{urlencode({'stage': stage.value})}"
+

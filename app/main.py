@@ -1,0 +1,32 @@
+"""The application: routes, static files, error handlers and security headers."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from fastapi.staticfiles import StaticFiles
+
+from app import __version__, api, errors, pages
+from app.config import Settings
+from app.paths import STATIC_DIR
+from app.security import SecurityHeadersMiddleware
+
+DESCRIPTION = (
+    "Which GPU holds which band of training state under data parallelism and ZeRO stages 1, 2 "
+    "and 3: 8 cards, 8 weights, 4 bands (bf16 weights, bf16 gradients, fp32 master copy, Adam moments)."
+)
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """Build the app; settings default to the environment's."""
+    settings = settings or Settings.from_env()
+    # No /docs or /redoc: both load scripts from a CDN, which the CSP and offline classrooms forbid.
+    app = FastAPI(title="ZeRO Bands", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None)
+    app.include_router(pages.router)
+    app.include_router(api.router)
+    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    errors.install(app)
+    app.add_middleware(SecurityHeadersMiddleware, settings=settings)
+    return app
+
+
+app = create_app()

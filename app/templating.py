@@ -1,0 +1,56 @@
+"""The Jinja2 environment, and the one helper that renders a page or just its widget."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.templating import Jinja2Templates
+
+from app.links import template_url_for
+from app.paths import TEMPLATES_DIR
+
+# htmx settings that keep it inside a strict CSP and make back/forward ask the server.
+HTMX_CONFIG: dict[str, Any] = {
+    "allowEval": False,
+    "allowScriptTags": False,
+    "includeIndicatorStyles": False,
+    "historyCacheSize": 0,
+    "selfRequestsOnly": True,
+    # A 422 carries a readable message written for the spot it is swapped into.
+    "responseHandling": [
+        {"code": "204", "swap": False},
+        {"code": "[23]..", "swap": True},
+        {"code": "422", "swap": True, "error": False},
+        {"code": "[45]..", "swap": False, "error": True},
+    ],
+}
+
+# Both headers decide the body, so a cache must key on both.
+VARY = "HX-Request, HX-History-Restore-Request"
+
+templates = Jinja2Templates(directory=TEMPLATES_DIR)
+templates.env.globals["url_for"] = template_url_for
+templates.env.globals["htmx_config"] = json.dumps(HTMX_CONFIG, separators=(",", ":"))
+
+
+def wants_fragment(request: Request) -> bool:
+    """An htmx swap asks for the widget alone; a history restore needs the whole page."""
+    headers = request.headers
+    return headers.get("HX-Request") == "true" and headers.get("HX-History-Restore-Request") != "true"
+
+
+def render(request: Request, template: str, block: str, view: object, status_code: int = 200) -> HTMLResponse:
+    """Render `template` whole, or only its `block` for an htmx swap, with the view as `view`."""
+    fragment = wants_fragment(request)
+    context = {"request": request, "view": view, "fragment": fragment}
+    if fragment:
+        compiled = templates.get_template(template)
+        html = "".join(compiled.blocks[block](compiled.new_context(context)))
+        response = HTMLResponse(html, status_code=status_code)
+    else:
+        response = templates.TemplateResponse(request, template, context, status_code=status_code)
+    response.headers["Vary"] = VARY
+    return response

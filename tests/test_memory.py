@@ -1,0 +1,57 @@
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.bands import MIXED_ADAM
+from app.memory import all_stage_figures, bytes_per_weight, per_gpu_bytes
+from app.stages import Stage
+from app.units import GIB, gib, per_weight
+
+# The seed's table: bytes per weight on 8 GPUs, and a 30B-weight model per GPU.
+SEED = [
+    (Stage.DP, "16.00", "447.0 GiB"),
+    (Stage.ZERO1, "5.50", "153.7 GiB"),
+    (Stage.ZERO2, "3.75", "104.8 GiB"),
+    (Stage.ZERO3, "2.00", "55.9 GiB"),
+]
+
+
+@pytest.mark.parametrize(("stage", "per_weight_text", "per_gpu_text"), SEED)
+def test_the_seed_table_exactly(stage: Stage, per_weight_text: str, per_gpu_text: str) -> None:
+    assert per_weight(bytes_per_weight(stage, 8)) == per_weight_text
+    assert gib(per_gpu_bytes(stage, 30 * 10**9, 8)) == per_gpu_text
+
+
+def test_exact_values_behind_the_rounded_ones() -> None:
+    assert [bytes_per_weight(stage, 8) for stage in Stage] == [16, Fraction(11, 2), Fraction(15, 4), 2]
+    assert per_gpu_bytes(Stage.ZERO1, 30 * 10**9, 8) == 165 * 10**9
+    assert per_gpu_bytes(Stage.DP, 30 * 10**9, 8) / GIB == Fraction(480 * 10**9, 2**30)
+
+
+def test_all_stage_figures_defaults_are_the_seed_run() -> None:
+    rows = all_stage_figures()
+    assert [row.stage for row in rows] == list(Stage)
+    assert [gib(row.per_gpu_bytes) for row in rows] == [text for _, _, text in SEED]
+    assert [row.communication_p for row in rows] == [2, 2, 2, 3]
+
+
+@pytest.mark.parametrize("gpus", [0, -1])
+def test_there_is_at_least_one_card(gpus: int) -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        bytes_per_weight(Stage.DP, gpus)
+
+
+@given(gpus=st.integers(1, 4096), params=st.integers(0, 10**13))
+def test_zero3_splits_the_whole_state_evenly(gpus: int, params: int) -> None:
+    assert per_gpu_bytes(Stage.ZERO3, params, gpus) * gpus == params * MIXED_ADAM.total
+
+
+@given(gpus=st.integers(1, 4096))
+def test_each_stage_keeps_no_more_than_the_one_before(gpus: int) -> None:
+    sizes = [bytes_per_weight(stage, gpus) for stage in Stage]
+    assert sizes == sorted(sizes, reverse=True)
+    assert sizes[0] == MIXED_ADAM.total

@@ -1,0 +1,248 @@
+"""Every route in one table, then the page's DOM for each stage."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from bs4 import BeautifulSoup, Tag
+from fastapi.testclient import TestClient
+
+from app.bands import Band
+from app.stages import Stage
+from tests.conftest import dom
+
+HX = {"HX-Request": "true"}
+RESTORE = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
+HTML, JSON = "text/html", "application/json"
+
+# path, request headers, status, content type, what the body is
+ROUTES = [
+    ("/", {}, 200, HTML, "page"),
+    ("/?stage=zero2", {}, 200, HTML, "page"),
+    ("/?stage=zero2", HX, 200, HTML, "fragment"),
+    ("/?stage=zero2", RESTORE, 200, HTML, "page"),
+    ("/?stage=zero3&utm_source=course", {}, 200, HTML, "page"),
+    ("/?stage=zero9", {}, 422, HTML, "page"),
+    ("/?stage=zero9", HX, 422, HTML, "fragment"),
+    ("/?stage=", {}, 422, HTML, "page"),
+    ("/nowhere", {}, 404, HTML, "page"),
+    ("/nowhere", HX, 404, HTML, "fragment"),
+    ("/api/stages", {}, 200, JSON, "json"),
+    ("/api/layout", {}, 200, JSON, "json"),
+    ("/api/layout?stage=zero3", {}, 200, JSON, "json"),
+    ("/api/layout?stage=zero9", {}, 422, JSON, "json"),
+    ("/api/nowhere", {}, 404, JSON, "json"),
+    ("/openapi.json", {}, 200, JSON, "json"),
+    ("/static/app.css", {}, 200, "text/css", "asset"),
+    ("/static/grid.js", {}, 200, "text/javascript", "asset"),
+    ("/static/htmx-2.0.11.min.js", {}, 200, "text/javascript", "asset"),
+    ("/static/favicon.svg", {}, 200, "image/svg+xml", "asset"),
+    ("/favicon.ico", {}, 200, "image/svg+xml", "asset"),
+]
+
+
+@pytest.mark.parametrize(("path", "headers", "status", "content_type", "kind"), ROUTES)
+def test_route(
+    client: TestClient, path: str, headers: dict[str, str], status: int, content_type: str, kind: str
+) -> None:
+    response = client.get(path, headers=headers)
+    assert response.status_code == status
+    assert response.headers["content-type"].startswith(content_type)
+    assert "content-security-policy" in response.headers
+    if kind in {"page", "fragment"}:
+        assert response.headers["vary"] == "HX-Request, HX-History-Restore-Request"
+        tree = dom(response.text)
+        assert (tree.find("html") is not None) == (kind == "page")
+        widget = tree.select_one("section#widget")
+        assert widget is not None
+        assert widget.select_one("nav.switcher") is not None
+        if kind == "fragment":
+            roots = [child for child in tree.children if isinstance(child, Tag)]
+            assert [root.get("id") for root in roots] == ["widget"]
+            assert widget.select_one("title") is not None
+    if kind == "json":
+        assert isinstance(response.json(), list | dict)
+
+
+def _page(client: TestClient, stage: Stage, headers: dict[str, str] | None = None) -> BeautifulSoup:
+    response = client.get("/", params={"stage": stage.value}, headers=headers or {})
+    assert response.status_code == 200
+    return dom(response.text)
+
+
+def test_default_stage_is_data_parallelism(client: TestClient) -> None:
+    grid = dom(client.get("/").text).select_one("#grid")
+    assert grid is not None
+    assert grid["data-stage"] == "dp"
+
+
+@pytest.mark.parametrize(
+    ("stage", "solid"),
+    [
+        (Stage.DP, [64, 64, 64, 64]),
+        (Stage.ZERO1, [64, 64, 8, 8]),
+        (Stage.ZERO2, [64, 8, 8, 8]),
+        (Stage.ZERO3, [8, 8, 8, 8]),
+    ],
+)
+@pytest.mark.parametrize("headers", [{}, HX], ids=["page", "fragment"])
+def test_grid_cells(client: TestClient, stage: Stage, solid: list[int], headers: dict[str, str]) -> None:
+    tree = _page(client, stage, headers)
+    grid = tree.select_one("#grid")
+    assert grid is not None
+    assert grid["data-stage"] == stage.value
+    cells = grid.select("[data-card][data-weight][data-band][data-state]")
+    assert len(cells) == 8 * 8 * 4
+    assert {(c["data-card"], c["data-weight"], c["data-band"]) for c in cells} == {
+        (str(card), str(weight), band.value) for card in range(8) for weight in range(8) for band in Band
+    }
+    counts = [sum(1 for c in cells if c["data-band"] == band and c["data-state"] == "solid") for band in Band]
+    assert counts == solid
+    assert {c["data-state"] for c in cells} <= {"solid", "dashed"}
+
+
+def test_every_cell_names_its_card_weight_band_and_holder(client: TestClient) -> None:
+    cells = _page(client, Stage.ZERO1).select("#grid .cell")
+    for cell in cells:
+        label = str(cell["aria-label"])
+        assert cell["role"] == "img"
+        assert f"GPU {cell['data-card']}, weight {cell['data-weight']}," in label
+        if cell["data-state"] == "dashed":
+            assert f"GPU {cell['data-weight']} holds it on this weight's behalf" in label
+    dashed_master = _page(client, Stage.ZERO1).select_one('.cell[data-card="2"][data-weight="5"][data-band="master"]')
+    assert dashed_master is not None
+    assert dashed_master["aria-label"] == (
+        "GPU 2, weight 5, Master copy (fp32, 4 B): not stored here. GPU 5 holds it on this weight's behalf."
+    )
+
+
+def test_grid_has_exactly_one_tab_stop(client: TestClient) -> None:
+    cells = _page(client, Stage.ZERO2).select("#grid .cell")
+    assert [c["tabindex"] for c in cells].count("0") == 1
+
+
+@pytest.mark.parametrize("stage", list(Stage))
+def test_switcher_marks_the_current_stage_and_links_work_without_js(client: TestClient, stage: Stage) -> None:
+    links = _page(client, stage).select("nav.switcher a")
+    assert [a["href"] for a in links] == [f"/?stage={s.value}" for s in Stage]
+    assert [a.get("aria-current") for a in links] == ["page" if s is stage else None for s in Stage]
+    for a in links:
+        assert a["hx-get"] == a["href"]
+        assert a["hx-push-url"] == "true"
+        assert a["hx-target"] == "#widget"
+        assert a.get("id")  # htmx puts focus back on the element with the same id after the swap
+
+
+SEED_TABLE = [
+    ["Data parallelism", "16.00", "447.0 GiB", "2P"],
+    ["ZeRO-1", "5.50", "153.7 GiB", "2P"],
+    ["ZeRO-2", "3.75", "104.8 GiB", "2P"],
+    ["ZeRO-3", "2.00", "55.9 GiB", "3P"],
+]
+
+
+@pytest.mark.parametrize("stage", list(Stage))
+def test_table_shows_the_seed_figures_with_the_current_row_marked(client: TestClient, stage: Stage) -> None:
+    rows = _page(client, stage).select("table.figures tbody tr")
+    shown = [
+        [row.select_one("th a").get_text(strip=True), *(td.get_text(strip=True) for td in row.select("td.num")),
+         row.select_one(".comm").get_text(strip=True)]  # fmt: skip
+        for row in rows
+    ]
+    assert shown == SEED_TABLE
+    assert [row.get("aria-current") for row in rows] == ["true" if s is stage else None for s in Stage]
+
+
+def test_table_explains_what_the_traffic_is_made_of(client: TestClient) -> None:
+    rows = {row["data-stage"]: row.select_one(".breakdown").get_text(" ", strip=True)
+            for row in _page(client, Stage.DP).select("table.figures tbody tr")}  # fmt: skip
+    assert rows["dp"] == "reduce-scatter of the gradients after the backward pass + all-gather of the gradients to finish the all-reduce"  # noqa: E501
+    assert rows["zero3"].count("all-gather of the weights") == 2
+
+
+@pytest.mark.parametrize(
+    ("stage", "held", "per_weight", "per_gpu"),
+    [
+        (Stage.DP, "128 B", "16.00", "447.0 GiB"),
+        (Stage.ZERO1, "44 B", "5.50", "153.7 GiB"),
+        (Stage.ZERO2, "30 B", "3.75", "104.8 GiB"),
+        (Stage.ZERO3, "16 B", "2.00", "55.9 GiB"),
+    ],
+)
+def test_each_card_shows_its_total(client: TestClient, stage: Stage, held: str, per_weight: str, per_gpu: str) -> None:
+    cards = _page(client, stage).select("#grid .card")
+    assert [card.select_one("h4").get_text(strip=True) for card in cards] == [f"GPU {i}" for i in range(8)]
+    for card in cards:
+        assert card.select_one(".card-total strong").get_text(strip=True) == held
+        assert card.select_one(".card-sub").get_text(" ", strip=True) == f"{per_weight} B/weight · {per_gpu}"
+
+
+def test_headline_and_explanation(client: TestClient) -> None:
+    tree = _page(client, Stage.ZERO3)
+    assert tree.select_one("#stage-heading").get_text(strip=True) == "ZeRO-3: Split the weights themselves."
+    headline = tree.select_one(".headline").get_text(" ", strip=True)
+    assert " ".join(headline.split()) == (
+        "Each card keeps 2.00 bytes per weight: 55.9 GiB for a 30B-weight model, 12% of what data parallelism keeps."
+    )
+    assert "largest single layer" in tree.select_one(".explanation").get_text()
+
+
+def test_legend_explains_bands_and_states_without_colour(client: TestClient) -> None:
+    legend = _page(client, Stage.DP).select_one(".legend")
+    assert legend is not None
+    bands = [li.get_text(" ", strip=True) for li in legend.select("ul.key:not(.states) li")]
+    assert [b.split(" ·")[0] for b in bands] == ["Weights", "Gradients", "Master copy", "Adam moments"]
+    assert "(2 : 2 : 4 : 8)" in legend.select_one("p").get_text()
+    states = [li.get_text(" ", strip=True) for li in legend.select("ul.states li")]
+    assert states[0].startswith("Filled")
+    assert states[1].startswith("Dashed outline")
+
+
+def test_bands_are_drawn_in_proportion_to_their_bytes(client: TestClient) -> None:
+    column = _page(client, Stage.DP).select_one("#grid .column")
+    assert column is not None
+    classes = [next(c for c in cell["class"] if c.startswith("nb-")) for cell in column.select(".cell")]
+    assert classes == ["nb-2", "nb-2", "nb-4", "nb-8"]
+
+
+def test_responsible_weight_is_marked_only_when_something_is_sharded(client: TestClient) -> None:
+    assert _page(client, Stage.DP).select("#grid .axis .responsible") == []
+    marked = _page(client, Stage.ZERO1).select("#grid .card .axis .responsible")
+    assert [m.get_text() for m in marked] == [str(i) for i in range(8)]
+
+
+def test_page_head_loads_only_local_assets_and_configures_htmx(client: TestClient) -> None:
+    tree = dom(client.get("/").text)
+    scripts = [s["src"] for s in tree.select("script")]
+    assert scripts == ["/static/htmx-2.0.11.min.js", "/static/grid.js"]
+    assert all(not s.string for s in tree.select("script"))
+    assert [link["href"] for link in tree.select("link[rel~=stylesheet]")] == ["/static/app.css"]
+    assert tree.select("[style]") == []
+    assert not any(attr.startswith(("on", "hx-on")) for tag in tree.find_all(True) for attr in tag.attrs)
+    config = tree.select_one('meta[name="htmx-config"]')
+    assert config is not None
+    settings = json.loads(str(config["content"]))
+    assert settings["allowEval"] is False
+    assert settings["includeIndicatorStyles"] is False
+    assert settings["historyCacheSize"] == 0
+
+
+def test_head_request_is_answered(client: TestClient) -> None:
+    response = client.head("/?stage=zero1")
+    assert response.status_code == 200
+    assert response.text == ""
+
+
+def test_app_mounted_under_a_prefix_links_under_it() -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from app.main import create_app
+
+    outer = Starlette(routes=[Mount("/course/zero", app=create_app())])
+    with TestClient(outer) as prefixed:
+        tree = dom(prefixed.get("/course/zero/?stage=zero1").text)
+    urls = [str(tag.get("href") or tag.get("src") or tag.get("hx-get")) for tag in tree.select("[href], [src], [hx-get]")]
+    assert urls
+    assert all(url.startswith("/course/zero/") for url in urls), urls

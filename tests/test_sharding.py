@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.bands import Band
+from app.memory import bytes_per_weight
+from app.sharding import CellState, layout, owner
+from app.stages import Stage
+
+
+@pytest.mark.parametrize(
+    ("stage", "solid"),
+    [
+        (Stage.DP, [64, 64, 64, 64]),
+        (Stage.ZERO1, [64, 64, 8, 8]),
+        (Stage.ZERO2, [64, 8, 8, 8]),
+        (Stage.ZERO3, [8, 8, 8, 8]),
+    ],
+)
+def test_solid_cells_per_band(stage: Stage, solid: list[int]) -> None:
+    grid = layout(stage, 8)
+    assert len(grid.cells) == 8 * 8 * 4
+    assert [grid.solid_count(band) for band in Band] == solid
+
+
+@pytest.mark.parametrize("stage", list(Stage))
+def test_a_dashed_cell_names_the_card_that_holds_it(stage: Stage) -> None:
+    grid = layout(stage, 8)
+    held = {(c.card, c.weight, c.band) for c in grid.cells if c.state is CellState.SOLID}
+    for cell in grid.cells:
+        assert cell.holder == cell.weight
+        if cell.state is CellState.DASHED:
+            assert cell.band in stage.sharded
+            assert cell.holder != cell.card
+            assert (cell.holder, cell.weight, cell.band) in held
+
+
+def test_zero1_card_three_holds_optimizer_state_only_for_weight_three() -> None:
+    cells = layout(Stage.ZERO1, 8).card_cells(3)
+    master = {c.weight: c.state for c in cells if c.band is Band.MASTER}
+    assert master == {w: CellState.SOLID if w == 3 else CellState.DASHED for w in range(8)}
+    assert all(c.state is CellState.SOLID for c in cells if c.band is Band.WEIGHTS)
+
+
+@pytest.mark.parametrize(("stage", "held"), [(Stage.DP, 128), (Stage.ZERO1, 44), (Stage.ZERO2, 30), (Stage.ZERO3, 16)])
+def test_card_totals(stage: Stage, held: int) -> None:
+    grid = layout(stage, 8)
+    assert {grid.held_bytes(card) for card in range(8)} == {held}
+    assert grid.full_bytes == 128
+
+
+@given(stage=st.sampled_from(Stage), gpus=st.integers(1, 24))
+def test_the_grid_agrees_with_the_memory_figures(stage: Stage, gpus: int) -> None:
+    grid = layout(stage, gpus)
+    for card in range(gpus):
+        assert grid.held_bytes(card) == bytes_per_weight(stage, gpus) * grid.weights
+
+
+def test_owner_wraps_around() -> None:
+    assert [owner(w, 4) for w in range(6)] == [0, 1, 2, 3, 0, 1]
