@@ -58,9 +58,9 @@ MIXED_ADAM = Recipe(
     name="mixed-adam",
     title="Mixed-precision Adam",
     specs=(
-        BandSpec(Band.WEIGHTS, "Weights", "bf16", 2, "the copy the forward and backward passes use"),
-        BandSpec(Band.GRADIENTS, "Gradients", "bf16", 2, "computed by the backward pass"),
-        BandSpec(Band.MASTER, "Master copy", "fp32", 4, "the full-precision weights the optimizer updates"),
-        BandSpec(Band.MOMENTS, "Adam moments", "fp32 ×2", 8, "Adam's two running averages"),
+        BandSpec(Band.WEIGHTS, "Weights", "bf16", 2, "used by the forward and backward passes"),
+        BandSpec(Band.GRADIENTS, "Gradients", "bf16", 2, "made by the backward pass"),
+        BandSpec(Band.MASTER, "Master copy", "fp32", 4, "what the optimizer updates"),
+        BandSpec(Band.MOMENTS, "Adam moments", "fp32 ×2", 8, "two running averages"),
     ),
 )

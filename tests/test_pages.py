@@ -191,9 +191,9 @@ def test_headline_and_explanation(client: TestClient) -> None:
 def test_legend_explains_bands_and_states_without_colour(client: TestClient) -> None:
     legend = _page(client, Stage.DP).select_one(".legend")
     assert legend is not None
-    bands = [li.get_text(" ", strip=True) for li in legend.select("ul.key:not(.states) li")]
+    bands = [li.get_text(" ", strip=True) for li in legend.select("ul.bands li")]
     assert [b.split(" ·")[0] for b in bands] == ["Weights", "Gradients", "Master copy", "Adam moments"]
-    assert "(2 : 2 : 4 : 8)" in legend.select_one("p").get_text()
+    assert "(2 : 2 : 4 : 8)" in legend.select_one("p").get_text(" ")
     states = [li.get_text(" ", strip=True) for li in legend.select("ul.states li")]
     assert states[0].startswith("Filled")
     assert states[1].startswith("Dashed outline")

@@ -1,0 +1,140 @@
+"""Real-browser fixtures: Debian's Chromium, the real `zero-bands` command, and a watch on the page."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import ConsoleMessage, Page, Request, Response
+
+CHROMIUM = os.environ.get("ZERO_BANDS_CHROMIUM", "/usr/bin/chromium")
+# Without these, Chromium reaches for Google's services at start-up, which this network refuses.
+LAUNCH_FLAGS = [
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-gpu",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "test-results" / "screenshots"
+
+# Chromium reports CSP violations as console errors too; this catches any it might not.
+RECORD_CSP = """
+window.__cspViolations = [];
+document.addEventListener("securitypolicyviolation", (e) => {
+  window.__cspViolations.push(e.violatedDirective + " " + e.blockedURI);
+});
+"""
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict[str, Any]) -> dict[str, Any]:
+    """Launch Debian's Chromium; Playwright downloads no browser here."""
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium (apt-get install chromium)")
+    return {**browser_type_launch_args, "executable_path": CHROMIUM, "args": LAUNCH_FLAGS}
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"zero-bands exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError("zero-bands did not start listening within 20 s")
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[str]:
+    """The app served by its own command, as a person would start it."""
+    command = shutil.which("zero-bands", path=str(Path(sys.executable).parent)) or shutil.which("zero-bands")
+    assert command, "the zero-bands command is not installed"
+    port = _free_port()
+    process = subprocess.Popen([command, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(port, process)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def base_url(server: str) -> str:
+    """Relative URLs in page.goto resolve against the app. This also replaces the fallback that
+    pytest-playwright 0.10 defines as an instance method, which pytest 9.2 deprecates."""
+    return server
+
+
+@dataclass
+class Watch:
+    """Everything a page did that a test may want to refuse."""
+
+    origin: str
+    requests: list[Request] = field(default_factory=list)
+    console_errors: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)
+
+    def on_request(self, request: Request) -> None:
+        self.requests.append(request)
+
+    def on_console(self, message: ConsoleMessage) -> None:
+        if message.type in {"error", "warning"}:
+            self.console_errors.append(message.text)
+
+    def on_response(self, response: Response) -> None:
+        if response.status >= 400:
+            self.failed.append(f"{response.status} {response.url}")
+
+    def foreign_requests(self) -> list[str]:
+        return [r.url for r in self.requests if not r.url.startswith(self.origin + "/")]
+
+    def assert_clean(self, page: Page, allow_status: set[int] | None = None) -> None:
+        assert self.foreign_requests() == []
+        assert self.page_errors == []
+        allowed = allow_status or set()
+        assert [f for f in self.failed if int(f.split()[0]) not in allowed] == []
+        unexpected = [m for m in self.console_errors if not any(f"status of {s}" in m for s in allowed)]
+        assert unexpected == []
+        assert page.evaluate("window.__cspViolations || []") == []
+
+
+@pytest.fixture
+def watch(page: Page, server: str) -> Watch:
+    """Record requests, console errors, page errors, failed responses and CSP violations."""
+    record = Watch(origin=server)
+    page.add_init_script(RECORD_CSP)
+    page.on("request", record.on_request)
+    page.on("console", record.on_console)
+    page.on("pageerror", lambda error: record.page_errors.append(str(error)))
+    page.on("response", record.on_response)
+    return record
+
+
+def screenshot(page: Page, name: str) -> Path:
+    """Save a full-page screenshot where CI keeps artefacts, and return its path."""
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path

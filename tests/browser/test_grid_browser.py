@@ -1,0 +1,185 @@
+"""The grid in Debian's Chromium: switching, history, keyboard, embedding, accessibility."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import Watch, _free_port, screenshot
+
+STAGES = [
+    ("dp", [64, 64, 64, 64]),
+    ("zero1", [64, 64, 8, 8]),
+    ("zero2", [64, 8, 8, 8]),
+    ("zero3", [8, 8, 8, 8]),
+]
+BANDS = ["weights", "gradients", "master", "moments"]
+
+
+def solid_counts(page: Page) -> list[int]:
+    return [page.locator(f'#grid .cell[data-band="{band}"][data-state="solid"]').count() for band in BANDS]
+
+
+def test_switching_swaps_the_grid_and_back_forward_land_on_the_right_stage(
+    page: Page, server: str, watch: Watch
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(server + "/")
+    grid = page.locator("#grid")
+    expect(grid).to_have_attribute("data-stage", "dp")
+    page.evaluate("window.__sameDocument = true")
+
+    for stage, solid in STAGES[1:] + STAGES[:1]:
+        page.click(f"#switch-{stage}")
+        expect(grid).to_have_attribute("data-stage", stage)
+        expect(page).to_have_url(f"{server}/?stage={stage}")
+        assert solid_counts(page) == solid
+        expect(page.locator(f"#switch-{stage}")).to_have_attribute("aria-current", "page")
+        expect(page.locator("table.figures tr.current")).to_have_attribute("data-stage", stage)
+        # htmx swapped the widget: same document, focus back on the link that was clicked.
+        assert page.evaluate("window.__sameDocument") is True
+        assert page.evaluate("document.activeElement.id") == f"switch-{stage}"
+    expect(page).to_have_title("Data parallelism · ZeRO Bands")
+
+    swaps = [r for r in watch.requests if "stage=" in r.url and r.headers.get("hx-request") == "true"]
+    assert [r.url.split("stage=")[1] for r in swaps] == ["zero1", "zero2", "zero3", "dp"]
+
+    for expected in ["zero3", "zero2", "zero1"]:
+        page.go_back()
+        expect(grid).to_have_attribute("data-stage", expected)
+        expect(page).to_have_url(f"{server}/?stage={expected}")
+        assert solid_counts(page) == dict(STAGES)[expected]
+    page.go_forward()
+    expect(grid).to_have_attribute("data-stage", "zero2")
+    restores = [r for r in watch.requests if r.headers.get("hx-history-restore-request") == "true"]
+    assert restores, "back/forward should ask the server, not a cache"
+
+    page.reload()
+    expect(grid).to_have_attribute("data-stage", "zero2")
+    expect(page.locator("#switch-zero2")).to_have_attribute("aria-current", "page")
+    watch.assert_clean(page)
+
+
+@pytest.mark.parametrize(("stage", "solid"), STAGES)
+def test_deep_link_shows_the_stage_and_looks_right(page: Page, server: str, watch: Watch, stage: str, solid: list[int]) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{server}/?stage={stage}")
+    expect(page.locator("#grid")).to_have_attribute("data-stage", stage)
+    assert solid_counts(page) == solid
+    screenshot(page, f"grid-{stage}-1280")
+    watch.assert_clean(page)
+
+
+def test_links_work_without_javascript(browser: Browser, server: str) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(server + "/?stage=zero1")
+    page.click("#switch-zero3")
+    page.wait_for_url(f"{server}/?stage=zero3")
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero3")
+    assert solid_counts(page) == [8, 8, 8, 8]
+    context.close()
+
+
+def test_keyboard_moves_between_cells_and_each_names_itself(page: Page, server: str, watch: Watch) -> None:
+    page.goto(server + "/?stage=zero1")
+    page.focus("#switch-zero3")
+    page.keyboard.press("Tab")
+    active = "document.activeElement.dataset"
+    assert page.evaluate(f"[{active}.card, {active}.weight, {active}.band]") == ["0", "0", "weights"]
+
+    page.keyboard.press("ArrowRight")
+    for _ in range(3):
+        page.keyboard.press("ArrowDown")
+    assert page.evaluate(f"[{active}.card, {active}.weight, {active}.band, {active}.state]") == [
+        "0", "1", "moments", "dashed"
+    ]  # fmt: skip
+    tip = page.evaluate("getComputedStyle(document.activeElement, '::after').content")
+    assert "GPU 0, weight 1, Adam moments" in tip
+    assert "GPU 1 holds it on this weight's behalf" in tip
+
+    # One tab stop: the next Tab leaves the grid for the table's first link.
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.id") == "row-dp"
+    watch.assert_clean(page)
+
+
+def test_hover_shows_the_cell_details(page: Page, server: str) -> None:
+    page.goto(server + "/?stage=zero3")
+    cell = page.locator('#grid .cell[data-card="4"][data-weight="6"][data-band="weights"]')
+    cell.hover()
+    tip = cell.evaluate("el => getComputedStyle(el, '::after').content")
+    assert "GPU 4, weight 6, Weights (bf16, 2 B): not stored here. GPU 6 holds it" in tip
+
+
+def test_bad_stage_is_shown_in_place_by_the_htmx_swap(page: Page, server: str, watch: Watch) -> None:
+    page.goto(server + "/?stage=zero2")
+    page.evaluate("htmx.ajax('GET', '?stage=%3Cb%3Ezero9', {target: '#widget', swap: 'outerHTML'})")
+    alert = page.locator('#widget [role="alert"]')
+    expect(alert).to_be_visible()
+    expect(alert).to_contain_text("“stage” must be 'dp', 'zero1', 'zero2' or 'zero3'; “<b>zero9” is not.")
+    assert page.locator("#widget b").count() == 0
+    page.click("#switch-zero1")
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero1")
+    watch.assert_clean(page, allow_status={422})
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def course_page(tmp_path: Path, server: str) -> Iterator[str]:
+    """A page on another origin that embeds the app, as a course site would."""
+    (tmp_path / "lesson.html").write_text(
+        f'<!doctype html><title>Lesson</title><h1>Lesson 4</h1>'
+        f'<iframe title="ZeRO Bands" src="{server}/?stage=zero1" width="1200" height="900"></iframe>'
+    )
+    port = _free_port()
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), partial(_Quiet, directory=str(tmp_path)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{port}/lesson.html"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_embeds_in_a_course_page_on_another_origin(page: Page, course_page: str) -> None:
+    page.goto(course_page)
+    frame = page.frame_locator("iframe")
+    expect(frame.locator("#grid")).to_have_attribute("data-stage", "zero1")
+    frame.locator("#switch-zero2").click()
+    expect(frame.locator("#grid")).to_have_attribute("data-stage", "zero2")
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 800), (1920, 1080)])
+def test_nothing_is_clipped_from_phone_to_projector(page: Page, server: str, width: int, height: int) -> None:
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(server + "/?stage=zero2")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    overflowing = page.evaluate(
+        """[...document.querySelectorAll('#grid .card, #grid .column, .switch, .legend')]
+             .filter(el => el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1)
+             .map(el => el.className)"""
+    )
+    assert overflowing == []
+    # Every band stays tall enough to see, the 2-byte ones included.
+    heights = page.evaluate("[...document.querySelectorAll('#grid .cell')].map(el => el.getBoundingClientRect().height)")
+    assert min(heights) >= 6
+    screenshot(page, f"grid-zero2-{width}")
+
+
+@pytest.mark.parametrize("path", ["/?stage=dp", "/?stage=zero3", "/?stage=nope"])
+def test_axe_finds_no_accessibility_violations(page: Page, server: str, path: str) -> None:
+    page.goto(server + path)
+    results = Axe().run(page)
+    assert results.violations_count == 0, results.generate_report()
