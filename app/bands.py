@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 
@@ -33,16 +33,19 @@ class Recipe:
     name: str
     title: str
     specs: tuple[BandSpec, ...]
+    # Looked up once per grid cell, so kept as a mapping rather than searched.
+    _by_band: dict[Band, BandSpec] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if tuple(spec.band for spec in self.specs) != tuple(Band):
             raise ValueError("a recipe lists every band once, in Band order")
         if any(spec.nbytes < 0 for spec in self.specs):
             raise ValueError("a band cannot cost negative bytes")
+        object.__setattr__(self, "_by_band", {spec.band: spec for spec in self.specs})
 
     def spec(self, band: Band) -> BandSpec:
         """The spec of one band."""
-        return self.specs[tuple(Band).index(band)]
+        return self._by_band[band]
 
     def nbytes(self, band: Band) -> int:
         """Bytes per weight of one band."""

@@ -66,7 +66,10 @@ async def validation_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     errors = exc.errors()
     if _is_api(request):
-        detail = [{"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))} for e in errors]
+        detail = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+            for e in errors
+        ]
         message = describe(errors, show_input=False)
         return JSONResponse({"message": message, "detail": detail}, status_code=422)
     view = error_view(describe(errors, show_input=True), stage_links(request))

@@ -12,8 +12,10 @@ from app.views import LinkFor
 
 
 def path_for(request: Request, name: str, /, **path_params: str) -> str:
-    """The root-relative path of a named route, prefix included; never scheme or host, which
-    a proxy or an iframe's parent page may see differently."""
+    """The root-relative path of a named route, prefix included.
+
+    Never scheme or host, which a TLS-terminating proxy or an iframe's parent may see differently.
+    """
     return request.url_for(name, **path_params).path
 
 
@@ -28,4 +30,3 @@ def stage_links(request: Request) -> LinkFor:
     """Builds the page's URL for a stage."""
     page = path_for(request, "page")
     return lambda stage: f"{page}?{urlencode({'stage': stage.value})}"
-

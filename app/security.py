@@ -25,8 +25,11 @@ def content_security_policy(settings: Settings) -> str:
 
 
 def security_headers(settings: Settings) -> dict[str, str]:
-    """The headers added to every response. There is deliberately no X-Frame-Options:
-    embedding is governed by CSP frame-ancestors alone, and course pages embed this tool."""
+    """The headers added to every response.
+
+    There is deliberately no X-Frame-Options: course pages embed this tool, and CSP
+    frame-ancestors alone decides where.
+    """
     return {
         "Content-Security-Policy": content_security_policy(settings),
         "X-Content-Type-Options": "nosniff",
@@ -45,6 +48,7 @@ class SecurityHeadersMiddleware:
         self.replaced = {name for name, _ in self.headers} | {b"server", b"x-frame-options"}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, rewriting the headers of the response as it starts."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

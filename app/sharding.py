@@ -65,9 +65,7 @@ class Layout:
 
     def held_bytes(self, card: int) -> int:
         """Bytes a card stores for the grid's weights: the sum of its solid cells."""
-        return sum(
-            self.recipe.nbytes(cell.band) for cell in self.card_cells(card) if cell.state is CellState.SOLID
-        )
+        return sum(self.recipe.nbytes(cell.band) for cell in self.card_cells(card) if cell.state is CellState.SOLID)
 
     @property
     def full_bytes(self) -> int:

@@ -100,6 +100,7 @@ class StageView:
     info: StageInfo
     shards_anything: bool
     gpus: int
+    full_bytes_per_weight: int
     params_label: str
     bytes_per_weight: str
     per_gpu: str
@@ -214,6 +215,7 @@ def stage_view(stage: Stage, link: LinkFor, gpus: int = DEFAULT_GPUS, params: in
         info=stage.info,
         shards_anything=bool(stage.sharded),
         gpus=gpus,
+        full_bytes_per_weight=grid.recipe.total,
         params_label=params_label(params),
         bytes_per_weight=per_weight(chosen.bytes_per_weight),
         per_gpu=gib(chosen.per_gpu_bytes),

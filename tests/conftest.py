@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from bs4 import BeautifulSoup
+from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
 
 from app.main import create_app
@@ -21,3 +21,15 @@ def client() -> Iterator[TestClient]:
 def dom(html: str) -> BeautifulSoup:
     """Parse HTML the way the tests read it: as a tree, never as a string."""
     return BeautifulSoup(html, "html.parser")
+
+
+def one(tree: Tag, selector: str) -> Tag:
+    """The one element a selector must find."""
+    found = tree.select_one(selector)
+    assert found is not None, f"nothing matches {selector!r}"
+    return found
+
+
+def text(tree: Tag, selector: str) -> str:
+    """The whitespace-normalised text of the one element a selector must find."""
+    return " ".join(one(tree, selector).get_text(" ").split())

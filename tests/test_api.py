@@ -32,9 +32,12 @@ def test_layout_matches_the_page_cell_for_cell(client: TestClient) -> None:
     from tests.conftest import dom
 
     for stage in Stage:
-        api = {(c["card"], c["weight"], c["band"]): c["state"] for c in client.get(f"/api/layout?stage={stage}").json()["cells"]}
+        api = {
+            (c["card"], c["weight"], c["band"]): c["state"]
+            for c in client.get(f"/api/layout?stage={stage}").json()["cells"]
+        }
         page = {
-            (int(c["data-card"]), int(c["data-weight"]), str(c["data-band"])): c["data-state"]
+            (int(str(c["data-card"])), int(str(c["data-weight"])), str(c["data-band"])): c["data-state"]
             for c in dom(client.get(f"/?stage={stage}").text).select("#grid .cell")
         }
         assert api == page

@@ -6,9 +6,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.errors import describe
-from tests.conftest import dom
+from tests.conftest import dom, text
 
-BAD_STAGES = ["zero9", "", "ZERO1", "<script>alert(1)</script>", "\"><img src=x onerror=alert(1)>", "%ff", "x" * 5000]
+BAD_STAGES = ["zero9", "", "ZERO1", "<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "%ff", "x" * 5000]
 
 
 @pytest.mark.parametrize("value", BAD_STAGES)
@@ -17,9 +17,7 @@ def test_bad_stage_on_the_page(client: TestClient, value: str, headers: dict[str
     response = client.get("/", params={"stage": value}, headers=headers)
     assert response.status_code == 422
     tree = dom(response.text)
-    alert = tree.select_one('#widget [role="alert"]')
-    assert alert is not None
-    message = alert.select_one(".notice-message").get_text()
+    message = text(tree, '#widget [role="alert"] .notice-message')
     assert "“stage” must be 'dp', 'zero1', 'zero2' or 'zero3'" in message
     # The value comes back as text, never as markup, and never at full length.
     assert tree.select("script:not([src])") == []
@@ -50,7 +48,7 @@ def test_bad_stage_on_the_api(client: TestClient, value: str) -> None:
 def test_unknown_page_is_a_readable_404(client: TestClient) -> None:
     response = client.get("/stages/zero1")
     assert response.status_code == 404
-    assert dom(response.text).select_one(".notice-message").get_text() == "There is no page at this address."
+    assert text(dom(response.text), ".notice-message") == "There is no page at this address."
 
 
 def test_wrong_method_is_a_405_not_a_5xx(client: TestClient) -> None:
@@ -61,7 +59,14 @@ def test_wrong_method_is_a_405_not_a_5xx(client: TestClient) -> None:
 
 
 def test_describe_other_errors_in_plain_words() -> None:
-    errors = [{"loc": ("query", "gpus"), "msg": "Input should be less than or equal to 4096", "type": "less_than_equal", "input": "5000"}]
+    errors = [
+        {
+            "loc": ("query", "gpus"),
+            "msg": "Input should be less than or equal to 4096",
+            "type": "less_than_equal",
+            "input": "5000",
+        }
+    ]
     assert describe(errors, show_input=True) == (
         "The query parameter “gpus” is not valid: input should be less than or equal to 4096."
     )

@@ -44,7 +44,8 @@ def test_frame_ancestors_defaults_to_anywhere() -> None:
 
 
 @pytest.mark.parametrize(
-    "value", ["", "https://a.example; script-src *", "https://a.example, *", "'unsafe-inline'", "'none' https:", "a b\nc"]
+    "value",
+    ["", "https://a.example; script-src *", "https://a.example, *", "'unsafe-inline'", "'none' https:", "a b\nc"],
 )
 def test_frame_ancestors_that_would_break_the_policy_are_refused(value: str) -> None:
     with pytest.raises(ConfigError, match=FRAME_ANCESTORS_ENV):

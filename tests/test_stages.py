@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
 from app.bands import Band
@@ -21,7 +23,7 @@ def test_each_stage_shards_what_the_seed_says(stage: Stage, sharded: set[Band]) 
 
 def test_each_stage_shards_everything_the_previous_one_did() -> None:
     stages = list(Stage)
-    for earlier, later in zip(stages, stages[1:], strict=False):
+    for earlier, later in itertools.pairwise(stages):
         assert earlier.sharded < later.sharded
 
 

@@ -81,8 +81,11 @@ def server() -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def base_url(server: str) -> str:
-    """Relative URLs in page.goto resolve against the app. This also replaces the fallback that
-    pytest-playwright 0.10 defines as an instance method, which pytest 9.2 deprecates."""
+    """Relative URLs in page.goto resolve against the app.
+
+    This also replaces the fallback that pytest-playwright 0.10 defines as an instance method,
+    which pytest 9.2 deprecates (and warnings are errors here).
+    """
     return server
 
 

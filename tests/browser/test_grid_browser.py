@@ -69,7 +69,9 @@ def test_switching_swaps_the_grid_and_back_forward_land_on_the_right_stage(
 
 
 @pytest.mark.parametrize(("stage", "solid"), STAGES)
-def test_deep_link_shows_the_stage_and_looks_right(page: Page, server: str, watch: Watch, stage: str, solid: list[int]) -> None:
+def test_deep_link_shows_the_stage_and_looks_right(
+    page: Page, server: str, watch: Watch, stage: str, solid: list[int]
+) -> None:
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{server}/?stage={stage}")
     expect(page.locator("#grid")).to_have_attribute("data-stage", stage)
@@ -141,7 +143,7 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 def course_page(tmp_path: Path, server: str) -> Iterator[str]:
     """A page on another origin that embeds the app, as a course site would."""
     (tmp_path / "lesson.html").write_text(
-        f'<!doctype html><title>Lesson</title><h1>Lesson 4</h1>'
+        f"<!doctype html><title>Lesson</title><h1>Lesson 4</h1>"
         f'<iframe title="ZeRO Bands" src="{server}/?stage=zero1" width="1200" height="900"></iframe>'
     )
     port = _free_port()
@@ -173,7 +175,9 @@ def test_nothing_is_clipped_from_phone_to_projector(page: Page, server: str, wid
     )
     assert overflowing == []
     # Every band stays tall enough to see, the 2-byte ones included.
-    heights = page.evaluate("[...document.querySelectorAll('#grid .cell')].map(el => el.getBoundingClientRect().height)")
+    heights = page.evaluate(
+        "[...document.querySelectorAll('#grid .cell')].map(el => el.getBoundingClientRect().height)"
+    )
     assert min(heights) >= 6
     screenshot(page, f"grid-zero2-{width}")
 

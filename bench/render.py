@@ -1,0 +1,94 @@
+"""What rendering the 256-cell grid costs, as a page and as an htmx fragment, measured in one run.
+
+Run: .venv/bin/python -m bench.render [--rounds N]
+
+Absolute times depend on the machine, so the time target is a ratio against a baseline measured
+in the same run (GET /api/stages: routing, validation and the test client, with almost no work):
+- a full page, grid and table included, costs at most 3× the baseline;
+- a page travels compressed in at most 20 kB, so a class on one Wi-Fi access point loads it fast.
+The fragment is reported beside the page: it is the page less its shell, so it costs about the
+same to render; what it saves is the browser's reload, not server time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+
+MAX_PAGE_GZIP_BYTES = 20_000
+MAX_PAGE_TIME_RATIO = 3.0
+HX = {"HX-Request": "true"}
+
+
+@dataclass(frozen=True)
+class Measure:
+    """The median time of one request, and its body size raw and compressed."""
+
+    name: str
+    seconds: float
+    raw_bytes: int
+    gzip_bytes: int
+
+
+def measure(client: TestClient, name: str, path: str, headers: dict[str, str], rounds: int) -> Measure:
+    """Time `rounds` requests for one path and take the median."""
+    times = []
+    body = b""
+    for _ in range(rounds):
+        start = time.perf_counter()
+        response = client.get(path, headers={**headers, "Accept-Encoding": "identity"})
+        times.append(time.perf_counter() - start)
+        assert response.status_code == 200, (path, response.status_code)
+        body = response.content
+    return Measure(name, statistics.median(times), len(body), len(gzip.compress(body)))
+
+
+def run(rounds: int) -> list[Measure]:
+    """Measure the baseline, the full page and the fragment, interleaved per stage."""
+    with TestClient(create_app()) as client:
+        client.get("/")  # warm the template cache
+        return [
+            measure(client, "baseline /api/stages", "/api/stages", {}, rounds),
+            measure(client, "full page", "/?stage=zero2", {}, rounds),
+            measure(client, "htmx fragment", "/?stage=zero2", HX, rounds),
+            measure(client, "api layout", "/api/layout?stage=zero2", {}, rounds),
+        ]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Print the table and whether the targets hold; exit 1 if one does not."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--rounds", type=int, default=200)
+    args = parser.parse_args(argv)
+    results = run(args.rounds)
+    baseline = results[0].seconds
+    print(f"{'request':<22} {'median ms':>10} {'× baseline':>11} {'raw kB':>8} {'gzip kB':>8}")
+    for m in results:
+        print(
+            f"{m.name:<22} {m.seconds * 1e3:>10.2f} {m.seconds / baseline:>11.1f}"
+            f" {m.raw_bytes / 1e3:>8.1f} {m.gzip_bytes / 1e3:>8.1f}"
+        )
+    by_name = {m.name: m for m in results}
+    ratio = by_name["full page"].seconds / baseline
+    page_gzip = by_name["full page"].gzip_bytes
+    time_ok = ratio <= MAX_PAGE_TIME_RATIO
+    size_ok = page_gzip <= MAX_PAGE_GZIP_BYTES
+    checks = [
+        (f"full page time = {ratio:.2f} × baseline (target <= {MAX_PAGE_TIME_RATIO:.1f})", time_ok),
+        (f"full page gzip = {page_gzip / 1e3:.1f} kB (target <= {MAX_PAGE_GZIP_BYTES / 1e3:.0f} kB)", size_ok),
+    ]
+    for text, ok in checks:
+        print(("ok   " if ok else "MISS ") + text)
+    return 0 if all(ok for _, ok in checks) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,25 @@
+"""The style the project promises: ruff clean, formatted, and mypy --strict clean."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["ruff", "check", "app", "tests", "bench"],
+        ["ruff", "format", "--check", "app", "tests", "bench"],
+        ["mypy"],
+    ],
+    ids=["ruff-check", "ruff-format", "mypy-strict"],
+)
+def test_tool_is_clean(command: list[str]) -> None:
+    result = subprocess.run([sys.executable, "-m", *command], cwd=ROOT, capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stdout + result.stderr

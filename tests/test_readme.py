@@ -1,0 +1,38 @@
+"""The README's two set-up commands are the ones CI and a newcomer actually run."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text()
+
+
+def _command_after(marker: str) -> str:
+    match = re.search(rf"<!-- {marker} -->\s*```(?:sh|bash)?\n(.+?)\n```", README, re.DOTALL)
+    assert match, f"README has no command block after <!-- {marker} -->"
+    lines = match.group(1).strip().splitlines()
+    assert len(lines) == 1, "each set-up is one command a person can paste"
+    return lines[0]
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    command = _command_after("test-command")
+    ci_lines = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert command in ci_lines
+    assert "chromium" in command
+    assert "pytest" in command
+
+
+def test_run_command_installs_and_serves() -> None:
+    command = _command_after("run-command")
+    assert "pip install ." in command
+    assert command.endswith("zero-bands")
+
+
+def test_readme_shows_a_screenshot_that_exists() -> None:
+    images = re.findall(r"!\[[^\]]+\]\(([^)]+)\)", README)
+    assert images
+    for image in images:
+        assert (ROOT / image).is_file(), image
