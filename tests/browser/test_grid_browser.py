@@ -22,6 +22,7 @@ STAGES = [
     ("zero3", [8, 8, 8, 8]),
 ]
 BANDS = ["weights", "gradients", "master", "moments"]
+TITLES = {"dp": "Data parallelism", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3"}
 
 
 def solid_counts(page: Page) -> list[int]:
@@ -40,6 +41,7 @@ def test_switching_swaps_the_grid_and_back_forward_land_on_the_right_stage(
     for stage, solid in STAGES[1:] + STAGES[:1]:
         page.click(f"#switch-{stage}")
         expect(grid).to_have_attribute("data-stage", stage)
+        expect(page).to_have_title(f"{TITLES[stage]} · ZeRO Bands")
         expect(page).to_have_url(f"{server}/?stage={stage}")
         assert solid_counts(page) == solid
         expect(page.locator(f"#switch-{stage}")).to_have_attribute("aria-current", "page")
@@ -47,7 +49,6 @@ def test_switching_swaps_the_grid_and_back_forward_land_on_the_right_stage(
         # htmx swapped the widget: same document, focus back on the link that was clicked.
         assert page.evaluate("window.__sameDocument") is True
         assert page.evaluate("document.activeElement.id") == f"switch-{stage}"
-    expect(page).to_have_title("Data parallelism · ZeRO Bands")
 
     swaps = [r for r in watch.requests if "stage=" in r.url and r.headers.get("hx-request") == "true"]
     assert [r.url.split("stage=")[1] for r in swaps] == ["zero1", "zero2", "zero3", "dp"]
