@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.bands import MIXED_ADAM, Band, Recipe
+from app.bands import MIXED_ADAM, Band, BandSpec, Recipe
 from app.memory import DEFAULT_GPUS, DEFAULT_PARAMS, StageFigures, all_stage_figures
 from app.sharding import Cell, CellState, Layout, layout
 from app.stages import Stage, StageInfo
@@ -29,17 +29,6 @@ class StageLink:
     summary: str
     href: str
     current: bool
-
-
-@dataclass(frozen=True)
-class BandKey:
-    """One line of the legend."""
-
-    band: Band
-    label: str
-    precision: str
-    nbytes: int
-    description: str
 
 
 @dataclass(frozen=True)
@@ -115,7 +104,7 @@ class PageView:
 
     title: str
     links: tuple[StageLink, ...]
-    legend: tuple[BandKey, ...]
+    legend: tuple[BandSpec, ...]
     content: StageView | None = None
     error: str | None = None
 
@@ -146,9 +135,9 @@ def stage_links(current: Stage | None, link: LinkFor) -> tuple[StageLink, ...]:
     )
 
 
-def legend(recipe: Recipe = MIXED_ADAM) -> tuple[BandKey, ...]:
+def legend(recipe: Recipe = MIXED_ADAM) -> tuple[BandSpec, ...]:
     """The bands, top to bottom as the grid stacks them."""
-    return tuple(BandKey(s.band, s.label, s.precision, s.nbytes, s.description) for s in recipe.specs)
+    return recipe.specs
 
 
 def _card_view(grid: Layout, card: int, figures: StageFigures) -> CardView:
