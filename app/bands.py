@@ -67,3 +67,68 @@ MIXED_ADAM = Recipe(
         BandSpec(Band.MOMENTS, "Adam moments", "fp32 ×2", 8, "two running averages"),
     ),
 )
+
+
+def _recipe(name: str, title: str, *specs: tuple[str, str, int, str]) -> Recipe:
+    return Recipe(name, title, tuple(BandSpec(band, *spec) for band, spec in zip(Band, specs, strict=True)))
+
+
+# Each preset names what its bands are, so the legend stays true when the recipe changes.
+RECIPES: dict[str, Recipe] = {
+    recipe.name: recipe
+    for recipe in (
+        MIXED_ADAM,
+        _recipe(
+            "fp32-adam",
+            "fp32 Adam",
+            ("Weights", "fp32", 4, "used by the forward and backward passes"),
+            ("Gradients", "fp32", 4, "made by the backward pass"),
+            ("Master copy", "none", 0, "not needed: the weights are already fp32"),
+            ("Adam moments", "fp32 ×2", 8, "two running averages"),
+        ),
+        _recipe(
+            "bf16-adam",
+            "Pure bf16 Adam",
+            ("Weights", "bf16", 2, "used by the forward and backward passes, and updated in place"),
+            ("Gradients", "bf16", 2, "made by the backward pass"),
+            ("Master copy", "none", 0, "none: updates go straight into the bf16 weights"),
+            ("Adam moments", "bf16 ×2", 4, "two running averages"),
+        ),
+        _recipe(
+            "mixed-sgd",
+            "Mixed-precision SGD with momentum",
+            ("Weights", "bf16", 2, "used by the forward and backward passes"),
+            ("Gradients", "bf16", 2, "made by the backward pass"),
+            ("Master copy", "fp32", 4, "what the optimizer updates"),
+            ("Momentum", "fp32", 4, "one running average"),
+        ),
+        _recipe(
+            "adam-8bit",
+            "Mixed precision, 8-bit Adam",
+            ("Weights", "bf16", 2, "used by the forward and backward passes"),
+            ("Gradients", "bf16", 2, "made by the backward pass"),
+            ("Master copy", "fp32", 4, "what the optimizer updates"),
+            ("Adam moments", "int8 ×2", 2, "two running averages, quantised"),
+        ),
+    )
+}
+
+MAX_CUSTOM_BAND_BYTES = 16
+
+
+def custom_recipe(weights: int, gradients: int, master: int, moments: int) -> Recipe:
+    """A recipe from bytes per band; each 0-16, and the weights at least 1 (a model has weights)."""
+    sizes = (weights, gradients, master, moments)
+    if not all(0 <= size <= MAX_CUSTOM_BAND_BYTES for size in sizes):
+        raise ValueError(f"each band costs 0 to {MAX_CUSTOM_BAND_BYTES} bytes per weight")
+    if weights < 1:
+        raise ValueError("the weights band costs at least 1 byte per weight")
+    labels = [spec.label for spec in MIXED_ADAM.specs]
+    return Recipe(
+        "custom",
+        f"Custom ({'/'.join(map(str, sizes))})",
+        tuple(
+            BandSpec(band, label, f"{size} B", size, "as entered")
+            for band, label, size in zip(Band, labels, sizes, strict=True)
+        ),
+    )

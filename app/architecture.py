@@ -1,0 +1,139 @@
+"""Transformer architectures: weight counts and the largest layer, derived from the shape.
+
+ZeRO-3 gathers one layer at a time, so the largest single layer (the embedding table or one
+transformer block, whichever is bigger) must fit on a card assembled. Counting it needs the
+architecture, not only the total.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Architecture:
+    """A decoder-only transformer's shape."""
+
+    layers: int
+    hidden: int
+    ffn: int
+    vocab: int
+    heads: int
+    kv_heads: int
+    tied_embeddings: bool
+    gated_mlp: bool = True
+    """Llama's SwiGLU has three FFN matrices; GPT's MLP has two."""
+    biases: bool = False
+    layer_norm: bool = False
+    """LayerNorm has a weight and a bias per channel; RMSNorm only a weight."""
+    positions: int = 0
+    """Learned position embeddings (GPT-3 has 2048); 0 for rotary."""
+
+    def __post_init__(self) -> None:
+        if min(self.layers, self.hidden, self.ffn, self.vocab, self.heads, self.kv_heads) < 1:
+            raise ValueError("every dimension of an architecture is at least 1")
+        if self.hidden % self.heads or self.heads % self.kv_heads:
+            raise ValueError("heads must divide hidden, and kv_heads must divide heads")
+
+    @property
+    def head_dim(self) -> int:
+        """Width of one attention head."""
+        return self.hidden // self.heads
+
+    @property
+    def norm_params(self) -> int:
+        """Weights of one normalisation layer."""
+        return self.hidden * (2 if self.layer_norm else 1)
+
+    @property
+    def attention_params(self) -> int:
+        """Q, K, V and output projections of one block (K and V shrink with grouped-query attention)."""
+        kv = self.kv_heads * self.head_dim
+        matrices = self.hidden * self.hidden * 2 + self.hidden * kv * 2
+        bias = (self.hidden * 2 + kv * 2) if self.biases else 0
+        return matrices + bias
+
+    @property
+    def mlp_params(self) -> int:
+        """The feed-forward network of one block."""
+        matrices = (3 if self.gated_mlp else 2) * self.hidden * self.ffn
+        bias = ((2 if self.gated_mlp else 1) * self.ffn + self.hidden) if self.biases else 0
+        return matrices + bias
+
+    @property
+    def block_params(self) -> int:
+        """One transformer block: attention, MLP and its two norms."""
+        return self.attention_params + self.mlp_params + 2 * self.norm_params
+
+    @property
+    def embedding_params(self) -> int:
+        """The token embedding table (also the output head when tied)."""
+        return self.vocab * self.hidden
+
+    @property
+    def params(self) -> int:
+        """Every weight of the model."""
+        heads = 1 if self.tied_embeddings else 2
+        return (
+            self.layers * self.block_params
+            + heads * self.embedding_params
+            + self.positions * self.hidden
+            + self.norm_params  # the final norm
+        )
+
+    @property
+    def largest_layer(self) -> int:
+        """The most weights ZeRO-3 gathers at once: the embedding table or one block."""
+        return max(self.embedding_params, self.block_params)
+
+
+@dataclass(frozen=True)
+class ModelPreset:
+    """A named model: a published architecture, or a bare weight count from a text."""
+
+    name: str
+    title: str
+    params: int
+    architecture: Architecture | None = None
+    source: str = ""
+
+    @property
+    def largest_layer(self) -> int | None:
+        """Derived from the architecture; unknown for a bare count."""
+        return self.architecture.largest_layer if self.architecture else None
+
+
+def _preset(name: str, title: str, architecture: Architecture, source: str) -> ModelPreset:
+    return ModelPreset(name, title, architecture.params, architecture, source)
+
+
+LLAMA_3_8B = Architecture(layers=32, hidden=4096, ffn=14336, vocab=128256, heads=32, kv_heads=8, tied_embeddings=False)
+LLAMA_3_70B = Architecture(layers=80, hidden=8192, ffn=28672, vocab=128256, heads=64, kv_heads=8, tied_embeddings=False)
+LLAMA_3_1_405B = Architecture(
+    layers=126, hidden=16384, ffn=53248, vocab=128256, heads=128, kv_heads=8, tied_embeddings=False
+)
+GPT_3_175B = Architecture(
+    layers=96,
+    hidden=12288,
+    ffn=49152,
+    vocab=50257,
+    heads=96,
+    kv_heads=96,
+    tied_embeddings=True,
+    gated_mlp=False,
+    biases=True,
+    layer_norm=True,
+    positions=2048,
+)
+
+PRESETS: dict[str, ModelPreset] = {
+    preset.name: preset
+    for preset in (
+        ModelPreset("seed-30b", "30B (the seed text's example)", 30 * 10**9, source="the seed text"),
+        ModelPreset("zero-7.5b", "7.5B (the ZeRO paper's Figure 1)", 7_500_000_000, source="Rajbhandari et al. 2019"),
+        _preset("llama-3-8b", "Llama 3 8B", LLAMA_3_8B, "Meta Llama 3 model card"),
+        _preset("llama-3-70b", "Llama 3 70B", LLAMA_3_70B, "Meta Llama 3 model card"),
+        _preset("llama-3.1-405b", "Llama 3.1 405B", LLAMA_3_1_405B, "Meta Llama 3.1 model card"),
+        _preset("gpt-3-175b", "GPT-3 175B", GPT_3_175B, "Brown et al. 2020"),
+    )
+}

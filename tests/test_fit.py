@@ -1,0 +1,101 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from app.architecture import PRESETS
+from app.bands import MIXED_ADAM, RECIPES, Recipe
+from app.fit import Run, communication_bytes, layer_exceeds_card, max_params_that_fit, peak_bytes, report
+from app.quantities import ByteUnit
+from app.stages import Stage
+
+recipes = st.sampled_from(list(RECIPES.values()))
+
+
+def test_zero_paper_figure_1() -> None:
+    # 7.5B weights on 64 GPUs with mixed-precision Adam (K = 12): 120 / 31.4 / 16.6 / 1.9 GB.
+    rows = report(Run(params=7_500_000_000, gpus=64))
+    assert [ByteUnit.GB.show(row.per_gpu_bytes) for row in rows] == ["120.0 GB", "31.4 GB", "16.6 GB", "1.9 GB"]
+
+
+def test_seed_table_unchanged_at_the_defaults() -> None:
+    rows = report(Run())
+    assert [ByteUnit.GIB.show(row.per_gpu_bytes) for row in rows] == ["447.0 GiB", "153.7 GiB", "104.8 GiB", "55.9 GiB"]
+    assert [row.communication_p for row in rows] == [2, 2, 2, 3]
+
+
+def test_communication_in_bytes_is_p_times_the_band_moved() -> None:
+    run = Run(params=10**9)
+    # Every collective moves bf16 (2 B): gradients for DP, ZeRO-1 and ZeRO-2, weights as well for ZeRO-3.
+    assert [communication_bytes(stage, run) for stage in Stage] == [4 * 10**9, 4 * 10**9, 4 * 10**9, 6 * 10**9]
+    fp32 = Run(params=10**9, recipe=RECIPES["fp32-adam"])
+    assert communication_bytes(Stage.ZERO3, fp32) == 12 * 10**9
+
+
+def test_zero3_peak_is_the_shard_plus_one_assembled_layer() -> None:
+    llama = PRESETS["llama-3-8b"]
+    run = Run(params=llama.params, gpus=8, largest_layer=llama.largest_layer)
+    shard = llama.params * 16 / 8
+    assert peak_bytes(Stage.ZERO3, run) == shard + 525_336_576 * 4
+    assert peak_bytes(Stage.ZERO2, run) == llama.params * (2 + 14 / 8)
+
+
+def test_fit_headroom_and_largest_model() -> None:
+    run = Run(params=7_500_000_000, gpus=64, capacity=32 * 2**30)
+    rows = {row.stage: row for row in report(run)}
+    assert [rows[s].fits for s in Stage] == [False, True, True, True]
+    assert rows[Stage.ZERO1].headroom_bytes == 32 * 2**30 - 7_500_000_000 * (4 + 12 / 64)
+    # ZeRO paper Table 2 style: 32 GB cards, 64 GPUs, ZeRO-3 holds 16/64 B per weight.
+    assert rows[Stage.ZERO3].max_params_that_fit == 32 * 2**30 * 4
+    assert max_params_that_fit(Stage.DP, 64, 32 * 2**30) == 32 * 2**30 // 16
+
+
+def test_a_layer_bigger_than_the_card_needs_tensor_parallelism() -> None:
+    gpt3 = PRESETS["gpt-3-175b"]
+    assert gpt3.largest_layer is not None
+    small = Run(params=gpt3.params, gpus=4096, largest_layer=gpt3.largest_layer, capacity=4 * 2**30)
+    assert layer_exceeds_card(small) is True
+    assert [row.fits for row in report(small)][-1] is False
+    big = Run(params=gpt3.params, gpus=4096, largest_layer=gpt3.largest_layer, capacity=80 * 2**30)
+    assert layer_exceeds_card(big) is False
+    assert layer_exceeds_card(Run()) is None
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"params": 0},
+        {"gpus": 0},
+        {"gpus": 4097},
+        {"largest_layer": 0},
+        {"params": 10, "largest_layer": 11},
+        {"capacity": 0},
+    ],
+)
+def test_impossible_runs_are_refused(bad: dict[str, int]) -> None:
+    with pytest.raises(ValueError):  # noqa: PT011 - each field has its own message
+        Run(**bad)  # type: ignore[arg-type]
+
+
+@given(params=st.integers(1, 10**13), gpus=st.integers(1, 4095), recipe=recipes)
+def test_memory_never_rises_as_gpus_grow(params: int, gpus: int, recipe: Recipe) -> None:
+    fewer = report(Run(params=params, gpus=gpus, recipe=recipe))
+    more = report(Run(params=params, gpus=gpus + 1, recipe=recipe))
+    assert all(m.per_gpu_bytes <= f.per_gpu_bytes for f, m in zip(fewer, more, strict=True))
+
+
+@given(params=st.integers(1, 10**13), gpus=st.integers(1, 4096), recipe=recipes)
+def test_each_stage_needs_no_more_than_the_one_before(params: int, gpus: int, recipe: Recipe) -> None:
+    sizes = [row.per_gpu_bytes for row in report(Run(params=params, gpus=gpus, recipe=recipe))]
+    assert sizes == sorted(sizes, reverse=True)
+
+
+@given(params=st.integers(1, 10**13), gpus=st.integers(1, 4096), recipe=recipes)
+def test_zero3_cards_together_hold_the_whole_state(params: int, gpus: int, recipe: Recipe) -> None:
+    zero3 = report(Run(params=params, gpus=gpus, recipe=recipe))[-1]
+    assert zero3.per_gpu_bytes * gpus == params * recipe.total
+
+
+def test_defaults() -> None:
+    assert Run().recipe is MIXED_ADAM
