@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
 
+from fastapi import APIRouter, Query
+
+from app.inputs import RunQuery
 from app.memory import all_stage_figures
-from app.schemas import LayoutOut, StageRow
+from app.scenario import resolve
+from app.schemas import LayoutOut, MemoryOut, StageRow
 from app.sharding import layout
 from app.stages import Stage
 
@@ -24,3 +28,9 @@ def stages() -> list[StageRow]:
 def grid_layout(stage: Stage = Stage.DP) -> LayoutOut:
     """Every cell of the 8 × 8 × 4 grid for one stage: solid where the card holds the state."""
     return LayoutOut.of(layout(stage))
+
+
+@router.get("/memory", name="api_memory", response_model_exclude_none=True)
+def memory(query: Annotated[RunQuery, Query()]) -> MemoryOut:
+    """Memory per card, the ZeRO-3 peak, traffic, fit and the largest model that fits, for any run."""
+    return MemoryOut.of(resolve(query.inputs()))

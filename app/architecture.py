@@ -8,6 +8,19 @@ architecture, not only the total.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
+
+
+class ModelName(StrEnum):
+    """The models a person can pick; CUSTOM means 'enter the weight count'."""
+
+    SEED_30B = "seed-30b"
+    ZERO_7_5B = "zero-7.5b"
+    LLAMA_3_8B = "llama-3-8b"
+    LLAMA_3_70B = "llama-3-70b"
+    LLAMA_3_1_405B = "llama-3.1-405b"
+    GPT_3_175B = "gpt-3-175b"
+    CUSTOM = "custom"
 
 
 @dataclass(frozen=True)
@@ -91,7 +104,7 @@ class Architecture:
 class ModelPreset:
     """A named model: a published architecture, or a bare weight count from a text."""
 
-    name: str
+    name: ModelName
     title: str
     params: int
     architecture: Architecture | None = None
@@ -103,7 +116,7 @@ class ModelPreset:
         return self.architecture.largest_layer if self.architecture else None
 
 
-def _preset(name: str, title: str, architecture: Architecture, source: str) -> ModelPreset:
+def _preset(name: ModelName, title: str, architecture: Architecture, source: str) -> ModelPreset:
     return ModelPreset(name, title, architecture.params, architecture, source)
 
 
@@ -126,14 +139,16 @@ GPT_3_175B = Architecture(
     positions=2048,
 )
 
-PRESETS: dict[str, ModelPreset] = {
+PRESETS: dict[ModelName, ModelPreset] = {
     preset.name: preset
     for preset in (
-        ModelPreset("seed-30b", "30B (the seed text's example)", 30 * 10**9, source="the seed text"),
-        ModelPreset("zero-7.5b", "7.5B (the ZeRO paper's Figure 1)", 7_500_000_000, source="Rajbhandari et al. 2019"),
-        _preset("llama-3-8b", "Llama 3 8B", LLAMA_3_8B, "Meta Llama 3 model card"),
-        _preset("llama-3-70b", "Llama 3 70B", LLAMA_3_70B, "Meta Llama 3 model card"),
-        _preset("llama-3.1-405b", "Llama 3.1 405B", LLAMA_3_1_405B, "Meta Llama 3.1 model card"),
-        _preset("gpt-3-175b", "GPT-3 175B", GPT_3_175B, "Brown et al. 2020"),
+        ModelPreset(ModelName.SEED_30B, "30B (the seed text's example)", 30 * 10**9, source="the seed text"),
+        ModelPreset(
+            ModelName.ZERO_7_5B, "7.5B (the ZeRO paper's Figure 1)", 7_500_000_000, source="Rajbhandari et al. 2019"
+        ),
+        _preset(ModelName.LLAMA_3_8B, "Llama 3 8B", LLAMA_3_8B, "Meta Llama 3 model card"),
+        _preset(ModelName.LLAMA_3_70B, "Llama 3 70B", LLAMA_3_70B, "Meta Llama 3 model card"),
+        _preset(ModelName.LLAMA_3_1_405B, "Llama 3.1 405B", LLAMA_3_1_405B, "Meta Llama 3.1 model card"),
+        _preset(ModelName.GPT_3_175B, "GPT-3 175B", GPT_3_175B, "Brown et al. 2020"),
     )
 }

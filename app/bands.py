@@ -73,9 +73,20 @@ def _recipe(name: str, title: str, *specs: tuple[str, str, int, str]) -> Recipe:
     return Recipe(name, title, tuple(BandSpec(band, *spec) for band, spec in zip(Band, specs, strict=True)))
 
 
+class RecipeName(StrEnum):
+    """The recipes a person can pick; CUSTOM means 'enter the bytes of each band'."""
+
+    MIXED_ADAM = "mixed-adam"
+    FP32_ADAM = "fp32-adam"
+    BF16_ADAM = "bf16-adam"
+    MIXED_SGD = "mixed-sgd"
+    ADAM_8BIT = "adam-8bit"
+    CUSTOM = "custom"
+
+
 # Each preset names what its bands are, so the legend stays true when the recipe changes.
-RECIPES: dict[str, Recipe] = {
-    recipe.name: recipe
+RECIPES: dict[RecipeName, Recipe] = {
+    RecipeName(recipe.name): recipe
     for recipe in (
         MIXED_ADAM,
         _recipe(

@@ -17,6 +17,7 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from app.api import API_TAG
+from app.inputs import FIELD_HINTS
 from app.links import stage_links
 from app.templating import render
 from app.views import error_view
@@ -43,7 +44,9 @@ def describe(errors: Sequence[Any], *, show_input: bool) -> str:
         value = error.get("input")
         got = f"; “{_shown(value)}” is not" if show_input and isinstance(value, str | int | float) else ""
         expected = (error.get("ctx") or {}).get("expected")
-        if error.get("type") == "enum" and expected:
+        if error.get("type") == "string_pattern_mismatch" and name in FIELD_HINTS:
+            sentences.append(f"The {where} “{name}” should be {FIELD_HINTS[name]}{got}.")
+        elif error.get("type") == "enum" and expected:
             sentences.append(f"The {where} “{name}” must be {expected}{got}.")
         else:
             message = str(error.get("msg", "is not valid")).rstrip(".")

@@ -8,6 +8,7 @@ from jinja2 import pass_context
 from jinja2.runtime import Context
 from starlette.requests import Request
 
+from app.inputs import RunQuery
 from app.views import LinkFor
 
 
@@ -26,7 +27,8 @@ def template_url_for(context: Context, name: str, /, **path_params: str) -> str:
     return path_for(request, name, **path_params)
 
 
-def stage_links(request: Request) -> LinkFor:
-    """Builds the page's URL for a stage."""
+def stage_links(request: Request, query: RunQuery | None = None) -> LinkFor:
+    """Builds the page's URL for a stage, keeping the run the person described."""
     page = path_for(request, "page")
-    return lambda stage: f"{page}?{urlencode({'stage': stage.value})}"
+    run = query.canonical() if query else {}
+    return lambda stage: f"{page}?{urlencode({'stage': stage.value, **run})}"

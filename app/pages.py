@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
+from app.inputs import PageQuery
 from app.links import stage_links
 from app.paths import STATIC_DIR
-from app.stages import Stage
+from app.scenario import resolve
 from app.templating import render
 from app.views import page_view
 
@@ -16,9 +19,11 @@ router = APIRouter(include_in_schema=False)
 
 # HEAD too, for link checkers and uptime probes.
 @router.api_route("/", methods=["GET", "HEAD"], name="page", response_class=HTMLResponse)
-def page(request: Request, stage: Stage = Stage.DP) -> HTMLResponse:
-    """The grid for one stage: the whole page, or only the widget for an htmx swap."""
-    return render(request, "index.html", "widget", page_view(stage, stage_links(request)))
+def page(request: Request, query: Annotated[PageQuery, Query()]) -> HTMLResponse:
+    """The grid for one stage of a run: the whole page, or only the widget for an htmx swap."""
+    inputs, link = query.inputs(), stage_links(request, query)
+    view = page_view(query.stage, link, resolve(inputs), inputs)
+    return render(request, "index.html", "widget", view, push_url=link(query.stage))
 
 
 @router.get("/favicon.ico", name="favicon")

@@ -1,31 +1,33 @@
 """Reading weight counts and byte sizes the way people write them, and printing bytes in a unit.
 
-'7.5B', '7.5e9' and '7,500,000,000' are the same count; '80GB' is 80×10⁹ bytes and '80GiB' is
-80×2³⁰. Decimal arithmetic keeps '7.5B' exact.
+'7.5B', '7.5e9' and '7500000000' are the same count; '80GB' is 80×10⁹ bytes and '80GiB' is
+80×2³⁰. The grammar is one regular expression per kind, shared with the API's OpenAPI schema,
+and every string it matches is a valid, positive, whole amount below 10¹⁶: what the schema
+promises, the parser keeps.
 """
 
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from enum import StrEnum
 from fractions import Fraction
 
-_NUMBER = re.compile(r"^\s*(?P<number>[0-9][0-9_,]*(?:\.[0-9]+)?(?:e[+-]?[0-9]{1,2})?)\s*(?P<unit>[a-z]*)\s*$", re.I)
+# A mantissa that is never zero: 1-9999 with up to 3 decimals, or 0.xyz ending in a non-zero digit.
+_MANTISSA = r"(?:[1-9][0-9]{0,3}(?:\.[0-9]{1,3})?|0\.[0-9]{0,2}[1-9])"
+_WHOLE = r"[1-9][0-9]{0,15}"
+# 7.5e9: at most six decimals and an exponent of at least 6, so the count is always whole.
+_SCIENTIFIC = r"[1-9](?:\.[0-9]{1,6})?[eE](?:[6-9]|1[0-5])"
 
-_COUNT_SUFFIXES = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "g": 10**9, "t": 10**12}
-_BYTE_UNITS = {
-    "": 1,
-    "b": 1,
-    "kb": 10**3,
-    "mb": 10**6,
-    "gb": 10**9,
-    "tb": 10**12,
-    "kib": 2**10,
-    "mib": 2**20,
-    "gib": 2**30,
-    "tib": 2**40,
-}
+COUNT_PATTERN = rf"^\s*(?:{_WHOLE}|{_SCIENTIFIC}|{_MANTISSA}\s*[KMBTkmbt])\s*$"
+BYTES_PATTERN = rf"^\s*(?:{_WHOLE}|{_MANTISSA}\s*(?:[GgTt][Bb]|[GgTt][Ii][Bb]))\s*$"
+
+_COUNT = re.compile(COUNT_PATTERN)
+_BYTES = re.compile(BYTES_PATTERN)
+_PARTS = re.compile(r"^\s*([0-9.]+(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*$")
+
+_COUNT_SUFFIXES = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
+_BYTE_UNITS = {"": 1, "gb": 10**9, "tb": 10**12, "gib": 2**30, "tib": 2**40}
 
 
 class ByteUnit(StrEnum):
@@ -44,29 +46,20 @@ class ByteUnit(StrEnum):
         return f"{float(Fraction(nbytes) / self.size):,.{decimals}f} {self.value}"
 
 
-_MAX_LENGTH = 40
-
-
-def _parse(text: str, units: dict[str, int], what: str, examples: str) -> int:
-    # Bounded length and exponent: a 10,000-digit number is no one's model size, only a slow request.
-    match = _NUMBER.match(text) if len(text) <= _MAX_LENGTH else None
-    unit = match.group("unit").lower() if match else ""
-    if not match or unit not in units:
+def _amount(text: str, grammar: re.Pattern[str], units: dict[str, int], what: str, examples: str) -> int:
+    parts = _PARTS.match(text) if grammar.match(text) else None
+    if parts is None:
         raise ValueError(f"{what} should look like {examples}")
-    try:
-        value = Decimal(match.group("number").replace(",", "").replace("_", "")) * units[unit]
-    except (InvalidOperation, ArithmeticError):
-        raise ValueError(f"{what} should look like {examples}") from None
-    if value != value.to_integral_value():
-        raise ValueError(f"{what} must come to a whole number")
-    return int(value)
+    number, unit = parts.groups()
+    # Whole bytes: 1.001 GiB is not a whole number of bytes, and no card has a fraction of one.
+    return int(Decimal(number) * units[unit.lower()])
 
 
 def parse_count(text: str) -> int:
     """A weight count: '7.5B', '7.5e9', '7500000000', '350M'."""
-    return _parse(text, _COUNT_SUFFIXES, "a number of weights", "7.5B, 7.5e9 or 7500000000")
+    return _amount(text, _COUNT, _COUNT_SUFFIXES, "a number of weights", "7.5B, 7.5e9 or 7500000000")
 
 
 def parse_bytes(text: str) -> int:
-    """A memory size: '80GB', '80GiB', '24 GiB', or plain bytes."""
-    return _parse(text, _BYTE_UNITS, "a memory size", "80GB, 80GiB or 85899345920")
+    """A memory size: '80GB', '80GiB', '1.5TB', or plain bytes."""
+    return _amount(text, _BYTES, _BYTE_UNITS, "a memory size", "80GB, 80GiB or 85899345920")

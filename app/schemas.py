@@ -4,9 +4,13 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
+from app.architecture import ModelName
 from app.bands import Band, Recipe
 from app.communication import Collective, Transfer
+from app.fit import StageReport, layer_exceeds_card, report
 from app.memory import StageFigures
+from app.quantities import ByteUnit
+from app.scenario import Scenario
 from app.sharding import Cell, CellState, Layout
 from app.stages import Stage
 
@@ -95,4 +99,85 @@ class LayoutOut(BaseModel):
             weights=grid.weights,
             bands=BandOut.all_of(grid.recipe),
             cells=[CellOut.of(c) for c in grid.cells],
+        )
+
+
+class MemoryRow(BaseModel):
+    """One stage of the described run."""
+
+    stage: Stage
+    bytes_per_weight: float
+    per_gpu_bytes: float = Field(description="Model states on one card at rest.")
+    communication_p: int
+    communication_bytes: int = Field(description="Bytes through each card per step: P × the bytes of each band moved.")
+    peak_bytes: float = Field(description="Most held during a step: for ZeRO-3, the shard plus one assembled layer.")
+    fits: bool | None = Field(None, description="Whether the peak fits the capacity (only with a capacity).")
+    headroom_bytes: float | None = Field(None, description="Capacity left for activations (only with a capacity).")
+    max_params_that_fit: int | None = Field(
+        None, description="Largest model whose states fit on each card (only with a capacity)."
+    )
+
+    @classmethod
+    def of(cls, row: StageReport) -> MemoryRow:
+        """From the domain's report."""
+        return cls(
+            stage=row.stage,
+            bytes_per_weight=float(row.bytes_per_weight),
+            per_gpu_bytes=float(row.per_gpu_bytes),
+            communication_p=row.communication_p,
+            communication_bytes=row.communication_bytes,
+            peak_bytes=float(row.peak_bytes),
+            fits=row.fits,
+            headroom_bytes=None if row.headroom_bytes is None else float(row.headroom_bytes),
+            max_params_that_fit=row.max_params_that_fit,
+        )
+
+
+class ResolvedInputs(BaseModel):
+    """The run as computed: presets resolved and defaults filled in."""
+
+    model: ModelName
+    params: int
+    gpus: int
+    recipe: str
+    bands: list[BandOut]
+    largest_layer: int | None = None
+    largest_layer_source: str
+    assembled_layer_bytes: int | None = Field(
+        None, description="One layer's weights and gradients, gathered by ZeRO-3."
+    )
+    layer_exceeds_card: bool | None = Field(
+        None, description="True: ZeRO cannot help; the layer needs tensor parallelism."
+    )
+    capacity: int | None = None
+    units: ByteUnit
+
+
+class MemoryOut(BaseModel):
+    """Memory, traffic and fit of every stage for the described run."""
+
+    inputs: ResolvedInputs
+    stages: list[MemoryRow]
+    notes: list[str] = Field(description="Things in the request the person should check.")
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> MemoryOut:
+        """From a resolved scenario."""
+        run = scenario.run
+        return cls(
+            inputs=ResolvedInputs(
+                model=scenario.model,
+                params=run.params,
+                gpus=run.gpus,
+                recipe=run.recipe.name,
+                bands=BandOut.all_of(run.recipe),
+                largest_layer=run.largest_layer,
+                largest_layer_source=scenario.largest_layer_source,
+                assembled_layer_bytes=run.assembled_layer_bytes,
+                layer_exceeds_card=layer_exceeds_card(run),
+                capacity=run.capacity,
+                units=scenario.units,
+            ),
+            stages=[MemoryRow.of(row) for row in report(run)],
+            notes=list(scenario.notes),
         )

@@ -45,32 +45,53 @@ def cell_state(stage: Stage, band: Band, card: int, weight: int, gpus: int) -> C
     return CellState.DASHED
 
 
+MAX_FULL_GRID = 16
+"""Up to this many cards the grid draws every card and every weight; beyond, a fixed sample."""
+
+
+def shown_indices(gpus: int) -> tuple[int, ...]:
+    """The cards (and, by the same numbers, the weights) the grid draws.
+
+    Beyond 16 it keeps the first four and the last four, so each drawn card still shows the
+    weight it is responsible for, and the gap between them stands for the rest.
+    """
+    if gpus <= MAX_FULL_GRID:
+        return tuple(range(gpus))
+    return (0, 1, 2, 3, gpus - 4, gpus - 3, gpus - 2, gpus - 1)
+
+
 @dataclass(frozen=True)
 class Layout:
-    """The whole grid for one stage: cards × weights × bands."""
+    """The grid for one stage: the drawn cards × the drawn weights × bands."""
 
     stage: Stage
     gpus: int
     recipe: Recipe
+    shown: tuple[int, ...]
     cells: tuple[Cell, ...]
 
     @property
     def weights(self) -> int:
-        """How many weights the grid draws: one per card."""
+        """How many weights the grid stands for: one per card."""
         return self.gpus
+
+    @property
+    def sampled(self) -> bool:
+        """Whether some cards and weights are left out of the drawing."""
+        return len(self.shown) < self.gpus
 
     def card_cells(self, card: int) -> tuple[Cell, ...]:
         """One card's cells, weight by weight, bands in order."""
         return tuple(cell for cell in self.cells if cell.card == card)
 
     def held_bytes(self, card: int) -> int:
-        """Bytes a card stores for the grid's weights: the sum of its solid cells."""
+        """Bytes a card stores for the drawn weights: the sum of its solid cells."""
         return sum(self.recipe.nbytes(cell.band) for cell in self.card_cells(card) if cell.state is CellState.SOLID)
 
     @property
     def full_bytes(self) -> int:
-        """Bytes a card would store for the grid's weights if it kept everything."""
-        return self.weights * self.recipe.total
+        """Bytes a card would store for the drawn weights if it kept everything."""
+        return len(self.shown) * self.recipe.total
 
     def solid_count(self, band: Band) -> int:
         """How many cells of one band are solid, across all cards."""
@@ -78,13 +99,14 @@ class Layout:
 
 
 def layout(stage: Stage, gpus: int = DEFAULT_GPUS, recipe: Recipe = MIXED_ADAM) -> Layout:
-    """Compute every cell of the grid for a stage."""
+    """Compute every drawn cell of the grid for a stage."""
     if gpus < 1:
         raise ValueError("gpus must be at least 1")
+    shown = shown_indices(gpus)
     cells = tuple(
         Cell(card, weight, band, cell_state(stage, band, card, weight, gpus), owner(weight, gpus))
-        for card in range(gpus)
-        for weight in range(gpus)
+        for card in shown
+        for weight in shown
         for band in Band
     )
-    return Layout(stage=stage, gpus=gpus, recipe=recipe, cells=cells)
+    return Layout(stage=stage, gpus=gpus, recipe=recipe, shown=shown, cells=cells)

@@ -42,14 +42,22 @@ def wants_fragment(request: Request) -> bool:
     return headers.get("HX-Request") == "true" and headers.get("HX-History-Restore-Request") != "true"
 
 
-def render(request: Request, template: str, block: str, view: object, status_code: int = 200) -> HTMLResponse:
-    """Render `template` whole, or only its `block` for an htmx swap, with the view as `view`."""
+def render(
+    request: Request, template: str, block: str, view: object, status_code: int = 200, push_url: str | None = None
+) -> HTMLResponse:
+    """Render `template` whole, or only its `block` for an htmx swap, with the view as `view`.
+
+    `push_url` is the canonical address of what the fragment shows: htmx puts it in the address
+    bar instead of the form's long query string.
+    """
     fragment = wants_fragment(request)
     context = {"request": request, "view": view, "fragment": fragment}
     if fragment:
         compiled = templates.get_template(template)
         html = "".join(compiled.blocks[block](compiled.new_context(context)))
         response = HTMLResponse(html, status_code=status_code)
+        if push_url is not None:
+            response.headers["HX-Push-Url"] = push_url
     else:
         response = templates.TemplateResponse(request, template, context, status_code=status_code)
     response.headers["Vary"] = VARY

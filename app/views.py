@@ -8,16 +8,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
-from app.bands import MIXED_ADAM, Band, BandSpec, Recipe
-from app.memory import DEFAULT_GPUS, DEFAULT_PARAMS, StageFigures, all_stage_figures
+from app.architecture import PRESETS, ModelName
+from app.bands import RECIPES, Band, BandSpec, Recipe, RecipeName
+from app.communication import transfers
+from app.fit import StageReport, layer_exceeds_card, report
+from app.hardware import CARDS
+from app.quantities import ByteUnit
+from app.scenario import Inputs, Scenario, resolve
 from app.sharding import Cell, CellState, Layout, layout
 from app.stages import Stage, StageInfo
-from app.units import gib, per_weight
+from app.units import per_weight
 
 LinkFor = Callable[[Stage], str]
 
 APP_NAME = "ZeRO Bands"
+DEFAULT_SCENARIO = resolve(Inputs())
 
 
 @dataclass(frozen=True)
@@ -47,16 +54,38 @@ class CellView:
 
 @dataclass(frozen=True)
 class ColumnView:
-    """One weight's stack of bands on one card."""
+    """One weight's stack of bands on one card, or the gap standing for the weights not drawn."""
 
-    weight: int
+    weight: int | None
     responsible: bool
     cells: tuple[CellView, ...]
+    gap_label: str = ""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One stretch of a memory bar, in percent of the bar's scale."""
+
+    css: str
+    x: float
+    width: float
+    label: str
+
+
+@dataclass(frozen=True)
+class BarView:
+    """A card's memory drawn to scale: its bands stacked, and the card's capacity marked."""
+
+    segments: tuple[Segment, ...]
+    capacity_x: float | None
+    label: str
+    verdict: str
+    fits: bool | None
 
 
 @dataclass(frozen=True)
 class CardView:
-    """One GPU: its columns and its total."""
+    """One GPU: its columns, its total and its memory bar."""
 
     index: int
     title: str
@@ -65,6 +94,14 @@ class CardView:
     full_bytes: int
     bytes_per_weight: str
     model_bytes: str
+    bar: BarView
+
+
+@dataclass(frozen=True)
+class CardGap:
+    """Where the grid leaves cards out."""
+
+    label: str
 
 
 @dataclass(frozen=True)
@@ -76,35 +113,98 @@ class TableRow:
     href: str
     bytes_per_weight: str
     per_gpu: str
+    peak: str
     communication: str
+    communication_bytes: str
     breakdown: tuple[str, ...]
+    fits: bool | None
+    headroom: str | None
+    max_model: str | None
     current: bool
 
 
 @dataclass(frozen=True)
+class Boundary:
+    """ZeRO-3's limit: one assembled layer must fit on one card."""
+
+    largest_layer: str | None
+    source: str
+    assembled: str | None
+    exceeds: bool | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Option:
+    """One choice in a select or datalist."""
+
+    value: str
+    label: str
+    selected: bool = False
+
+
+@dataclass(frozen=True)
+class BandField:
+    """One band's bytes in the recipe form."""
+
+    name: str
+    label: str
+    value: int
+    minimum: int
+    readonly: bool
+
+
+@dataclass(frozen=True)
+class FormView:
+    """The run the person describes, as the form shows it."""
+
+    stage: Stage
+    models: tuple[Option, ...]
+    params: str
+    params_readonly: bool
+    gpus: int
+    recipes: tuple[Option, ...]
+    bands: tuple[BandField, ...]
+    bands_readonly: bool
+    largest_layer: str
+    largest_layer_placeholder: str
+    more_open: bool
+    capacity: str
+    cards: tuple[Option, ...]
+    units: tuple[Option, ...]
+
+
+@dataclass(frozen=True)
 class StageView:
-    """Everything drawn for the chosen stage."""
+    """Everything drawn for the chosen stage of the described run."""
 
     stage: Stage
     info: StageInfo
     shards_anything: bool
     gpus: int
-    full_bytes_per_weight: int
     params_label: str
+    summary: str
     bytes_per_weight: str
     per_gpu: str
     share_of_dp: str
-    cards: tuple[CardView, ...]
+    cards: tuple[CardView | CardGap, ...]
+    axis_digits: int
+    sampled: bool
+    full_bytes_per_weight: int
     rows: tuple[TableRow, ...]
+    capacity: str | None
+    boundary: Boundary
+    notes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class PageView:
-    """The page: switcher and legend always, and either the stage's view or an error."""
+    """The page: switcher, form and legend always, and either the stage's view or an error."""
 
     title: str
     links: tuple[StageLink, ...]
     legend: tuple[BandSpec, ...]
+    form: FormView | None = None
     content: StageView | None = None
     error: str | None = None
 
@@ -113,7 +213,7 @@ def params_label(params: int) -> str:
     """A weight count the way people say it: 30B, 7.5B, 350M."""
     for scale, suffix in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
         if params >= scale:
-            return f"{params / scale:g}{suffix}"
+            return f"{params / scale:.3g}{suffix}"
     return str(params)
 
 
@@ -135,95 +235,256 @@ def stage_links(current: Stage | None, link: LinkFor) -> tuple[StageLink, ...]:
     )
 
 
-def legend(recipe: Recipe = MIXED_ADAM) -> tuple[BandSpec, ...]:
-    """The bands, top to bottom as the grid stacks them."""
-    return recipe.specs
+def legend(recipe: Recipe) -> tuple[BandSpec, ...]:
+    """The bands the grid draws, top to bottom; a band of 0 bytes is not drawn."""
+    return tuple(spec for spec in recipe.specs if spec.nbytes > 0)
 
 
-def _card_view(grid: Layout, card: int, figures: StageFigures) -> CardView:
+def _columns(grid: Layout, card: int, tab_stop: bool) -> tuple[ColumnView, ...]:
+    """A card's columns; `tab_stop` makes its first cell the grid's single tab stop."""
     recipe = grid.recipe
-    cells = grid.card_cells(card)
-    columns = tuple(
-        ColumnView(
-            weight=weight,
-            responsible=weight == card and bool(grid.stage.sharded),
-            cells=tuple(
-                CellView(
-                    card=c.card,
-                    weight=c.weight,
-                    band=c.band,
-                    state=c.state,
-                    holder=c.holder,
-                    nbytes=recipe.nbytes(c.band),
-                    label=cell_label(c, recipe),
-                    # One tab stop for the whole grid; the arrow keys move within it.
-                    focusable=c.card == 0 and c.weight == 0 and c.band is Band.WEIGHTS,
-                )
-                for c in cells
-                if c.weight == weight and recipe.nbytes(c.band) > 0
-            ),
+    cells = [c for c in grid.card_cells(card) if recipe.nbytes(c.band) > 0]
+    first = cells[0] if tab_stop else None
+    columns: list[ColumnView] = []
+    for position, weight in enumerate(grid.shown):
+        if position and weight != grid.shown[position - 1] + 1:
+            hidden = weight - grid.shown[position - 1] - 1
+            columns.append(ColumnView(None, False, (), f"{hidden:,} more weights"))
+        columns.append(
+            ColumnView(
+                weight=weight,
+                responsible=weight == card and bool(grid.stage.sharded),
+                cells=tuple(
+                    CellView(
+                        card=c.card,
+                        weight=c.weight,
+                        band=c.band,
+                        state=c.state,
+                        holder=c.holder,
+                        nbytes=recipe.nbytes(c.band),
+                        label=cell_label(c, recipe),
+                        # One tab stop for the whole grid; the arrow keys move within it.
+                        focusable=c is first,
+                    )
+                    for c in cells
+                    if c.weight == weight
+                ),
+            )
         )
-        for weight in range(grid.weights)
-    )
-    return CardView(
-        index=card,
-        title=f"GPU {card}",
-        columns=columns,
-        held_bytes=grid.held_bytes(card),
-        full_bytes=grid.full_bytes,
-        bytes_per_weight=per_weight(figures.bytes_per_weight),
-        model_bytes=gib(figures.per_gpu_bytes),
+    return tuple(columns)
+
+
+def _bar(scenario: Scenario, row: StageReport, scale: Fraction) -> BarView:
+    run, units = scenario.run, scenario.units
+    segments: list[Segment] = []
+    x = 0.0
+    for spec in legend(run.recipe):
+        nbytes = Fraction(run.params * spec.nbytes, run.gpus if spec.band in row.stage.sharded else 1)
+        width = float(nbytes / scale * 100)
+        segments.append(Segment(f"band-{spec.band}", x, width, f"{spec.label}: {units.show(nbytes)}"))
+        x += width
+    transient = row.peak_bytes - row.per_gpu_bytes
+    if transient:
+        width = float(transient / scale * 100)
+        segments.append(Segment("gathered", x, width, f"one gathered layer: {units.show(transient)}"))
+    capacity = run.capacity
+    label = f"Memory on one card: {units.show(row.peak_bytes)}" + (f" of {units.show(capacity)}" if capacity else "")
+    if row.fits is None or row.headroom_bytes is None:
+        verdict = ""
+    elif row.fits:
+        verdict = f"Fits: {units.show(row.headroom_bytes)} left for activations."
+    else:
+        verdict = f"Does not fit: {units.show(-row.headroom_bytes)} over."
+    return BarView(
+        segments=tuple(segments),
+        capacity_x=float(Fraction(capacity) / scale * 100) if capacity else None,
+        label=label,
+        verdict=verdict,
+        fits=row.fits,
     )
 
 
-def table_rows(current: Stage | None, link: LinkFor, figures: tuple[StageFigures, ...]) -> tuple[TableRow, ...]:
-    """The seed's comparison table, one row per stage's figures."""
+def _cards(scenario: Scenario, stage: Stage, row: StageReport, scale: Fraction) -> tuple[CardView | CardGap, ...]:
+    grid = layout(stage, scenario.run.gpus, scenario.recipe)
+    bar = _bar(scenario, row, scale)
+    cards: list[CardView | CardGap] = []
+    for position, card in enumerate(grid.shown):
+        if position and card != grid.shown[position - 1] + 1:
+            cards.append(CardGap(f"GPU {grid.shown[position - 1] + 1} to GPU {card - 1}: the same pattern"))
+        cards.append(
+            CardView(
+                index=card,
+                title=f"GPU {card}",
+                columns=_columns(grid, card, tab_stop=position == 0),
+                held_bytes=grid.held_bytes(card),
+                full_bytes=grid.full_bytes,
+                bytes_per_weight=per_weight(row.bytes_per_weight),
+                model_bytes=scenario.units.show(row.per_gpu_bytes),
+                bar=bar,
+            )
+        )
+    return tuple(cards)
+
+
+def table_rows(
+    current: Stage | None, link: LinkFor, rows: tuple[StageReport, ...], units: ByteUnit
+) -> tuple[TableRow, ...]:
+    """The comparison table, one row per stage."""
     return tuple(
         TableRow(
-            stage=f.stage,
-            title=f.stage.info.title,
-            href=link(f.stage),
-            bytes_per_weight=per_weight(f.bytes_per_weight),
-            per_gpu=gib(f.per_gpu_bytes),
-            communication=f"{f.communication_p}P",
-            breakdown=tuple(t.description for t in f.transfers),
-            current=f.stage is current,
+            stage=r.stage,
+            title=r.stage.info.title,
+            href=link(r.stage),
+            bytes_per_weight=per_weight(r.bytes_per_weight),
+            per_gpu=units.show(r.per_gpu_bytes),
+            peak=units.show(r.peak_bytes),
+            communication=f"{r.communication_p}P",
+            communication_bytes=units.show(r.communication_bytes),
+            breakdown=tuple(t.description for t in transfers(r.stage)),
+            fits=r.fits,
+            headroom=None if r.headroom_bytes is None else _headroom(r.headroom_bytes, units),
+            max_model=None if r.max_params_that_fit is None else f"{params_label(r.max_params_that_fit)} weights",
+            current=r.stage is current,
         )
-        for f in figures
+        for r in rows
     )
 
 
-def stage_view(stage: Stage, link: LinkFor, gpus: int = DEFAULT_GPUS, params: int = DEFAULT_PARAMS) -> StageView:
-    """The grid, totals and table for one stage."""
-    rows = all_stage_figures(params=params, gpus=gpus)
-    figures = {f.stage: f for f in rows}
-    chosen = figures[stage]
-    grid = layout(stage, gpus)
+def _headroom(headroom: Fraction, units: ByteUnit) -> str:
+    return f"{units.show(headroom)} left" if headroom >= 0 else f"{units.show(-headroom)} over"
+
+
+def _share(part: Fraction) -> str:
+    # Thousands of cards make ZeRO-3's share tiny; "0%" would say it keeps nothing.
+    return f"{float(part):.0%}" if part >= Fraction(1, 100) else f"{float(part):.2%}"
+
+
+def boundary(scenario: Scenario) -> Boundary:
+    """ZeRO-3's limit for this run, in words."""
+    run, units = scenario.run, scenario.units
+    assembled = run.assembled_layer_bytes
+    exceeds = layer_exceeds_card(run)
+    if assembled is None or run.largest_layer is None:
+        verdict = "The largest layer is unknown for this model: enter it to check ZeRO-3's limit."
+    elif exceeds is None:
+        verdict = "Give the card's memory to check that one assembled layer fits."
+    elif exceeds:
+        verdict = (
+            "One assembled layer alone is bigger than the card, so ZeRO cannot help: the layer itself "
+            "must be split across cards, which is tensor parallelism."
+        )
+    else:
+        verdict = "One assembled layer fits on a card, so ZeRO-3 can gather it."
+    return Boundary(
+        largest_layer=None if run.largest_layer is None else f"{run.largest_layer:,} weights",
+        source=scenario.largest_layer_source,
+        assembled=None if assembled is None else units.show(assembled),
+        exceeds=exceeds,
+        verdict=verdict,
+    )
+
+
+def form_view(scenario: Scenario, stage: Stage, inputs: Inputs) -> FormView:
+    """The form, showing the run as resolved."""
+    run = scenario.run
+    custom_recipe = scenario.recipe.name == RecipeName.CUSTOM
+    models = (
+        *(Option(p.name, p.title, p.name == scenario.model) for p in PRESETS.values()),
+        Option(ModelName.CUSTOM, "Another model: enter its weights", scenario.model is ModelName.CUSTOM),
+    )
+    recipes = (
+        *(Option(r.name, f"{r.title} ({_sizes(r)} B)", r is scenario.recipe) for r in RECIPES.values()),
+        Option(RecipeName.CUSTOM, "Custom bytes per band", custom_recipe),
+    )
+    return FormView(
+        stage=stage,
+        models=models,
+        params=str(run.params),
+        params_readonly=scenario.model is not ModelName.CUSTOM,
+        gpus=run.gpus,
+        recipes=recipes,
+        bands=tuple(
+            BandField(f"{spec.band}_bytes", spec.label, spec.nbytes, _minimum(spec.band), not custom_recipe)
+            for spec in scenario.recipe.specs
+        ),
+        bands_readonly=not custom_recipe,
+        largest_layer="" if inputs.largest_layer is None else str(inputs.largest_layer),
+        largest_layer_placeholder="derived" if scenario.run.largest_layer is not None else "unknown",
+        # Open when it holds something the person entered, closed on the seed's view.
+        more_open=custom_recipe or inputs.largest_layer is not None,
+        capacity="" if run.capacity is None else _capacity_text(run.capacity),
+        cards=tuple(Option(card.entry, f"{card.name}, {card.gib} GiB") for card in CARDS),
+        units=tuple(Option(unit.value, unit.value, unit is scenario.units) for unit in ByteUnit),
+    )
+
+
+def _sizes(recipe: Recipe) -> str:
+    return "/".join(str(spec.nbytes) for spec in recipe.specs)
+
+
+def _minimum(band: Band) -> int:
+    return 1 if band is Band.WEIGHTS else 0
+
+
+def _capacity_text(capacity: int) -> str:
+    for unit, suffix in ((2**30, "GiB"), (10**9, "GB")):
+        if capacity % unit == 0:
+            return f"{capacity // unit}{suffix}"
+    return str(capacity)
+
+
+def stage_view(stage: Stage, scenario: Scenario, link: LinkFor) -> StageView:
+    """The grid, bars, totals, table and verdicts for one stage of a run."""
+    run, units = scenario.run, scenario.units
+    rows = report(run)
+    by_stage = {r.stage: r for r in rows}
+    chosen = by_stage[stage]
+    # Against the card when there is one; otherwise one scale for every stage, so switching shows
+    # the bars shrink.
+    if run.capacity is not None:
+        scale = max(Fraction(run.capacity), chosen.peak_bytes)
+    else:
+        scale = max(r.peak_bytes for r in rows)
+    cards = _cards(scenario, stage, chosen, scale)
     return StageView(
         stage=stage,
         info=stage.info,
         shards_anything=bool(stage.sharded),
-        gpus=gpus,
-        full_bytes_per_weight=grid.recipe.total,
-        params_label=params_label(params),
+        gpus=run.gpus,
+        params_label=params_label(run.params),
+        summary=f"{scenario.model_title}, {run.params:,} weights, on {run.gpus:,} GPUs with {run.recipe.title}",
         bytes_per_weight=per_weight(chosen.bytes_per_weight),
-        per_gpu=gib(chosen.per_gpu_bytes),
-        share_of_dp=f"{float(chosen.bytes_per_weight / figures[Stage.DP].bytes_per_weight):.0%}",
-        cards=tuple(_card_view(grid, card, chosen) for card in range(gpus)),
-        rows=table_rows(stage, link, rows),
+        per_gpu=units.show(chosen.per_gpu_bytes),
+        share_of_dp=_share(chosen.bytes_per_weight / by_stage[Stage.DP].bytes_per_weight),
+        axis_digits=len(str(run.gpus - 1)),
+        cards=cards,
+        sampled=any(isinstance(card, CardGap) for card in cards),
+        full_bytes_per_weight=run.recipe.total,
+        rows=table_rows(stage, link, rows, units),
+        capacity=None if run.capacity is None else units.show(run.capacity),
+        boundary=boundary(scenario),
+        notes=scenario.notes,
     )
 
 
-def page_view(stage: Stage, link: LinkFor) -> PageView:
-    """The page for a stage."""
+def page_view(
+    stage: Stage, link: LinkFor, scenario: Scenario = DEFAULT_SCENARIO, inputs: Inputs | None = None
+) -> PageView:
+    """The page for a stage of a run."""
     return PageView(
         title=f"{stage.info.title} · {APP_NAME}",
         links=stage_links(stage, link),
-        legend=legend(),
-        content=stage_view(stage, link),
+        legend=legend(scenario.recipe),
+        form=form_view(scenario, stage, inputs or Inputs()),
+        content=stage_view(stage, scenario, link),
     )
 
 
 def error_view(message: str, link: LinkFor) -> PageView:
     """The page when the request could not be understood: the message, and a way on."""
-    return PageView(title=f"Not understood · {APP_NAME}", links=stage_links(None, link), legend=legend(), error=message)
+    return PageView(
+        title=f"Not understood · {APP_NAME}",
+        links=stage_links(None, link),
+        legend=legend(DEFAULT_SCENARIO.recipe),
+        error=message,
+    )

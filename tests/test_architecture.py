@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.architecture import GPT_3_175B, LLAMA_3_8B, PRESETS, Architecture
+from app.architecture import GPT_3_175B, LLAMA_3_8B, PRESETS, Architecture, ModelName
 
 
 @pytest.mark.parametrize(
@@ -14,7 +14,7 @@ from app.architecture import GPT_3_175B, LLAMA_3_8B, PRESETS, Architecture
     ],
 )
 def test_derived_counts_equal_the_published_totals(name: str, published: int) -> None:
-    preset = PRESETS[name]
+    preset = PRESETS[ModelName(name)]
     assert preset.architecture is not None
     assert preset.architecture.params == published
     assert preset.params == published
@@ -36,9 +36,9 @@ def test_largest_layer_is_a_block_when_blocks_outweigh_the_embedding() -> None:
 
 
 def test_bare_counts_have_no_known_largest_layer() -> None:
-    assert PRESETS["seed-30b"].params == 30 * 10**9
-    assert PRESETS["zero-7.5b"].params == 7_500_000_000
-    assert PRESETS["seed-30b"].largest_layer is None
+    assert PRESETS[ModelName("seed-30b")].params == 30 * 10**9
+    assert PRESETS[ModelName("zero-7.5b")].params == 7_500_000_000
+    assert PRESETS[ModelName("seed-30b")].largest_layer is None
 
 
 @pytest.mark.parametrize(

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.bands import MIXED_ADAM, RECIPES, Band, BandSpec, Recipe, custom_recipe
+from app.bands import MIXED_ADAM, RECIPES, Band, BandSpec, Recipe, RecipeName, custom_recipe
 
 
 def test_mixed_adam_is_the_seed_recipe() -> None:
@@ -34,7 +34,7 @@ def test_recipe_rejects_negative_bytes() -> None:
     ],
 )
 def test_recipe_presets(name: str, sizes: list[int]) -> None:
-    assert [RECIPES[name].nbytes(band) for band in Band] == sizes
+    assert [RECIPES[RecipeName(name)].nbytes(band) for band in Band] == sizes
 
 
 def test_mixed_adam_is_the_papers_k_equals_12() -> None:

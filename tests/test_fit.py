@@ -4,8 +4,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.architecture import PRESETS
-from app.bands import MIXED_ADAM, RECIPES, Recipe
+from app.architecture import PRESETS, ModelName
+from app.bands import MIXED_ADAM, RECIPES, Recipe, RecipeName
 from app.fit import Run, communication_bytes, layer_exceeds_card, max_params_that_fit, peak_bytes, report
 from app.quantities import ByteUnit
 from app.stages import Stage
@@ -29,12 +29,12 @@ def test_communication_in_bytes_is_p_times_the_band_moved() -> None:
     run = Run(params=10**9)
     # Every collective moves bf16 (2 B): gradients for DP, ZeRO-1 and ZeRO-2, weights as well for ZeRO-3.
     assert [communication_bytes(stage, run) for stage in Stage] == [4 * 10**9, 4 * 10**9, 4 * 10**9, 6 * 10**9]
-    fp32 = Run(params=10**9, recipe=RECIPES["fp32-adam"])
+    fp32 = Run(params=10**9, recipe=RECIPES[RecipeName("fp32-adam")])
     assert communication_bytes(Stage.ZERO3, fp32) == 12 * 10**9
 
 
 def test_zero3_peak_is_the_shard_plus_one_assembled_layer() -> None:
-    llama = PRESETS["llama-3-8b"]
+    llama = PRESETS[ModelName("llama-3-8b")]
     run = Run(params=llama.params, gpus=8, largest_layer=llama.largest_layer)
     shard = llama.params * 16 / 8
     assert peak_bytes(Stage.ZERO3, run) == shard + 525_336_576 * 4
@@ -52,7 +52,7 @@ def test_fit_headroom_and_largest_model() -> None:
 
 
 def test_a_layer_bigger_than_the_card_needs_tensor_parallelism() -> None:
-    gpt3 = PRESETS["gpt-3-175b"]
+    gpt3 = PRESETS[ModelName("gpt-3-175b")]
     assert gpt3.largest_layer is not None
     small = Run(params=gpt3.params, gpus=4096, largest_layer=gpt3.largest_layer, capacity=4 * 2**30)
     assert layer_exceeds_card(small) is True

@@ -149,7 +149,8 @@ def test_table_shows_the_seed_figures_with_the_current_row_marked(client: TestCl
     shown = [
         [
             text(row, "th a"),
-            *(td.get_text(strip=True) for td in row.select("td.num")),
+            text(row, "td.bpw"),
+            text(row, "td.per-gpu"),
             text(row, ".comm"),
         ]
         for row in rows

@@ -6,7 +6,7 @@ from hypothesis import strategies as st
 
 from app.bands import Band
 from app.memory import bytes_per_weight
-from app.sharding import CellState, layout, owner
+from app.sharding import CellState, layout, owner, shown_indices
 from app.stages import Stage
 
 
@@ -51,11 +51,31 @@ def test_card_totals(stage: Stage, held: int) -> None:
     assert grid.full_bytes == 128
 
 
-@given(stage=st.sampled_from(Stage), gpus=st.integers(1, 24))
+@given(stage=st.sampled_from(Stage), gpus=st.integers(1, 16))
 def test_the_grid_agrees_with_the_memory_figures(stage: Stage, gpus: int) -> None:
     grid = layout(stage, gpus)
     for card in range(gpus):
         assert grid.held_bytes(card) == bytes_per_weight(stage, gpus) * grid.weights
+
+
+@pytest.mark.parametrize("gpus", [1, 2, 8, 16])
+def test_up_to_sixteen_cards_every_card_and_weight_is_drawn(gpus: int) -> None:
+    grid = layout(Stage.ZERO2, gpus)
+    assert grid.shown == tuple(range(gpus))
+    assert not grid.sampled
+    assert len(grid.cells) == gpus * gpus * 4
+
+
+def test_beyond_sixteen_cards_a_fixed_sample_is_drawn() -> None:
+    assert shown_indices(17) == (0, 1, 2, 3, 13, 14, 15, 16)
+    grid = layout(Stage.ZERO3, 4096)
+    assert grid.sampled
+    assert grid.shown == (0, 1, 2, 3, 4092, 4093, 4094, 4095)
+    assert len(grid.cells) == 8 * 8 * 4
+    # Every drawn card still shows the weight it is responsible for, solid.
+    for card in grid.shown:
+        own = [c for c in grid.card_cells(card) if c.weight == card]
+        assert {c.state for c in own} == {CellState.SOLID}
 
 
 def test_owner_wraps_around() -> None:

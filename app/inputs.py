@@ -1,0 +1,89 @@
+"""The query parameters that describe a run, shared by the page and the API.
+
+One Pydantic model, so both validate the same way and the OpenAPI schema documents exactly
+what is accepted: the count and size grammars are the domain's own patterns.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.architecture import ModelName
+from app.bands import MAX_CUSTOM_BAND_BYTES, RecipeName
+from app.fit import MAX_GPUS
+from app.memory import DEFAULT_GPUS
+from app.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, parse_bytes, parse_count
+from app.scenario import Inputs
+from app.stages import Stage
+
+_COUNT_EXAMPLES = "a number of weights, such as 7.5B, 7.5e9 or 7500000000"
+_BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 85899345920"
+
+# What a person is told when a text field does not match its pattern (the regex itself is no help).
+FIELD_HINTS = {"params": _COUNT_EXAMPLES, "largest_layer": _COUNT_EXAMPLES, "capacity": _BYTES_EXAMPLES}
+
+
+def _blank_or(pattern: str) -> str:
+    # An empty field means "not given": forms send empty strings for blank inputs.
+    return f"^$|{pattern}"
+
+
+def _count(text: str | None) -> int | None:
+    return parse_count(text) if text and text.strip() else None
+
+
+class RunQuery(BaseModel):
+    """A training run: model, cluster, recipe and card. Every field is optional."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: ModelName | None = Field(
+        None,
+        description="A preset model; 'custom' uses params. Defaults to the seed's 30B, or custom if params is given.",
+    )
+    params: str | None = Field(
+        None,
+        pattern=_blank_or(COUNT_PATTERN),
+        max_length=40,
+        description=f"Weights of a custom model: {_COUNT_EXAMPLES}. A preset model brings its own count.",
+    )
+    gpus: int = Field(DEFAULT_GPUS, ge=1, le=MAX_GPUS, description="Number of GPUs (data-parallel cards).")
+    recipe: RecipeName = Field(RecipeName.MIXED_ADAM, description="Precision and optimizer recipe.")
+    weights_bytes: int | None = Field(None, ge=1, le=MAX_CUSTOM_BAND_BYTES, description="Custom recipe only.")
+    gradients_bytes: int | None = Field(None, ge=0, le=MAX_CUSTOM_BAND_BYTES, description="Custom recipe only.")
+    master_bytes: int | None = Field(None, ge=0, le=MAX_CUSTOM_BAND_BYTES, description="Custom recipe only.")
+    moments_bytes: int | None = Field(None, ge=0, le=MAX_CUSTOM_BAND_BYTES, description="Custom recipe only.")
+    largest_layer: str | None = Field(
+        None,
+        pattern=_blank_or(COUNT_PATTERN),
+        max_length=40,
+        description="Weights ZeRO-3 gathers at once. Defaults to the larger of the embedding and one block.",
+    )
+    capacity: str | None = Field(
+        None, pattern=_blank_or(BYTES_PATTERN), max_length=40, description=f"One card's memory: {_BYTES_EXAMPLES}."
+    )
+    units: ByteUnit = Field(ByteUnit.GIB, description="GiB (2^30 bytes, as the seed) or GB (10^9, as the ZeRO paper).")
+
+    def inputs(self) -> Inputs:
+        """The domain's inputs, with texts read as counts and sizes."""
+        return Inputs(
+            model=self.model,
+            params=_count(self.params),
+            gpus=self.gpus,
+            recipe=self.recipe,
+            band_bytes=(self.weights_bytes, self.gradients_bytes, self.master_bytes, self.moments_bytes),
+            largest_layer=_count(self.largest_layer),
+            capacity=parse_bytes(self.capacity) if self.capacity and self.capacity.strip() else None,
+            units=self.units,
+        )
+
+    def canonical(self) -> dict[str, str]:
+        """The parameters that differ from the defaults, for short, shareable links."""
+        values = self.model_dump(mode="json", exclude_defaults=True, exclude_none=True)
+        return {key: str(value) for key, value in values.items() if key in RunQuery.model_fields and value != ""}
+
+
+class PageQuery(RunQuery):
+    """The page's parameters: a run and the stage to draw."""
+
+    stage: Stage = Field(Stage.DP, description="The arrangement to draw.")

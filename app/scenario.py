@@ -1,0 +1,90 @@
+"""From what a person entered to a run to compute: presets resolved, defaults filled, doubts noted.
+
+The seed's view is the default: the 30B example on 8 GPUs with mixed-precision Adam, in GiB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.architecture import PRESETS, ModelName, ModelPreset
+from app.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
+from app.fit import Run
+from app.memory import DEFAULT_GPUS
+from app.quantities import ByteUnit
+
+DEFAULT_MODEL = ModelName.SEED_30B
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A resolved run, with the names it was chosen by and anything the person should check."""
+
+    run: Run
+    model: ModelName
+    model_title: str
+    largest_layer_source: str
+    units: ByteUnit
+    notes: tuple[str, ...] = ()
+
+    @property
+    def recipe(self) -> Recipe:
+        """The precision and optimizer recipe."""
+        return self.run.recipe
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """What can be entered, as it was entered; None where left blank."""
+
+    model: ModelName | None = None
+    params: int | None = None
+    gpus: int = DEFAULT_GPUS
+    recipe: RecipeName = RecipeName.MIXED_ADAM
+    band_bytes: tuple[int | None, int | None, int | None, int | None] = (None, None, None, None)
+    largest_layer: int | None = None
+    capacity: int | None = None
+    units: ByteUnit = ByteUnit.GIB
+
+
+def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, ModelPreset | None]:
+    name = inputs.model or (ModelName.CUSTOM if inputs.params is not None else DEFAULT_MODEL)
+    if name is ModelName.CUSTOM:
+        return name, "Custom model", inputs.params or PRESETS[DEFAULT_MODEL].params, None
+    preset = PRESETS[name]
+    if inputs.params is not None and inputs.params != preset.params:
+        notes.append(f"{preset.title} has {preset.params:,} weights; the count entered was set aside.")
+    return name, preset.title, preset.params, preset
+
+
+def _recipe(inputs: Inputs, notes: list[str]) -> Recipe:
+    if inputs.recipe is RecipeName.CUSTOM:
+        defaults = [MIXED_ADAM.nbytes(band) for band in Band]
+        weights, gradients, master, moments = (
+            given if given is not None else default for given, default in zip(inputs.band_bytes, defaults, strict=True)
+        )
+        return custom_recipe(weights, gradients, master, moments)
+    recipe = RECIPES[inputs.recipe]
+    entered = [(band, given) for band, given in zip(Band, inputs.band_bytes, strict=True) if given is not None]
+    if any(given != recipe.nbytes(band) for band, given in entered):
+        notes.append(f"{recipe.title} sets the bytes of each band; choose a custom recipe to enter your own.")
+    return recipe
+
+
+def resolve(inputs: Inputs) -> Scenario:
+    """Turn inputs into a run. Raises ValueError, with a sentence for a person, when impossible."""
+    notes: list[str] = []
+    name, title, params, preset = _model(inputs, notes)
+    recipe = _recipe(inputs, notes)
+    if inputs.largest_layer is not None:
+        largest, source = inputs.largest_layer, "as entered"
+        if largest > params:
+            notes.append(f"The largest layer entered ({largest:,}) is bigger than the whole model ({params:,}).")
+            largest = params
+            source = "capped at the whole model"
+    elif preset is not None and preset.largest_layer is not None:
+        largest, source = preset.largest_layer, "derived from the architecture"
+    else:
+        largest, source = None, "unknown: enter the largest layer to check ZeRO-3's limit"
+    run = Run(params=params, gpus=inputs.gpus, recipe=recipe, largest_layer=largest, capacity=inputs.capacity)
+    return Scenario(run, name, title, source, inputs.units, tuple(notes))
