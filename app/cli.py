@@ -1,13 +1,22 @@
-"""The `zero-bands` command: serve the app."""
+"""The `zero-bands` command: serve the app, or print the table for a run."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 import uvicorn
+from pydantic import ValidationError
 
+from app.architecture import ModelName
+from app.bands import RecipeName
 from app.config import ConfigError
+from app.errors import describe
+from app.inputs import RunQuery
+from app.quantities import ByteUnit
+from app.scenario import resolve
+from app.table import render_table
 
 
 def _port(text: str) -> int:
@@ -21,17 +30,46 @@ def _port(text: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    """The command line."""
+    """The command line: serving options, and the `table` subcommand."""
     p = argparse.ArgumentParser(prog="zero-bands", description="Serve ZeRO Bands, the ZeRO sharding grid.")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8000, help="port to listen on (default: 8000)")
     p.add_argument("--root-path", default="", help="path prefix when served behind a proxy, e.g. /tools/zero")
+    commands = p.add_subparsers(dest="command", metavar="{table}")
+    table = commands.add_parser(
+        "table", help="print memory, traffic and fit per stage for a run", description="Print the table for a run."
+    )
+    table.add_argument("--model", choices=[m.value for m in ModelName], help="a preset model (default: the seed's 30B)")
+    table.add_argument("--params", help="weights of a custom model: 7.5B, 7.5e9 or 7500000000")
+    table.add_argument("--gpus", default="8", help="number of GPUs, 1-4096 (default: 8)")
+    table.add_argument("--recipe", choices=[r.value for r in RecipeName], default=RecipeName.MIXED_ADAM.value)
+    for band in ("weights", "gradients", "master", "moments"):
+        table.add_argument(f"--{band}-bytes", help=f"bytes per weight of the {band} band (custom recipe)")
+    table.add_argument("--largest-layer", help="weights ZeRO-3 gathers at once (default: from the architecture)")
+    table.add_argument("--capacity", help="one card's memory: 80GB, 80GiB or bytes")
+    table.add_argument("--units", choices=[u.value for u in ByteUnit], default=ByteUnit.GIB.value)
     return p
 
 
+def table(args: argparse.Namespace) -> int:
+    """Validate the run as the API does, then print its table; 2 and a message when it is wrong."""
+    fields = {name: value for name, value in vars(args).items() if name in RunQuery.model_fields and value is not None}
+    try:
+        query = RunQuery.model_validate(fields)
+    except ValidationError as error:
+        errors = [{**e, "loc": ("option", *e["loc"])} for e in error.errors()]
+        message = describe(errors, show_input=True)
+        print(f"zero-bands table: {message}", file=sys.stderr)
+        return 2
+    print(render_table(resolve(query.inputs())))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Parse the arguments and serve until interrupted."""
+    """Parse the arguments; print a table, or serve until interrupted."""
     args = parser().parse_args(argv)
+    if args.command == "table":
+        raise SystemExit(table(args))
     try:
         from app.main import create_app
 

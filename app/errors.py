@@ -23,7 +23,7 @@ from app.templating import render
 from app.views import error_view
 
 _MAX_SHOWN = 40
-_LOCATIONS = {"query": "query parameter", "path": "path", "header": "header", "body": "body"}
+_LOCATIONS = {"query": "query parameter", "path": "path", "header": "header", "body": "body", "option": "option"}
 
 
 def _shown(value: Any) -> str:

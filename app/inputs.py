@@ -44,7 +44,6 @@ class RunQuery(BaseModel):
     params: str | None = Field(
         None,
         pattern=_blank_or(COUNT_PATTERN),
-        max_length=40,
         description=f"Weights of a custom model: {_COUNT_EXAMPLES}. A preset model brings its own count.",
     )
     gpus: int = Field(DEFAULT_GPUS, ge=1, le=MAX_GPUS, description="Number of GPUs (data-parallel cards).")
@@ -56,11 +55,10 @@ class RunQuery(BaseModel):
     largest_layer: str | None = Field(
         None,
         pattern=_blank_or(COUNT_PATTERN),
-        max_length=40,
         description="Weights ZeRO-3 gathers at once. Defaults to the larger of the embedding and one block.",
     )
     capacity: str | None = Field(
-        None, pattern=_blank_or(BYTES_PATTERN), max_length=40, description=f"One card's memory: {_BYTES_EXAMPLES}."
+        None, pattern=_blank_or(BYTES_PATTERN), description=f"One card's memory: {_BYTES_EXAMPLES}."
     )
     units: ByteUnit = Field(ByteUnit.GIB, description="GiB (2^30 bytes, as the seed) or GB (10^9, as the ZeRO paper).")
 
@@ -80,7 +78,18 @@ class RunQuery(BaseModel):
     def canonical(self) -> dict[str, str]:
         """The parameters that differ from the defaults, for short, shareable links."""
         values = self.model_dump(mode="json", exclude_defaults=True, exclude_none=True)
-        return {key: str(value) for key, value in values.items() if key in RunQuery.model_fields and value != ""}
+        # A preset brings its own count and a preset recipe its own bytes: the form sends them
+        # back read-only, and they would only lengthen the link.
+        ignored = set()
+        if self.model not in (None, ModelName.CUSTOM):
+            ignored.add("params")
+        if self.recipe is not RecipeName.CUSTOM:
+            ignored |= {"weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes"}
+        return {
+            key: str(value)
+            for key, value in values.items()
+            if key in RunQuery.model_fields and key not in ignored and value != ""
+        }
 
 
 class PageQuery(RunQuery):

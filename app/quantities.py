@@ -19,12 +19,15 @@ _WHOLE = r"[1-9][0-9]{0,15}"
 # 7.5e9: at most six decimals and an exponent of at least 6, so the count is always whole.
 _SCIENTIFIC = r"[1-9](?:\.[0-9]{1,6})?[eE](?:[6-9]|1[0-5])"
 
-COUNT_PATTERN = rf"^\s*(?:{_WHOLE}|{_SCIENTIFIC}|{_MANTISSA}\s*[KMBTkmbt])\s*$"
-BYTES_PATTERN = rf"^\s*(?:{_WHOLE}|{_MANTISSA}\s*(?:[GgTt][Bb]|[GgTt][Ii][Bb]))\s*$"
+# A few plain spaces only: regex engines disagree on what else \s matches (Python counts \x1f),
+# and a bound keeps every match short.
+_SP = " {0,3}"
+COUNT_PATTERN = rf"^{_SP}(?:{_WHOLE}|{_SCIENTIFIC}|{_MANTISSA}{_SP}[KMBTkmbt]){_SP}$"
+BYTES_PATTERN = rf"^{_SP}(?:{_WHOLE}|{_MANTISSA}{_SP}(?:[GgTt][Bb]|[GgTt][Ii][Bb])){_SP}$"
 
 _COUNT = re.compile(COUNT_PATTERN)
 _BYTES = re.compile(BYTES_PATTERN)
-_PARTS = re.compile(r"^\s*([0-9.]+(?:[eE][0-9]+)?)\s*([A-Za-z]*)\s*$")
+_PARTS = re.compile(r"^ *([0-9.]+(?:[eE][0-9]+)?) *([A-Za-z]*) *$")
 
 _COUNT_SUFFIXES = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 _BYTE_UNITS = {"": 1, "gb": 10**9, "tb": 10**12, "gib": 2**30, "tib": 2**40}

@@ -139,5 +139,7 @@ def screenshot(page: Page, name: str) -> Path:
     """Save a full-page screenshot where CI keeps artefacts, and return its path."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=True)
+    # caret="initial": hiding the caret makes Playwright inject an inline style, which the CSP
+    # rightly blocks and reports as a console error.
+    page.screenshot(path=str(path), full_page=True, caret="initial")
     return path

@@ -189,3 +189,55 @@ def test_axe_finds_no_accessibility_violations(page: Page, server: str, path: st
     page.goto(server + path)
     results = Axe().run(page)
     assert results.violations_count == 0, results.generate_report()
+
+
+def test_describing_a_run_updates_grid_bars_and_verdicts(page: Page, server: str, watch: Watch) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(server + "/?stage=zero3")
+    page.evaluate("window.__sameDocument = true")
+    grid = page.locator("#grid")
+
+    page.fill("#f-gpus", "64")
+    page.press("#f-gpus", "Tab")  # a change event, as a person leaving the field
+    expect(grid).to_have_attribute("data-gpus", "64")
+    expect(page.locator("#grid .card")).to_have_count(8)
+    expect(page.locator("#grid .card-gap")).to_contain_text("GPU 4 to GPU 59")
+
+    page.select_option("#f-model", "llama-3-70b")
+    expect(page.locator("table.figures caption")).to_contain_text("Llama 3 70B, 70,553,706,496 weights, on 64 GPUs")
+    expect(page.locator("#grid .verdict")).to_have_count(0)
+
+    page.fill("#f-capacity", "80GiB")
+    page.press("#f-capacity", "Enter")
+    verdicts = page.locator("#grid .card .verdict")
+    expect(verdicts).to_have_count(8)
+    expect(verdicts.first).to_contain_text("Fits: 59.7 GiB left for activations.")
+    expect(page.locator("#grid .card").first.locator("rect.gathered")).to_have_count(1)
+    expect(page.locator("#grid .card").first.locator("line.capacity")).to_have_count(1)
+    expect(page).to_have_url(f"{server}/?stage=zero3&model=llama-3-70b&gpus=64&capacity=80GiB")
+
+    page.click("#switch-zero1")
+    expect(grid).to_have_attribute("data-stage", "zero1")
+    expect(verdicts.first).to_contain_text("Does not fit: 195.2 GiB over.")
+    expect(page.locator("table.figures tr.current .verdict")).to_have_text("✗ does not fit")
+    assert page.evaluate("window.__sameDocument") is True
+    screenshot(page, "run-llama-70b-64-zero1-1280")
+
+    page.go_back()
+    expect(grid).to_have_attribute("data-stage", "zero3")
+    expect(page.locator("#f-capacity")).to_have_value("80GiB")
+    watch.assert_clean(page)
+
+
+def test_the_run_form_works_without_javascript(browser: Browser, server: str) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(server + "/?stage=zero2")
+    page.select_option("#f-model", "llama-3-8b")
+    page.fill("#f-gpus", "16")
+    page.click('#run-form button[type="submit"]')
+    expect(page.locator("#grid")).to_have_attribute("data-gpus", "16")
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero2")
+    expect(page.locator("#grid .card")).to_have_count(16)
+    expect(page.locator("table.figures caption")).to_contain_text("Llama 3 8B")
+    context.close()

@@ -1,0 +1,76 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.architecture import ModelName
+
+
+def _memory(client: TestClient, **params: str) -> dict[str, Any]:
+    response = client.get("/api/memory", params=params)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_zero_paper_figure_1(client: TestClient) -> None:
+    body = _memory(client, params="7.5e9", gpus="64")
+    assert [row["per_gpu_bytes"] for row in body["stages"]] == [120e9, 31.40625e9, 16.640625e9, 1.875e9]
+    assert [row["communication_p"] for row in body["stages"]] == [2, 2, 2, 3]
+    assert [row["communication_bytes"] for row in body["stages"]] == [30e9, 30e9, 30e9, 45e9]
+    assert body["inputs"]["model"] == "custom"
+    assert body["inputs"]["params"] == 7_500_000_000
+
+
+def test_defaults_are_the_seed_run_and_capacity_fields_are_absent(client: TestClient) -> None:
+    body = _memory(client)
+    assert [row["per_gpu_bytes"] for row in body["stages"]] == [480e9, 165e9, 112.5e9, 60e9]
+    assert all(row["peak_bytes"] == row["per_gpu_bytes"] for row in body["stages"])
+    assert all("fits" not in row and "max_params_that_fit" not in row for row in body["stages"])
+    assert "largest_layer" not in body["inputs"]
+    assert body["inputs"]["largest_layer_source"].startswith("unknown")
+    assert body["notes"] == []
+
+
+def test_with_a_capacity(client: TestClient) -> None:
+    body = _memory(client, model="llama-3-70b", gpus="64", capacity="80GiB")
+    rows = body["stages"]
+    assert [row["fits"] for row in rows] == [False, False, False, True]
+    assert rows[-1]["peak_bytes"] == rows[-1]["per_gpu_bytes"] + 1_050_673_152 * 4
+    assert rows[0]["max_params_that_fit"] == 80 * 2**30 // 16
+    inputs = body["inputs"]
+    assert inputs["params"] == 70_553_706_496
+    assert inputs["largest_layer"] == 1_050_673_152
+    assert inputs["largest_layer_source"] == "derived from the architecture"
+    assert inputs["layer_exceeds_card"] is False
+    assert inputs["capacity"] == 80 * 2**30
+    assert [b["bytes"] for b in inputs["bands"]] == [2, 2, 4, 8]
+
+
+@pytest.mark.parametrize("model", [m.value for m in ModelName if m is not ModelName.CUSTOM])
+def test_every_preset_resolves(client: TestClient, model: str) -> None:
+    assert _memory(client, model=model)["inputs"]["model"] == model
+
+
+@pytest.mark.parametrize(
+    ("query", "field", "message"),
+    [
+        ({"params": "7.5 Q"}, "params", "“params” should be a number of weights, such as 7.5B"),
+        ({"gpus": "0"}, "gpus", "greater than or equal to 1"),
+        ({"gpus": "4097"}, "gpus", "less than or equal to 4096"),
+        ({"capacity": "80MB"}, "capacity", "“capacity” should be a memory size"),
+        ({"recipe": "lion"}, "recipe", "“recipe” must be"),
+        ({"recipe": "custom", "weights_bytes": "0"}, "weights_bytes", "greater than or equal to 1"),
+        ({"master_bytes": "17"}, "master_bytes", "less than or equal to 16"),
+        ({"units": "MB"}, "units", "“units” must be 'GiB' or 'GB'"),
+        ({"largest_layer": "-1"}, "largest_layer", "a number of weights"),
+    ],
+)
+def test_bad_input_is_a_readable_422(client: TestClient, query: dict[str, str], field: str, message: str) -> None:
+    response = client.get("/api/memory", params=query)
+    assert response.status_code == 422
+    body = response.json()
+    assert body["detail"][0]["loc"] == ["query", field]
+    assert message in body["message"]

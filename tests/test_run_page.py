@@ -1,0 +1,158 @@
+"""The page for the user's own run: inputs in the URL, the grid, bars, verdicts and table follow."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
+
+from tests.conftest import dom, one, text
+
+
+def _page(client: TestClient, query: str, headers: dict[str, str] | None = None) -> BeautifulSoup:
+    response = client.get(f"/?{query}", headers=headers or {})
+    assert response.status_code == 200, response.text[:500]
+    return dom(response.text)
+
+
+def _table(tree: BeautifulSoup, column: str) -> list[str]:
+    return [text(row, column) for row in tree.select("table.figures tbody tr")]
+
+
+def test_zero_paper_figure_1_on_the_page(client: TestClient) -> None:
+    tree = _page(client, "model=custom&params=7.5B&gpus=64&units=GB")
+    assert _table(tree, "td.per-gpu") == ["120.0 GB", "31.4 GB", "16.6 GB", "1.9 GB"]
+
+
+@pytest.mark.parametrize("params", ["7.5e9", "7500000000", "7.5B"])
+def test_params_in_every_notation_without_naming_the_model(client: TestClient, params: str) -> None:
+    tree = _page(client, f"params={params}&gpus=64&units=GB")
+    assert _table(tree, "td.per-gpu")[0] == "120.0 GB"
+    assert one(tree, '#f-model option[value="custom"]').has_attr("selected")
+
+
+@pytest.mark.parametrize(
+    ("gpus", "cards", "weights"), [(1, 1, 1), (12, 12, 12), (16, 16, 16), (17, 8, 8), (4096, 8, 8)]
+)
+def test_grid_draws_every_card_up_to_sixteen_then_a_sample(
+    client: TestClient, gpus: int, cards: int, weights: int
+) -> None:
+    tree = _page(client, f"gpus={gpus}&stage=zero1")
+    grid = one(tree, "#grid")
+    assert grid["data-gpus"] == str(gpus)
+    drawn = {cell["data-card"] for cell in grid.select(".cell")}
+    assert len(drawn) == cards
+    assert len(grid.select(".cell")) == cards * weights * 4
+    gaps = grid.select(".card-gap")
+    assert len(gaps) == (1 if gpus > 16 else 0)
+    if gpus > 16:
+        assert f"GPU 4 to GPU {gpus - 5}" in gaps[0].get_text()
+        assert drawn == {str(i) for i in (0, 1, 2, 3, gpus - 4, gpus - 3, gpus - 2, gpus - 1)}
+
+
+def test_totals_stay_exact_on_a_sampled_grid(client: TestClient) -> None:
+    tree = _page(client, "gpus=64&stage=zero3&model=custom&params=7.5B&units=GB")
+    subs = {text(card, ".card-sub") for card in tree.select("#grid .card")}
+    assert subs == {"0.25 B/weight · 1.9 GB"}
+
+
+def test_a_band_of_zero_bytes_disappears(client: TestClient) -> None:
+    tree = _page(client, "recipe=fp32-adam&stage=zero2")
+    assert {c["data-band"] for c in tree.select("#grid .cell")} == {"weights", "gradients", "moments"}
+    assert [text(li, "strong") for li in tree.select(".legend ul.bands li")] == ["Weights", "Gradients", "Adam moments"]
+    assert "(4 : 4 : 8)" in text(tree, ".legend p")
+
+
+def test_custom_recipe(client: TestClient) -> None:
+    query = "recipe=custom&weights_bytes=2&gradients_bytes=2&master_bytes=0&moments_bytes=1"
+    tree = _page(client, query)
+    assert _table(tree, "td.bpw")[0] == "5.00"
+    assert [i.has_attr("readonly") for i in tree.select(".bands-field input")] == [False] * 4
+
+
+@pytest.mark.parametrize(
+    ("capacity", "fits"),
+    [("80GiB", ["✗ does not fit", "✗ does not fit", "✗ does not fit", "✓ fits"]), ("", None)],
+)
+def test_verdicts_follow_the_capacity(client: TestClient, capacity: str, fits: list[str] | None) -> None:
+    tree = _page(client, f"model=llama-3-70b&gpus=64&capacity={capacity}")
+    if fits is None:
+        assert tree.select("td.verdict-cell") == []
+        assert tree.select(".bar .verdict") == []
+        return
+    assert _table(tree, "td.verdict-cell .verdict") == fits
+    assert _table(tree, "td.verdict-cell .headroom")[-1] == "59.7 GiB left"
+    assert _table(tree, "td.max-model") == ["5.37B weights", "20.5B weights", "38.7B weights", "344B weights"]
+
+
+def test_each_card_has_a_bar_drawn_to_scale_against_the_capacity(client: TestClient) -> None:
+    tree = _page(client, "model=llama-3-8b&gpus=8&capacity=80GiB&stage=zero1")
+    bars = tree.select("#grid .card .bar svg")
+    assert len(bars) == 8
+    bar = bars[0]
+    widths = {str(rect["class"][0]): float(str(rect["width"])) for rect in bar.select("rect")}
+    per_gpu = 8_030_261_248 * (2 + 2 + 12 / 8)
+    # ZeRO-1 fits (44.2 GB of 80 GiB), so the bar's full width is the card.
+    assert sum(widths.values()) == pytest.approx(per_gpu / (80 * 2**30) * 100, abs=1e-3)
+    assert widths["band-master"] == pytest.approx(8_030_261_248 * 4 / 8 / (80 * 2**30) * 100, abs=1e-3)
+    assert float(str(one(bar, "line.capacity")["x1"])) == pytest.approx(100)
+    assert text(tree, "#grid .card .verdict").startswith("✓ Fits:")
+
+
+def test_zero3_bar_shows_the_gathered_layer_and_the_boundary(client: TestClient) -> None:
+    tree = _page(client, "model=gpt-3-175b&gpus=1024&capacity=4GiB&stage=zero3")
+    assert one(tree, "#grid .card .bar rect.gathered") is not None
+    boundary = one(tree, ".boundary")
+    assert "exceeds" in boundary["class"]
+    assert "tensor parallelism" in text(boundary, ".boundary-verdict")
+    assert "1,812,099,072 weights" in text(boundary, "p")
+
+
+def test_largest_layer_unknown_for_a_bare_count_then_entered(client: TestClient) -> None:
+    assert "unknown" in text(_page(client, "stage=zero3"), ".boundary-verdict")
+    # 2B weights × (2 + 2) bytes = 8 GB = 7.45 GiB: over a 7 GiB card, under an 8 GiB one.
+    assert "can gather it" in text(_page(client, "stage=zero3&largest_layer=2B&capacity=8GiB"), ".boundary-verdict")
+    tree = _page(client, "stage=zero3&largest_layer=2B&capacity=7GiB")
+    assert "2,000,000,000 weights (as entered)" in text(tree, ".boundary p")
+    assert "tensor parallelism" in text(tree, ".boundary-verdict")
+
+
+def test_notes_for_what_was_set_aside(client: TestClient) -> None:
+    tree = _page(client, "model=llama-3-8b&params=5B")
+    assert "Llama 3 8B has 8,030,261,248 weights" in text(tree, ".notes")
+    tree = _page(client, "model=custom&params=1B&largest_layer=2B")
+    assert "bigger than the whole model" in text(tree, ".notes")
+
+
+def test_stage_links_keep_the_run(client: TestClient) -> None:
+    tree = _page(client, "model=llama-3-8b&gpus=64&capacity=80GiB&units=GB&stage=zero1")
+    href = str(one(tree, "#switch-zero3")["href"])
+    assert parse_qs(urlsplit(href).query) == {
+        "stage": ["zero3"], "model": ["llama-3-8b"], "gpus": ["64"], "capacity": ["80GiB"], "units": ["GB"]
+    }  # fmt: skip
+
+
+def test_fragment_pushes_the_short_canonical_url(client: TestClient) -> None:
+    full_form = "stage=zero2&model=llama-3-8b&params=8030261248&gpus=64&recipe=mixed-adam&capacity=&units=GiB"
+    response = client.get(f"/?{full_form}", headers={"HX-Request": "true"})
+    assert response.headers["HX-Push-Url"] == "/?stage=zero2&model=llama-3-8b&gpus=64"
+
+
+def test_form_shows_the_run(client: TestClient) -> None:
+    tree = _page(client, "model=llama-3-70b&gpus=64&capacity=80GiB&units=GB&stage=zero2")
+    form = one(tree, "form#run-form")
+    assert form["hx-get"] == "/"
+    assert form["hx-trigger"] == "change, submit"
+    assert one(form, 'input[name="stage"]')["value"] == "zero2"
+    assert one(form, "#f-model option[selected]")["value"] == "llama-3-70b"
+    assert one(form, "#f-params")["value"] == "70553706496"
+    assert one(form, "#f-params").has_attr("readonly")
+    assert one(form, "#f-gpus")["value"] == "64"
+    assert one(form, "#f-capacity")["value"] == "80GiB"
+    assert one(form, "#f-units option[selected]")["value"] == "GB"
+    assert [o["value"] for o in form.select("#f-cards option")] == [
+        "24GiB", "32GiB", "40GiB", "80GiB", "80GiB", "141GiB", "192GiB"
+    ]  # fmt: skip
+    assert one(form, 'button[type="submit"]') is not None
