@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from urllib.parse import urlencode
-
 from jinja2 import pass_context
 from jinja2.runtime import Context
 from starlette.requests import Request
 
 from app.inputs import RunQuery
-from app.views import LinkFor
+from app.views import Links
 
 
 def path_for(request: Request, name: str, /, **path_params: str) -> str:
@@ -27,8 +25,7 @@ def template_url_for(context: Context, name: str, /, **path_params: str) -> str:
     return path_for(request, name, **path_params)
 
 
-def stage_links(request: Request, query: RunQuery | None = None) -> LinkFor:
+def stage_links(request: Request, query: RunQuery | None = None) -> Links:
     """Builds the page's URL for a stage, keeping the run the person described."""
-    page = path_for(request, "page")
-    run = query.canonical() if query else {}
-    return lambda stage: f"{page}?{urlencode({'stage': stage.value, **run})}"
+    run = tuple(query.canonical().items()) if query else ()
+    return Links(path_for(request, "page"), run)

@@ -6,7 +6,7 @@ only on the responsible card; every other card shows a dashed gap there, held on
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 
 from app.bands import MIXED_ADAM, Band, Recipe
@@ -69,6 +69,14 @@ class Layout:
     recipe: Recipe
     shown: tuple[int, ...]
     cells: tuple[Cell, ...]
+    # Every view walks the grid card by card, so the cells are grouped once.
+    _by_card: dict[int, tuple[Cell, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        grouped: dict[int, list[Cell]] = {}
+        for cell in self.cells:
+            grouped.setdefault(cell.card, []).append(cell)
+        object.__setattr__(self, "_by_card", {card: tuple(cells) for card, cells in grouped.items()})
 
     @property
     def weights(self) -> int:
@@ -82,7 +90,7 @@ class Layout:
 
     def card_cells(self, card: int) -> tuple[Cell, ...]:
         """One card's cells, weight by weight, bands in order."""
-        return tuple(cell for cell in self.cells if cell.card == card)
+        return self._by_card.get(card, ())
 
     def held_bytes(self, card: int) -> int:
         """Bytes a card stores for the drawn weights: the sum of its solid cells."""

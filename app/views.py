@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
+from urllib.parse import urlencode
 
 from app.architecture import PRESETS, ModelName
 from app.bands import RECIPES, Band, BandSpec, Recipe, RecipeName
@@ -22,6 +24,19 @@ from app.stages import Stage, StageInfo
 from app.units import per_weight
 
 LinkFor = Callable[[Stage], str]
+
+
+@dataclass(frozen=True)
+class Links:
+    """Each stage's page address, keeping the run described; hashable, so views can be cached."""
+
+    page: str
+    run: tuple[tuple[str, str], ...] = ()
+
+    def __call__(self, stage: Stage) -> str:
+        """The address of `stage` with the same run."""
+        return f"{self.page}?{urlencode({'stage': stage.value, **dict(self.run)})}"
+
 
 APP_NAME = "ZeRO Bands"
 DEFAULT_SCENARIO = resolve(Inputs())
@@ -60,6 +75,7 @@ class ColumnView:
     responsible: bool
     cells: tuple[CellView, ...]
     gap_label: str = ""
+    axis_label: str = "…"
 
 
 @dataclass(frozen=True)
@@ -245,15 +261,22 @@ def _columns(grid: Layout, card: int, tab_stop: bool) -> tuple[ColumnView, ...]:
     recipe = grid.recipe
     cells = [c for c in grid.card_cells(card) if recipe.nbytes(c.band) > 0]
     first = cells[0] if tab_stop else None
+    by_weight: dict[int, list[Cell]] = {}
+    for c in cells:
+        by_weight.setdefault(c.weight, []).append(c)
     columns: list[ColumnView] = []
     for position, weight in enumerate(grid.shown):
         if position and weight != grid.shown[position - 1] + 1:
             hidden = weight - grid.shown[position - 1] - 1
             columns.append(ColumnView(None, False, (), f"{hidden:,} more weights"))
+        responsible = weight == card and bool(grid.stage.sharded)
+        # Past ten columns every other number is left out, so two-digit labels still fit.
+        labelled = len(grid.shown) <= 10 or weight % 2 == 0 or responsible
         columns.append(
             ColumnView(
                 weight=weight,
-                responsible=weight == card and bool(grid.stage.sharded),
+                responsible=responsible,
+                axis_label=str(weight) if labelled else "",
                 cells=tuple(
                     CellView(
                         card=c.card,
@@ -266,8 +289,7 @@ def _columns(grid: Layout, card: int, tab_stop: bool) -> tuple[ColumnView, ...]:
                         # One tab stop for the whole grid; the arrow keys move within it.
                         focusable=c is first,
                     )
-                    for c in cells
-                    if c.weight == weight
+                    for c in by_weight[weight]
                 ),
             )
         )
@@ -467,8 +489,10 @@ def stage_view(stage: Stage, scenario: Scenario, link: LinkFor) -> StageView:
     )
 
 
+# A class clicking through the same four stages asks for the same few views: build each once.
+@lru_cache(maxsize=64)  # about 150 kB a view: 64 views stay under 10 MB
 def page_view(
-    stage: Stage, link: LinkFor, scenario: Scenario = DEFAULT_SCENARIO, inputs: Inputs | None = None
+    stage: Stage, link: Links, scenario: Scenario = DEFAULT_SCENARIO, inputs: Inputs | None = None
 ) -> PageView:
     """The page for a stage of a run."""
     return PageView(

@@ -156,3 +156,9 @@ def test_form_shows_the_run(client: TestClient) -> None:
         "24GiB", "32GiB", "40GiB", "80GiB", "80GiB", "141GiB", "192GiB"
     ]  # fmt: skip
     assert one(form, 'button[type="submit"]') is not None
+
+
+def test_sixteen_columns_label_every_other_weight_and_the_responsible_one(client: TestClient) -> None:
+    card = _page(client, "gpus=16&stage=zero1").select("#grid .card")[3]
+    labels = [span.get_text() for span in card.select(".axis span")]
+    assert labels == ["0", "", "2", "3", "4", "", "6", "", "8", "", "10", "", "12", "", "14", ""]

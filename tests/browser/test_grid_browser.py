@@ -166,12 +166,13 @@ def test_embeds_in_a_course_page_on_another_origin(page: Page, course_page: str)
 
 
 @pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 800), (1920, 1080)])
-def test_nothing_is_clipped_from_phone_to_projector(page: Page, server: str, width: int, height: int) -> None:
+@pytest.mark.parametrize("run", ["", "&gpus=16&capacity=80GiB", "&gpus=4096&model=gpt-3-175b&capacity=192GiB"])
+def test_nothing_is_clipped_from_phone_to_projector(page: Page, server: str, width: int, height: int, run: str) -> None:
     page.set_viewport_size({"width": width, "height": height})
-    page.goto(server + "/?stage=zero2")
+    page.goto(server + "/?stage=zero2" + run)
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     overflowing = page.evaluate(
-        """[...document.querySelectorAll('#grid .card, #grid .column, .switch, .legend')]
+        """[...document.querySelectorAll('#grid .card, #grid .column, #grid .axis, .switch, .legend, .run-form')]
              .filter(el => el.scrollWidth > el.clientWidth + 1 || el.scrollHeight > el.clientHeight + 1)
              .map(el => el.className)"""
     )
@@ -181,7 +182,7 @@ def test_nothing_is_clipped_from_phone_to_projector(page: Page, server: str, wid
         "[...document.querySelectorAll('#grid .cell')].map(el => el.getBoundingClientRect().height)"
     )
     assert min(heights) >= 6
-    screenshot(page, f"grid-zero2-{width}")
+    screenshot(page, f"grid-zero2-{width}-{run.count('&') and run.split('&')[1].replace('=', '')}")
 
 
 @pytest.mark.parametrize("path", ["/?stage=dp", "/?stage=zero3", "/?stage=nope"])
