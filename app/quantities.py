@@ -66,3 +66,8 @@ def parse_count(text: str) -> int:
 def parse_bytes(text: str) -> int:
     """A memory size: '80GB', '80GiB', '1.5TB', or plain bytes."""
     return _amount(text, _BYTES, _BYTE_UNITS, "a memory size", "80GB, 80GiB or 85899345920")
+
+
+def per_weight(nbytes: Fraction | int) -> str:
+    """Bytes per weight with two decimals, e.g. '5.50'."""
+    return f"{float(nbytes):.2f}"

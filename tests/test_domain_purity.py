@@ -5,7 +5,18 @@ from __future__ import annotations
 import subprocess
 import sys
 
-DOMAIN = ["app.bands", "app.stages", "app.communication", "app.memory", "app.sharding", "app.units"]
+DOMAIN = [
+    "app.bands",
+    "app.stages",
+    "app.communication",
+    "app.memory",
+    "app.sharding",
+    "app.architecture",
+    "app.hardware",
+    "app.quantities",
+    "app.fit",
+    "app.scenario",
+]
 FORBIDDEN = ["fastapi", "starlette", "jinja2", "pydantic", "uvicorn"]
 
 CHECK = f"""

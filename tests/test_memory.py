@@ -8,8 +8,11 @@ from hypothesis import strategies as st
 
 from app.bands import MIXED_ADAM
 from app.memory import all_stage_figures, bytes_per_weight, per_gpu_bytes
+from app.quantities import ByteUnit, per_weight
 from app.stages import Stage
-from app.units import GIB, gib, per_weight
+
+GIB = ByteUnit.GIB.size
+gib = ByteUnit.GIB.show
 
 # The seed's table: bytes per weight on 8 GPUs, and a 30B-weight model per GPU.
 SEED = [
