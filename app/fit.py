@@ -68,12 +68,17 @@ def communication_bytes(stage: Stage, run: Run) -> int:
 def peak_bytes(stage: Stage, run: Run) -> Fraction:
     """The most a card holds during the step.
 
-    Only ZeRO-3 holds more than its state at rest: one assembled layer, weights and (in backward)
-    gradients, on top of its shard.
+    ZeRO-3 holds one assembled layer, weights and (in backward) gradients, on top of its shard;
+    ZeRO-2 holds one layer's whole gradients until they are reduce-scattered. Data parallelism
+    and ZeRO-1 keep everything they use at rest already. Unknown layer: the state at rest.
     """
     state = run.params * bytes_per_weight(stage, run.gpus, run.recipe)
+    if run.largest_layer is None:
+        return state
     if stage is Stage.ZERO3 and run.assembled_layer_bytes is not None:
         return state + run.assembled_layer_bytes
+    if stage is Stage.ZERO2:
+        return state + run.largest_layer * run.recipe.nbytes(Band.GRADIENTS)
     return state
 
 

@@ -38,7 +38,9 @@ def test_zero3_peak_is_the_shard_plus_one_assembled_layer() -> None:
     run = Run(params=llama.params, gpus=8, largest_layer=llama.largest_layer)
     shard = llama.params * 16 / 8
     assert peak_bytes(Stage.ZERO3, run) == shard + 525_336_576 * 4
-    assert peak_bytes(Stage.ZERO2, run) == llama.params * (2 + 14 / 8)
+    # ZeRO-2 holds one layer's whole gradients until they are reduce-scattered.
+    assert peak_bytes(Stage.ZERO2, run) == llama.params * (2 + 14 / 8) + 525_336_576 * 2
+    assert peak_bytes(Stage.ZERO1, run) == llama.params * (4 + 12 / 8)
 
 
 def test_fit_headroom_and_largest_model() -> None:
