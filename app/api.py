@@ -6,10 +6,10 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.inputs import RunQuery
+from app.inputs import RunQuery, StepQuery
 from app.memory import all_stage_figures
 from app.scenario import resolve
-from app.schemas import LayoutOut, MemoryOut, StageRow
+from app.schemas import LayoutOut, MemoryOut, StageRow, StepOut
 from app.sharding import layout
 from app.stages import Stage
 
@@ -34,3 +34,9 @@ def grid_layout(stage: Stage = Stage.DP) -> LayoutOut:
 def memory(query: Annotated[RunQuery, Query()]) -> MemoryOut:
     """Memory per card, the ZeRO-3 peak, traffic, fit and the largest model that fits, for any run."""
     return MemoryOut.of(resolve(query.inputs()))
+
+
+@router.get("/step", name="api_step")
+def training_step(query: Annotated[StepQuery, Query()]) -> StepOut:
+    """One phase of one training step: every cell's state, what moves, the tally and live memory."""
+    return StepOut.of(query.stage, query.phase, resolve(query.inputs()).run)

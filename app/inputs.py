@@ -15,6 +15,7 @@ from app.memory import DEFAULT_GPUS
 from app.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, parse_bytes, parse_count
 from app.scenario import Inputs
 from app.stages import Stage
+from app.step import LAST_PHASE
 
 _COUNT_EXAMPLES = "a number of weights, such as 7.5B, 7.5e9 or 7500000000"
 _BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 85899345920"
@@ -92,7 +93,15 @@ class RunQuery(BaseModel):
         }
 
 
+class StepQuery(RunQuery):
+    """A phase of one training step under one stage, for the run's weights and recipe."""
+
+    stage: Stage = Field(Stage.DP, description="The arrangement.")
+    phase: int = Field(0, ge=0, le=LAST_PHASE, description="0: at rest; 1-8 forward; 9-16 backward; 17-20 after.")
+
+
 class PageQuery(RunQuery):
-    """The page's parameters: a run and the stage to draw."""
+    """The page's parameters: a run, the stage to draw, and a moment of the step."""
 
     stage: Stage = Field(Stage.DP, description="The arrangement to draw.")
+    phase: int | None = Field(None, ge=0, le=LAST_PHASE, description="A phase of one training step; none: at rest.")

@@ -6,7 +6,7 @@ from jinja2 import pass_context
 from jinja2.runtime import Context
 from starlette.requests import Request
 
-from app.inputs import RunQuery
+from app.inputs import PageQuery, RunQuery
 from app.views import Links
 
 
@@ -26,6 +26,7 @@ def template_url_for(context: Context, name: str, /, **path_params: str) -> str:
 
 
 def stage_links(request: Request, query: RunQuery | None = None) -> Links:
-    """Builds the page's URL for a stage, keeping the run the person described."""
+    """Builds the page's URL for a stage, keeping the run the person described and the phase."""
     run = tuple(query.canonical().items()) if query else ()
-    return Links(path_for(request, "page"), run)
+    phase = query.phase if isinstance(query, PageQuery) else None
+    return Links(path_for(request, "page"), run, phase)

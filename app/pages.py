@@ -22,7 +22,7 @@ router = APIRouter(include_in_schema=False)
 def page(request: Request, query: Annotated[PageQuery, Query()]) -> HTMLResponse:
     """The grid for one stage of a run: the whole page, or only the widget for an htmx swap."""
     inputs, link = query.inputs(), stage_links(request, query)
-    view = page_view(query.stage, link, resolve(inputs), inputs)
+    view = page_view(query.stage, link, resolve(inputs), inputs, query.phase)
     return render(request, "index.html", "widget", view, push_url=link(query.stage))
 
 

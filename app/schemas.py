@@ -7,12 +7,13 @@ from pydantic import BaseModel, Field
 from app.architecture import ModelName
 from app.bands import Band, Recipe
 from app.communication import Collective, Transfer
-from app.fit import StageReport, layer_exceeds_card, report
+from app.fit import Run, StageReport, layer_exceeds_card, report
 from app.memory import StageFigures
 from app.quantities import ByteUnit
 from app.scenario import Scenario
 from app.sharding import Cell, CellState, Layout
 from app.stages import Stage
+from app.step import LAST_PHASE, LAYERS, Holding, Part, explanation, live_bytes, step
 
 
 class TransferOut(BaseModel):
@@ -180,4 +181,77 @@ class MemoryOut(BaseModel):
             ),
             stages=[MemoryRow.of(row) for row in report(run)],
             notes=list(scenario.notes),
+        )
+
+
+class StepTransferOut(BaseModel):
+    """A collective in flight during a phase."""
+
+    collective: Collective
+    band: Band
+    layers: list[int] = Field(description="The layers moved, 0-based; layer i belongs to card i.")
+    volume_p: float = Field(description="Traffic in units of P.")
+
+
+class StepCellOut(BaseModel):
+    """One card's band of one layer during the phase."""
+
+    card: int
+    weight: int = Field(description="The layer, 0-based, as the grid's data-weight.")
+    band: Band
+    state: CellState
+    holding: Holding
+    active: bool
+
+
+class StepOut(BaseModel):
+    """One phase of one training step under one stage, on 8 cards with 8 layers."""
+
+    stage: Stage
+    phase: int
+    last_phase: int
+    part: Part
+    layer: int | None = Field(description="The layer being computed, 0-based; none outside the passes.")
+    title: str
+    explanation: str
+    transfers: list[StepTransferOut]
+    tally_p: float = Field(description="Traffic so far this step, this phase included, in units of P.")
+    live_bytes: list[float] = Field(description="Each card's memory now, for the run's weights and recipe.")
+    peak_bytes_so_far: list[float]
+    cells: list[StepCellOut]
+
+    @classmethod
+    def of(cls, stage: Stage, index: int, run: Run) -> StepOut:
+        """From the domain's step."""
+        phases = step(stage)
+        phase = phases[index]
+        live = [[live_bytes(p, card, run.params, run.recipe) for card in range(LAYERS)] for p in phases[: index + 1]]
+        return cls(
+            stage=stage,
+            phase=index,
+            last_phase=LAST_PHASE,
+            part=phase.part,
+            layer=phase.layer,
+            title=phase.title,
+            explanation=explanation(phase),
+            transfers=[
+                StepTransferOut(collective=t.collective, band=t.band, layers=list(t.layers), volume_p=float(t.volume_p))
+                for t in phase.transfers
+            ],
+            tally_p=float(phase.tally_p),
+            live_bytes=[float(b) for b in live[-1]],
+            peak_bytes_so_far=[float(max(row[card] for row in live)) for card in range(LAYERS)],
+            cells=[
+                StepCellOut(
+                    card=card,
+                    weight=layer,
+                    band=band,
+                    state=CellState.DASHED if phase.holding(card, layer, band) is Holding.DASHED else CellState.SOLID,
+                    holding=phase.holding(card, layer, band),
+                    active=(layer, band) in phase.active,
+                )
+                for card in range(LAYERS)
+                for layer in range(LAYERS)
+                for band in Band
+            ],
         )

@@ -201,3 +201,52 @@ def _title(phase: Phase) -> str:
         Part.UPDATE: "Optimizer update",
         Part.WEIGHT_SYNC: "Weight synchronisation",
     }[phase.part]
+
+
+def explanation(phase: Phase) -> str:
+    """What happens in this phase, in words for students."""
+    stage, part = phase.stage, phase.part
+    owner = None if phase.layer is None else f"GPU {phase.layer}"
+    k = None if phase.layer is None else phase.layer + 1
+    sharded = stage.sharded
+    if part is Part.START:
+        return "Every card holds its state at rest: the picture without the step."
+    if part is Part.FORWARD:
+        if Band.WEIGHTS in sharded:
+            return (
+                f"The cards all-gather layer {k}'s weights from {owner}, which keeps them, use them on "
+                "their own batch, and discard them at once."
+            )
+        return f"Each card runs layer {k} on its own batch with its own copy of the weights. Nothing moves."
+    if part is Part.BACKWARD:
+        if Band.WEIGHTS in sharded:
+            return (
+                f"The cards gather layer {k}'s weights again, compute its gradients, reduce-scatter them to "
+                f"{owner} and discard both."
+            )
+        if Band.GRADIENTS in sharded:
+            return (
+                f"Each card computes layer {k}'s gradients and reduce-scatters them at once: {owner} receives "
+                "the sum, the others drop theirs."
+            )
+        return f"Each card computes layer {k}'s gradients into its full gradient buffer. Nothing moves yet."
+    if part is Part.GRADIENT_SYNC:
+        first = phase.index == 2 * LAYERS + 1
+        if Band.GRADIENTS in sharded:
+            return "Nothing to do: each layer's gradients were reduce-scattered during the backward pass."
+        if stage is Stage.DP:
+            if first:
+                return "All-reduce, first half: a reduce-scatter leaves each card the summed gradients of one slice."
+            return "All-reduce, second half: an all-gather gives every card every summed gradient."
+        if first:
+            return "A reduce-scatter gives each card the summed gradients of the layer it updates."
+        return "Nothing more to do: each card has the gradients it needs."
+    if part is Part.UPDATE:
+        if stage is Stage.DP:
+            return "Every card applies the same update to every weight: eight cards repeating one job."
+        return "Each card updates only its own layer: the fp32 master copy and moments, then its bf16 weights."
+    if Band.MASTER in sharded and Band.WEIGHTS not in sharded:
+        return "An all-gather sends each card's updated weights to every card: the whole model, everywhere, again."
+    if stage is Stage.DP:
+        return "Nothing to do: every card already computed the same new weights."
+    return "Nothing to do: each card keeps only its own layer, which it has just updated."

@@ -14,13 +14,14 @@ from urllib.parse import urlencode
 
 from app.architecture import PRESETS, ModelName
 from app.bands import RECIPES, Band, BandSpec, Recipe, RecipeName
-from app.communication import transfers
+from app.communication import Collective, transfers
 from app.fit import StageReport, layer_exceeds_card, report
 from app.hardware import CARDS
 from app.quantities import ByteUnit, per_weight
 from app.scenario import Inputs, Scenario, resolve
 from app.sharding import Cell, CellState, Layout, layout
 from app.stages import Stage, StageInfo
+from app.step import LAST_PHASE, LAYERS, Holding, Phase, Transfer, explanation, live_bytes, step
 
 LinkFor = Callable[[Stage], str]
 
@@ -31,10 +32,16 @@ class Links:
 
     page: str
     run: tuple[tuple[str, str], ...] = ()
+    phase: int | None = None
 
     def __call__(self, stage: Stage) -> str:
-        """The address of `stage` with the same run."""
-        return f"{self.page}?{urlencode({'stage': stage.value, **dict(self.run)})}"
+        """The address of `stage` with the same run, at the same moment of the step."""
+        return self.at(stage, self.phase)
+
+    def at(self, stage: Stage, phase: int | None) -> str:
+        """The address of `stage` with the same run at `phase` (None: at rest)."""
+        moment = {} if phase is None else {"phase": str(phase)}
+        return f"{self.page}?{urlencode({'stage': stage.value, **dict(self.run), **moment})}"
 
 
 APP_NAME = "ZeRO Bands"
@@ -64,6 +71,10 @@ class CellView:
     nbytes: int
     label: str
     focusable: bool
+    holding: Holding | None = None
+    """During a step: held, gathered for this phase only, or dashed; None at rest."""
+    active: bool = False
+    """Whether the phase shown works on this cell."""
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,11 @@ class CardView:
     bytes_per_weight: str
     model_bytes: str
     bar: BarView
+
+    @property
+    def sub(self) -> str:
+        """The line under the card's name."""
+        return f"{self.bytes_per_weight} · {self.model_bytes}"
 
 
 @dataclass(frozen=True)
@@ -210,6 +226,37 @@ class StageView:
     capacity: str | None
     boundary: Boundary
     notes: tuple[str, ...]
+    step: StepView | None = None
+
+
+@dataclass(frozen=True)
+class TransferView:
+    """A collective in flight, and its arrows between the cards (SVG paths in a 100 × 28 drawing)."""
+
+    description: str
+    volume: str
+    paths: tuple[str, ...]
+    ring: bool
+
+
+@dataclass(frozen=True)
+class StepView:
+    """One phase of one training step: what happens, what moves, and the controls."""
+
+    index: int
+    last: int
+    title: str
+    explanation: str
+    transfers: tuple[TransferView, ...]
+    tally: str
+    total: str
+    prev_href: str | None
+    next_href: str | None
+    first_href: str
+    last_href: str
+    rest_href: str
+    hidden: tuple[tuple[str, str], ...]
+    """The fields the phase slider sends with the phase: the stage and the run."""
 
 
 @dataclass(frozen=True)
@@ -222,6 +269,7 @@ class PageView:
     form: FormView | None = None
     content: StageView | None = None
     error: str | None = None
+    step_href: str = ""
 
 
 def params_label(params: int) -> str:
@@ -339,7 +387,7 @@ def _cards(scenario: Scenario, stage: Stage, row: StageReport, scale: Fraction) 
                 columns=_columns(grid, card, tab_stop=position == 0),
                 held_bytes=grid.held_bytes(card),
                 full_bytes=grid.full_bytes,
-                bytes_per_weight=per_weight(row.bytes_per_weight),
+                bytes_per_weight=f"{per_weight(row.bytes_per_weight)} B/weight",
                 model_bytes=scenario.units.show(row.per_gpu_bytes),
                 bar=bar,
             )
@@ -454,8 +502,135 @@ def _capacity_text(capacity: int) -> str:
     return str(capacity)
 
 
-def stage_view(stage: Stage, scenario: Scenario, link: LinkFor) -> StageView:
-    """The grid, bars, totals, table and verdicts for one stage of a run."""
+def _p(value: Fraction) -> str:
+    return f"{float(value):.3f}".rstrip("0").rstrip(".") + "P"
+
+
+CARD_X = tuple(6.25 + 12.5 * card for card in range(LAYERS))
+"""Centres of the cards in the transfer drawing; boxes span y 10 to 18."""
+
+
+def _arc(x1: float, x2: float, above: bool) -> str:
+    y, bend = (10, 10 - min(9.0, abs(x2 - x1) / 6 + 3)) if above else (18, 18 + min(9.0, abs(x2 - x1) / 6 + 3))
+    return f"M{x1:.2f},{y} Q{(x1 + x2) / 2:.2f},{bend:.2f} {x2:.2f},{y}"
+
+
+def _transfer_view(transfer: Transfer) -> TransferView:
+    if len(transfer.layers) == 1:
+        owner = transfer.layers[0]
+        others = [card for card in range(LAYERS) if card != owner]
+        # One layer lives on one card: it sends to every card (all-gather, arcs above), or every
+        # card sends its part to it (reduce-scatter, arcs below).
+        if transfer.collective is Collective.ALL_GATHER:
+            paths = tuple(_arc(CARD_X[owner], CARD_X[c], above=True) for c in others)
+        else:
+            paths = tuple(_arc(CARD_X[c], CARD_X[owner], above=False) for c in others)
+        return TransferView(transfer.description, _p(transfer.volume_p), paths, ring=False)
+    # Every layer at once: the ring algorithm, each card passing slices to its neighbour, the last
+    # one back to the first.
+    steps = tuple(f"M{CARD_X[c] + 4:.2f},14 L{CARD_X[c + 1] - 4:.2f},14" for c in range(LAYERS - 1))
+    back = f"M{CARD_X[-1]:.2f},18 C{CARD_X[-1]:.2f},27 {CARD_X[0]:.2f},27 {CARD_X[0]:.2f},18"
+    return TransferView(transfer.description, _p(transfer.volume_p), (*steps, back), ring=True)
+
+
+def _step_label(phase: Phase, card: int, layer: int, spec: BandSpec) -> str:
+    where = f"GPU {card}, layer {layer + 1}, {spec.label} ({spec.precision}, {spec.nbytes} B)"
+    holding = phase.holding(card, layer, spec.band)
+    if holding is Holding.GATHERED:
+        return f"{where}: here for this phase only, gathered from GPU {layer}, then discarded."
+    if holding is Holding.DASHED:
+        return f"{where}: not here. GPU {layer} holds it on this layer's behalf."
+    return f"{where}: held on this card."
+
+
+def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> tuple[CardView, ...]:
+    run, units, recipe = scenario.run, scenario.units, scenario.recipe
+    live = [[live_bytes(p, card, run.params, recipe) for card in range(LAYERS)] for p in phases]
+    capacity = run.capacity
+    scale = max([Fraction(capacity or 0), *(max(row) for row in live)])
+    specs = legend(recipe)
+    cards = []
+    for card in range(LAYERS):
+        now = live[phase.index][card]
+        peak = max(row[card] for row in live[: phase.index + 1])
+        columns = tuple(
+            ColumnView(
+                weight=layer,
+                responsible=layer == card and bool(phase.stage.sharded),
+                axis_label=str(layer + 1),
+                cells=tuple(
+                    CellView(
+                        card=card,
+                        weight=layer,
+                        band=spec.band,
+                        state=CellState.DASHED
+                        if phase.holding(card, layer, spec.band) is Holding.DASHED
+                        else CellState.SOLID,
+                        holder=layer,
+                        nbytes=spec.nbytes,
+                        label=_step_label(phase, card, layer, spec),
+                        focusable=card == 0 and layer == 0 and spec is specs[0],
+                        holding=phase.holding(card, layer, spec.band),
+                        active=(layer, spec.band) in phase.active,
+                    )
+                    for spec in specs
+                ),
+            )
+            for layer in range(LAYERS)
+        )
+        held = sum(cell.nbytes for column in columns for cell in column.cells if cell.holding is not Holding.DASHED)
+        now_width = float(now / scale * 100)
+        segments = (
+            Segment("live", 0.0, now_width, f"now {units.show(now)}"),
+            Segment("peak", now_width, float((peak - now) / scale * 100), f"peak so far {units.show(peak)}"),
+        )
+        bar = BarView(
+            segments=segments,
+            capacity_x=float(Fraction(capacity) / scale * 100) if capacity else None,
+            label=f"Live memory on GPU {card}: {units.show(now)} now, {units.show(peak)} at most so far",
+            verdict="",
+            fits=None,
+        )
+        cards.append(
+            CardView(
+                index=card,
+                title=f"GPU {card}",
+                columns=columns,
+                held_bytes=held,
+                full_bytes=LAYERS * recipe.total,
+                bytes_per_weight=f"now {units.show(now)}",
+                model_bytes=f"peak {units.show(peak)}",
+                bar=bar,
+            )
+        )
+    return tuple(cards)
+
+
+def step_view(stage: Stage, scenario: Scenario, link: Links, index: int) -> tuple[StepView, tuple[CardView, ...]]:
+    """One phase of the step: the panel, and the cards as they are at that moment."""
+    phases = step(stage)
+    phase = phases[index]
+    hidden = (("stage", stage.value), *link.run)
+    view = StepView(
+        index=index,
+        last=LAST_PHASE,
+        title=phase.title,
+        explanation=explanation(phase),
+        transfers=tuple(_transfer_view(t) for t in phase.transfers),
+        tally=_p(phase.tally_p),
+        total=_p(phases[-1].tally_p),
+        prev_href=link.at(stage, index - 1) if index > 0 else None,
+        next_href=link.at(stage, index + 1) if index < LAST_PHASE else None,
+        first_href=link.at(stage, 0),
+        last_href=link.at(stage, LAST_PHASE),
+        rest_href=link.at(stage, None),
+        hidden=hidden,
+    )
+    return view, _step_cards(scenario, phases, phase)
+
+
+def stage_view(stage: Stage, scenario: Scenario, link: Links, phase: int | None = None) -> StageView:
+    """The grid, bars, totals, table and verdicts for one stage of a run (or one phase of its step)."""
     run, units = scenario.run, scenario.units
     rows = report(run)
     by_stage = {r.stage: r for r in rows}
@@ -466,7 +641,10 @@ def stage_view(stage: Stage, scenario: Scenario, link: LinkFor) -> StageView:
         scale = max(Fraction(run.capacity), chosen.peak_bytes)
     else:
         scale = max(r.peak_bytes for r in rows)
-    cards = _cards(scenario, stage, chosen, scale)
+    cards: tuple[CardView | CardGap, ...] = _cards(scenario, stage, chosen, scale)
+    stepping = None
+    if phase is not None:
+        stepping, cards = step_view(stage, scenario, link, phase)
     return StageView(
         stage=stage,
         info=stage.info,
@@ -485,21 +663,27 @@ def stage_view(stage: Stage, scenario: Scenario, link: LinkFor) -> StageView:
         capacity=None if run.capacity is None else units.show(run.capacity),
         boundary=boundary(scenario),
         notes=scenario.notes,
+        step=stepping,
     )
 
 
 # A class clicking through the same four stages asks for the same few views: build each once.
 @lru_cache(maxsize=64)  # about 110 kB a view (measured): 64 views stay under 8 MB
 def page_view(
-    stage: Stage, link: Links, scenario: Scenario = DEFAULT_SCENARIO, inputs: Inputs | None = None
+    stage: Stage,
+    link: Links,
+    scenario: Scenario = DEFAULT_SCENARIO,
+    inputs: Inputs | None = None,
+    phase: int | None = None,
 ) -> PageView:
-    """The page for a stage of a run."""
+    """The page for a stage of a run, at rest or at one phase of a training step."""
     return PageView(
         title=f"{stage.info.title} · {APP_NAME}",
         links=stage_links(stage, link),
         legend=legend(scenario.recipe),
         form=form_view(scenario, stage, inputs or Inputs()),
-        content=stage_view(stage, scenario, link),
+        content=stage_view(stage, scenario, link, phase),
+        step_href=link.at(stage, 0),
     )
 
 

@@ -219,7 +219,7 @@ def test_responsible_weight_is_marked_only_when_something_is_sharded(client: Tes
 def test_page_head_loads_only_local_assets_and_configures_htmx(client: TestClient) -> None:
     tree = dom(client.get("/").text)
     scripts = [s["src"] for s in tree.select("script")]
-    assert scripts == ["/static/htmx-2.0.11.min.js", "/static/grid.js"]
+    assert scripts == ["/static/htmx-2.0.11.min.js", "/static/grid.js", "/static/step.js"]
     assert all(not s.string for s in tree.select("script"))
     assert [link["href"] for link in tree.select("link[rel~=stylesheet]")] == ["/static/app.css"]
     assert tree.select("[style]") == []

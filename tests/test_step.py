@@ -7,8 +7,8 @@ import pytest
 from app.bands import Band
 from app.communication import Collective
 from app.fit import Run, peak_bytes
-from app.step import LAST_PHASE, LAYERS, PHASES, Holding, Part, live_bytes, step
 from app.stages import Stage
+from app.step import LAST_PHASE, LAYERS, PHASES, Holding, Part, live_bytes, step
 
 PARAMS = 30 * 10**9
 

@@ -166,7 +166,9 @@ def test_embeds_in_a_course_page_on_another_origin(page: Page, course_page: str)
 
 
 @pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 800), (1920, 1080)])
-@pytest.mark.parametrize("run", ["", "&gpus=16&capacity=80GiB", "&gpus=4096&model=gpt-3-175b&capacity=192GiB"])
+@pytest.mark.parametrize(
+    "run", ["", "&gpus=16&capacity=80GiB", "&gpus=4096&model=gpt-3-175b&capacity=192GiB", "&phase=9"]
+)
 def test_nothing_is_clipped_from_phone_to_projector(page: Page, server: str, width: int, height: int, run: str) -> None:
     page.set_viewport_size({"width": width, "height": height})
     page.goto(server + "/?stage=zero2" + run)
@@ -185,7 +187,9 @@ def test_nothing_is_clipped_from_phone_to_projector(page: Page, server: str, wid
     screenshot(page, f"grid-zero2-{width}-{run.count('&') and run.split('&')[1].replace('=', '')}")
 
 
-@pytest.mark.parametrize("path", ["/?stage=dp", "/?stage=zero3", "/?stage=nope"])
+@pytest.mark.parametrize(
+    "path", ["/?stage=dp", "/?stage=zero3", "/?stage=nope", "/?stage=zero3&phase=9&capacity=80GiB&model=llama-3-8b"]
+)
 def test_axe_finds_no_accessibility_violations(page: Page, server: str, path: str) -> None:
     page.goto(server + path)
     results = Axe().run(page)
@@ -241,4 +245,77 @@ def test_the_run_form_works_without_javascript(browser: Browser, server: str) ->
     expect(page.locator("#grid")).to_have_attribute("data-stage", "zero2")
     expect(page.locator("#grid .card")).to_have_count(16)
     expect(page.locator("table.figures caption")).to_contain_text("Llama 3 8B")
+    context.close()
+
+
+def test_stepping_through_zero3_from_the_keyboard(page: Page, server: str, watch: Watch) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(server + "/?stage=zero3")
+    page.click("#watch-step")
+    panel = page.locator("#step")
+    expect(panel).to_have_attribute("data-phase", "0")
+    page.evaluate("window.__sameDocument = true; document.activeElement.blur()")
+
+    tallies = ["0.125P", "0.25P", "0.375P"]
+    for phase, tally in enumerate(tallies, start=1):
+        page.keyboard.press("ArrowRight")
+        expect(panel).to_have_attribute("data-phase", str(phase))
+        expect(page).to_have_url(f"{server}/?stage=zero3&phase={phase}")
+        expect(page.locator("#tally strong")).to_have_text(tally)
+        layer = phase - 1
+        gathered = page.locator('#grid .cell[data-holding="gathered"]')
+        expect(gathered).to_have_count(7)  # the layer's weights on every card but its owner
+        expect(page.locator(f'#grid .cell[data-holding="gathered"][data-weight="{layer}"]')).to_have_count(7)
+
+    page.keyboard.press("ArrowLeft")
+    expect(panel).to_have_attribute("data-phase", "2")
+    page.keyboard.press("End")
+    expect(panel).to_have_attribute("data-phase", "20")
+    expect(page.locator("#tally strong")).to_have_text("3P")
+    expect(page.locator('#grid .cell[data-holding="gathered"]')).to_have_count(0)
+    page.keyboard.press("Home")
+    expect(panel).to_have_attribute("data-phase", "0")
+    assert page.evaluate("window.__sameDocument") is True
+    screenshot(page, "step-zero3-phase-0-1280")
+
+    page.go_back()
+    expect(panel).to_have_attribute("data-phase", "20")
+    watch.assert_clean(page)
+
+
+def test_play_advances_one_request_at_a_time(page: Page, server: str, watch: Watch) -> None:
+    page.goto(server + "/?stage=zero2&phase=17")
+    play = page.locator("#step-play")
+    expect(play).to_be_visible()
+    play.click()
+    expect(play).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#step")).to_have_attribute("data-phase", "20", timeout=15_000)
+    expect(page.locator("#step-play")).to_have_attribute("aria-pressed", "false")
+    steps = [r.url for r in watch.requests if r.headers.get("hx-request") == "true"]
+    assert [url.split("phase=")[1] for url in steps] == ["18", "19", "20"]
+    watch.assert_clean(page)
+
+
+def test_play_is_off_for_reduced_motion(browser: Browser, server: str) -> None:
+    context = browser.new_context(reduced_motion="reduce")
+    page = context.new_page()
+    page.goto(server + "/?stage=zero1&phase=3")
+    expect(page.locator("#step-play")).to_be_disabled()
+    expect(page.locator("#step-play")).to_contain_text("reduced motion")
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#step")).to_have_attribute("data-phase", "4")
+    context.close()
+
+
+def test_stepping_without_javascript_is_one_phase_per_page_load(browser: Browser, server: str) -> None:
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(server + "/?stage=zero3&phase=1")
+    expect(page.locator("#step-play")).to_be_hidden()
+    page.click("#step-next")
+    page.wait_for_url(f"{server}/?stage=zero3&phase=2")
+    expect(page.locator("#step")).to_have_attribute("data-phase", "2")
+    page.fill("#phase-slider", "9")
+    page.click(".phase-form button")
+    expect(page.locator("#step")).to_have_attribute("data-phase", "9")
     context.close()

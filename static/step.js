@@ -1,0 +1,88 @@
+// Step controls: the keyboard, and play/pause. Every move is a click on a real link, so htmx
+// fetches one phase at a time; play waits for each swap to settle before scheduling the next,
+// so requests never pile up.
+"use strict";
+
+(function () {
+  const DELAY_MS = 1400;
+  const reduceMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
+  let playing = false;
+  let timer = null;
+
+  function panel() { return document.getElementById("step"); }
+
+  function go(which) {
+    const link = document.getElementById("step-" + which);
+    if (!link) { return false; }
+    // A key pressed right after a swap can beat htmx to the new links; processing them first keeps
+    // the move an htmx swap instead of a full page load.
+    if (window.htmx) { window.htmx.process(link); }
+    link.click();
+    return true;
+  }
+
+  function setPlaying(on) {
+    playing = on;
+    if (timer) { clearTimeout(timer); timer = null; }
+    const button = document.getElementById("step-play");
+    if (button) {
+      button.setAttribute("aria-pressed", String(on));
+      button.textContent = on ? "⏸ Pause" : "▶ Play";
+    }
+    if (on) { schedule(); }
+  }
+
+  function schedule() {
+    if (timer || !playing) { return; }
+    timer = setTimeout(function () {
+      timer = null;
+      if (!playing) { return; }
+      if (!go("next")) { setPlaying(false); }
+    }, DELAY_MS);
+  }
+
+  // The play button is rendered hidden: it only works with this script, and not for people who
+  // asked their system for less motion.
+  function prepare() {
+    const button = document.getElementById("step-play");
+    if (!button) { playing = false; return; }
+    if (reduceMotion.matches) {
+      button.hidden = false;
+      button.disabled = true;
+      button.textContent = "▶ Play (off: reduced motion)";
+      return;
+    }
+    button.hidden = false;
+    button.setAttribute("aria-pressed", String(playing));
+    button.textContent = playing ? "⏸ Pause" : "▶ Play";
+  }
+
+  document.addEventListener("click", function (event) {
+    const button = event.target instanceof Element ? event.target.closest("#step-play") : null;
+    if (button && !button.disabled) { setPlaying(!playing); }
+  });
+
+  document.addEventListener("htmx:afterSettle", function () {
+    prepare();
+    if (!panel()) { setPlaying(false); return; }
+    if (playing) { schedule(); }
+  });
+
+  document.addEventListener("keydown", function (event) {
+    if (!panel() || event.altKey || event.ctrlKey || event.metaKey) { return; }
+    const target = event.target instanceof Element ? event.target : null;
+    // Arrow keys belong to the grid and to form fields when they have focus.
+    if (target && target.closest("#grid, input, select, textarea, button, summary")) { return; }
+    const moves = { ArrowLeft: "prev", ArrowRight: "next", Home: "first", End: "last" };
+    if (moves[event.key]) {
+      event.preventDefault();
+      setPlaying(false);
+      go(moves[event.key]);
+    } else if (event.key === " " && !reduceMotion.matches) {
+      event.preventDefault();
+      setPlaying(!playing);
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", prepare);
+})();
