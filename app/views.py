@@ -76,6 +76,12 @@ class CellView:
     active: bool = False
     """Whether the phase shown works on this cell."""
 
+    @property
+    def css(self) -> str:
+        """The cell's classes: band hue, state, height in bytes, and during a step its holding."""
+        extra = (f" {self.holding}" if self.holding else "") + (" active" if self.active else "")
+        return f"cell band-{self.band} {self.state} nb-{self.nbytes}{extra}"
+
 
 @dataclass(frozen=True)
 class ColumnView:

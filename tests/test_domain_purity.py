@@ -16,6 +16,7 @@ DOMAIN = [
     "app.quantities",
     "app.fit",
     "app.scenario",
+    "app.step",
 ]
 FORBIDDEN = ["fastapi", "starlette", "jinja2", "pydantic", "uvicorn"]
 
