@@ -13,7 +13,7 @@ from app.quantities import ByteUnit
 from app.scenario import Scenario
 from app.sharding import Cell, CellState, Layout
 from app.stages import Stage
-from app.step import LAST_PHASE, LAYERS, Holding, Part, explanation, live_bytes, step
+from app.step import LAST_PHASE, LAYERS, Holding, Part, explanation, live_table, peak_so_far, step
 
 
 class TransferOut(BaseModel):
@@ -225,7 +225,7 @@ class StepOut(BaseModel):
         """From the domain's step."""
         phases = step(stage)
         phase = phases[index]
-        live = [[live_bytes(p, card, run.params, run.recipe) for card in range(LAYERS)] for p in phases[: index + 1]]
+        live = live_table(phases[: index + 1], run.params, run.recipe)
         return cls(
             stage=stage,
             phase=index,
@@ -240,7 +240,7 @@ class StepOut(BaseModel):
             ],
             tally_p=float(phase.tally_p),
             live_bytes=[float(b) for b in live[-1]],
-            peak_bytes_so_far=[float(max(row[card] for row in live)) for card in range(LAYERS)],
+            peak_bytes_so_far=[float(b) for b in peak_so_far(live, index)],
             cells=[
                 StepCellOut(
                     card=card,

@@ -47,8 +47,8 @@ class Holding(StrEnum):
 
 
 @dataclass(frozen=True)
-class Transfer:
-    """A collective in flight: what moves, whose layers, and how much, in units of P."""
+class InFlight:
+    """A collective in flight during a phase: what moves, whose layers, and how much, in units of P."""
 
     collective: Collective
     band: Band
@@ -71,7 +71,7 @@ class Phase:
     index: int
     part: Part
     layer: int | None
-    transfers: tuple[Transfer, ...]
+    transfers: tuple[InFlight, ...]
     active: frozenset[tuple[int, Band]]
     """The (layer, band) cells this phase works on."""
     holdings: tuple[tuple[tuple[Holding, ...], ...], ...]
@@ -111,26 +111,26 @@ def _part(index: int) -> tuple[Part, int | None]:
     }[index]
 
 
-def _transfers(stage: Stage, index: int, part: Part, layer: int | None) -> tuple[Transfer, ...]:
+def _transfers(stage: Stage, index: int, part: Part, layer: int | None) -> tuple[InFlight, ...]:
     every = tuple(range(LAYERS))
     slice_p = Fraction(1, LAYERS)
     sharded = stage.sharded
     if part is Part.FORWARD and layer is not None and Band.WEIGHTS in sharded:
-        return (Transfer(Collective.ALL_GATHER, Band.WEIGHTS, (layer,), slice_p),)
+        return (InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (layer,), slice_p),)
     if part is Part.BACKWARD and layer is not None:
-        moves: list[Transfer] = []
+        moves: list[InFlight] = []
         if Band.WEIGHTS in sharded:  # ZeRO-3 gathers the layer again to compute its gradients
-            moves.append(Transfer(Collective.ALL_GATHER, Band.WEIGHTS, (layer,), slice_p))
+            moves.append(InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (layer,), slice_p))
         if Band.GRADIENTS in sharded:  # ZeRO-2 and -3 send each layer's gradients to their owner at once
-            moves.append(Transfer(Collective.REDUCE_SCATTER, Band.GRADIENTS, (layer,), slice_p))
+            moves.append(InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, (layer,), slice_p))
         return tuple(moves)
     if part is Part.GRADIENT_SYNC and Band.GRADIENTS not in sharded:
         if index == 2 * LAYERS + 1:
-            return (Transfer(Collective.REDUCE_SCATTER, Band.GRADIENTS, every, Fraction(1)),)
+            return (InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, every, Fraction(1)),)
         if stage is Stage.DP:  # the second half of the all-reduce: every card gets every sum
-            return (Transfer(Collective.ALL_GATHER, Band.GRADIENTS, every, Fraction(1)),)
+            return (InFlight(Collective.ALL_GATHER, Band.GRADIENTS, every, Fraction(1)),)
     if part is Part.WEIGHT_SYNC and Band.MASTER in sharded and Band.WEIGHTS not in sharded:
-        return (Transfer(Collective.ALL_GATHER, Band.WEIGHTS, every, Fraction(1)),)
+        return (InFlight(Collective.ALL_GATHER, Band.WEIGHTS, every, Fraction(1)),)
     return ()
 
 
@@ -175,6 +175,16 @@ def step(stage: Stage) -> tuple[Phase, ...]:
         )
         phases.append(Phase(stage, index, part, layer, transfers, _active(part, layer), holdings, tally))
     return tuple(phases)
+
+
+def live_table(phases: tuple[Phase, ...], params: int, recipe: Recipe = MIXED_ADAM) -> tuple[tuple[Fraction, ...], ...]:
+    """Every card's live bytes at every phase: table[phase][card]."""
+    return tuple(tuple(live_bytes(phase, card, params, recipe) for card in range(LAYERS)) for phase in phases)
+
+
+def peak_so_far(table: tuple[tuple[Fraction, ...], ...], index: int) -> tuple[Fraction, ...]:
+    """Each card's highest live bytes from the start of the step to phase `index`."""
+    return tuple(max(row[card] for row in table[: index + 1]) for card in range(LAYERS))
 
 
 def live_bytes(phase: Phase, card: int, params: int, recipe: Recipe = MIXED_ADAM) -> Fraction:

@@ -21,7 +21,7 @@ from app.quantities import ByteUnit, per_weight
 from app.scenario import Inputs, Scenario, resolve
 from app.sharding import Cell, CellState, Layout, layout
 from app.stages import Stage, StageInfo
-from app.step import LAST_PHASE, LAYERS, Holding, Phase, Transfer, explanation, live_bytes, step
+from app.step import LAST_PHASE, LAYERS, Holding, InFlight, Phase, explanation, live_table, peak_so_far, step
 
 LinkFor = Callable[[Stage], str]
 
@@ -521,7 +521,7 @@ def _arc(x1: float, x2: float, above: bool) -> str:
     return f"M{x1:.2f},{y} Q{(x1 + x2) / 2:.2f},{bend:.2f} {x2:.2f},{y}"
 
 
-def _transfer_view(transfer: Transfer) -> TransferView:
+def _transfer_view(transfer: InFlight) -> TransferView:
     if len(transfer.layers) == 1:
         owner = transfer.layers[0]
         others = [card for card in range(LAYERS) if card != owner]
@@ -551,14 +551,15 @@ def _step_label(phase: Phase, card: int, layer: int, spec: BandSpec) -> str:
 
 def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> tuple[CardView, ...]:
     run, units, recipe = scenario.run, scenario.units, scenario.recipe
-    live = [[live_bytes(p, card, run.params, recipe) for card in range(LAYERS)] for p in phases]
+    live = live_table(phases, run.params, recipe)
+    peaks = peak_so_far(live, phase.index)
     capacity = run.capacity
     scale = max([Fraction(capacity or 0), *(max(row) for row in live)])
     specs = legend(recipe)
     cards = []
     for card in range(LAYERS):
         now = live[phase.index][card]
-        peak = max(row[card] for row in live[: phase.index + 1])
+        peak = peaks[card]
         columns = tuple(
             ColumnView(
                 weight=layer,
