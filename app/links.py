@@ -7,7 +7,7 @@ from jinja2.runtime import Context
 from starlette.requests import Request
 
 from app.inputs import PageQuery, RunQuery
-from app.views import Links
+from app.view_models import Links
 
 
 def path_for(request: Request, name: str, /, **path_params: str) -> str:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from app.fit import report
 from app.scenario import Scenario
-from app.views import TableRow, boundary, table_rows
+from app.view_models import TableRow
+from app.views import boundary, table_rows
 
 
 def _cells(row: TableRow, with_capacity: bool) -> list[str]:

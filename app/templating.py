@@ -11,7 +11,7 @@ from starlette.templating import Jinja2Templates
 
 from app.links import template_url_for
 from app.paths import TEMPLATES_DIR
-from app.views import CARD_X
+from app.step_view import CARD_X
 
 # htmx settings that keep it inside a strict CSP and make back/forward ask the server.
 HTMX_CONFIG: dict[str, Any] = {

@@ -1,281 +1,46 @@
-"""View models: one frozen dataclass per thing a template draws, built from the domain.
+"""Building the view models from the domain, at rest: the grid, bars, table, form and page.
 
-Every figure the page prints is formatted here from the domain's numbers, so templates only
-lay things out and tests can check the same values the page shows.
+Every figure the page prints is formatted here (or in `step_view`) from the domain's numbers, so
+templates only lay things out and tests can check the same values the page shows.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
-from urllib.parse import urlencode
 
 from app.architecture import PRESETS, ModelName
-from app.bands import RECIPES, Band, BandSpec, Recipe, RecipeName
-from app.communication import Collective, transfers
+from app.bands import RECIPES, Band, Recipe, RecipeName
+from app.communication import transfers
 from app.fit import StageReport, layer_exceeds_card, report
 from app.hardware import CARDS
 from app.quantities import ByteUnit, per_weight
 from app.scenario import Inputs, Scenario, resolve
 from app.sharding import Cell, CellState, Layout, layout
-from app.stages import Stage, StageInfo
-from app.step import LAST_PHASE, LAYERS, Holding, InFlight, Phase, explanation, live_table, peak_so_far, step
-
-LinkFor = Callable[[Stage], str]
-
-
-@dataclass(frozen=True)
-class Links:
-    """Each stage's page address, keeping the run described; hashable, so views can be cached."""
-
-    page: str
-    run: tuple[tuple[str, str], ...] = ()
-    phase: int | None = None
-
-    def __call__(self, stage: Stage) -> str:
-        """The address of `stage` with the same run, at the same moment of the step."""
-        return self.at(stage, self.phase)
-
-    def at(self, stage: Stage, phase: int | None) -> str:
-        """The address of `stage` with the same run at `phase` (None: at rest)."""
-        moment = {} if phase is None else {"phase": str(phase)}
-        return f"{self.page}?{urlencode({'stage': stage.value, **dict(self.run), **moment})}"
-
+from app.stages import Stage
+from app.step_view import step_view
+from app.view_models import (
+    BandField,
+    BarView,
+    Boundary,
+    CardGap,
+    CardView,
+    CellView,
+    ColumnView,
+    FormView,
+    LinkFor,
+    Links,
+    Option,
+    PageView,
+    Segment,
+    StageLink,
+    StageView,
+    TableRow,
+    legend,
+)
 
 APP_NAME = "ZeRO Bands"
 DEFAULT_SCENARIO = resolve(Inputs())
-
-
-@dataclass(frozen=True)
-class StageLink:
-    """One tab of the stage switcher."""
-
-    stage: Stage
-    title: str
-    summary: str
-    href: str
-    current: bool
-
-
-@dataclass(frozen=True)
-class CellView:
-    """One band of one weight on one card."""
-
-    card: int
-    weight: int
-    band: Band
-    state: CellState
-    holder: int
-    nbytes: int
-    label: str
-    focusable: bool
-    holding: Holding | None = None
-    """During a step: held, gathered for this phase only, or dashed; None at rest."""
-    active: bool = False
-    """Whether the phase shown works on this cell."""
-
-    @property
-    def css(self) -> str:
-        """The cell's classes: band hue, state, height in bytes, and during a step its holding."""
-        extra = (f" {self.holding}" if self.holding else "") + (" active" if self.active else "")
-        return f"cell band-{self.band} {self.state} nb-{self.nbytes}{extra}"
-
-
-@dataclass(frozen=True)
-class ColumnView:
-    """One weight's stack of bands on one card, or the gap standing for the weights not drawn."""
-
-    weight: int | None
-    responsible: bool
-    cells: tuple[CellView, ...]
-    gap_label: str = ""
-    axis_label: str = "…"
-
-
-@dataclass(frozen=True)
-class Segment:
-    """One stretch of a memory bar, in percent of the bar's scale."""
-
-    css: str
-    x: float
-    width: float
-    label: str
-
-
-@dataclass(frozen=True)
-class BarView:
-    """A card's memory drawn to scale: its bands stacked, and the card's capacity marked."""
-
-    segments: tuple[Segment, ...]
-    capacity_x: float | None
-    label: str
-    verdict: str
-    fits: bool | None
-
-
-@dataclass(frozen=True)
-class CardView:
-    """One GPU: its columns, its total and its memory bar."""
-
-    index: int
-    title: str
-    columns: tuple[ColumnView, ...]
-    held_bytes: int
-    full_bytes: int
-    bytes_per_weight: str
-    model_bytes: str
-    bar: BarView
-
-    @property
-    def sub(self) -> str:
-        """The line under the card's name."""
-        return f"{self.bytes_per_weight} · {self.model_bytes}"
-
-
-@dataclass(frozen=True)
-class CardGap:
-    """Where the grid leaves cards out."""
-
-    label: str
-
-
-@dataclass(frozen=True)
-class TableRow:
-    """One row of the comparison table."""
-
-    stage: Stage
-    title: str
-    href: str
-    bytes_per_weight: str
-    per_gpu: str
-    peak: str
-    communication: str
-    communication_bytes: str
-    breakdown: tuple[str, ...]
-    fits: bool | None
-    headroom: str | None
-    max_model: str | None
-    current: bool
-
-
-@dataclass(frozen=True)
-class Boundary:
-    """ZeRO-3's limit: one assembled layer must fit on one card."""
-
-    largest_layer: str | None
-    source: str
-    assembled: str | None
-    exceeds: bool | None
-    verdict: str
-
-
-@dataclass(frozen=True)
-class Option:
-    """One choice in a select or datalist."""
-
-    value: str
-    label: str
-    selected: bool = False
-
-
-@dataclass(frozen=True)
-class BandField:
-    """One band's bytes in the recipe form."""
-
-    name: str
-    label: str
-    value: int
-    minimum: int
-    readonly: bool
-
-
-@dataclass(frozen=True)
-class FormView:
-    """The run the person describes, as the form shows it."""
-
-    stage: Stage
-    models: tuple[Option, ...]
-    params: str
-    params_readonly: bool
-    gpus: int
-    recipes: tuple[Option, ...]
-    bands: tuple[BandField, ...]
-    bands_readonly: bool
-    largest_layer: str
-    largest_layer_placeholder: str
-    more_open: bool
-    capacity: str
-    cards: tuple[Option, ...]
-    units: tuple[Option, ...]
-
-
-@dataclass(frozen=True)
-class StageView:
-    """Everything drawn for the chosen stage of the described run."""
-
-    stage: Stage
-    info: StageInfo
-    shards_anything: bool
-    gpus: int
-    params_label: str
-    summary: str
-    bytes_per_weight: str
-    per_gpu: str
-    share_of_dp: str
-    cards: tuple[CardView | CardGap, ...]
-    axis_digits: int
-    sampled: bool
-    full_bytes_per_weight: int
-    rows: tuple[TableRow, ...]
-    capacity: str | None
-    boundary: Boundary
-    notes: tuple[str, ...]
-    step: StepView | None = None
-
-
-@dataclass(frozen=True)
-class TransferView:
-    """A collective in flight, and its arrows between the cards (SVG paths in a 100 × 28 drawing)."""
-
-    description: str
-    volume: str
-    paths: tuple[str, ...]
-    ring: bool
-
-
-@dataclass(frozen=True)
-class StepView:
-    """One phase of one training step: what happens, what moves, and the controls."""
-
-    index: int
-    last: int
-    title: str
-    explanation: str
-    transfers: tuple[TransferView, ...]
-    tally: str
-    total: str
-    prev_href: str | None
-    next_href: str | None
-    first_href: str
-    last_href: str
-    rest_href: str
-    hidden: tuple[tuple[str, str], ...]
-    """The fields the phase slider sends with the phase: the stage and the run."""
-
-
-@dataclass(frozen=True)
-class PageView:
-    """The page: switcher, form and legend always, and either the stage's view or an error."""
-
-    title: str
-    links: tuple[StageLink, ...]
-    legend: tuple[BandSpec, ...]
-    form: FormView | None = None
-    content: StageView | None = None
-    error: str | None = None
-    step_href: str = ""
 
 
 def params_label(params: int) -> str:
@@ -302,11 +67,6 @@ def stage_links(current: Stage | None, link: LinkFor) -> tuple[StageLink, ...]:
     return tuple(
         StageLink(stage, stage.info.title, stage.info.summary, link(stage), stage is current) for stage in Stage
     )
-
-
-def legend(recipe: Recipe) -> tuple[BandSpec, ...]:
-    """The bands the grid draws, top to bottom; a band of 0 bytes is not drawn."""
-    return tuple(spec for spec in recipe.specs if spec.nbytes > 0)
 
 
 def _columns(grid: Layout, card: int, tab_stop: bool) -> tuple[ColumnView, ...]:
@@ -506,134 +266,6 @@ def _capacity_text(capacity: int) -> str:
         if capacity % unit == 0:
             return f"{capacity // unit}{suffix}"
     return str(capacity)
-
-
-def _p(value: Fraction) -> str:
-    return f"{float(value):.3f}".rstrip("0").rstrip(".") + "P"
-
-
-CARD_X = tuple(6.25 + 12.5 * card for card in range(LAYERS))
-"""Centres of the cards in the transfer drawing; boxes span y 10 to 18."""
-
-
-def _arc(x1: float, x2: float, above: bool) -> str:
-    y, bend = (10, 10 - min(9.0, abs(x2 - x1) / 6 + 3)) if above else (18, 18 + min(9.0, abs(x2 - x1) / 6 + 3))
-    return f"M{x1:.2f},{y} Q{(x1 + x2) / 2:.2f},{bend:.2f} {x2:.2f},{y}"
-
-
-def _transfer_view(transfer: InFlight) -> TransferView:
-    if len(transfer.layers) == 1:
-        owner = transfer.layers[0]
-        others = [card for card in range(LAYERS) if card != owner]
-        # One layer lives on one card: it sends to every card (all-gather, arcs above), or every
-        # card sends its part to it (reduce-scatter, arcs below).
-        if transfer.collective is Collective.ALL_GATHER:
-            paths = tuple(_arc(CARD_X[owner], CARD_X[c], above=True) for c in others)
-        else:
-            paths = tuple(_arc(CARD_X[c], CARD_X[owner], above=False) for c in others)
-        return TransferView(transfer.description, _p(transfer.volume_p), paths, ring=False)
-    # Every layer at once: the ring algorithm, each card passing slices to its neighbour, the last
-    # one back to the first.
-    steps = tuple(f"M{CARD_X[c] + 4:.2f},14 L{CARD_X[c + 1] - 4:.2f},14" for c in range(LAYERS - 1))
-    back = f"M{CARD_X[-1]:.2f},18 C{CARD_X[-1]:.2f},27 {CARD_X[0]:.2f},27 {CARD_X[0]:.2f},18"
-    return TransferView(transfer.description, _p(transfer.volume_p), (*steps, back), ring=True)
-
-
-def _step_label(phase: Phase, card: int, layer: int, spec: BandSpec) -> str:
-    where = f"GPU {card}, layer {layer + 1}, {spec.label} ({spec.precision}, {spec.nbytes} B)"
-    holding = phase.holding(card, layer, spec.band)
-    if holding is Holding.GATHERED:
-        return f"{where}: here for this phase only, gathered from GPU {layer}, then discarded."
-    if holding is Holding.DASHED:
-        return f"{where}: not here. GPU {layer} holds it on this layer's behalf."
-    return f"{where}: held on this card."
-
-
-def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> tuple[CardView, ...]:
-    run, units, recipe = scenario.run, scenario.units, scenario.recipe
-    live = live_table(phases, run.params, recipe)
-    peaks = peak_so_far(live, phase.index)
-    capacity = run.capacity
-    scale = max([Fraction(capacity or 0), *(max(row) for row in live)])
-    specs = legend(recipe)
-    cards = []
-    for card in range(LAYERS):
-        now = live[phase.index][card]
-        peak = peaks[card]
-        columns = tuple(
-            ColumnView(
-                weight=layer,
-                responsible=layer == card and bool(phase.stage.sharded),
-                axis_label=str(layer + 1),
-                cells=tuple(
-                    CellView(
-                        card=card,
-                        weight=layer,
-                        band=spec.band,
-                        state=CellState.DASHED
-                        if phase.holding(card, layer, spec.band) is Holding.DASHED
-                        else CellState.SOLID,
-                        holder=layer,
-                        nbytes=spec.nbytes,
-                        label=_step_label(phase, card, layer, spec),
-                        focusable=card == 0 and layer == 0 and spec is specs[0],
-                        holding=phase.holding(card, layer, spec.band),
-                        active=(layer, spec.band) in phase.active,
-                    )
-                    for spec in specs
-                ),
-            )
-            for layer in range(LAYERS)
-        )
-        held = sum(cell.nbytes for column in columns for cell in column.cells if cell.holding is not Holding.DASHED)
-        now_width = float(now / scale * 100)
-        segments = (
-            Segment("live", 0.0, now_width, f"now {units.show(now)}"),
-            Segment("peak", now_width, float((peak - now) / scale * 100), f"peak so far {units.show(peak)}"),
-        )
-        bar = BarView(
-            segments=segments,
-            capacity_x=float(Fraction(capacity) / scale * 100) if capacity else None,
-            label=f"Live memory on GPU {card}: {units.show(now)} now, {units.show(peak)} at most so far",
-            verdict="",
-            fits=None,
-        )
-        cards.append(
-            CardView(
-                index=card,
-                title=f"GPU {card}",
-                columns=columns,
-                held_bytes=held,
-                full_bytes=LAYERS * recipe.total,
-                bytes_per_weight=f"now {units.show(now)}",
-                model_bytes=f"peak {units.show(peak)}",
-                bar=bar,
-            )
-        )
-    return tuple(cards)
-
-
-def step_view(stage: Stage, scenario: Scenario, link: Links, index: int) -> tuple[StepView, tuple[CardView, ...]]:
-    """One phase of the step: the panel, and the cards as they are at that moment."""
-    phases = step(stage)
-    phase = phases[index]
-    hidden = (("stage", stage.value), *link.run)
-    view = StepView(
-        index=index,
-        last=LAST_PHASE,
-        title=phase.title,
-        explanation=explanation(phase),
-        transfers=tuple(_transfer_view(t) for t in phase.transfers),
-        tally=_p(phase.tally_p),
-        total=_p(phases[-1].tally_p),
-        prev_href=link.at(stage, index - 1) if index > 0 else None,
-        next_href=link.at(stage, index + 1) if index < LAST_PHASE else None,
-        first_href=link.at(stage, 0),
-        last_href=link.at(stage, LAST_PHASE),
-        rest_href=link.at(stage, None),
-        hidden=hidden,
-    )
-    return view, _step_cards(scenario, phases, phase)
 
 
 def stage_view(stage: Stage, scenario: Scenario, link: Links, phase: int | None = None) -> StageView:

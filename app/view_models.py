@@ -1,0 +1,270 @@
+"""The view models: one frozen dataclass per thing a template draws.
+
+Built by `views` (at rest) and `step_view` (during a training step); templates only lay them out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from app.bands import Band, BandSpec, Recipe
+from app.sharding import CellState
+from app.stages import Stage, StageInfo
+from app.step import Holding
+
+LinkFor = Callable[[Stage], str]
+
+
+@dataclass(frozen=True)
+class Links:
+    """Each stage's page address, keeping the run described; hashable, so views can be cached."""
+
+    page: str
+    run: tuple[tuple[str, str], ...] = ()
+    phase: int | None = None
+
+    def __call__(self, stage: Stage) -> str:
+        """The address of `stage` with the same run, at the same moment of the step."""
+        return self.at(stage, self.phase)
+
+    def at(self, stage: Stage, phase: int | None) -> str:
+        """The address of `stage` with the same run at `phase` (None: at rest)."""
+        moment = {} if phase is None else {"phase": str(phase)}
+        return f"{self.page}?{urlencode({'stage': stage.value, **dict(self.run), **moment})}"
+
+
+@dataclass(frozen=True)
+class StageLink:
+    """One tab of the stage switcher."""
+
+    stage: Stage
+    title: str
+    summary: str
+    href: str
+    current: bool
+
+
+@dataclass(frozen=True)
+class CellView:
+    """One band of one weight on one card."""
+
+    card: int
+    weight: int
+    band: Band
+    state: CellState
+    holder: int
+    nbytes: int
+    label: str
+    focusable: bool
+    holding: Holding | None = None
+    """During a step: held, gathered for this phase only, or dashed; None at rest."""
+    active: bool = False
+    """Whether the phase shown works on this cell."""
+
+    @property
+    def css(self) -> str:
+        """The cell's classes: band hue, state, height in bytes, and during a step its holding."""
+        extra = (f" {self.holding}" if self.holding else "") + (" active" if self.active else "")
+        return f"cell band-{self.band} {self.state} nb-{self.nbytes}{extra}"
+
+
+@dataclass(frozen=True)
+class ColumnView:
+    """One weight's stack of bands on one card, or the gap standing for the weights not drawn."""
+
+    weight: int | None
+    responsible: bool
+    cells: tuple[CellView, ...]
+    gap_label: str = ""
+    axis_label: str = "…"
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One stretch of a memory bar, in percent of the bar's scale."""
+
+    css: str
+    x: float
+    width: float
+    label: str
+
+
+@dataclass(frozen=True)
+class BarView:
+    """A card's memory drawn to scale: its bands stacked, and the card's capacity marked."""
+
+    segments: tuple[Segment, ...]
+    capacity_x: float | None
+    label: str
+    verdict: str
+    fits: bool | None
+
+
+@dataclass(frozen=True)
+class CardView:
+    """One GPU: its columns, its total and its memory bar."""
+
+    index: int
+    title: str
+    columns: tuple[ColumnView, ...]
+    held_bytes: int
+    full_bytes: int
+    bytes_per_weight: str
+    model_bytes: str
+    bar: BarView
+
+    @property
+    def sub(self) -> str:
+        """The line under the card's name."""
+        return f"{self.bytes_per_weight} · {self.model_bytes}"
+
+
+@dataclass(frozen=True)
+class CardGap:
+    """Where the grid leaves cards out."""
+
+    label: str
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One row of the comparison table."""
+
+    stage: Stage
+    title: str
+    href: str
+    bytes_per_weight: str
+    per_gpu: str
+    peak: str
+    communication: str
+    communication_bytes: str
+    breakdown: tuple[str, ...]
+    fits: bool | None
+    headroom: str | None
+    max_model: str | None
+    current: bool
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """ZeRO-3's limit: one assembled layer must fit on one card."""
+
+    largest_layer: str | None
+    source: str
+    assembled: str | None
+    exceeds: bool | None
+    verdict: str
+
+
+@dataclass(frozen=True)
+class Option:
+    """One choice in a select or datalist."""
+
+    value: str
+    label: str
+    selected: bool = False
+
+
+@dataclass(frozen=True)
+class BandField:
+    """One band's bytes in the recipe form."""
+
+    name: str
+    label: str
+    value: int
+    minimum: int
+    readonly: bool
+
+
+@dataclass(frozen=True)
+class FormView:
+    """The run the person describes, as the form shows it."""
+
+    stage: Stage
+    models: tuple[Option, ...]
+    params: str
+    params_readonly: bool
+    gpus: int
+    recipes: tuple[Option, ...]
+    bands: tuple[BandField, ...]
+    bands_readonly: bool
+    largest_layer: str
+    largest_layer_placeholder: str
+    more_open: bool
+    capacity: str
+    cards: tuple[Option, ...]
+    units: tuple[Option, ...]
+
+
+@dataclass(frozen=True)
+class StageView:
+    """Everything drawn for the chosen stage of the described run."""
+
+    stage: Stage
+    info: StageInfo
+    shards_anything: bool
+    gpus: int
+    params_label: str
+    summary: str
+    bytes_per_weight: str
+    per_gpu: str
+    share_of_dp: str
+    cards: tuple[CardView | CardGap, ...]
+    axis_digits: int
+    sampled: bool
+    full_bytes_per_weight: int
+    rows: tuple[TableRow, ...]
+    capacity: str | None
+    boundary: Boundary
+    notes: tuple[str, ...]
+    step: StepView | None = None
+
+
+@dataclass(frozen=True)
+class TransferView:
+    """A collective in flight, and its arrows between the cards (SVG paths in a 100 × 28 drawing)."""
+
+    description: str
+    volume: str
+    paths: tuple[str, ...]
+    ring: bool
+
+
+@dataclass(frozen=True)
+class StepView:
+    """One phase of one training step: what happens, what moves, and the controls."""
+
+    index: int
+    last: int
+    title: str
+    explanation: str
+    transfers: tuple[TransferView, ...]
+    tally: str
+    total: str
+    prev_href: str | None
+    next_href: str | None
+    first_href: str
+    last_href: str
+    rest_href: str
+    hidden: tuple[tuple[str, str], ...]
+    """The fields the phase slider sends with the phase: the stage and the run."""
+
+
+@dataclass(frozen=True)
+class PageView:
+    """The page: switcher, form and legend always, and either the stage's view or an error."""
+
+    title: str
+    links: tuple[StageLink, ...]
+    legend: tuple[BandSpec, ...]
+    form: FormView | None = None
+    content: StageView | None = None
+    error: str | None = None
+    step_href: str = ""
+
+
+def legend(recipe: Recipe) -> tuple[BandSpec, ...]:
+    """The bands the grid draws, top to bottom; a band of 0 bytes is not drawn."""
+    return tuple(spec for spec in recipe.specs if spec.nbytes > 0)
