@@ -148,5 +148,9 @@ def step_view(stage: Stage, scenario: Scenario, link: Links, index: int) -> tupl
         last_href=link.at(stage, LAST_PHASE),
         rest_href=link.at(stage, None),
         hidden=hidden,
+        note=""
+        if scenario.run.gpus == LAYERS
+        else f"The step is drawn on {LAYERS} cards with {LAYERS} layers; the table below uses your "
+        f"{scenario.run.gpus:,} GPUs.",
     )
     return view, _step_cards(scenario, phases, phase)

@@ -250,6 +250,7 @@ class StepView:
     rest_href: str
     hidden: tuple[tuple[str, str], ...]
     """The fields the phase slider sends with the phase: the stage and the run."""
+    note: str = ""
 
 
 @dataclass(frozen=True)

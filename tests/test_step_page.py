@@ -69,6 +69,15 @@ def test_the_tally_ends_at_the_seed_figures(client: TestClient, stage: str, tall
     assert text(_page(client, f"stage={stage}&phase=20"), "#tally strong") == tally
 
 
+def test_a_run_on_other_than_eight_cards_is_stepped_on_eight(client: TestClient) -> None:
+    tree = _page(client, "stage=zero3&phase=3&gpus=64")
+    assert len(tree.select("#grid .card")) == 8
+    assert text(tree, ".step-note") == (
+        "The step is drawn on 8 cards with 8 layers; the table below uses your 64 GPUs."
+    )
+    assert _page(client, "stage=zero3&phase=3").select(".step-note") == []
+
+
 def test_live_memory_per_card(client: TestClient) -> None:
     tree = _page(client, "stage=zero3&phase=9")
     subs = [text(card, ".card-sub") for card in tree.select("#grid .card")]
