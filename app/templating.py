@@ -19,6 +19,8 @@ HTMX_CONFIG: dict[str, Any] = {
     "allowScriptTags": False,
     "includeIndicatorStyles": False,
     "historyCacheSize": 0,
+    # No CSS transitions to wait for; settling at once also attaches htmx to the new links sooner.
+    "defaultSettleDelay": 0,
     "selfRequestsOnly": True,
     # A 422 carries a readable message written for the spot it is swapped into.
     "responseHandling": [

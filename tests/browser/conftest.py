@@ -135,6 +135,11 @@ def watch(page: Page, server: str) -> Watch:
     return record
 
 
+def settled(page: Page) -> None:
+    """Wait until htmx has finished a swap and wired up the new content, as a person would."""
+    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+
+
 def screenshot(page: Page, name: str) -> Path:
     """Save a full-page screenshot where CI keeps artefacts, and return its path."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

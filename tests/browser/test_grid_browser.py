@@ -13,7 +13,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import Watch, _free_port, screenshot
+from tests.browser.conftest import Watch, _free_port, screenshot, settled
 
 STAGES = [
     ("dp", [64, 64, 64, 64]),
@@ -49,6 +49,7 @@ def test_switching_swaps_the_grid_and_back_forward_land_on_the_right_stage(
         # htmx swapped the widget: same document, focus back on the link that was clicked.
         assert page.evaluate("window.__sameDocument") is True
         assert page.evaluate("document.activeElement.id") == f"switch-{stage}"
+        settled(page)
 
     swaps = [r for r in watch.requests if "stage=" in r.url and r.headers.get("hx-request") == "true"]
     assert [r.url.split("stage=")[1] for r in swaps] == ["zero1", "zero2", "zero3", "dp"]
@@ -207,10 +208,12 @@ def test_describing_a_run_updates_grid_bars_and_verdicts(page: Page, server: str
     expect(grid).to_have_attribute("data-gpus", "64")
     expect(page.locator("#grid .card")).to_have_count(8)
     expect(page.locator("#grid .card-gap")).to_contain_text("GPU 4 to GPU 59")
+    settled(page)
 
     page.select_option("#f-model", "llama-3-70b")
     expect(page.locator("table.figures caption")).to_contain_text("Llama 3 70B, 70,553,706,496 weights, on 64 GPUs")
     expect(page.locator("#grid .verdict")).to_have_count(0)
+    settled(page)
 
     page.fill("#f-capacity", "80GiB")
     page.press("#f-capacity", "Enter")
@@ -220,6 +223,7 @@ def test_describing_a_run_updates_grid_bars_and_verdicts(page: Page, server: str
     expect(page.locator("#grid .card").first.locator("rect.gathered")).to_have_count(1)
     expect(page.locator("#grid .card").first.locator("line.capacity")).to_have_count(1)
     expect(page).to_have_url(f"{server}/?stage=zero3&model=llama-3-70b&gpus=64&capacity=80GiB")
+    settled(page)
 
     page.click("#switch-zero1")
     expect(grid).to_have_attribute("data-stage", "zero1")
