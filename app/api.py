@@ -6,8 +6,8 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
+from app.fit import Run, report
 from app.inputs import RunQuery, StepQuery
-from app.memory import all_stage_figures
 from app.scenario import resolve
 from app.schemas import LayoutOut, MemoryOut, StageRow, StepOut
 from app.sharding import layout
@@ -21,7 +21,7 @@ router = APIRouter(prefix="/api", tags=[API_TAG])
 @router.get("/stages", name="api_stages")
 def stages() -> list[StageRow]:
     """Bytes per weight, bytes per GPU for a 30B-weight model, and traffic, for 8 GPUs."""
-    return [StageRow.of(figures) for figures in all_stage_figures()]
+    return [StageRow.of(row) for row in report(Run())]
 
 
 @router.get("/layout", name="api_layout")

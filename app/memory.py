@@ -6,11 +6,9 @@ the identity that N cards together hold the whole state under ZeRO-3.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from fractions import Fraction
 
 from app.bands import MIXED_ADAM, Recipe
-from app.communication import Transfer, communication_p, transfers
 from app.stages import Stage
 
 DEFAULT_GPUS = 8
@@ -34,34 +32,3 @@ def per_gpu_bytes(
     if params < 0:
         raise ValueError("params cannot be negative")
     return params * bytes_per_weight(stage, gpus, recipe)
-
-
-@dataclass(frozen=True)
-class StageFigures:
-    """One row of the comparison table."""
-
-    stage: Stage
-    bytes_per_weight: Fraction
-    per_gpu_bytes: Fraction
-    communication_p: int
-    transfers: tuple[Transfer, ...]
-
-
-def stage_figures(
-    stage: Stage, params: int = DEFAULT_PARAMS, gpus: int = DEFAULT_GPUS, recipe: Recipe = MIXED_ADAM
-) -> StageFigures:
-    """Memory and communication of one stage."""
-    return StageFigures(
-        stage=stage,
-        bytes_per_weight=bytes_per_weight(stage, gpus, recipe),
-        per_gpu_bytes=per_gpu_bytes(stage, params, gpus, recipe),
-        communication_p=communication_p(stage),
-        transfers=transfers(stage),
-    )
-
-
-def all_stage_figures(
-    params: int = DEFAULT_PARAMS, gpus: int = DEFAULT_GPUS, recipe: Recipe = MIXED_ADAM
-) -> tuple[StageFigures, ...]:
-    """The comparison table: one row per stage, DP first."""
-    return tuple(stage_figures(stage, params, gpus, recipe) for stage in Stage)

@@ -6,9 +6,8 @@ from pydantic import BaseModel, Field
 
 from app.architecture import ModelName
 from app.bands import Band, Recipe
-from app.communication import Collective, Transfer
+from app.communication import Collective, Transfer, transfers
 from app.fit import Run, StageReport, layer_exceeds_card, report
-from app.memory import StageFigures
 from app.quantities import ByteUnit
 from app.scenario import Scenario
 from app.sharding import Cell, CellState, Layout
@@ -41,15 +40,15 @@ class StageRow(BaseModel):
     communication: list[TransferOut]
 
     @classmethod
-    def of(cls, figures: StageFigures) -> StageRow:
-        """From the domain's figures."""
+    def of(cls, row: StageReport) -> StageRow:
+        """From the domain's report of one stage."""
         return cls(
-            stage=figures.stage,
-            title=figures.stage.info.title,
-            bytes_per_weight=float(figures.bytes_per_weight),
-            per_gpu_bytes=float(figures.per_gpu_bytes),
-            communication_p=figures.communication_p,
-            communication=[TransferOut.of(t) for t in figures.transfers],
+            stage=row.stage,
+            title=row.stage.info.title,
+            bytes_per_weight=float(row.bytes_per_weight),
+            per_gpu_bytes=float(row.per_gpu_bytes),
+            communication_p=row.communication_p,
+            communication=[TransferOut.of(t) for t in transfers(row.stage)],
         )
 
 
@@ -246,7 +245,7 @@ class StepOut(BaseModel):
                     card=card,
                     weight=layer,
                     band=band,
-                    state=CellState.DASHED if phase.holding(card, layer, band) is Holding.DASHED else CellState.SOLID,
+                    state=phase.holding(card, layer, band).state,
                     holding=phase.holding(card, layer, band),
                     active=(layer, band) in phase.active,
                 )

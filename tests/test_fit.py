@@ -25,6 +25,10 @@ def test_seed_table_unchanged_at_the_defaults() -> None:
     assert [row.communication_p for row in rows] == [2, 2, 2, 3]
 
 
+def test_report_rows_are_in_stage_order() -> None:
+    assert [row.stage for row in report(Run())] == list(Stage)
+
+
 def test_communication_in_bytes_is_p_times_the_band_moved() -> None:
     run = Run(params=10**9)
     # Every collective moves bf16 (2 B): gradients for DP, ZeRO-1 and ZeRO-2, weights as well for ZeRO-3.
