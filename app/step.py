@@ -20,6 +20,7 @@ from fractions import Fraction
 
 from app.bands import MIXED_ADAM, Band, Recipe
 from app.communication import Collective
+from app.sharding import CellState
 from app.stages import Stage
 
 LAYERS = 8
@@ -44,6 +45,11 @@ class Holding(StrEnum):
     HELD = "held"
     GATHERED = "gathered"
     DASHED = "dashed"
+
+    @property
+    def state(self) -> CellState:
+        """The grid's solid or dashed: a gathered cell is on the card, for now."""
+        return CellState.DASHED if self is Holding.DASHED else CellState.SOLID
 
 
 @dataclass(frozen=True)

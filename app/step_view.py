@@ -7,7 +7,6 @@ from fractions import Fraction
 from app.bands import BandSpec
 from app.communication import Collective
 from app.scenario import Scenario
-from app.sharding import CellState
 from app.stages import Stage
 from app.step import LAST_PHASE, LAYERS, Holding, InFlight, Phase, explanation, live_table, peak_so_far, step
 from app.view_models import (
@@ -65,6 +64,22 @@ def _step_label(phase: Phase, card: int, layer: int, spec: BandSpec) -> str:
     return f"{where}: held on this card."
 
 
+def _step_cell(phase: Phase, card: int, layer: int, spec: BandSpec, first_band: bool) -> CellView:
+    holding = phase.holding(card, layer, spec.band)
+    return CellView(
+        card=card,
+        weight=layer,
+        band=spec.band,
+        state=holding.state,
+        holder=layer,
+        nbytes=spec.nbytes,
+        label=_step_label(phase, card, layer, spec),
+        focusable=card == 0 and layer == 0 and first_band,
+        holding=holding,
+        active=(layer, spec.band) in phase.active,
+    )
+
+
 def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> tuple[CardView, ...]:
     run, units, recipe = scenario.run, scenario.units, scenario.recipe
     live = live_table(phases, run.params, recipe)
@@ -81,23 +96,7 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
                 weight=layer,
                 responsible=layer == card and bool(phase.stage.sharded),
                 axis_label=str(layer + 1),
-                cells=tuple(
-                    CellView(
-                        card=card,
-                        weight=layer,
-                        band=spec.band,
-                        state=CellState.DASHED
-                        if phase.holding(card, layer, spec.band) is Holding.DASHED
-                        else CellState.SOLID,
-                        holder=layer,
-                        nbytes=spec.nbytes,
-                        label=_step_label(phase, card, layer, spec),
-                        focusable=card == 0 and layer == 0 and spec is specs[0],
-                        holding=phase.holding(card, layer, spec.band),
-                        active=(layer, spec.band) in phase.active,
-                    )
-                    for spec in specs
-                ),
+                cells=tuple(_step_cell(phase, card, layer, spec, spec is specs[0]) for spec in specs),
             )
             for layer in range(LAYERS)
         )

@@ -69,6 +69,11 @@ def stage_links(current: Stage | None, link: LinkFor) -> tuple[StageLink, ...]:
     )
 
 
+def _hidden_before(shown: tuple[int, ...], position: int) -> int:
+    """How many cards (or weights) a sampled grid leaves out just before `shown[position]`."""
+    return shown[position] - shown[position - 1] - 1 if position else 0
+
+
 def _columns(grid: Layout, card: int, tab_stop: bool) -> tuple[ColumnView, ...]:
     """A card's columns; `tab_stop` makes its first cell the grid's single tab stop."""
     recipe = grid.recipe
@@ -79,8 +84,7 @@ def _columns(grid: Layout, card: int, tab_stop: bool) -> tuple[ColumnView, ...]:
         by_weight.setdefault(c.weight, []).append(c)
     columns: list[ColumnView] = []
     for position, weight in enumerate(grid.shown):
-        if position and weight != grid.shown[position - 1] + 1:
-            hidden = weight - grid.shown[position - 1] - 1
+        if hidden := _hidden_before(grid.shown, position):
             columns.append(ColumnView(None, False, (), f"{hidden:,} more weights"))
         responsible = weight == card and bool(grid.stage.sharded)
         # Past ten columns every other number is left out, so two-digit labels still fit.
@@ -144,8 +148,8 @@ def _cards(scenario: Scenario, stage: Stage, row: StageReport, scale: Fraction) 
     bar = _bar(scenario, row, scale)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(grid.shown):
-        if position and card != grid.shown[position - 1] + 1:
-            cards.append(CardGap(f"GPU {grid.shown[position - 1] + 1} to GPU {card - 1}: the same pattern"))
+        if hidden := _hidden_before(grid.shown, position):
+            cards.append(CardGap(f"GPU {card - hidden} to GPU {card - 1}: the same pattern"))
         cards.append(
             CardView(
                 index=card,
@@ -280,9 +284,11 @@ def stage_view(stage: Stage, scenario: Scenario, link: Links, phase: int | None 
         scale = max(Fraction(run.capacity), chosen.peak_bytes)
     else:
         scale = max(r.peak_bytes for r in rows)
-    cards: tuple[CardView | CardGap, ...] = _cards(scenario, stage, chosen, scale)
+    cards: tuple[CardView | CardGap, ...]
     stepping = None
-    if phase is not None:
+    if phase is None:
+        cards = _cards(scenario, stage, chosen, scale)
+    else:
         stepping, cards = step_view(stage, scenario, link, phase)
     return StageView(
         stage=stage,
