@@ -6,12 +6,12 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from app.fit import Run, report
+from app.domain.fit import Run, report
+from app.domain.scenario import resolve
+from app.domain.sharding import layout
+from app.domain.stages import Stage
 from app.inputs import RunQuery, StepQuery
-from app.scenario import resolve
 from app.schemas import LayoutOut, MemoryOut, StageRow, StepOut
-from app.sharding import layout
-from app.stages import Stage
 
 API_TAG = "api"
 

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 import uvicorn
 from pydantic import ValidationError
 
-from app.architecture import ModelName
-from app.bands import RecipeName
 from app.config import ConfigError
+from app.domain.architecture import ModelName
+from app.domain.bands import RecipeName
+from app.domain.quantities import ByteUnit
+from app.domain.scenario import resolve
 from app.errors import describe
 from app.inputs import RunQuery
-from app.quantities import ByteUnit
-from app.scenario import resolve
 from app.table import render_table
 
 

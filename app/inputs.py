@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from app.architecture import ModelName
-from app.bands import MAX_CUSTOM_BAND_BYTES, RecipeName
-from app.fit import MAX_GPUS
-from app.memory import DEFAULT_GPUS
-from app.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, parse_bytes, parse_count
-from app.scenario import Inputs
-from app.stages import Stage
-from app.step import LAST_PHASE
+from app.domain.architecture import ModelName
+from app.domain.bands import MAX_CUSTOM_BAND_BYTES, RecipeName
+from app.domain.fit import MAX_GPUS
+from app.domain.memory import DEFAULT_GPUS
+from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, parse_bytes, parse_count
+from app.domain.scenario import Inputs
+from app.domain.stages import Stage
+from app.domain.step import LAST_PHASE
 
 _COUNT_EXAMPLES = "a number of weights, such as 7.5B, 7.5e9 or 7500000000"
 _BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 85899345920"

@@ -7,10 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
+from app.domain.scenario import resolve
 from app.inputs import PageQuery
 from app.links import stage_links
 from app.paths import STATIC_DIR
-from app.scenario import resolve
 from app.templating import render
 from app.views import page_view
 

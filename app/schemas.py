@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pydantic import BaseModel, Field
 
-from app.architecture import ModelName
-from app.bands import Band, Recipe
-from app.communication import Collective, Transfer, transfers
-from app.fit import Run, StageReport, layer_exceeds_card, report
-from app.quantities import ByteUnit
-from app.scenario import Scenario
-from app.sharding import Cell, CellState, Layout
-from app.stages import Stage
-from app.step import LAST_PHASE, LAYERS, Holding, Part, explanation, live_table, peak_so_far, step
+from app.domain.architecture import ModelName
+from app.domain.bands import Band, Recipe
+from app.domain.communication import Collective, Transfer, transfers
+from app.domain.fit import Run, StageReport, layer_exceeds_card, report
+from app.domain.quantities import ByteUnit
+from app.domain.scenario import Scenario
+from app.domain.sharding import Cell, CellState, Layout
+from app.domain.stages import Stage
+from app.domain.step import LAST_PHASE, LAYERS, Holding, Part, explanation, live_table, peak_so_far, step
 
 
 class TransferOut(BaseModel):

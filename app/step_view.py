@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from app.bands import BandSpec
-from app.communication import Collective
-from app.scenario import Scenario
-from app.stages import Stage
-from app.step import LAST_PHASE, LAYERS, Holding, InFlight, Phase, explanation, live_table, peak_so_far, step
+from app.domain.bands import BandSpec
+from app.domain.communication import Collective
+from app.domain.scenario import Scenario
+from app.domain.stages import Stage
+from app.domain.step import LAST_PHASE, LAYERS, Holding, InFlight, Phase, explanation, live_table, peak_so_far, step
 from app.view_models import (
     BarView,
     CardView,

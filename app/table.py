@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.fit import report
-from app.scenario import Scenario
+from app.domain.fit import report
+from app.domain.scenario import Scenario
 from app.view_models import TableRow
 from app.views import boundary, table_rows
 

@@ -9,10 +9,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
-from app.bands import Band, BandSpec, Recipe
-from app.sharding import CellState
-from app.stages import Stage, StageInfo
-from app.step import Holding
+from app.domain.bands import Band, BandSpec, Recipe
+from app.domain.sharding import CellState
+from app.domain.stages import Stage, StageInfo
+from app.domain.step import Holding
 
 LinkFor = Callable[[Stage], str]
 

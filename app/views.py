@@ -9,15 +9,15 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 
-from app.architecture import PRESETS, ModelName
-from app.bands import RECIPES, Band, Recipe, RecipeName
-from app.communication import transfers
-from app.fit import StageReport, layer_exceeds_card, report
-from app.hardware import CARDS
-from app.quantities import ByteUnit, per_weight
-from app.scenario import Inputs, Scenario, resolve
-from app.sharding import Cell, CellState, Layout, layout
-from app.stages import Stage
+from app.domain.architecture import PRESETS, ModelName
+from app.domain.bands import RECIPES, Band, Recipe, RecipeName
+from app.domain.communication import transfers
+from app.domain.fit import StageReport, layer_exceeds_card, report
+from app.domain.hardware import CARDS
+from app.domain.quantities import ByteUnit, per_weight
+from app.domain.scenario import Inputs, Scenario, resolve
+from app.domain.sharding import Cell, CellState, Layout, layout
+from app.domain.stages import Stage
 from app.step_view import step_view
 from app.view_models import (
     BandField,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app.stages import Stage
+from app.domain.stages import Stage
 
 
 def test_stages_are_the_seed_table(client: TestClient) -> None:

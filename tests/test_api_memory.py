@@ -5,7 +5,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.architecture import ModelName
+from app.domain.architecture import ModelName
 
 
 def _memory(client: TestClient, **params: str) -> dict[str, Any]:

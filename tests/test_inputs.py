@@ -8,11 +8,11 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.architecture import ModelName
-from app.bands import RecipeName
+from app.domain.architecture import ModelName
+from app.domain.bands import RecipeName
+from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit
+from app.domain.stages import Stage
 from app.inputs import RunQuery
-from app.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit
-from app.stages import Stage
 
 PATHS = ["/", "/api/memory"]
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

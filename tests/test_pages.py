@@ -8,8 +8,8 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
 
-from app.bands import Band
-from app.stages import Stage
+from app.domain.bands import Band
+from app.domain.stages import Stage
 from tests.conftest import dom, one, text
 
 HX = {"HX-Request": "true"}

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.bands import MIXED_ADAM
-from app.memory import bytes_per_weight, per_gpu_bytes
-from app.quantities import ByteUnit, per_weight
-from app.stages import Stage
+from app.domain.bands import MIXED_ADAM
+from app.domain.memory import bytes_per_weight, per_gpu_bytes
+from app.domain.quantities import ByteUnit, per_weight
+from app.domain.stages import Stage
 
 GIB = ByteUnit.GIB.size
 gib = ByteUnit.GIB.show

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from app.bands import MIXED_ADAM, Band, Recipe
-from app.communication import communication_p, transfers
-from app.memory import DEFAULT_GPUS, DEFAULT_PARAMS, bytes_per_weight
-from app.stages import Stage
+from app.domain.bands import MIXED_ADAM, Band, Recipe
+from app.domain.communication import communication_p, transfers
+from app.domain.memory import DEFAULT_GPUS, DEFAULT_PARAMS, bytes_per_weight
+from app.domain.stages import Stage
 
 MAX_GPUS = 4096
 

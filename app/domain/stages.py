@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from app.bands import Band
+from app.domain.bands import Band
 
 
 class Stage(StrEnum):

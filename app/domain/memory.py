@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from app.bands import MIXED_ADAM, Recipe
-from app.stages import Stage
+from app.domain.bands import MIXED_ADAM, Recipe
+from app.domain.stages import Stage
 
 DEFAULT_GPUS = 8
 DEFAULT_PARAMS = 30 * 10**9

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.bands import Band
-from app.communication import Collective, communication_p, transfers
-from app.stages import Stage
+from app.domain.bands import Band
+from app.domain.communication import Collective, communication_p, transfers
+from app.domain.stages import Stage
 
 
 @pytest.mark.parametrize(("stage", "p"), [(Stage.DP, 2), (Stage.ZERO1, 2), (Stage.ZERO2, 2), (Stage.ZERO3, 3)])

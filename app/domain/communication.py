@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from app.bands import Band
-from app.stages import Stage
+from app.domain.bands import Band
+from app.domain.stages import Stage
 
 
 class Collective(StrEnum):

@@ -18,10 +18,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 
-from app.bands import MIXED_ADAM, Band, Recipe
-from app.communication import Collective
-from app.sharding import CellState
-from app.stages import Stage
+from app.domain.bands import MIXED_ADAM, Band, Recipe
+from app.domain.communication import Collective
+from app.domain.sharding import CellState
+from app.domain.stages import Stage
 
 LAYERS = 8
 PHASES = 1 + 2 * LAYERS + 4

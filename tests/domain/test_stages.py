@@ -4,8 +4,8 @@ import itertools
 
 import pytest
 
-from app.bands import Band
-from app.stages import Stage
+from app.domain.bands import Band
+from app.domain.stages import Stage
 
 
 @pytest.mark.parametrize(

@@ -4,11 +4,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.architecture import PRESETS, ModelName
-from app.bands import MIXED_ADAM, RECIPES, Recipe, RecipeName
-from app.fit import Run, communication_bytes, layer_exceeds_card, max_params_that_fit, peak_bytes, report
-from app.quantities import ByteUnit
-from app.stages import Stage
+from app.domain.architecture import PRESETS, ModelName
+from app.domain.bands import MIXED_ADAM, RECIPES, Recipe, RecipeName
+from app.domain.fit import Run, communication_bytes, layer_exceeds_card, max_params_that_fit, peak_bytes, report
+from app.domain.quantities import ByteUnit
+from app.domain.stages import Stage
 
 recipes = st.sampled_from(list(RECIPES.values()))
 

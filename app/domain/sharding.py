@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from app.bands import MIXED_ADAM, Band, Recipe
-from app.memory import DEFAULT_GPUS
-from app.stages import Stage
+from app.domain.bands import MIXED_ADAM, Band, Recipe
+from app.domain.memory import DEFAULT_GPUS
+from app.domain.stages import Stage
 
 
 class CellState(StrEnum):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.architecture import GPT_3_175B, LLAMA_3_8B, PRESETS, Architecture, ModelName
+from app.domain.architecture import GPT_3_175B, LLAMA_3_8B, PRESETS, Architecture, ModelName
 
 
 @pytest.mark.parametrize(

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.architecture import PRESETS, ModelName, ModelPreset
-from app.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
-from app.fit import Run
-from app.memory import DEFAULT_GPUS
-from app.quantities import ByteUnit
+from app.domain.architecture import PRESETS, ModelName, ModelPreset
+from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
+from app.domain.fit import Run
+from app.domain.memory import DEFAULT_GPUS
+from app.domain.quantities import ByteUnit
 
 DEFAULT_MODEL = ModelName.SEED_30B
 

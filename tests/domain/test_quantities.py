@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, parse_bytes, parse_count
+from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, parse_bytes, parse_count
 
 
 @pytest.mark.parametrize(

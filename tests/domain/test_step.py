@@ -4,11 +4,11 @@ from fractions import Fraction
 
 import pytest
 
-from app.bands import Band
-from app.communication import Collective
-from app.fit import Run, peak_bytes
-from app.stages import Stage
-from app.step import LAST_PHASE, LAYERS, PHASES, Holding, Part, live_bytes, step
+from app.domain.bands import Band
+from app.domain.communication import Collective
+from app.domain.fit import Run, peak_bytes
+from app.domain.stages import Stage
+from app.domain.step import LAST_PHASE, LAYERS, PHASES, Holding, Part, live_bytes, step
 
 PARAMS = 30 * 10**9
 
