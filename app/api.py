@@ -21,7 +21,8 @@ router = APIRouter(prefix="/api", tags=[API_TAG])
 @router.get("/stages", name="api_stages")
 def stages() -> list[StageRow]:
     """Bytes per weight, bytes per GPU for a 30B-weight model, and traffic, for 8 GPUs."""
-    return [StageRow.of(row) for row in report(Run())]
+    run = Run()
+    return [StageRow.of(row, run.gpus) for row in report(run)]
 
 
 @router.get("/layout", name="api_layout")
@@ -39,4 +40,4 @@ def memory(query: Annotated[RunQuery, Query()]) -> MemoryOut:
 @router.get("/step", name="api_step")
 def training_step(query: Annotated[StepQuery, Query()]) -> StepOut:
     """One phase of one training step: every cell's state, what moves, the tally and live memory."""
-    return StepOut.of(query.stage, query.phase, resolve(query.inputs()).run)
+    return StepOut.of(query.stage, query.phase, resolve(query.inputs()))

@@ -7,12 +7,13 @@ from pydantic import BaseModel, Field
 from app.domain.architecture import ModelName
 from app.domain.bands import Band, Recipe
 from app.domain.communication import Collective, Transfer, transfers
-from app.domain.fit import Run, StageReport, layer_exceeds_card, report
+from app.domain.fit import StageReport, layer_exceeds_card, report
 from app.domain.quantities import ByteUnit
 from app.domain.scenario import Scenario
-from app.domain.sharding import Cell, CellState, Layout
+from app.domain.sharding import Cell, CellState, Layout, shown_indices
 from app.domain.stages import Stage
-from app.domain.step import LAST_PHASE, LAYERS, Holding, Part, explanation, live_table, peak_so_far, step
+from app.domain.step import LAST_PHASE, Holding, Part, Share, holders, peak_so_far, share, step
+from app.domain.step_text import explanation
 
 
 class TransferOut(BaseModel):
@@ -35,20 +36,20 @@ class StageRow(BaseModel):
     stage: Stage
     title: str
     bytes_per_weight: float = Field(description="Bytes of model state one card keeps per weight of the model.")
-    per_gpu_bytes: float = Field(description="Bytes of model state on one card for the model (30B weights).")
+    per_gpu_bytes: int = Field(description="Bytes of model state on one card for the model (30B weights).")
     communication_p: int = Field(description="Traffic of one training step in units of P.")
     communication: list[TransferOut]
 
     @classmethod
-    def of(cls, row: StageReport) -> StageRow:
-        """From the domain's report of one stage."""
+    def of(cls, row: StageReport, gpus: int) -> StageRow:
+        """From the domain's report of one stage of a run on `gpus` cards."""
         return cls(
             stage=row.stage,
             title=row.stage.info.title,
             bytes_per_weight=float(row.bytes_per_weight),
-            per_gpu_bytes=float(row.per_gpu_bytes),
+            per_gpu_bytes=row.per_gpu_bytes,
             communication_p=row.communication_p,
-            communication=[TransferOut.of(t) for t in transfers(row.stage)],
+            communication=[TransferOut.of(t) for t in transfers(row.stage, gpus)],
         )
 
 
@@ -107,14 +108,23 @@ class MemoryRow(BaseModel):
 
     stage: Stage
     bytes_per_weight: float
-    per_gpu_bytes: float = Field(description="Model states on one card at rest.")
-    communication_p: int
+    per_gpu_bytes: int = Field(
+        description="Model states on one card at rest; a sharded band is one slice of ceil(P/N) weights."
+    )
+    communication_p: int = Field(description="Traffic of one step in units of P; 0 on one card.")
     communication_bytes: int = Field(description="Bytes through each card per step: P × the bytes of each band moved.")
-    peak_bytes: float = Field(description="Most held during a step: for ZeRO-3, the shard plus one assembled layer.")
+    peak_bytes: int = Field(
+        description="Most held during a step: the state plus, for ZeRO-3, one assembled layer's weights and "
+        "gradients; for ZeRO-2, one layer's gradients. Model states only when the largest layer is unknown."
+    )
     fits: bool | None = Field(None, description="Whether the peak fits the capacity (only with a capacity).")
-    headroom_bytes: float | None = Field(None, description="Capacity left for activations (only with a capacity).")
+    headroom_bytes: int | None = Field(
+        None, description="Capacity left for activations, negative when over (only with a capacity)."
+    )
     max_params_that_fit: int | None = Field(
-        None, description="Largest model whose states fit on each card (only with a capacity)."
+        None,
+        description="Largest model whose peak fits, by the same test as fits, with the largest layer unchanged "
+        "(only with a capacity; absent when not even one largest layer fits).",
     )
 
     @classmethod
@@ -123,12 +133,12 @@ class MemoryRow(BaseModel):
         return cls(
             stage=row.stage,
             bytes_per_weight=float(row.bytes_per_weight),
-            per_gpu_bytes=float(row.per_gpu_bytes),
+            per_gpu_bytes=row.per_gpu_bytes,
             communication_p=row.communication_p,
             communication_bytes=row.communication_bytes,
-            peak_bytes=float(row.peak_bytes),
+            peak_bytes=row.peak_bytes,
             fits=row.fits,
-            headroom_bytes=None if row.headroom_bytes is None else float(row.headroom_bytes),
+            headroom_bytes=row.headroom_bytes,
             max_params_that_fit=row.max_params_that_fit,
         )
 
@@ -188,69 +198,113 @@ class StepTransferOut(BaseModel):
 
     collective: Collective
     band: Band
-    layers: list[int] = Field(description="The layers moved, 0-based; layer i belongs to card i.")
+    columns: list[int] = Field(description="The columns (eighths of the model) moved.")
     volume_p: float = Field(description="Traffic in units of P.")
 
 
+class ColumnOut(BaseModel):
+    """One of the step's 8 columns: an eighth of the model, in forward order."""
+
+    index: int
+    label: str = Field(description="What it stands for, e.g. 'layers 41–51 of 80'.")
+    largest_layer: int | None = Field(description="Most weights assembled at once while working on it.")
+    holders: list[int] = Field(description="The first and last card whose slices cover part of it.")
+
+
 class StepCellOut(BaseModel):
-    """One card's band of one layer during the phase."""
+    """One card's band of one column during the phase."""
 
     card: int
-    weight: int = Field(description="The layer, 0-based, as the grid's data-weight.")
+    column: int
     band: Band
     state: CellState
-    holding: Holding
-    active: bool
+    holding: Holding = Field(
+        description="held; partial (this card's slice, part of the column); gathered (assembled here for this "
+        "phase only); sent (gradients computed here, then reduce-scattered to their owners); dashed (not here)."
+    )
+    share: str = Field(description="The part of the column in this card's slice, e.g. '1', '1/2', '0'.")
+    active: bool = Field(description="Whether the phase works on this cell, as its explanation says.")
 
 
 class StepOut(BaseModel):
-    """One phase of one training step under one stage, on 8 cards with 8 layers."""
+    """One phase of one training step of the run under one stage."""
 
     stage: Stage
     phase: int
     last_phase: int
     part: Part
-    layer: int | None = Field(description="The layer being computed, 0-based; none outside the passes.")
+    column: int | None = Field(description="The column being computed; none outside the passes.")
     title: str
     explanation: str
     transfers: list[StepTransferOut]
     tally_p: float = Field(description="Traffic so far this step, this phase included, in units of P.")
-    live_bytes: list[float] = Field(description="Each card's memory now, for the run's weights and recipe.")
-    peak_bytes_so_far: list[float]
+    gpus: int
+    cards: list[int] = Field(description="The cards drawn: all up to 16, else the first four and the last four.")
+    columns: list[ColumnOut]
+    state_bytes: int = Field(description="What every card keeps at rest.")
+    gathered_bytes: int = Field(description="One layer's weights assembled on every card during this phase.")
+    computed_bytes: int = Field(description="One layer's gradients computed on every card before the reduce-scatter.")
+    live_bytes: int = Field(description="What each card holds now: the three above added up; the same on every card.")
+    peak_bytes_so_far: int = Field(description="The most live bytes from phase 0 to this one.")
     cells: list[StepCellOut]
 
     @classmethod
-    def of(cls, stage: Stage, index: int, run: Run) -> StepOut:
-        """From the domain's step."""
-        phases = step(stage)
+    def of(cls, stage: Stage, index: int, scenario: Scenario) -> StepOut:
+        """From the domain's step of the run."""
+        run, columns = scenario.run, scenario.columns
+        phases = step(stage, run, columns)
         phase = phases[index]
-        live = live_table(phases[: index + 1], run.params, run.recipe)
+        cards = shown_indices(run.gpus)
         return cls(
             stage=stage,
             phase=index,
             last_phase=LAST_PHASE,
             part=phase.part,
-            layer=phase.layer,
+            column=phase.column,
             title=phase.title,
-            explanation=explanation(phase),
+            explanation=explanation(phase, run.recipe, columns),
             transfers=[
-                StepTransferOut(collective=t.collective, band=t.band, layers=list(t.layers), volume_p=float(t.volume_p))
+                StepTransferOut(
+                    collective=t.collective, band=t.band, columns=list(t.columns), volume_p=float(t.volume_p)
+                )
                 for t in phase.transfers
             ],
             tally_p=float(phase.tally_p),
-            live_bytes=[float(b) for b in live[-1]],
-            peak_bytes_so_far=[float(b) for b in peak_so_far(live, index)],
+            gpus=run.gpus,
+            cards=list(cards),
+            columns=[
+                ColumnOut(
+                    index=c.index,
+                    label=c.label,
+                    largest_layer=c.largest_layer,
+                    holders=[holders(c.index, run.gpus)[0], holders(c.index, run.gpus)[-1]],
+                )
+                for c in columns
+            ],
+            state_bytes=phase.state_bytes,
+            gathered_bytes=phase.extra.gathered,
+            computed_bytes=phase.extra.computed,
+            live_bytes=phase.live_bytes,
+            peak_bytes_so_far=peak_so_far(phases, index),
             cells=[
                 StepCellOut(
                     card=card,
-                    weight=layer,
+                    column=column.index,
                     band=band,
-                    state=phase.holding(card, layer, band).state,
-                    holding=phase.holding(card, layer, band),
-                    active=(layer, band) in phase.active,
+                    state=phase.holding(card, column.index, band).state,
+                    holding=phase.holding(card, column.index, band),
+                    share=_share(share(card, column.index, run.gpus)),
+                    active=phase.active(card, column.index, band),
                 )
-                for card in range(LAYERS)
-                for layer in range(LAYERS)
+                for card in cards
+                for column in columns
                 for band in Band
             ],
         )
+
+
+def _share(part: Share | None) -> str:
+    if part is None:
+        return "0"
+    size = part.size
+    return str(size.numerator) if size.denominator == 1 else f"{size.numerator}/{size.denominator}"

@@ -2,24 +2,33 @@
 
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 
+from app.bars import bar_view
 from app.domain.bands import BandSpec
+from app.domain.columns import COLUMNS, Column
 from app.domain.communication import Collective
+from app.domain.fit import UNKNOWN_LAYER_RULE
 from app.domain.scenario import Scenario
+from app.domain.sharding import shown_indices
 from app.domain.stages import Stage
-from app.domain.step import LAST_PHASE, LAYERS, Holding, InFlight, Phase, explanation, live_table, peak_so_far, step
+from app.domain.step import LAST_PHASE, Holding, InFlight, Phase, holders, owned_columns, peak_so_far, share, step
+from app.domain.step_text import explanation
 from app.view_models import (
-    BarView,
+    CardGap,
     CardView,
     CellView,
     ColumnView,
     Links,
-    Segment,
     StepView,
+    TransferNode,
     TransferView,
     legend,
 )
+
+SHARE_STEPS = 48
+"""A partial cell's strip is drawn in 48ths of the column (static/app.css has a class for each)."""
 
 
 def p_units(value: Fraction) -> str:
@@ -27,99 +36,137 @@ def p_units(value: Fraction) -> str:
     return f"{float(value):.3f}".rstrip("0").rstrip(".") + "P"
 
 
-CARD_X = tuple(6.25 + 12.5 * card for card in range(LAYERS))
-"""Centres of the cards in the transfer drawing; boxes span y 10 to 18."""
+def _fraction(value: Fraction) -> str:
+    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
 
 
-def _arc(x1: float, x2: float, above: bool) -> str:
-    y, bend = (10, 10 - min(9.0, abs(x2 - x1) / 6 + 3)) if above else (18, 18 + min(9.0, abs(x2 - x1) / 6 + 3))
-    return f"M{x1:.2f},{y} Q{(x1 + x2) / 2:.2f},{bend:.2f} {x2:.2f},{y}"
+def _cards_text(cards: range) -> str:
+    if len(cards) == 1:
+        return f"GPU {cards[0]:,}"
+    return f"GPUs {cards[0]:,}–{cards[-1]:,}"
 
 
-def _transfer_view(transfer: InFlight) -> TransferView:
-    if len(transfer.layers) == 1:
-        owner = transfer.layers[0]
-        others = [card for card in range(LAYERS) if card != owner]
-        # One layer lives on one card: it sends to every card (all-gather, arcs above), or every
-        # card sends its part to it (reduce-scatter, arcs below).
-        if transfer.collective is Collective.ALL_GATHER:
-            paths = tuple(_arc(CARD_X[owner], CARD_X[c], above=True) for c in others)
-        else:
-            paths = tuple(_arc(CARD_X[c], CARD_X[owner], above=False) for c in others)
-        return TransferView(transfer.description, p_units(transfer.volume_p), paths, ring=False)
-    # Every layer at once: the ring algorithm, each card passing slices to its neighbour, the last
-    # one back to the first.
-    steps = tuple(f"M{CARD_X[c] + 4:.2f},14 L{CARD_X[c + 1] - 4:.2f},14" for c in range(LAYERS - 1))
-    back = f"M{CARD_X[-1]:.2f},18 C{CARD_X[-1]:.2f},27 {CARD_X[0]:.2f},27 {CARD_X[0]:.2f},18"
-    return TransferView(transfer.description, p_units(transfer.volume_p), (*steps, back), ring=True)
-
-
-def _step_label(phase: Phase, card: int, layer: int, spec: BandSpec) -> str:
-    where = f"GPU {card}, layer {layer + 1}, {spec.label} ({spec.precision}, {spec.nbytes} B)"
-    holding = phase.holding(card, layer, spec.band)
-    if holding is Holding.GATHERED:
-        return f"{where}: here for this phase only, gathered from GPU {layer}, then discarded."
-    if holding is Holding.DASHED:
-        return f"{where}: not here. GPU {layer} holds it on this layer's behalf."
-    return f"{where}: held on this card."
-
-
-def _step_cell(phase: Phase, card: int, layer: int, spec: BandSpec, first_band: bool) -> CellView:
-    holding = phase.holding(card, layer, spec.band)
-    return CellView(
-        card=card,
-        weight=layer,
-        band=spec.band,
-        state=holding.state,
-        holder=layer,
-        nbytes=spec.nbytes,
-        label=_step_label(phase, card, layer, spec),
-        focusable=card == 0 and layer == 0 and first_band,
-        holding=holding,
-        active=(layer, spec.band) in phase.active,
+def _nodes(shown: tuple[int, ...], gpus: int) -> tuple[TransferNode, ...]:
+    """The cards in the transfer drawing: every drawn card, and the gap standing for the rest."""
+    entries: list[tuple[str, int | None]] = []
+    for position, card in enumerate(shown):
+        if position and card - shown[position - 1] > 1:
+            entries.append(("…", None))
+        entries.append((f"{card:,}", card))
+    spacing = 100 / len(entries)
+    width = min(8.0, spacing * 0.8)
+    return tuple(
+        TransferNode(x=spacing * (i + 0.5), width=width, label=label, card=card)
+        for i, (label, card) in enumerate(entries)
     )
 
 
-def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> tuple[CardView, ...]:
+def _arc(x1: float, x2: float, above: bool) -> str:
+    bend = min(9.0, abs(x2 - x1) / 6 + 3)
+    y, control = (10, 10 - bend) if above else (18, 18 + bend)
+    return f"M{x1:.2f},{y} Q{(x1 + x2) / 2:.2f},{control:.2f} {x2:.2f},{y}"
+
+
+def _transfer_view(transfer: InFlight, nodes: tuple[TransferNode, ...], gpus: int) -> TransferView:
+    if len(transfer.columns) == 1:
+        owners = holders(transfer.columns[0], gpus)
+        drawn = {n.card for n in nodes if n.card is not None}
+        # Cards left out of the drawing speak through the gap node.
+        hidden_owner = any(card not in drawn for card in owners)
+        sources = [n for n in nodes if (n.card is None and hidden_owner) or (n.card is not None and n.card in owners)]
+        targets = [n for n in nodes if n not in sources]
+        if transfer.collective is Collective.ALL_GATHER:
+            # The owners send the column to every card: arcs above.
+            paths = tuple(_arc(s.x, t.x, above=True) for s in sources for t in targets)
+        else:
+            # Every card sends its part of the sums to the owners: arcs below.
+            paths = tuple(_arc(t.x, s.x, above=False) for s in sources for t in targets)
+        return TransferView(transfer.description, p_units(transfer.volume_p), nodes, paths, ring=False)
+    # Every column at once: the ring algorithm, each card passing slices to its neighbour, the
+    # last one back to the first.
+    steps = tuple(f"M{a.x + a.width / 2:.2f},14 L{b.x - b.width / 2:.2f},14" for a, b in itertools.pairwise(nodes))
+    first, last = nodes[0], nodes[-1]
+    back = f"M{last.x:.2f},18 C{last.x:.2f},27 {first.x:.2f},27 {first.x:.2f},18"
+    return TransferView(transfer.description, p_units(transfer.volume_p), nodes, (*steps, back), ring=True)
+
+
+def _step_label(phase: Phase, card: int, column: Column, spec: BandSpec) -> str:
+    where = f"GPU {card:,}, column {column.index} ({column.label}), {spec.label} ({spec.precision}, {spec.nbytes} B)"
+    owning = holders(column.index, phase.gpus)
+    owners = _cards_text(owning)
+    part = share(card, column.index, phase.gpus)
+    holding = phase.holding(card, column.index, spec.band)
+    if holding is Holding.GATHERED:
+        return f"{where}: assembled here from {owners}, one layer at a time, for this phase only, then discarded."
+    if holding is Holding.SENT:
+        kept = f"keeps the sums of its own {_fraction(part.size)} and sends the rest" if part else "sends them all"
+        return f"{where}: computed here, then reduce-scattered to {owners}; this card {kept}, then drops them."
+    if holding is Holding.DASHED:
+        return f"{where}: not here. {owners} {'holds' if len(owning) == 1 else 'hold'} it on this column's behalf."
+    if holding is Holding.PARTIAL and part is not None:
+        return f"{where}: this card holds its slice, {_fraction(part.size)} of the column; {owners} hold the rest."
+    if spec.band in phase.sharded:
+        return f"{where}: held on this card, which is responsible for this column."
+    return f"{where}: held on this card; every card keeps its own copy."
+
+
+def _step_cell(phase: Phase, card: int, column: Column, spec: BandSpec, focusable: bool) -> CellView:
+    holding = phase.holding(card, column.index, spec.band)
+    part = share(card, column.index, phase.gpus)
+    strip = None
+    if holding is Holding.PARTIAL and part is not None:
+        start = int(part.start * SHARE_STEPS)
+        # Never narrower than one step, so a 1/128 slice still shows.
+        strip = (start, max(start + 1, round(part.end * SHARE_STEPS)))
+    return CellView(
+        card=card,
+        weight=column.index,
+        band=spec.band,
+        state=holding.state,
+        holder=holders(column.index, phase.gpus)[0],
+        nbytes=spec.nbytes,
+        label=_step_label(phase, card, column, spec),
+        focusable=focusable,
+        holding=holding,
+        active=phase.active(card, column.index, spec.band),
+        strip=strip,
+    )
+
+
+def _step_cards(
+    scenario: Scenario, phases: tuple[Phase, ...], phase: Phase, scale: Fraction
+) -> tuple[CardView | CardGap, ...]:
     run, units, recipe = scenario.run, scenario.units, scenario.recipe
-    live = live_table(phases, run.params, recipe)
-    peaks = peak_so_far(live, phase.index)
-    capacity = run.capacity
-    scale = max([Fraction(capacity or 0), *(max(row) for row in live)])
+    columns = scenario.columns
+    peak = peak_so_far(phases, phase.index)
+    now = phase.live_bytes
+    bar = bar_view(scenario, phase.stage, scale, phase.extra, peak, "Peak so far on one card")
     specs = legend(recipe)
-    cards = []
-    for card in range(LAYERS):
-        now = live[phase.index][card]
-        peak = peaks[card]
-        columns = tuple(
+    shown = shown_indices(run.gpus)
+    cards: list[CardView | CardGap] = []
+    for position, card in enumerate(shown):
+        if position and (hidden := card - shown[position - 1] - 1):
+            cards.append(CardGap(f"GPU {card - hidden:,} to GPU {card - 1:,}: the same pattern"))
+        mine = set(owned_columns(card, run.gpus)) if phase.sharded else set()
+        view_columns = tuple(
             ColumnView(
-                weight=layer,
-                responsible=layer == card and bool(phase.stage.sharded),
-                axis_label=str(layer + 1),
-                cells=tuple(_step_cell(phase, card, layer, spec, spec is specs[0]) for spec in specs),
+                weight=column.index,
+                responsible=column.index in mine,
+                axis_label=str(column.index),
+                cells=tuple(
+                    _step_cell(phase, card, column, spec, position == 0 and column.index == 0 and spec is specs[0])
+                    for spec in specs
+                ),
             )
-            for layer in range(LAYERS)
-        )
-        held = sum(cell.nbytes for column in columns for cell in column.cells if cell.holding is not Holding.DASHED)
-        now_width = float(now / scale * 100)
-        segments = (
-            Segment("live", 0.0, now_width, f"now {units.show(now)}"),
-            Segment("peak", now_width, float((peak - now) / scale * 100), f"peak so far {units.show(peak)}"),
-        )
-        bar = BarView(
-            segments=segments,
-            capacity_x=float(Fraction(capacity) / scale * 100) if capacity else None,
-            label=f"Live memory on GPU {card}: {units.show(now)} now, {units.show(peak)} at most so far",
-            verdict="",
-            fits=None,
+            for column in columns
         )
         cards.append(
             CardView(
                 index=card,
-                title=f"GPU {card}",
-                columns=columns,
-                held_bytes=held,
-                full_bytes=LAYERS * recipe.total,
+                title=f"GPU {card:,}",
+                columns=view_columns,
+                held_bytes=0,
+                full_bytes=0,
                 bytes_per_weight=f"now {units.show(now)}",
                 model_bytes=f"peak {units.show(peak)}",
                 bar=bar,
@@ -128,17 +175,37 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
     return tuple(cards)
 
 
-def step_view(stage: Stage, scenario: Scenario, link: Links, index: int) -> tuple[StepView, tuple[CardView, ...]]:
+def _relation(gpus: int) -> str:
+    """How the cards' slices line up with the columns."""
+    if gpus == 1:
+        return "With one GPU the card holds every column."
+    if gpus == COLUMNS:
+        return "With 8 GPUs, GPU i is responsible for column i (underlined)."
+    per_card = Fraction(COLUMNS, gpus)
+    if per_card > 1:
+        return f"With {gpus} GPUs each card is responsible for {_fraction(per_card)} columns (underlined)."
+    return (
+        f"With {gpus:,} GPUs each card is responsible for {_fraction(per_card)} of a column (underlined), "
+        "drawn as a strip."
+    )
+
+
+def step_view(
+    stage: Stage, scenario: Scenario, link: Links, index: int, scale: Fraction
+) -> tuple[StepView, tuple[CardView | CardGap, ...]]:
     """One phase of the step: the panel, and the cards as they are at that moment."""
-    phases = step(stage)
+    run = scenario.run
+    columns = scenario.columns
+    phases = step(stage, run, columns)
     phase = phases[index]
+    nodes = _nodes(shown_indices(run.gpus), run.gpus)
     hidden = (("stage", stage.value), *link.run)
     view = StepView(
         index=index,
         last=LAST_PHASE,
         title=phase.title,
-        explanation=explanation(phase),
-        transfers=tuple(_transfer_view(t) for t in phase.transfers),
+        explanation=explanation(phase, run.recipe, columns),
+        transfers=tuple(_transfer_view(t, nodes, run.gpus) for t in phase.transfers),
         tally=p_units(phase.tally_p),
         total=p_units(phases[-1].tally_p),
         prev_href=link.at(stage, index - 1) if index > 0 else None,
@@ -147,9 +214,8 @@ def step_view(stage: Stage, scenario: Scenario, link: Links, index: int) -> tupl
         last_href=link.at(stage, LAST_PHASE),
         rest_href=link.at(stage, None),
         hidden=hidden,
-        note=""
-        if scenario.run.gpus == LAYERS
-        else f"The step is drawn on {LAYERS} cards with {LAYERS} layers; the table below uses your "
-        f"{scenario.run.gpus:,} GPUs.",
+        note=UNKNOWN_LAYER_RULE if run.largest_layer is None else "",
+        columns=tuple(f"{column.index}: {column.label}" for column in columns),
+        relation=_relation(run.gpus),
     )
-    return view, _step_cards(scenario, phases, phase)
+    return view, _step_cards(scenario, phases, phase, scale)

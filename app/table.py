@@ -22,7 +22,7 @@ def render_table(scenario: Scenario) -> str:
     header = ["stage", "bytes/weight", "per GPU", "peak per GPU", "communication"]
     if with_capacity:
         header += ["fits", "headroom", "largest model that fits"]
-    rows = [_cells(row, with_capacity) for row in table_rows(None, lambda stage: "", report(run), units)]
+    rows = [_cells(row, with_capacity) for row in table_rows(None, lambda stage: "", report(run), scenario)]
     widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
     # Names left, figures right: how people read a table of numbers.
     lines = [

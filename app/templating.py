@@ -11,7 +11,6 @@ from starlette.templating import Jinja2Templates
 
 from app.links import template_url_for
 from app.paths import TEMPLATES_DIR
-from app.step_view import CARD_X
 
 # htmx settings that keep it inside a strict CSP and make back/forward ask the server.
 HTMX_CONFIG: dict[str, Any] = {
@@ -36,8 +35,6 @@ VARY = "HX-Request, HX-History-Restore-Request"
 
 templates = Jinja2Templates(directory=TEMPLATES_DIR)
 templates.env.globals["url_for"] = template_url_for
-# Where the transfer drawing puts each card: shared with the view that draws the arrows.
-templates.env.globals["card_x"] = CARD_X
 templates.env.globals["htmx_config"] = json.dumps(HTMX_CONFIG, separators=(",", ":"))
 
 

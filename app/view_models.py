@@ -62,11 +62,15 @@ class CellView:
     """During a step: held, gathered for this phase only, or dashed; None at rest."""
     active: bool = False
     """Whether the phase shown works on this cell."""
+    strip: tuple[int, int] | None = None
+    """A partial cell's part of the column, in 48ths: where its strip starts and ends."""
 
     @property
     def css(self) -> str:
         """The cell's classes: band hue, state, height in bytes, and during a step its holding."""
         extra = (f" {self.holding}" if self.holding else "") + (" active" if self.active else "")
+        if self.strip:
+            extra += f" from-{self.strip[0]} to-{self.strip[1]}"
         return f"cell band-{self.band} {self.state} nb-{self.nbytes}{extra}"
 
 
@@ -204,6 +208,7 @@ class StageView:
 
     stage: Stage
     info: StageInfo
+    explanation: str
     shards_anything: bool
     gpus: int
     params_label: str
@@ -223,11 +228,22 @@ class StageView:
 
 
 @dataclass(frozen=True)
+class TransferNode:
+    """A card in the transfer drawing, or the gap standing for the cards left out (card None)."""
+
+    x: float
+    width: float
+    label: str
+    card: int | None
+
+
+@dataclass(frozen=True)
 class TransferView:
     """A collective in flight, and its arrows between the cards (SVG paths in a 100 × 28 drawing)."""
 
     description: str
     volume: str
+    nodes: tuple[TransferNode, ...]
     paths: tuple[str, ...]
     ring: bool
 
@@ -251,6 +267,10 @@ class StepView:
     hidden: tuple[tuple[str, str], ...]
     """The fields the phase slider sends with the phase: the stage and the run."""
     note: str = ""
+    columns: tuple[str, ...] = ()
+    """What each of the 8 columns stands for, e.g. '5: layers 51–61 of 80'."""
+    relation: str = ""
+    """How the cards' slices line up with the columns."""
 
 
 @dataclass(frozen=True)

@@ -6,18 +6,20 @@ templates only lay things out and tests can check the same values the page shows
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 from functools import lru_cache
 
+from app.bars import bar_view
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.bands import RECIPES, Band, Recipe, RecipeName
 from app.domain.communication import transfers
-from app.domain.fit import StageReport, layer_exceeds_card, report
+from app.domain.fit import UNKNOWN_LAYER_RULE, StageReport, layer_exceeds_card, layer_extra, report
 from app.domain.hardware import CARDS
 from app.domain.quantities import ByteUnit, per_weight
 from app.domain.scenario import Inputs, Scenario, resolve
 from app.domain.sharding import Cell, CellState, Layout, layout
-from app.domain.stages import Stage
+from app.domain.stages import Stage, explanation
 from app.step_view import step_view
 from app.view_models import (
     BandField,
@@ -32,7 +34,6 @@ from app.view_models import (
     Links,
     Option,
     PageView,
-    Segment,
     StageLink,
     StageView,
     TableRow,
@@ -41,6 +42,11 @@ from app.view_models import (
 
 APP_NAME = "ZeRO Bands"
 DEFAULT_SCENARIO = resolve(Inputs())
+
+
+def gpus_label(gpus: int) -> str:
+    """'1 GPU', '8 GPUs', '1,024 GPUs'."""
+    return f"{gpus:,} GPU{'' if gpus == 1 else 's'}"
 
 
 def params_label(params: int) -> str:
@@ -113,47 +119,32 @@ def _columns(grid: Layout, card: int, tab_stop: bool) -> tuple[ColumnView, ...]:
     return tuple(columns)
 
 
-def _bar(scenario: Scenario, row: StageReport, scale: Fraction) -> BarView:
-    run, units = scenario.run, scenario.units
-    segments: list[Segment] = []
-    x = 0.0
-    for spec in legend(run.recipe):
-        nbytes = Fraction(run.params * spec.nbytes, run.gpus if spec.band in row.stage.sharded else 1)
-        width = float(nbytes / scale * 100)
-        segments.append(Segment(f"band-{spec.band}", x, width, f"{spec.label}: {units.show(nbytes)}"))
-        x += width
-    transient = row.peak_bytes - row.per_gpu_bytes
-    if transient:
-        width = float(transient / scale * 100)
-        segments.append(Segment("gathered", x, width, f"one gathered layer: {units.show(transient)}"))
-    capacity = run.capacity
-    label = f"Memory on one card: {units.show(row.peak_bytes)}" + (f" of {units.show(capacity)}" if capacity else "")
+def _verdict(row: StageReport, units: ByteUnit) -> str:
     if row.fits is None or row.headroom_bytes is None:
-        verdict = ""
-    elif row.fits:
-        verdict = f"Fits: {units.show(row.headroom_bytes)} left for activations."
-    else:
-        verdict = f"Does not fit: {units.show(-row.headroom_bytes)} over."
-    return BarView(
-        segments=tuple(segments),
-        capacity_x=float(Fraction(capacity) / scale * 100) if capacity else None,
-        label=label,
-        verdict=verdict,
-        fits=row.fits,
-    )
+        return ""
+    if row.fits:
+        return f"Fits: {units.show(row.headroom_bytes)} left for activations."
+    return f"Does not fit: {units.show(-row.headroom_bytes)} over."
+
+
+def _rest_bar(scenario: Scenario, row: StageReport, scale: Fraction) -> BarView:
+    run = scenario.run
+    extra = layer_extra(row.stage, run, run.largest_layer, backward=True)
+    bar = bar_view(scenario, row.stage, scale, extra, row.peak_bytes, "Peak memory on one card")
+    return replace(bar, verdict=_verdict(row, scenario.units), fits=row.fits)
 
 
 def _cards(scenario: Scenario, stage: Stage, row: StageReport, scale: Fraction) -> tuple[CardView | CardGap, ...]:
     grid = layout(stage, scenario.run.gpus, scenario.recipe)
-    bar = _bar(scenario, row, scale)
+    bar = _rest_bar(scenario, row, scale)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(grid.shown):
         if hidden := _hidden_before(grid.shown, position):
-            cards.append(CardGap(f"GPU {card - hidden} to GPU {card - 1}: the same pattern"))
+            cards.append(CardGap(f"GPU {card - hidden:,} to GPU {card - 1:,}: the same pattern"))
         cards.append(
             CardView(
                 index=card,
-                title=f"GPU {card}",
+                title=f"GPU {card:,}",
                 columns=_columns(grid, card, tab_stop=position == 0),
                 held_bytes=grid.held_bytes(card),
                 full_bytes=grid.full_bytes,
@@ -166,9 +157,10 @@ def _cards(scenario: Scenario, stage: Stage, row: StageReport, scale: Fraction) 
 
 
 def table_rows(
-    current: Stage | None, link: LinkFor, rows: tuple[StageReport, ...], units: ByteUnit
+    current: Stage | None, link: LinkFor, rows: tuple[StageReport, ...], scenario: Scenario
 ) -> tuple[TableRow, ...]:
     """The comparison table, one row per stage."""
+    units, gpus = scenario.units, scenario.run.gpus
     return tuple(
         TableRow(
             stage=r.stage,
@@ -179,17 +171,32 @@ def table_rows(
             peak=units.show(r.peak_bytes),
             communication=f"{r.communication_p}P",
             communication_bytes=units.show(r.communication_bytes),
-            breakdown=tuple(t.description for t in transfers(r.stage)),
+            breakdown=tuple(t.description for t in transfers(r.stage, gpus)) or ("nothing: one card",),
             fits=r.fits,
             headroom=None if r.headroom_bytes is None else _headroom(r.headroom_bytes, units),
-            max_model=None if r.max_params_that_fit is None else f"{params_label(r.max_params_that_fit)} weights",
+            max_model=_max_model(r),
             current=r.stage is current,
         )
         for r in rows
     )
 
 
-def _headroom(headroom: Fraction, units: ByteUnit) -> str:
+def _max_model(row: StageReport) -> str | None:
+    if row.fits is None:
+        return None
+    if row.max_params_that_fit is None:
+        return "none: one layer alone is too big"
+    # Rounded down, so the figure shown, entered as a model, still fits.
+    return f"{params_label(_floor_significant(row.max_params_that_fit))} weights"
+
+
+def _floor_significant(count: int, digits: int = 3) -> int:
+    """`count` cut (never rounded up) to its first `digits` significant digits."""
+    step: int = 10 ** max(len(str(count)) - digits, 0)
+    return count // step * step
+
+
+def _headroom(headroom: int, units: ByteUnit) -> str:
     return f"{units.show(headroom)} left" if headroom >= 0 else f"{units.show(-headroom)} over"
 
 
@@ -204,7 +211,7 @@ def boundary(scenario: Scenario) -> Boundary:
     assembled = run.assembled_layer_bytes
     exceeds = layer_exceeds_card(run)
     if assembled is None or run.largest_layer is None:
-        verdict = "The largest layer is unknown for this model: enter it to check ZeRO-3's limit."
+        verdict = UNKNOWN_LAYER_RULE
     elif exceeds is None:
         verdict = "Give the card's memory to check that one assembled layer fits."
     elif exceeds:
@@ -281,22 +288,23 @@ def stage_view(stage: Stage, scenario: Scenario, link: Links, phase: int | None 
     # Against the card when there is one; otherwise one scale for every stage, so switching shows
     # the bars shrink.
     if run.capacity is not None:
-        scale = max(Fraction(run.capacity), chosen.peak_bytes)
+        scale = Fraction(max(run.capacity, chosen.peak_bytes))
     else:
-        scale = max(r.peak_bytes for r in rows)
+        scale = Fraction(max(r.peak_bytes for r in rows))
     cards: tuple[CardView | CardGap, ...]
     stepping = None
     if phase is None:
         cards = _cards(scenario, stage, chosen, scale)
     else:
-        stepping, cards = step_view(stage, scenario, link, phase)
+        stepping, cards = step_view(stage, scenario, link, phase, scale)
     return StageView(
         stage=stage,
         info=stage.info,
+        explanation=explanation(stage, run.recipe, run.gpus),
         shards_anything=bool(stage.sharded),
         gpus=run.gpus,
         params_label=params_label(run.params),
-        summary=f"{scenario.model_title}, {run.params:,} weights, on {run.gpus:,} GPUs with {run.recipe.title}",
+        summary=f"{scenario.model_title}, {run.params:,} weights, on {gpus_label(run.gpus)} with {run.recipe.title}",
         bytes_per_weight=per_weight(chosen.bytes_per_weight),
         per_gpu=units.show(chosen.per_gpu_bytes),
         share_of_dp=_share(chosen.bytes_per_weight / by_stage[Stage.DP].bytes_per_weight),
@@ -304,7 +312,7 @@ def stage_view(stage: Stage, scenario: Scenario, link: Links, phase: int | None 
         cards=cards,
         sampled=any(isinstance(card, CardGap) for card in cards),
         full_bytes_per_weight=run.recipe.total,
-        rows=table_rows(stage, link, rows, units),
+        rows=table_rows(stage, link, rows, scenario),
         capacity=None if run.capacity is None else units.show(run.capacity),
         boundary=boundary(scenario),
         notes=scenario.notes,

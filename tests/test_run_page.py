@@ -48,7 +48,7 @@ def test_grid_draws_every_card_up_to_sixteen_then_a_sample(
     gaps = grid.select(".card-gap")
     assert len(gaps) == (1 if gpus > 16 else 0)
     if gpus > 16:
-        assert f"GPU 4 to GPU {gpus - 5}" in gaps[0].get_text()
+        assert f"GPU 4 to GPU {gpus - 5:,}" in gaps[0].get_text()
         assert drawn == {str(i) for i in (0, 1, 2, 3, gpus - 4, gpus - 3, gpus - 2, gpus - 1)}
 
 
@@ -84,7 +84,11 @@ def test_verdicts_follow_the_capacity(client: TestClient, capacity: str, fits: l
         return
     assert _table(tree, "td.verdict-cell .verdict") == fits
     assert _table(tree, "td.verdict-cell .headroom")[-1] == "59.7 GiB left"
-    assert _table(tree, "td.max-model") == ["5.37B weights", "20.5B weights", "38.7B weights", "344B weights"]
+    # The same test as the verdict, the embedding (1,050,673,152 weights) kept as the largest layer, and
+    # cut to three digits, never rounded up. By hand, data parallelism: 80 GiB / 16 B = 5,368,709,120.
+    # ZeRO-1: 80 GiB / (4 + 12/64) B ≈ 20.51B. ZeRO-2: (80 GiB - 2 B × the layer's gradients) / (2 + 14/64) B
+    # ≈ 37.77B. ZeRO-3: (80 GiB - 4 B × the layer) / 16 B = a slice of 5,106,040,832 weights, × 64 = 326.8B.
+    assert _table(tree, "td.max-model") == ["5.36B weights", "20.5B weights", "37.7B weights", "326B weights"]
 
 
 def test_each_card_has_a_bar_drawn_to_scale_against_the_capacity(client: TestClient) -> None:

@@ -28,20 +28,30 @@ def test_at_rest_offers_the_step(client: TestClient) -> None:
 
 
 @pytest.mark.parametrize("headers", [{}, {"HX-Request": "true"}], ids=["page", "fragment"])
-def test_zero3_forward_layer_3_shows_the_gathered_layer(client: TestClient, headers: dict[str, str]) -> None:
+def test_zero3_forward_column_2_shows_the_gathered_weights(client: TestClient, headers: dict[str, str]) -> None:
     tree = _page(client, "stage=zero3&phase=3", headers)
     panel = one(tree, "#step")
     assert panel["data-phase"] == "3"
-    assert text(panel, "h3") == "Phase 3 of 20 Forward pass, layer 3"
+    assert text(panel, "h3") == "Phase 3 of 20 Forward pass, column 2"
     assert text(panel, "#tally strong") == "0.375P"
-    assert one(panel, ".transfer figcaption").get_text() == "all-gather of layer 3's weights: 0.125P"
+    assert one(panel, ".transfer figcaption").get_text() == "all-gather of column 2's weights: 0.125P"
     weights = tree.select('#grid .cell[data-weight="2"][data-band="weights"]')
     assert [c["data-holding"] for c in weights] == ["gathered", "gathered", "held"] + ["gathered"] * 5
-    assert all("active" in c["class"] for c in weights)
+    # Exactly the cells the text names are ringed: column 2's weights, on every card.
+    assert tree.select("#grid .cell.active") == weights
     assert {c["data-holding"] for c in tree.select('#grid .cell[data-weight="3"][data-band="weights"]')} == {
         "held",
         "dashed",
     }
+
+
+def test_gradients_made_for_another_card_are_drawn_as_sent(client: TestClient) -> None:
+    tree = _page(client, "stage=zero2&phase=9")
+    gradients = tree.select('#grid .cell[data-weight="7"][data-band="gradients"]')
+    assert [c["data-holding"] for c in gradients] == ["sent"] * 7 + ["held"]
+    assert "computed here, then reduce-scattered to GPU 7" in str(gradients[0]["aria-label"])
+    keys = [text(li, "strong") for li in tree.select(".legend ul.states li")]
+    assert keys == ["Filled", "Part filled", "Striped", "Barred", "Dashed outline", "Ringed"]
 
 
 def test_controls_are_real_links_that_keep_the_run(client: TestClient) -> None:
@@ -69,21 +79,65 @@ def test_the_tally_ends_at_the_seed_figures(client: TestClient, stage: str, tall
     assert text(_page(client, f"stage={stage}&phase=20"), "#tally strong") == tally
 
 
-def test_a_run_on_other_than_eight_cards_is_stepped_on_eight(client: TestClient) -> None:
+def test_a_run_on_64_gpus_is_stepped_on_its_own_cards(client: TestClient) -> None:
     tree = _page(client, "stage=zero3&phase=3&gpus=64")
-    assert len(tree.select("#grid .card")) == 8
-    assert text(tree, ".step-note") == (
-        "The step is drawn on 8 cards with 8 layers; the table below uses your 64 GPUs."
-    )
-    assert _page(client, "stage=zero3&phase=3").select(".step-note") == []
+    cards = [card["data-card-index"] for card in tree.select("#grid .card")]
+    assert cards == ["0", "1", "2", "3", "60", "61", "62", "63"]
+    assert text(tree, "#grid .card-gap") == "… GPU 4 to GPU 59: the same pattern"
+    # 16 B for each of the 468,750,000 weights in a 1/64 slice: 7.0 GiB, as the table says.
+    assert {text(card, ".card-sub") for card in tree.select("#grid .card")} == {"now 7.0 GiB · peak 7.0 GiB"}
+    assert text(tree, "table.figures tr[data-stage=zero3] td.per-gpu") == "7.0 GiB"
+    # GPU 1 holds the second eighth of column 0, drawn as a strip; GPUs 0-7 hold column 0.
+    strip = one(tree, '#grid .cell[data-card="1"][data-weight="0"][data-band="master"]')
+    assert strip["data-holding"] == "partial"
+    assert {"from-6", "to-12"} <= set(strip["class"])
+    assert "holds its slice, 1/8 of the column; GPUs 0–7 hold the rest" in str(strip["aria-label"])
 
 
-def test_live_memory_per_card(client: TestClient) -> None:
-    tree = _page(client, "stage=zero3&phase=9")
-    subs = [text(card, ".card-sub") for card in tree.select("#grid .card")]
-    assert subs[0] == "now 69.8 GiB · peak 69.8 GiB"
-    # GPU 7 owns layer 8: nothing to gather for it, so it sits at its shard.
-    assert subs[7] == "now 55.9 GiB · peak 62.9 GiB"
+@pytest.mark.parametrize(
+    "query",
+    [
+        "model=llama-3-8b",
+        "model=llama-3-70b&gpus=16&capacity=80GiB",
+        "model=llama-3.1-405b&gpus=1024&capacity=80GB",
+        "gpus=1",
+        "model=custom&params=7.5B&gpus=3&largest_layer=1B&recipe=custom&weights_bytes=2&gradients_bytes=4",
+        "gpus=64&capacity=40GiB",
+    ],
+)
+@pytest.mark.parametrize("stage", ["dp", "zero1", "zero2", "zero3"])
+def test_the_steps_peak_is_the_tables_peak(client: TestClient, query: str, stage: str) -> None:
+    end = _page(client, f"stage={stage}&phase=20&{query}")
+    peaks = {text(card, ".card-sub").split(" · ")[1] for card in end.select("#grid .card")}
+    assert peaks == {f"peak {text(end, f'table.figures tr[data-stage={stage}] td.peak')}"}
+    start = _page(client, f"stage={stage}&phase=0&{query}")
+    nows = {text(card, ".card-sub").split(" · ")[0] for card in start.select("#grid .card")}
+    assert nows == {f"now {text(start, f'table.figures tr[data-stage={stage}] td.per-gpu')}"}
+
+
+def _band_widths(tree: BeautifulSoup) -> list[tuple[str, str]]:
+    bar = tree.select("#grid .card .bar svg")[0]
+    rects = [(str(r["class"][0]), str(r["width"])) for r in bar.select("rect")]
+    return [(css, width) for css, width in rects if css.startswith("band-")]
+
+
+def test_at_rest_and_phase_0_draw_the_same_bar_and_columns(client: TestClient) -> None:
+    rest = _page(client, "stage=zero3&model=llama-3-8b&capacity=80GiB")
+    start = _page(client, "stage=zero3&model=llama-3-8b&capacity=80GiB&phase=0")
+    assert _band_widths(rest) == _band_widths(start)
+    assert len(_band_widths(rest)) == 4
+    axis = [[s.get_text() for s in tree.select("#grid .card")[0].select(".axis span")] for tree in (rest, start)]
+    assert axis[0] == axis[1] == [str(i) for i in range(8)]
+
+
+def test_the_step_says_what_each_column_stands_for(client: TestClient) -> None:
+    tree = _page(client, "stage=zero3&phase=5&model=llama-3-70b")
+    assert [li.get_text() for li in tree.select(".column-key li")][4] == "4: layers 41–51 of 80"
+    assert "layers 41–51 of 80" in text(tree, ".step-explanation")
+    assert tree.select(".step-note") == []
+    unknown = _page(client, "stage=zero3&phase=5")
+    # The same words as the boundary box, where the table's peak is explained.
+    assert text(unknown, ".step-note") == text(unknown, ".boundary-verdict")
 
 
 @pytest.mark.parametrize("phase", ["-1", "21", "x", "1.5"])
@@ -94,11 +148,19 @@ def test_phase_out_of_range_is_a_readable_422(client: TestClient, phase: str) ->
 
 
 def test_api_step(client: TestClient) -> None:
-    body = client.get("/api/step", params={"stage": "zero3", "phase": "9"}).json()
-    assert (body["part"], body["layer"], body["title"]) == ("backward", 7, "Backward pass, layer 8")
+    body = client.get("/api/step", params={"stage": "zero3", "phase": "9", "model": "llama-3-8b"}).json()
+    assert (body["part"], body["column"], body["title"]) == ("backward", 7, "Backward pass, column 7")
+    assert body["columns"][7]["label"] == "layers 30–32 of 32 and the output head"
     assert [t["collective"] for t in body["transfers"]] == ["all-gather", "reduce-scatter"]
     assert body["tally_p"] == 1.25
-    assert body["live_bytes"][0] == 75e9
+    # By hand: 16 B × 1,003,782,656 weights in a slice, plus the output head's 525,336,576 weights as
+    # weights (2 B) and as gradients (2 B). Exact integers, as the table's peak.
+    assert body["state_bytes"] == 16_060_522_496
+    assert (body["gathered_bytes"], body["computed_bytes"]) == (1_050_673_152, 1_050_673_152)
+    assert body["live_bytes"] == 18_161_868_800
+    memory = client.get("/api/memory", params={"model": "llama-3-8b"}).json()
+    assert memory["stages"][3]["peak_bytes"] == body["live_bytes"]
     assert len(body["cells"]) == 8 * 8 * 4
+    assert {c["holding"] for c in body["cells"] if c["column"] == 7 and c["band"] == "gradients"} == {"sent", "held"}
     assert client.get("/api/step", params={"stage": "zero2", "phase": "20"}).json()["tally_p"] == 2.0
     assert client.get("/api/step", params={"phase": "21"}).status_code == 422

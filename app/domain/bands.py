@@ -24,6 +24,13 @@ class BandSpec:
     precision: str
     nbytes: int
     description: str
+    noun: str = ""
+    """How a sentence names the band, e.g. "Adam's two fp32 moments"; blank: from the label."""
+
+    @property
+    def phrase(self) -> str:
+        """The band named in a sentence: its noun, or 'the' and its label."""
+        return self.noun or f"the {self.label[:1].lower()}{self.label[1:]}"
 
 
 @dataclass(frozen=True)
@@ -56,20 +63,32 @@ class Recipe:
         """Bytes per weight of all bands together: what plain data parallelism keeps."""
         return sum(spec.nbytes for spec in self.specs)
 
+    @property
+    def has_master(self) -> bool:
+        """Whether the optimizer keeps a separate master copy of the weights."""
+        return self.nbytes(Band.MASTER) > 0
+
+    def phrase(self, bands: frozenset[Band] | tuple[Band, ...]) -> str:
+        """The stored bands among `bands`, named in a sentence: 'the fp32 master copy and Adam's two moments'."""
+        names = [spec.phrase for spec in self.specs if spec.band in bands and spec.nbytes > 0]
+        if len(names) <= 1:
+            return "".join(names) or "nothing"
+        return ", ".join(names[:-1]) + " and " + names[-1]
+
 
 MIXED_ADAM = Recipe(
     name="mixed-adam",
     title="Mixed-precision Adam",
     specs=(
-        BandSpec(Band.WEIGHTS, "Weights", "bf16", 2, "used by the forward and backward passes"),
-        BandSpec(Band.GRADIENTS, "Gradients", "bf16", 2, "made by the backward pass"),
-        BandSpec(Band.MASTER, "Master copy", "fp32", 4, "what the optimizer updates"),
-        BandSpec(Band.MOMENTS, "Adam moments", "fp32 ×2", 8, "two running averages"),
+        BandSpec(Band.WEIGHTS, "Weights", "bf16", 2, "used by the forward and backward passes", "the bf16 weights"),
+        BandSpec(Band.GRADIENTS, "Gradients", "bf16", 2, "made by the backward pass", "the bf16 gradients"),
+        BandSpec(Band.MASTER, "Master copy", "fp32", 4, "what the optimizer updates", "the fp32 master copy"),
+        BandSpec(Band.MOMENTS, "Adam moments", "fp32 ×2", 8, "two running averages", "Adam's two fp32 moments"),
     ),
 )
 
 
-def _recipe(name: str, title: str, *specs: tuple[str, str, int, str]) -> Recipe:
+def _recipe(name: str, title: str, *specs: tuple[str, str, int, str, str]) -> Recipe:
     return Recipe(name, title, tuple(BandSpec(band, *spec) for band, spec in zip(Band, specs, strict=True)))
 
 
@@ -92,34 +111,34 @@ RECIPES: dict[RecipeName, Recipe] = {
         _recipe(
             "fp32-adam",
             "fp32 Adam",
-            ("Weights", "fp32", 4, "used by the forward and backward passes"),
-            ("Gradients", "fp32", 4, "made by the backward pass"),
-            ("Master copy", "none", 0, "not needed: the weights are already fp32"),
-            ("Adam moments", "fp32 ×2", 8, "two running averages"),
+            ("Weights", "fp32", 4, "used by the forward and backward passes", "the fp32 weights"),
+            ("Gradients", "fp32", 4, "made by the backward pass", "the fp32 gradients"),
+            ("Master copy", "none", 0, "not needed: the weights are already fp32", "no master copy"),
+            ("Adam moments", "fp32 ×2", 8, "two running averages", "Adam's two fp32 moments"),
         ),
         _recipe(
             "bf16-adam",
             "Pure bf16 Adam",
-            ("Weights", "bf16", 2, "used by the forward and backward passes, and updated in place"),
-            ("Gradients", "bf16", 2, "made by the backward pass"),
-            ("Master copy", "none", 0, "none: updates go straight into the bf16 weights"),
-            ("Adam moments", "bf16 ×2", 4, "two running averages"),
+            ("Weights", "bf16", 2, "used by the forward and backward passes, and updated in place", "the bf16 weights"),
+            ("Gradients", "bf16", 2, "made by the backward pass", "the bf16 gradients"),
+            ("Master copy", "none", 0, "none: updates go straight into the bf16 weights", "no master copy"),
+            ("Adam moments", "bf16 ×2", 4, "two running averages", "Adam's two bf16 moments"),
         ),
         _recipe(
             "mixed-sgd",
             "Mixed-precision SGD with momentum",
-            ("Weights", "bf16", 2, "used by the forward and backward passes"),
-            ("Gradients", "bf16", 2, "made by the backward pass"),
-            ("Master copy", "fp32", 4, "what the optimizer updates"),
-            ("Momentum", "fp32", 4, "one running average"),
+            ("Weights", "bf16", 2, "used by the forward and backward passes", "the bf16 weights"),
+            ("Gradients", "bf16", 2, "made by the backward pass", "the bf16 gradients"),
+            ("Master copy", "fp32", 4, "what the optimizer updates", "the fp32 master copy"),
+            ("Momentum", "fp32", 4, "one running average", "the fp32 momentum"),
         ),
         _recipe(
             "adam-8bit",
             "Mixed precision, 8-bit Adam",
-            ("Weights", "bf16", 2, "used by the forward and backward passes"),
-            ("Gradients", "bf16", 2, "made by the backward pass"),
-            ("Master copy", "fp32", 4, "what the optimizer updates"),
-            ("Adam moments", "int8 ×2", 2, "two running averages, quantised"),
+            ("Weights", "bf16", 2, "used by the forward and backward passes", "the bf16 weights"),
+            ("Gradients", "bf16", 2, "made by the backward pass", "the bf16 gradients"),
+            ("Master copy", "fp32", 4, "what the optimizer updates", "the fp32 master copy"),
+            ("Adam moments", "int8 ×2", 2, "two running averages, quantised", "Adam's two 8-bit moments"),
         ),
     )
 }
@@ -139,7 +158,7 @@ def custom_recipe(weights: int, gradients: int, master: int, moments: int) -> Re
         "custom",
         f"Custom ({'/'.join(map(str, sizes))})",
         tuple(
-            BandSpec(band, label, f"{size} B", size, "as entered")
+            BandSpec(band, label, f"{size} B", size, "as entered", f"the {label[:1].lower()}{label[1:]} ({size} B)")
             for band, label, size in zip(Band, labels, sizes, strict=True)
         ),
     )

@@ -36,6 +36,10 @@ class Transfer:
 
 
 _GRADIENT_REDUCE_SCATTER = Transfer(Collective.REDUCE_SCATTER, Band.GRADIENTS, "after the backward pass")
+# Stages 2 and 3 keep only their own slice of the gradients, so they send each layer's as soon as it is made.
+_LAYERWISE_REDUCE_SCATTER = Transfer(
+    Collective.REDUCE_SCATTER, Band.GRADIENTS, "layer by layer during the backward pass"
+)
 
 _TRANSFERS: dict[Stage, tuple[Transfer, ...]] = {
     # Data parallelism's all-reduce, written as the two phases it is made of.
@@ -49,23 +53,24 @@ _TRANSFERS: dict[Stage, tuple[Transfer, ...]] = {
         Transfer(Collective.ALL_GATHER, Band.WEIGHTS, "after the update"),
     ),
     Stage.ZERO2: (
-        _GRADIENT_REDUCE_SCATTER,
+        _LAYERWISE_REDUCE_SCATTER,
         Transfer(Collective.ALL_GATHER, Band.WEIGHTS, "after the update"),
     ),
     # Stage 3 keeps no whole copy of the weights, so it gathers them for each pass instead.
     Stage.ZERO3: (
         Transfer(Collective.ALL_GATHER, Band.WEIGHTS, "in the forward pass"),
         Transfer(Collective.ALL_GATHER, Band.WEIGHTS, "in the backward pass"),
-        _GRADIENT_REDUCE_SCATTER,
+        _LAYERWISE_REDUCE_SCATTER,
     ),
 }
 
 
-def transfers(stage: Stage) -> tuple[Transfer, ...]:
-    """The collectives one training step runs under this stage."""
-    return _TRANSFERS[stage]
+def transfers(stage: Stage, gpus: int = 8) -> tuple[Transfer, ...]:
+    """The collectives one training step runs under this stage; none on a single card."""
+    # One card has nothing to reduce with and nobody to gather from: every stage is data parallelism.
+    return _TRANSFERS[stage] if gpus > 1 else ()
 
 
-def communication_p(stage: Stage) -> int:
-    """Total traffic of one step, in units of P: 2 for DP, ZeRO-1 and ZeRO-2; 3 for ZeRO-3."""
-    return sum(transfer.volume_p for transfer in transfers(stage))
+def communication_p(stage: Stage, gpus: int = 8) -> int:
+    """Total traffic of one step, in units of P: 2 for DP, ZeRO-1 and ZeRO-2; 3 for ZeRO-3; 0 on one card."""
+    return sum(transfer.volume_p for transfer in transfers(stage, gpus))

@@ -6,12 +6,12 @@ fragmentation come out of the headroom.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 
 from app.domain.bands import MIXED_ADAM, Band, Recipe
 from app.domain.communication import communication_p, transfers
-from app.domain.memory import DEFAULT_GPUS, DEFAULT_PARAMS, bytes_per_weight
+from app.domain.memory import DEFAULT_GPUS, DEFAULT_PARAMS, bytes_per_weight, per_gpu_bytes
 from app.domain.stages import Stage
 
 MAX_GPUS = 4096
@@ -51,57 +51,103 @@ class StageReport:
 
     stage: Stage
     bytes_per_weight: Fraction
-    per_gpu_bytes: Fraction
+    per_gpu_bytes: int
     communication_p: int
     communication_bytes: int
-    peak_bytes: Fraction
+    peak_bytes: int
     fits: bool | None
-    headroom_bytes: Fraction | None
+    headroom_bytes: int | None
     max_params_that_fit: int | None
+    """None without a capacity, and when not even a model of one largest layer fits."""
+
+
+UNKNOWN_LAYER_RULE = (
+    "The largest layer is unknown, so peaks count model states only, as the ZeRO paper's Table 2 does: "
+    "enter the largest layer to add what a card assembles or computes for one layer."
+)
+"""Said in the same words wherever a peak is shown without the largest layer."""
 
 
 def communication_bytes(stage: Stage, run: Run) -> int:
     """Bytes through each card per step: P weights × the bytes of the band each collective moves."""
-    return sum(t.volume_p * run.params * run.recipe.nbytes(t.band) for t in transfers(stage))
+    return sum(t.volume_p * run.params * run.recipe.nbytes(t.band) for t in transfers(stage, run.gpus))
 
 
-def peak_bytes(stage: Stage, run: Run) -> Fraction:
-    """The most a card holds during the step.
+@dataclass(frozen=True)
+class LayerExtra:
+    """What a card holds beyond its state while it works on one layer."""
 
-    ZeRO-3 holds one assembled layer, weights and (in backward) gradients, on top of its shard;
-    ZeRO-2 holds one layer's whole gradients until they are reduce-scattered. Data parallelism
-    and ZeRO-1 keep everything they use at rest already. Unknown layer: the state at rest.
+    gathered: int
+    """The layer's whole weights, assembled from their owners (ZeRO-3)."""
+    computed: int
+    """The layer's whole gradients, computed here before they are reduce-scattered (ZeRO-2 and 3)."""
+
+    @property
+    def total(self) -> int:
+        """Both together."""
+        return self.gathered + self.computed
+
+
+def layer_extra(stage: Stage, run: Run, layer: int | None, *, backward: bool) -> LayerExtra:
+    """What a card holds beyond its state while it works on one layer of `layer` weights.
+
+    ZeRO-3 assembles the layer's whole weights, in forward and again in backward; in backward
+    ZeRO-2 and ZeRO-3 also compute the layer's whole gradients before reduce-scattering them to
+    their owners. Data parallelism and ZeRO-1 write into buffers they already keep, and one card
+    has nobody to share with. An unknown layer adds nothing: model states only.
     """
-    state = run.params * bytes_per_weight(stage, run.gpus, run.recipe)
-    if run.largest_layer is None:
-        return state
-    if stage is Stage.ZERO3 and run.assembled_layer_bytes is not None:
-        return state + run.assembled_layer_bytes
-    if stage is Stage.ZERO2:
-        return state + run.largest_layer * run.recipe.nbytes(Band.GRADIENTS)
-    return state
+    if layer is None or run.gpus == 1:
+        return LayerExtra(0, 0)
+    gathered = layer * run.recipe.nbytes(Band.WEIGHTS) if Band.WEIGHTS in stage.sharded else 0
+    computed = layer * run.recipe.nbytes(Band.GRADIENTS) if backward and Band.GRADIENTS in stage.sharded else 0
+    return LayerExtra(gathered, computed)
 
 
-def max_params_that_fit(stage: Stage, gpus: int, capacity: int, recipe: Recipe = MIXED_ADAM) -> int:
-    """The largest weight count whose model states fit on each card."""
-    return int(capacity // bytes_per_weight(stage, gpus, recipe))
+def peak_bytes(stage: Stage, run: Run) -> int:
+    """The most a card holds during the step: its state, plus the backward pass of the largest layer."""
+    state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe)
+    return state + layer_extra(stage, run, run.largest_layer, backward=True).total
+
+
+def _peak_for(stage: Stage, run: Run, params: int) -> int:
+    return peak_bytes(stage, replace(run, params=params))
+
+
+def max_params_that_fit(stage: Stage, run: Run) -> int | None:
+    """The largest weight count whose peak fits the card, the largest layer kept as it is.
+
+    The same test as the verdict: a model of this many weights fits, one more does not. None
+    when even a model made of just its largest layer does not fit.
+    """
+    if run.capacity is None:
+        return None
+    smallest = run.largest_layer or 1
+    if _peak_for(stage, run, smallest) > run.capacity:
+        return None
+    # The peak grows with the weights, so bisect: low always fits, high never does.
+    low, high = smallest, smallest + 1
+    while _peak_for(stage, run, high) <= run.capacity:
+        low, high = high, high * 2
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if _peak_for(stage, run, middle) <= run.capacity else (low, middle)
+    return low
 
 
 def stage_report(stage: Stage, run: Run) -> StageReport:
     """Memory, traffic and fit of one stage."""
-    per_weight = bytes_per_weight(stage, run.gpus, run.recipe)
     peak = peak_bytes(stage, run)
     capacity = run.capacity
     return StageReport(
         stage=stage,
-        bytes_per_weight=per_weight,
-        per_gpu_bytes=run.params * per_weight,
-        communication_p=communication_p(stage),
+        bytes_per_weight=bytes_per_weight(stage, run.gpus, run.recipe),
+        per_gpu_bytes=per_gpu_bytes(stage, run.params, run.gpus, run.recipe),
+        communication_p=communication_p(stage, run.gpus),
         communication_bytes=communication_bytes(stage, run),
         peak_bytes=peak,
         fits=None if capacity is None else peak <= capacity,
         headroom_bytes=None if capacity is None else capacity - peak,
-        max_params_that_fit=None if capacity is None else max_params_that_fit(stage, run.gpus, capacity, run.recipe),
+        max_params_that_fit=max_params_that_fit(stage, run),
     )
 
 

@@ -1,14 +1,15 @@
 """Bytes per weight and per card under each arrangement.
 
-Exact fractions throughout: a sharded band costs bytes/N per weight, and rounding would break
-the identity that N cards together hold the whole state under ZeRO-3.
+Bytes per weight are exact fractions: a sharded band costs bytes/N per weight. Bytes per card are
+whole numbers: a sharded band is split into N equal slices of ceil(P/N) weights, the last one padded,
+as DeepSpeed and FSDP pad their flat buffers to a multiple of N.
 """
 
 from __future__ import annotations
 
 from fractions import Fraction
 
-from app.domain.bands import MIXED_ADAM, Recipe
+from app.domain.bands import MIXED_ADAM, Band, Recipe
 from app.domain.stages import Stage
 
 DEFAULT_GPUS = 8
@@ -25,10 +26,23 @@ def bytes_per_weight(stage: Stage, gpus: int = DEFAULT_GPUS, recipe: Recipe = MI
     )
 
 
+def shard_weights(params: int, gpus: int) -> int:
+    """Weights in one card's slice of a sharded band: P/N, rounded up (the padding)."""
+    return -(-params // gpus)
+
+
+def band_bytes(stage: Stage, band: Band, params: int, gpus: int, recipe: Recipe = MIXED_ADAM) -> int:
+    """Bytes of one band on one card: the whole band, or one padded slice of it when the stage shards it."""
+    weights = shard_weights(params, gpus) if band in stage.sharded else params
+    return recipe.nbytes(band) * weights
+
+
 def per_gpu_bytes(
     stage: Stage, params: int = DEFAULT_PARAMS, gpus: int = DEFAULT_GPUS, recipe: Recipe = MIXED_ADAM
-) -> Fraction:
-    """Bytes of model state on one card for a model of `params` weights."""
+) -> int:
+    """Bytes of model state on one card for a model of `params` weights: whole bands plus one padded slice."""
     if params < 0:
         raise ValueError("params cannot be negative")
-    return params * bytes_per_weight(stage, gpus, recipe)
+    if gpus < 1:
+        raise ValueError("gpus must be at least 1")
+    return sum(band_bytes(stage, band, params, gpus, recipe) for band in Band)

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.domain.architecture import PRESETS, ModelName, ModelPreset
+from app.domain.architecture import PRESETS, Architecture, ModelName, ModelPreset
 from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
+from app.domain.columns import Column, model_columns
 from app.domain.fit import Run
 from app.domain.memory import DEFAULT_GPUS
 from app.domain.quantities import ByteUnit
@@ -26,11 +27,17 @@ class Scenario:
     largest_layer_source: str
     units: ByteUnit
     notes: tuple[str, ...] = ()
+    architecture: Architecture | None = None
 
     @property
     def recipe(self) -> Recipe:
         """The precision and optimizer recipe."""
         return self.run.recipe
+
+    @property
+    def columns(self) -> tuple[Column, ...]:
+        """The model in eighths, as the step walks across it."""
+        return model_columns(self.run.params, self.architecture, self.run.largest_layer)
 
 
 @dataclass(frozen=True)
@@ -85,6 +92,7 @@ def resolve(inputs: Inputs) -> Scenario:
     elif preset is not None and preset.largest_layer is not None:
         largest, source = preset.largest_layer, "derived from the architecture"
     else:
-        largest, source = None, "unknown: enter the largest layer to check ZeRO-3's limit"
+        largest, source = None, "unknown"
     run = Run(params=params, gpus=inputs.gpus, recipe=recipe, largest_layer=largest, capacity=inputs.capacity)
-    return Scenario(run, name, title, source, inputs.units, tuple(notes))
+    architecture = preset.architecture if preset is not None else None
+    return Scenario(run, name, title, source, inputs.units, tuple(notes), architecture)

@@ -15,9 +15,14 @@ from app.domain.stages import Stage
 
 
 class CellState(StrEnum):
-    """Solid: this card stores the state. Dashed: another card stores it for this weight."""
+    """Solid: this card stores the state. Dashed: another card stores it for this weight.
+
+    Partial: this card stores a part, and other cards the rest; only the step's columns, which
+    need not line up with the cards' slices, have such cells.
+    """
 
     SOLID = "solid"
+    PARTIAL = "partial"
     DASHED = "dashed"
 
 

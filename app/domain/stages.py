@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from app.domain.bands import Band
+from app.domain.bands import Band, Recipe
 
 
 class Stage(StrEnum):
@@ -23,7 +23,7 @@ class Stage(StrEnum):
 
     @property
     def info(self) -> StageInfo:
-        """Names and a plain-words explanation, for people."""
+        """The stage's names, for people."""
         return _INFO[self]
 
 
@@ -33,7 +33,6 @@ class StageInfo:
 
     title: str
     summary: str
-    explanation: str
 
 
 # Each stage shards everything the previous one did, plus one more class of state.
@@ -45,45 +44,46 @@ _SHARDED: dict[Stage, frozenset[Band]] = {
 }
 
 _INFO: dict[Stage, StageInfo] = {
-    Stage.DP: StageInfo(
-        title="Data parallelism",
-        summary="Every card keeps everything.",
-        explanation=(
-            "Every card holds a full copy of all four bands for every weight. After the backward "
-            "pass the cards all-reduce their gradients, then each one applies the same update and "
-            "gets the same answer. The copies are identical, so most of this memory stores "
-            "nothing new."
-        ),
-    ),
-    Stage.ZERO1: StageInfo(
-        title="ZeRO-1",
-        summary="Split the optimizer state.",
-        explanation=(
-            "The optimizer state (the fp32 master copy and Adam's two moments, 12 of the 16 bytes) "
-            "is split: each card keeps it only for the slice of weights it is responsible for and "
-            "updates only that slice. The updated weights are then all-gathered so every card has "
-            "the current weights for the next forward pass."
-        ),
-    ),
-    Stage.ZERO2: StageInfo(
-        title="ZeRO-2",
-        summary="Split the gradients as well.",
-        explanation=(
-            "A card only needs the gradients of the slice it updates. The gradients are "
-            "reduce-scattered: each card receives the summed gradients for its own slice and drops "
-            "the others as soon as they have been sent where they are needed. The traffic is the "
-            "same as data parallelism's, because an all-reduce is a reduce-scatter plus an "
-            "all-gather."
-        ),
-    ),
-    Stage.ZERO3: StageInfo(
-        title="ZeRO-3",
-        summary="Split the weights themselves.",
-        explanation=(
-            "Each card stores only its slice of the model. When the forward or backward pass "
-            "reaches a layer, the cards all-gather that layer's weights, use them and discard them "
-            "again. A card holds its slice plus one assembled layer, so the largest single layer "
-            "must still fit on one card. The extra all-gathers raise the traffic from 2P to 3P."
-        ),
-    ),
+    Stage.DP: StageInfo("Data parallelism", "Every card keeps everything."),
+    Stage.ZERO1: StageInfo("ZeRO-1", "Split the optimizer state."),
+    Stage.ZERO2: StageInfo("ZeRO-2", "Split the gradients as well."),
+    Stage.ZERO3: StageInfo("ZeRO-3", "Split the weights themselves."),
 }
+
+OPTIMIZER_STATE = (Band.MASTER, Band.MOMENTS)
+
+
+def explanation(stage: Stage, recipe: Recipe, gpus: int) -> str:
+    """What a stage does, in plain words, for this recipe and number of cards."""
+    if gpus == 1:
+        return (
+            "With one card there is no other card to share with: every stage keeps everything, as data "
+            "parallelism does, and nothing moves between cards."
+        )
+    optimizer = recipe.phrase(OPTIMIZER_STATE)
+    k = sum(recipe.nbytes(band) for band in OPTIMIZER_STATE)
+    if stage is Stage.DP:
+        return (
+            "Every card holds a full copy of all the bands for every weight. After the backward pass the "
+            "cards all-reduce their gradients, then each one applies the same update and gets the same "
+            "answer. The copies are identical, so most of this memory stores nothing new."
+        )
+    if stage is Stage.ZERO1:
+        return (
+            f"The optimizer state ({optimizer}, {k} of the {recipe.total} bytes) is split: each card keeps it "
+            "only for the slice of weights it is responsible for and updates only that slice. The updated "
+            "weights are then all-gathered so every card has the current weights for the next forward pass."
+        )
+    if stage is Stage.ZERO2:
+        return (
+            "A card only needs the gradients of the slice it updates. During the backward pass each layer's "
+            "gradients are reduce-scattered as soon as they are computed: each card receives the summed "
+            "gradients for its own slice and drops the rest. The traffic is the same as data "
+            "parallelism's, because an all-reduce is a reduce-scatter plus an all-gather."
+        )
+    return (
+        "Each card stores only its slice of the model. When the forward or backward pass reaches a layer, "
+        "the cards all-gather that layer's weights, use them and discard them again. A card holds its slice "
+        "plus one assembled layer, so the largest single layer must still fit on one card. The extra "
+        "all-gathers raise the traffic from 2P to 3P."
+    )

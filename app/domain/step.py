@@ -1,15 +1,20 @@
-"""One training step, phase by phase: what each card holds, what moves, and what it costs.
+"""One training step of a run, phase by phase: what each card holds, what moves, and what it costs.
 
-The grid's weights are the model's layers, in order, one layer per card: card i is responsible
-for layer i. A step is 21 phases for every stage, so a phase number means the same moment
-whichever arrangement is shown:
+The columns are the model in eighths, first layer to last (`columns`). Card c is responsible for
+the c-th of N equal slices of the weights, so with 8 cards it owns column c, with 16 half a column,
+with 4 two columns. A step is 21 phases for every stage and every run, so a phase number means the
+same moment whichever arrangement is shown:
 
   0        the step begins, state at rest
-  1 - 8    forward, layer 1 to layer 8
-  9 - 16   backward, layer 8 to layer 1
+  1 - 8    forward, column 0 to column 7
+  9 - 16   backward, column 7 to column 0
   17, 18   gradient synchronisation (data parallelism's all-reduce is both halves)
   19       optimizer update
   20       weight synchronisation, where the stage needs it
+
+Every card's live memory is its state at rest (`memory.per_gpu_bytes`) plus what it holds for the
+layer it is working on (`fit.layer_extra`), the same two functions the table's peak adds up, so the
+step's highest figure is the table's peak.
 """
 
 from __future__ import annotations
@@ -17,15 +22,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
+from math import ceil, floor
 
-from app.domain.bands import MIXED_ADAM, Band, Recipe
+from app.domain.bands import Band
+from app.domain.columns import COLUMNS, Column
 from app.domain.communication import Collective
+from app.domain.fit import LayerExtra, Run, layer_extra
+from app.domain.memory import per_gpu_bytes
 from app.domain.sharding import CellState
-from app.domain.stages import Stage
+from app.domain.stages import OPTIMIZER_STATE, Stage
 
-LAYERS = 8
-PHASES = 1 + 2 * LAYERS + 4
+PHASES = 1 + 2 * COLUMNS + 4
 LAST_PHASE = PHASES - 1
+_FIRST_SYNC = 2 * COLUMNS + 1
 
 
 class Part(StrEnum):
@@ -40,98 +49,179 @@ class Part(StrEnum):
 
 
 class Holding(StrEnum):
-    """A cell during the step: kept, present only for now, or held elsewhere."""
+    """What a card has of one band of one column during a phase."""
 
     HELD = "held"
+    """Kept on this card: all of the column."""
+    PARTIAL = "partial"
+    """Kept on this card: its slice, part of the column; the rest is held by other cards."""
     GATHERED = "gathered"
+    """Assembled here from the cards that hold it, for this phase only, then discarded."""
+    SENT = "sent"
+    """Computed here (gradients), then reduce-scattered to the cards that own them and dropped."""
     DASHED = "dashed"
+    """Not here: other cards hold it."""
 
     @property
     def state(self) -> CellState:
-        """The grid's solid or dashed: a gathered cell is on the card, for now."""
-        return CellState.DASHED if self is Holding.DASHED else CellState.SOLID
+        """The grid's solid, partial or dashed: gathered and sent cells are on the card, for now."""
+        return {Holding.DASHED: CellState.DASHED, Holding.PARTIAL: CellState.PARTIAL}.get(self, CellState.SOLID)
+
+
+@dataclass(frozen=True)
+class Share:
+    """The part of a column that one card's slice covers, as fractions of the column."""
+
+    start: Fraction
+    end: Fraction
+
+    @property
+    def size(self) -> Fraction:
+        """How much of the column."""
+        return self.end - self.start
+
+
+def share(card: int, column: int, gpus: int) -> Share | None:
+    """Which part of `column` falls in `card`'s slice of the weights; None if none does."""
+    start = max(Fraction(card, gpus), Fraction(column, COLUMNS))
+    end = min(Fraction(card + 1, gpus), Fraction(column + 1, COLUMNS))
+    if end <= start:
+        return None
+    return Share((start - Fraction(column, COLUMNS)) * COLUMNS, (end - Fraction(column, COLUMNS)) * COLUMNS)
+
+
+def holders(column: int, gpus: int) -> range:
+    """The cards whose slices cover part of a column."""
+    return range(floor(Fraction(column * gpus, COLUMNS)), ceil(Fraction((column + 1) * gpus, COLUMNS)))
+
+
+def owned_columns(card: int, gpus: int) -> tuple[int, ...]:
+    """The columns a card's slice covers, wholly or in part."""
+    return tuple(column for column in range(COLUMNS) if share(card, column, gpus) is not None)
 
 
 @dataclass(frozen=True)
 class InFlight:
-    """A collective in flight during a phase: what moves, whose layers, and how much, in units of P."""
+    """A collective in flight during a phase: what moves, whose columns, and how much, in units of P."""
 
     collective: Collective
     band: Band
-    layers: tuple[int, ...]
+    columns: tuple[int, ...]
     volume_p: Fraction
 
     @property
     def description(self) -> str:
-        """E.g. 'all-gather of layer 3's weights'."""
-        if len(self.layers) == 1:
-            return f"{self.collective} of layer {self.layers[0] + 1}'s {self.band}"
-        return f"{self.collective} of every layer's {self.band}"
+        """E.g. 'all-gather of column 3's weights'."""
+        if len(self.columns) == 1:
+            return f"{self.collective} of column {self.columns[0]}'s {self.band}"
+        return f"{self.collective} of every column's {self.band}"
 
 
 @dataclass(frozen=True)
 class Phase:
-    """One moment of the step under one stage."""
+    """One moment of the step under one stage, for one run."""
 
     stage: Stage
+    gpus: int
     index: int
     part: Part
-    layer: int | None
+    column: int | None
     transfers: tuple[InFlight, ...]
-    active: frozenset[tuple[int, Band]]
-    """The (layer, band) cells this phase works on."""
-    holdings: tuple[tuple[tuple[Holding, ...], ...], ...]
-    """holdings[card][layer][band], bands in Band order."""
     tally_p: Fraction
     """Traffic so far this step, this phase included, in units of P."""
+    state_bytes: int
+    """What every card keeps at rest."""
+    extra: LayerExtra
+    """What every card holds beyond that for the layer in hand."""
 
-    def holding(self, card: int, layer: int, band: Band) -> Holding:
-        """What one card has of one band of one layer during this phase."""
-        return self.holdings[card][layer][_BANDS.index(band)]
+    @property
+    def live_bytes(self) -> int:
+        """What each card holds during this phase; every card holds the same amount."""
+        return self.state_bytes + self.extra.total
+
+    @property
+    def sharded(self) -> frozenset[Band]:
+        """The bands split across cards; none on one card."""
+        return self.stage.sharded if self.gpus > 1 else frozenset()
+
+    def holding(self, card: int, column: int, band: Band) -> Holding:
+        """What one card has of one band of one column during this phase."""
+        rest = _at_rest(self, card, column, band)
+        if rest is Holding.HELD or column != self.column:
+            return rest
+        if band is Band.WEIGHTS and self.part in (Part.FORWARD, Part.BACKWARD):
+            return Holding.GATHERED
+        if band is Band.GRADIENTS and self.part is Part.BACKWARD:
+            return Holding.SENT
+        return rest
+
+    def active(self, card: int, column: int, band: Band) -> bool:
+        """Whether this phase works on one card's band of one column: the cells its text names."""
+        part = self.part
+        if part is Part.FORWARD:
+            return column == self.column and band is Band.WEIGHTS
+        if part is Part.BACKWARD:
+            return column == self.column and band in (Band.WEIGHTS, Band.GRADIENTS)
+        if part is Part.UPDATE:
+            updates_all = not self.sharded & set(OPTIMIZER_STATE)
+            mine = updates_all or share(card, column, self.gpus) is not None
+            return mine and band in (Band.WEIGHTS, *OPTIMIZER_STATE)
+        # Synchronisation works on exactly the band its collectives move, in every column.
+        return any(t.band is band and column in t.columns for t in self.transfers)
 
     @property
     def title(self) -> str:
         """A heading for the phase."""
-        return _title(self)
+        return {
+            Part.START: "The step begins: state at rest",
+            Part.FORWARD: f"Forward pass, column {self.column}",
+            Part.BACKWARD: f"Backward pass, column {self.column}",
+            Part.GRADIENT_SYNC: "Gradient synchronisation",
+            Part.UPDATE: "Optimizer update",
+            Part.WEIGHT_SYNC: "Weight synchronisation",
+        }[self.part]
 
 
-_BANDS = tuple(Band)
-
-
-def _at_rest(stage: Stage, card: int, layer: int, band: Band) -> Holding:
-    return Holding.HELD if band not in stage.sharded or card == layer else Holding.DASHED
+def _at_rest(phase: Phase, card: int, column: int, band: Band) -> Holding:
+    if band not in phase.sharded:
+        return Holding.HELD
+    part = share(card, column, phase.gpus)
+    if part is None:
+        return Holding.DASHED
+    return Holding.HELD if part.size == 1 else Holding.PARTIAL
 
 
 def _part(index: int) -> tuple[Part, int | None]:
     if index == 0:
         return Part.START, None
-    if index <= LAYERS:
+    if index <= COLUMNS:
         return Part.FORWARD, index - 1
-    if index <= 2 * LAYERS:
-        return Part.BACKWARD, 2 * LAYERS - index
+    if index <= 2 * COLUMNS:
+        return Part.BACKWARD, 2 * COLUMNS - index
     return {
-        2 * LAYERS + 1: (Part.GRADIENT_SYNC, None),
-        2 * LAYERS + 2: (Part.GRADIENT_SYNC, None),
-        2 * LAYERS + 3: (Part.UPDATE, None),
-        2 * LAYERS + 4: (Part.WEIGHT_SYNC, None),
+        _FIRST_SYNC: (Part.GRADIENT_SYNC, None),
+        _FIRST_SYNC + 1: (Part.GRADIENT_SYNC, None),
+        _FIRST_SYNC + 2: (Part.UPDATE, None),
+        _FIRST_SYNC + 3: (Part.WEIGHT_SYNC, None),
     }[index]
 
 
-def _transfers(stage: Stage, index: int, part: Part, layer: int | None) -> tuple[InFlight, ...]:
-    every = tuple(range(LAYERS))
-    slice_p = Fraction(1, LAYERS)
-    sharded = stage.sharded
-    if part is Part.FORWARD and layer is not None and Band.WEIGHTS in sharded:
-        return (InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (layer,), slice_p),)
-    if part is Part.BACKWARD and layer is not None:
+def _transfers(
+    stage: Stage, sharded: frozenset[Band], index: int, part: Part, column: int | None
+) -> tuple[InFlight, ...]:
+    every = tuple(range(COLUMNS))
+    one = Fraction(1, COLUMNS)
+    if part is Part.FORWARD and column is not None and Band.WEIGHTS in sharded:
+        return (InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (column,), one),)
+    if part is Part.BACKWARD and column is not None:
         moves: list[InFlight] = []
-        if Band.WEIGHTS in sharded:  # ZeRO-3 gathers the layer again to compute its gradients
-            moves.append(InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (layer,), slice_p))
-        if Band.GRADIENTS in sharded:  # ZeRO-2 and -3 send each layer's gradients to their owner at once
-            moves.append(InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, (layer,), slice_p))
+        if Band.WEIGHTS in sharded:  # ZeRO-3 gathers the layers again to compute their gradients
+            moves.append(InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (column,), one))
+        if Band.GRADIENTS in sharded:  # ZeRO-2 and -3 send each layer's gradients to their owners at once
+            moves.append(InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, (column,), one))
         return tuple(moves)
     if part is Part.GRADIENT_SYNC and Band.GRADIENTS not in sharded:
-        if index == 2 * LAYERS + 1:
+        if index == _FIRST_SYNC:
             return (InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, every, Fraction(1)),)
         if stage is Stage.DP:  # the second half of the all-reduce: every card gets every sum
             return (InFlight(Collective.ALL_GATHER, Band.GRADIENTS, every, Fraction(1)),)
@@ -140,129 +230,26 @@ def _transfers(stage: Stage, index: int, part: Part, layer: int | None) -> tuple
     return ()
 
 
-def _active(part: Part, layer: int | None) -> frozenset[tuple[int, Band]]:
-    every = range(LAYERS)
-    if part is Part.FORWARD and layer is not None:
-        return frozenset({(layer, Band.WEIGHTS)})
-    if part is Part.BACKWARD and layer is not None:
-        return frozenset({(layer, Band.WEIGHTS), (layer, Band.GRADIENTS)})
-    if part is Part.GRADIENT_SYNC:
-        return frozenset((layer_, Band.GRADIENTS) for layer_ in every)
-    if part is Part.UPDATE:
-        return frozenset((layer_, band) for layer_ in every for band in (Band.WEIGHTS, Band.MASTER, Band.MOMENTS))
-    if part is Part.WEIGHT_SYNC:
-        return frozenset((layer_, Band.WEIGHTS) for layer_ in every)
-    return frozenset()
-
-
-def _holding(stage: Stage, part: Part, layer: int | None, card: int, layer_: int, band: Band) -> Holding:
-    rest = _at_rest(stage, card, layer_, band)
-    if rest is Holding.HELD or layer_ != layer:
-        return rest
-    # Another card's layer, present on this card only while it is being used.
-    if part is Part.FORWARD and band is Band.WEIGHTS:
-        return Holding.GATHERED
-    if part is Part.BACKWARD and band in (Band.WEIGHTS, Band.GRADIENTS):
-        return Holding.GATHERED
-    return rest
-
-
-def step(stage: Stage) -> tuple[Phase, ...]:
-    """Every phase of one training step under a stage, with its running traffic tally."""
+def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ...]:
+    """Every phase of one training step of `run` under a stage, with its running traffic tally."""
+    if len(columns) != COLUMNS:
+        raise ValueError(f"a step walks across {COLUMNS} columns")
+    sharded = stage.sharded if run.gpus > 1 else frozenset()
+    state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe)
     phases: list[Phase] = []
     tally = Fraction(0)
     for index in range(PHASES):
-        part, layer = _part(index)
-        transfers = _transfers(stage, index, part, layer)
+        part, column = _part(index)
+        # Data parallelism on one card still has nobody to all-reduce with.
+        transfers = _transfers(stage, sharded, index, part, column) if run.gpus > 1 else ()
         tally += sum((t.volume_p for t in transfers), start=Fraction(0))
-        holdings = tuple(
-            tuple(tuple(_holding(stage, part, layer, card, layer_, band) for band in Band) for layer_ in range(LAYERS))
-            for card in range(LAYERS)
-        )
-        phases.append(Phase(stage, index, part, layer, transfers, _active(part, layer), holdings, tally))
+        working = part in (Part.FORWARD, Part.BACKWARD) and column is not None
+        layer = columns[column].largest_layer if working and column is not None else None
+        extra = layer_extra(stage, run, layer, backward=part is Part.BACKWARD)
+        phases.append(Phase(stage, run.gpus, index, part, column, transfers, tally, state, extra))
     return tuple(phases)
 
 
-def live_table(phases: tuple[Phase, ...], params: int, recipe: Recipe = MIXED_ADAM) -> tuple[tuple[Fraction, ...], ...]:
-    """Every card's live bytes at every phase: table[phase][card]."""
-    return tuple(tuple(live_bytes(phase, card, params, recipe) for card in range(LAYERS)) for phase in phases)
-
-
-def peak_so_far(table: tuple[tuple[Fraction, ...], ...], index: int) -> tuple[Fraction, ...]:
-    """Each card's highest live bytes from the start of the step to phase `index`."""
-    return tuple(max(row[card] for row in table[: index + 1]) for card in range(LAYERS))
-
-
-def live_bytes(phase: Phase, card: int, params: int, recipe: Recipe = MIXED_ADAM) -> Fraction:
-    """What one card holds during a phase: kept and gathered cells, each layer P/8 weights."""
-    per_layer = Fraction(params, LAYERS)
-    return sum(
-        (
-            recipe.nbytes(band) * per_layer
-            for layer in range(LAYERS)
-            for band in Band
-            if phase.holding(card, layer, band) is not Holding.DASHED
-        ),
-        start=Fraction(0),
-    )
-
-
-def _title(phase: Phase) -> str:
-    layer = None if phase.layer is None else phase.layer + 1
-    return {
-        Part.START: "The step begins: state at rest",
-        Part.FORWARD: f"Forward pass, layer {layer}",
-        Part.BACKWARD: f"Backward pass, layer {layer}",
-        Part.GRADIENT_SYNC: "Gradient synchronisation",
-        Part.UPDATE: "Optimizer update",
-        Part.WEIGHT_SYNC: "Weight synchronisation",
-    }[phase.part]
-
-
-def explanation(phase: Phase) -> str:
-    """What happens in this phase, in words for students."""
-    stage, part = phase.stage, phase.part
-    owner = None if phase.layer is None else f"GPU {phase.layer}"
-    k = None if phase.layer is None else phase.layer + 1
-    sharded = stage.sharded
-    if part is Part.START:
-        return "Every card holds its state at rest: the picture without the step."
-    if part is Part.FORWARD:
-        if Band.WEIGHTS in sharded:
-            return (
-                f"The cards all-gather layer {k}'s weights from {owner}, which keeps them, use them on "
-                "their own batch, and discard them at once."
-            )
-        return f"Each card runs layer {k} on its own batch with its own copy of the weights. Nothing moves."
-    if part is Part.BACKWARD:
-        if Band.WEIGHTS in sharded:
-            return (
-                f"The cards gather layer {k}'s weights again, compute its gradients, reduce-scatter them to "
-                f"{owner} and discard both."
-            )
-        if Band.GRADIENTS in sharded:
-            return (
-                f"Each card computes layer {k}'s gradients and reduce-scatters them at once: {owner} receives "
-                "the sum, the others drop theirs."
-            )
-        return f"Each card computes layer {k}'s gradients into its full gradient buffer. Nothing moves yet."
-    if part is Part.GRADIENT_SYNC:
-        first = phase.index == 2 * LAYERS + 1
-        if Band.GRADIENTS in sharded:
-            return "Nothing to do: each layer's gradients were reduce-scattered during the backward pass."
-        if stage is Stage.DP:
-            if first:
-                return "All-reduce, first half: a reduce-scatter leaves each card the summed gradients of one slice."
-            return "All-reduce, second half: an all-gather gives every card every summed gradient."
-        if first:
-            return "A reduce-scatter gives each card the summed gradients of the layer it updates."
-        return "Nothing more to do: each card has the gradients it needs."
-    if part is Part.UPDATE:
-        if stage is Stage.DP:
-            return "Every card applies the same update to every weight: eight cards repeating one job."
-        return "Each card updates only its own layer: the fp32 master copy and moments, then its bf16 weights."
-    if Band.MASTER in sharded and Band.WEIGHTS not in sharded:
-        return "An all-gather sends each card's updated weights to every card: the whole model, everywhere, again."
-    if stage is Stage.DP:
-        return "Nothing to do: every card already computed the same new weights."
-    return "Nothing to do: each card keeps only its own layer, which it has just updated."
+def peak_so_far(phases: tuple[Phase, ...], index: int) -> int:
+    """The highest live bytes from the start of the step to phase `index`."""
+    return max(phase.live_bytes for phase in phases[: index + 1])

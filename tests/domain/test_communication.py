@@ -31,4 +31,18 @@ def test_stage_three_gathers_weights_in_forward_and_in_backward() -> None:
     gathers = [t.when for t in transfers(Stage.ZERO3) if t.collective is Collective.ALL_GATHER]
     assert gathers == ["in the forward pass", "in the backward pass"]
     assert all(t.band is Band.WEIGHTS for t in transfers(Stage.ZERO3) if t.collective is Collective.ALL_GATHER)
-    assert transfers(Stage.ZERO3)[-1].description == "reduce-scatter of the gradients after the backward pass"
+    assert transfers(Stage.ZERO3)[-1].description == (
+        "reduce-scatter of the gradients layer by layer during the backward pass"
+    )
+
+
+@pytest.mark.parametrize("stage", [Stage.ZERO2, Stage.ZERO3])
+def test_stages_that_shard_gradients_send_them_during_the_backward_pass(stage: Stage) -> None:
+    scatter = [t for t in transfers(stage) if t.collective is Collective.REDUCE_SCATTER]
+    assert [t.when for t in scatter] == ["layer by layer during the backward pass"]
+
+
+@pytest.mark.parametrize("stage", list(Stage))
+def test_one_card_moves_nothing(stage: Stage) -> None:
+    assert transfers(stage, 1) == ()
+    assert communication_p(stage, 1) == 0

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.bands import MIXED_ADAM, RECIPES, Recipe, RecipeName
-from app.domain.fit import Run, communication_bytes, layer_exceeds_card, max_params_that_fit, peak_bytes, report
+from app.domain.fit import Run, communication_bytes, layer_exceeds_card, peak_bytes, report
 from app.domain.quantities import ByteUnit
 from app.domain.stages import Stage
 
@@ -51,10 +53,68 @@ def test_fit_headroom_and_largest_model() -> None:
     run = Run(params=7_500_000_000, gpus=64, capacity=32 * 2**30)
     rows = {row.stage: row for row in report(run)}
     assert [rows[s].fits for s in Stage] == [False, True, True, True]
-    assert rows[Stage.ZERO1].headroom_bytes == 32 * 2**30 - 7_500_000_000 * (4 + 12 / 64)
-    # ZeRO paper Table 2 style: 32 GB cards, 64 GPUs, ZeRO-3 holds 16/64 B per weight.
-    assert rows[Stage.ZERO3].max_params_that_fit == 32 * 2**30 * 4
-    assert max_params_that_fit(Stage.DP, 64, 32 * 2**30) == 32 * 2**30 // 16
+    # 4 B of weights and gradients for every weight, 12 B for a 1/64 slice of 117,187,500 weights.
+    assert rows[Stage.ZERO1].headroom_bytes == 32 * 2**30 - (7_500_000_000 * 4 + 117_187_500 * 12)
+    # ZeRO paper Table 2 style, model states only (the largest layer is unknown): 16 B for each of
+    # at most 2³¹ weights in a slice, so 64 × 2³¹ weights; data parallelism 32 GiB / 16 B = 2³¹.
+    assert rows[Stage.ZERO3].max_params_that_fit == 64 * 2**31
+    assert rows[Stage.DP].max_params_that_fit == 2**31
+
+
+def test_the_largest_model_and_the_verdict_use_the_same_test() -> None:
+    # Llama 3 8B on 8 cards of 16 GiB: ZeRO-3 is 0.9 GiB over, so the largest model that fits is smaller.
+    llama = PRESETS[ModelName("llama-3-8b")]
+    run = Run(params=llama.params, gpus=8, largest_layer=llama.largest_layer, capacity=16 * 2**30)
+    zero3 = report(run)[-1]
+    assert zero3.fits is False
+    assert zero3.max_params_that_fit is not None
+    assert zero3.max_params_that_fit < llama.params
+    # By hand: the assembled embedding, 525,336,576 weights × (2 B weights + 2 B gradients), leaves room
+    # for a slice of (16 GiB - that) / 16 B weights; 8 such slices make the model.
+    assembled = 525_336_576 * 4
+    assert zero3.max_params_that_fit == (16 * 2**30 - assembled) // 16 * 8 == 7_539_261_440
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    params=st.integers(10**6, 10**13),
+    gpus=st.integers(1, 4096),
+    recipe=recipes,
+    layer_share=st.none() | st.floats(1e-6, 1.0),
+    capacity=st.integers(2**30, 2**40),
+)
+def test_the_largest_model_that_fits_fits_and_one_percent_more_does_not(
+    params: int, gpus: int, recipe: Recipe, layer_share: float | None, capacity: int
+) -> None:
+    layer = None if layer_share is None else max(1, int(params * layer_share))
+    run = Run(params=params, gpus=gpus, recipe=recipe, largest_layer=layer, capacity=capacity)
+    for row in report(run):
+        largest = row.max_params_that_fit
+        if largest is None:
+            # Not even a model of one largest layer fits.
+            assert layer is not None
+            assert peak_bytes(row.stage, replace(run, params=layer)) > capacity
+            continue
+        assert peak_bytes(row.stage, replace(run, params=largest)) <= capacity
+        assert peak_bytes(row.stage, replace(run, params=largest + 1)) > capacity
+        assert peak_bytes(row.stage, replace(run, params=largest * 101 // 100 + 1)) > capacity
+        assert row.fits is (params <= largest)
+
+
+def test_when_one_layer_exceeds_the_card_no_model_fits() -> None:
+    gpt3 = PRESETS[ModelName("gpt-3-175b")]
+    run = Run(params=gpt3.params, gpus=1024, largest_layer=gpt3.largest_layer, capacity=4 * 2**30)
+    assert layer_exceeds_card(run) is True
+    assert report(run)[-1].max_params_that_fit is None
+
+
+@pytest.mark.parametrize("recipe", list(RECIPES.values()))
+def test_one_gpu_every_stage_is_data_parallelism_and_moves_nothing(recipe: Recipe) -> None:
+    llama = PRESETS[ModelName("llama-3-8b")]
+    rows = report(Run(params=llama.params, gpus=1, recipe=recipe, largest_layer=llama.largest_layer))
+    assert {row.peak_bytes for row in rows} == {llama.params * recipe.total}
+    assert {row.per_gpu_bytes for row in rows} == {llama.params * recipe.total}
+    assert {(row.communication_p, row.communication_bytes) for row in rows} == {(0, 0)}
 
 
 def test_a_layer_bigger_than_the_card_needs_tensor_parallelism() -> None:
@@ -100,7 +160,8 @@ def test_each_stage_needs_no_more_than_the_one_before(params: int, gpus: int, re
 @given(params=st.integers(1, 10**13), gpus=st.integers(1, 4096), recipe=recipes)
 def test_zero3_cards_together_hold_the_whole_state(params: int, gpus: int, recipe: Recipe) -> None:
     zero3 = report(Run(params=params, gpus=gpus, recipe=recipe))[-1]
-    assert zero3.per_gpu_bytes * gpus == params * recipe.total
+    # Each slice is padded to whole weights: less than one weight of padding per card.
+    assert params * recipe.total <= zero3.per_gpu_bytes * gpus < (params + gpus) * recipe.total
 
 
 def test_defaults() -> None:

@@ -42,8 +42,20 @@ def test_there_is_at_least_one_card(gpus: int) -> None:
 
 
 @given(gpus=st.integers(1, 4096), params=st.integers(0, 10**13))
-def test_zero3_splits_the_whole_state_evenly(gpus: int, params: int) -> None:
-    assert per_gpu_bytes(Stage.ZERO3, params, gpus) * gpus == params * MIXED_ADAM.total
+def test_zero3_splits_the_whole_state_into_padded_slices(gpus: int, params: int) -> None:
+    together = per_gpu_bytes(Stage.ZERO3, params, gpus) * gpus
+    # N slices of ceil(P/N) weights: the whole state, plus less than one weight of padding per card.
+    assert params * MIXED_ADAM.total <= together < (params + gpus) * MIXED_ADAM.total
+
+
+@pytest.mark.parametrize(
+    ("params", "gpus", "slice_weights"), [(30 * 10**9, 8, 3_750_000_000), (10, 4, 3), (7, 8, 1), (1, 1, 1)]
+)
+def test_a_sharded_slice_is_rounded_up_to_whole_weights(params: int, gpus: int, slice_weights: int) -> None:
+    # ZeRO-3 keeps 16 B of every weight in its slice; nothing whole.
+    assert per_gpu_bytes(Stage.ZERO3, params, gpus) == 16 * slice_weights
+    # ZeRO-1 keeps weights and gradients whole (4 B each weight) and 12 B of its slice.
+    assert per_gpu_bytes(Stage.ZERO1, params, gpus) == 4 * params + 12 * slice_weights
 
 
 @given(gpus=st.integers(1, 4096))

@@ -3,81 +3,239 @@ from __future__ import annotations
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from app.domain.bands import Band
+from app.domain.architecture import PRESETS, ModelName
+from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, custom_recipe
+from app.domain.columns import COLUMNS, Column, model_columns
 from app.domain.communication import Collective
 from app.domain.fit import Run, peak_bytes
+from app.domain.memory import per_gpu_bytes
 from app.domain.stages import Stage
-from app.domain.step import LAST_PHASE, LAYERS, PHASES, Holding, Part, live_bytes, step
+from app.domain.step import (
+    LAST_PHASE,
+    PHASES,
+    Holding,
+    Part,
+    holders,
+    owned_columns,
+    peak_so_far,
+    share,
+    step,
+)
+from app.domain.step_text import explanation
 
-PARAMS = 30 * 10**9
+GIB = 2**30
+SEED = Run()
+SEED_COLUMNS = model_columns(SEED.params, None, None)
+LLAMA_8B = PRESETS[ModelName("llama-3-8b")]
+
+
+def _llama(gpus: int, **kwargs: object) -> tuple[Run, tuple[Column, ...]]:
+    run = Run(params=LLAMA_8B.params, gpus=gpus, largest_layer=LLAMA_8B.largest_layer, **kwargs)  # type: ignore[arg-type]
+    return run, model_columns(run.params, LLAMA_8B.architecture, run.largest_layer)
+
+
+def _gib(nbytes: int) -> str:
+    return f"{nbytes / GIB:.1f}"
+
+
+recipes = st.sampled_from(list(RECIPES.values())) | st.builds(
+    custom_recipe, st.integers(1, 16), st.integers(0, 16), st.integers(0, 16), st.integers(0, 16)
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    stage=st.sampled_from(list(Stage)),
+    gpus=st.integers(1, 4096),
+    params=st.integers(10**3, 10**13),
+    recipe=recipes,
+    layer_share=st.none() | st.floats(1e-6, 1.0),
+    architecture=st.booleans(),
+)
+def test_the_steps_highest_figure_is_the_tables_peak(
+    stage: Stage, gpus: int, params: int, recipe: Recipe, layer_share: float | None, architecture: bool
+) -> None:
+    if architecture:
+        arch = LLAMA_8B.architecture
+        assert arch is not None
+        run = Run(params=arch.params, gpus=gpus, recipe=recipe, largest_layer=arch.largest_layer)
+        columns = model_columns(run.params, arch, run.largest_layer)
+    else:
+        layer = None if layer_share is None else max(1, int(params * layer_share))
+        run = Run(params=params, gpus=gpus, recipe=recipe, largest_layer=layer)
+        columns = model_columns(run.params, None, layer)
+    phases = step(stage, run, columns)
+    assert max(phase.live_bytes for phase in phases) == peak_bytes(stage, run)
+    assert peak_so_far(phases, LAST_PHASE) == peak_bytes(stage, run)
+    # At rest, and whenever no layer is in hand, a card holds what the table's per-GPU column says.
+    assert phases[0].live_bytes == per_gpu_bytes(stage, run.params, run.gpus, run.recipe)
+
+
+@pytest.mark.parametrize(
+    ("stage", "forward", "backward"),
+    # Llama 3 8B on 8 GPUs, by hand: a 1/8 slice of 16 B per weight at rest; column 0 holds the
+    # embedding (525,336,576 weights, 2 B each as weights, 2 B as gradients).
+    [
+        (Stage.DP, 8_030_261_248 * 16, 8_030_261_248 * 16),
+        (Stage.ZERO2, 8_030_261_248 * 2 + 1_003_782_656 * 14, 8_030_261_248 * 2 + 1_003_782_656 * 14 + 525_336_576 * 2),
+        (Stage.ZERO3, 1_003_782_656 * 16 + 525_336_576 * 2, 1_003_782_656 * 16 + 525_336_576 * 4),
+    ],
+)
+def test_llama_8b_on_8_gpus_column_0_by_hand(stage: Stage, forward: int, backward: int) -> None:
+    run, columns = _llama(8)
+    phases = step(stage, run, columns)
+    assert (phases[1].part, phases[1].column) == (Part.FORWARD, 0)
+    assert (phases[16].part, phases[16].column) == (Part.BACKWARD, 0)
+    assert phases[1].live_bytes == forward
+    assert phases[16].live_bytes == backward
+
+
+def test_the_issues_figures_come_out_of_the_run() -> None:
+    # The seed on 8 GPUs, largest layer unknown: model states only, 55.9 GiB throughout.
+    assert {_gib(p.live_bytes) for p in step(Stage.ZERO3, SEED, SEED_COLUMNS)} == {"55.9"}
+    assert {_gib(p.live_bytes) for p in step(Stage.ZERO2, SEED, SEED_COLUMNS)} == {"104.8"}
+    # Llama 3 8B: ZeRO-3 peaks at 16.9 GiB and ZeRO-2 at 29.0, as the table says.
+    run, columns = _llama(8)
+    assert _gib(max(p.live_bytes for p in step(Stage.ZERO3, run, columns))) == "16.9"
+    assert _gib(max(p.live_bytes for p in step(Stage.ZERO2, run, columns))) == "29.0"
+    # 64 GPUs: 7.0 GiB per card at rest, not the 8-card figure.
+    wide = Run(gpus=64)
+    assert _gib(step(Stage.ZERO3, wide, SEED_COLUMNS)[0].live_bytes) == "7.0"
+    # One GPU: the whole 447.0 GiB, at every phase of every stage.
+    one = Run(gpus=1)
+    assert {_gib(p.live_bytes) for stage in Stage for p in step(stage, one, SEED_COLUMNS)} == {"447.0"}
+
+
+def test_405b_on_1024_gpus_at_phase_12_holds_its_slice_and_one_layer() -> None:
+    preset = PRESETS[ModelName("llama-3.1-405b")]
+    run = Run(params=preset.params, gpus=1024, largest_layer=preset.largest_layer, capacity=80 * 10**9)
+    phase = step(Stage.ZERO3, run, model_columns(run.params, preset.architecture, run.largest_layer))[12]
+    # Column 4 is all transformer blocks: 16 B for each of 396,341,200 weights in a slice, plus
+    # one block's weights and gradients, 4 B × 3,187,703,808.
+    assert phase.column == 4
+    assert phase.live_bytes == 16 * 396_341_200 + 4 * 3_187_703_808
+    assert _gib(phase.live_bytes) == "17.8"
 
 
 @pytest.mark.parametrize(("stage", "p"), [(Stage.DP, 2), (Stage.ZERO1, 2), (Stage.ZERO2, 2), (Stage.ZERO3, 3)])
 def test_the_tally_ends_the_step_at_the_seed_figures(stage: Stage, p: int) -> None:
-    phases = step(stage)
+    phases = step(stage, SEED, SEED_COLUMNS)
     assert len(phases) == PHASES == 21
     assert phases[LAST_PHASE].tally_p == p
-    tallies = [phase.tally_p for phase in phases]
-    assert tallies == sorted(tallies)
+    assert step(stage, Run(gpus=1), SEED_COLUMNS)[LAST_PHASE].tally_p == 0
 
 
-def test_zero3_never_exceeds_its_shard_plus_one_assembled_layer_and_reaches_it() -> None:
-    shard = Fraction(PARAMS * 16, LAYERS)
-    layer = Fraction(PARAMS, LAYERS)
-    bound = shard + layer * (2 + 2)
-    live = [live_bytes(phase, card, PARAMS) for phase in step(Stage.ZERO3) for card in range(LAYERS)]
-    assert max(live) == bound
-    assert min(live) == shard
-    # The same bound the sizing page reports as ZeRO-3's peak, for layers of P/8 weights.
-    assert bound == peak_bytes(Stage.ZERO3, Run(params=PARAMS, gpus=8, largest_layer=PARAMS // LAYERS))
-
-
-@pytest.mark.parametrize("stage", [Stage.ZERO1, Stage.ZERO2])
-def test_stages_one_and_two_never_hold_less_than_at_rest(stage: Stage) -> None:
-    phases = step(stage)
-    for card in range(LAYERS):
-        at_rest = live_bytes(phases[0], card, PARAMS)
-        assert all(live_bytes(phase, card, PARAMS) >= at_rest for phase in phases)
-
-
-def test_zero2_peak_matches_the_sizing_page() -> None:
-    top = max(live_bytes(phase, 3, PARAMS) for phase in step(Stage.ZERO2))
-    assert top == peak_bytes(Stage.ZERO2, Run(params=PARAMS, gpus=8, largest_layer=PARAMS // LAYERS))
-
-
-def test_zero3_forward_gathers_the_layer_then_discards_it() -> None:
-    phases = step(Stage.ZERO3)
-    forward_3 = phases[3]
-    assert (forward_3.part, forward_3.layer) == (Part.FORWARD, 2)
-    assert [forward_3.holding(card, 2, Band.WEIGHTS) for card in range(LAYERS)] == [
-        Holding.HELD if card == 2 else Holding.GATHERED for card in range(LAYERS)
+def test_zero3_forward_gathers_the_column_from_its_owner() -> None:
+    forward = step(Stage.ZERO3, SEED, SEED_COLUMNS)[3]
+    assert (forward.part, forward.column) == (Part.FORWARD, 2)
+    assert [forward.holding(card, 2, Band.WEIGHTS) for card in range(8)] == [
+        Holding.HELD if card == 2 else Holding.GATHERED for card in range(8)
     ]
-    assert phases[4].holding(0, 2, Band.WEIGHTS) is Holding.DASHED
-    assert [(t.collective, t.band, t.layers) for t in forward_3.transfers] == [
+    assert [(t.collective, t.band, t.columns) for t in forward.transfers] == [
         (Collective.ALL_GATHER, Band.WEIGHTS, (2,))
     ]
+    # The next phase has discarded it.
+    assert step(Stage.ZERO3, SEED, SEED_COLUMNS)[4].holding(0, 2, Band.WEIGHTS) is Holding.DASHED
 
 
-def test_zero3_backward_gathers_weights_again_and_reduce_scatters_gradients() -> None:
-    backward_8 = step(Stage.ZERO3)[9]
-    assert (backward_8.part, backward_8.layer) == (Part.BACKWARD, 7)
-    assert [t.collective for t in backward_8.transfers] == [Collective.ALL_GATHER, Collective.REDUCE_SCATTER]
-    assert backward_8.holding(0, 7, Band.GRADIENTS) is Holding.GATHERED
-    assert backward_8.holding(7, 7, Band.GRADIENTS) is Holding.HELD
+@pytest.mark.parametrize("stage", [Stage.ZERO2, Stage.ZERO3])
+def test_gradients_computed_for_another_card_are_sent_not_gathered(stage: Stage) -> None:
+    backward = step(stage, SEED, SEED_COLUMNS)[9]
+    assert (backward.part, backward.column) == (Part.BACKWARD, 7)
+    assert [backward.holding(card, 7, Band.GRADIENTS) for card in range(8)] == [Holding.SENT] * 7 + [Holding.HELD]
+    assert Collective.REDUCE_SCATTER in {t.collective for t in backward.transfers}
 
 
-def test_data_parallelism_shows_the_all_reduce_as_its_two_halves() -> None:
-    phases = step(Stage.DP)
+@pytest.mark.parametrize("stage", [Stage.DP, Stage.ZERO1])
+def test_stages_that_keep_every_gradient_compute_them_in_place(stage: Stage) -> None:
+    backward = step(stage, SEED, SEED_COLUMNS)[9]
+    assert {backward.holding(card, 7, Band.GRADIENTS) for card in range(8)} == {Holding.HELD}
+    assert backward.transfers == ()
+
+
+def test_zero2_has_nothing_left_to_do_after_the_backward_pass_and_rings_nothing() -> None:
+    phases = step(Stage.ZERO2, SEED, SEED_COLUMNS)
+    for phase in phases[17:19]:
+        assert phase.transfers == ()
+        assert not any(phase.active(card, c, band) for card in range(8) for c in range(COLUMNS) for band in Band)
+        assert explanation(phase, MIXED_ADAM, SEED_COLUMNS).startswith("Nothing to do")
+
+
+@pytest.mark.parametrize(("stage", "gpus"), [(Stage.ZERO1, 8), (Stage.ZERO2, 16), (Stage.ZERO3, 4)])
+def test_each_card_updates_only_its_own_columns(stage: Stage, gpus: int) -> None:
+    update = step(stage, Run(gpus=gpus), SEED_COLUMNS)[19]
+    assert update.part is Part.UPDATE
+    for card in range(gpus):
+        ringed = {c for c in range(COLUMNS) if update.active(card, c, Band.MASTER)}
+        assert ringed == set(owned_columns(card, gpus))
+        assert not any(update.active(card, c, Band.GRADIENTS) for c in range(COLUMNS))
+
+
+def test_data_parallelism_updates_everything_everywhere_and_shows_the_all_reduce_as_two_halves() -> None:
+    phases = step(Stage.DP, SEED, SEED_COLUMNS)
+    assert all(phases[19].active(card, c, Band.MOMENTS) for card in range(8) for c in range(COLUMNS))
     sync = [t for phase in phases if phase.part is Part.GRADIENT_SYNC for t in phase.transfers]
     assert [(t.collective, t.band) for t in sync] == [
         (Collective.REDUCE_SCATTER, Band.GRADIENTS),
         (Collective.ALL_GATHER, Band.GRADIENTS),
     ]
-    assert all(h is Holding.HELD for phase in phases for card in phase.holdings for layer in card for h in layer)
 
 
-def test_zero1_gathers_updated_weights_and_zero3_needs_no_final_gather() -> None:
-    assert [t.collective for t in step(Stage.ZERO1)[LAST_PHASE].transfers] == [Collective.ALL_GATHER]
-    assert step(Stage.ZERO3)[LAST_PHASE].transfers == ()
-    assert step(Stage.ZERO3)[LAST_PHASE].title == "Weight synchronisation"
+@pytest.mark.parametrize("stage", list(Stage))
+@pytest.mark.parametrize("gpus", [1, 3, 8, 16, 1024])
+def test_a_phase_rings_cells_exactly_when_its_text_says_something_happens(stage: Stage, gpus: int) -> None:
+    run = Run(gpus=gpus)
+    for phase in step(stage, run, SEED_COLUMNS)[1:]:
+        text = explanation(phase, MIXED_ADAM, SEED_COLUMNS)
+        ringed = any(phase.active(card, c, band) for card in (0, gpus - 1) for c in range(COLUMNS) for band in Band)
+        assert ringed is not text.startswith("Nothing"), (phase.index, text)
+        # Something moves exactly when the text names a collective at work now.
+        names = not text.startswith("Nothing") and ("all-gather" in text or "reduce-scatter" in text)
+        assert bool(phase.transfers) is names, (phase.index, text)
+
+
+@pytest.mark.parametrize("recipe", ["fp32-adam", "bf16-adam"])
+def test_recipes_without_a_master_copy_never_mention_one(recipe: str) -> None:
+    from app.domain.bands import RecipeName
+
+    chosen = RECIPES[RecipeName(recipe)]
+    for stage in Stage:
+        for phase in step(stage, Run(recipe=chosen), SEED_COLUMNS):
+            assert "master" not in explanation(phase, chosen, SEED_COLUMNS)
+
+
+@pytest.mark.parametrize(
+    ("gpus", "card", "column", "size"),
+    [
+        (8, 3, 3, Fraction(1)),
+        (8, 3, 4, None),
+        (16, 5, 2, Fraction(1, 2)),
+        (4, 1, 3, Fraction(1)),
+        (1024, 0, 0, Fraction(1, 128)),
+    ],
+)
+def test_a_cards_share_of_a_column(gpus: int, card: int, column: int, size: Fraction | None) -> None:
+    part = share(card, column, gpus)
+    assert (None if part is None else part.size) == size
+
+
+@given(gpus=st.integers(1, 4096), column=st.integers(0, COLUMNS - 1))
+def test_the_holders_of_a_column_share_all_of_it_without_overlap(gpus: int, column: int) -> None:
+    parts = [share(card, column, gpus) for card in holders(column, gpus)]
+    assert all(part is not None for part in parts)
+    assert sum(part.size for part in parts if part is not None) == 1
+    # Slices tile the column in order, from its start.
+    starts = [p.start for p in parts if p is not None]
+    assert starts == sorted(starts)
+    assert starts[0] == 0
+    assert share(holders(column, gpus)[-1] + 1, column, gpus) is None
+
+
+@given(gpus=st.integers(1, 4096), card=st.integers(0, 4095))
+def test_a_card_is_responsible_for_an_nth_of_the_model(gpus: int, card: int) -> None:
+    card %= gpus
+    total = sum(part.size for c in owned_columns(card, gpus) if (part := share(card, c, gpus)) is not None)
+    assert total == Fraction(COLUMNS, gpus)

@@ -1,0 +1,108 @@
+"""What happens in each phase of a step, in words for students.
+
+Written from the same facts the phase holds (its part, its column, its collectives, the recipe
+and the number of cards), so the text names what the rings and arrows show.
+"""
+
+from __future__ import annotations
+
+from app.domain.bands import Band, Recipe
+from app.domain.columns import COLUMNS, Column
+from app.domain.communication import Collective
+from app.domain.stages import OPTIMIZER_STATE, Stage
+from app.domain.step import Part, Phase, holders
+
+
+def _cards(cards: range, verb: str) -> str:
+    """'GPU 3 keeps' or 'GPUs 2–3 keep': the owners, and a verb that agrees with them."""
+    if len(cards) == 1:
+        return f"GPU {cards[0]:,} {verb}s"
+    return f"GPUs {cards[0]:,}–{cards[-1]:,} {verb}"
+
+
+def _owners(cards: range) -> str:
+    if len(cards) == 1:
+        return f"card that owns them, GPU {cards[0]:,}"
+    return f"cards that own them, GPUs {cards[0]:,}–{cards[-1]:,}"
+
+
+def _layer_limit(column: Column) -> str:
+    if column.largest_layer is None:
+        return ""
+    return f" At most {column.largest_layer:,} weights are assembled at once."
+
+
+def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> str:
+    """What happens in this phase."""
+    part, gpus, sharded = phase.part, phase.gpus, phase.sharded
+    if part is Part.START:
+        return (
+            f"Every card holds its state at rest, as without the step. The {COLUMNS} columns are the model in "
+            "eighths, first layer to last; the forward pass walks across them."
+        )
+    if part in (Part.FORWARD, Part.BACKWARD) and phase.column is not None:
+        return _pass(phase, recipe, columns[phase.column])
+    if part is Part.GRADIENT_SYNC:
+        return _gradient_sync(phase)
+    if part is Part.UPDATE:
+        if gpus == 1:
+            return "The one card updates every weight."
+        if not sharded & set(OPTIMIZER_STATE):
+            return f"Every card applies the same update to every weight: {gpus:,} cards repeating one job."
+        weights = recipe.spec(Band.WEIGHTS).phrase
+        if recipe.has_master:
+            return (
+                f"Each card updates only its own slice: {recipe.phrase(OPTIMIZER_STATE)}, then {weights} "
+                "of that slice from the new master copy."
+            )
+        return f"Each card updates only its own slice of {weights}, in place, with {recipe.phrase(OPTIMIZER_STATE)}."
+    if phase.transfers:
+        return (
+            "An all-gather sends each card's updated slice of the weights to every card: the whole model, "
+            "everywhere, again."
+        )
+    if gpus == 1:
+        return "Nothing to do: the one card has every new weight."
+    if phase.stage is Stage.DP:
+        return "Nothing to do: every card already computed the same new weights."
+    return "Nothing to do: each card keeps only its own slice, which it has just updated."
+
+
+def _pass(phase: Phase, recipe: Recipe, column: Column) -> str:
+    k, what, sharded = column.index, column.label, phase.sharded
+    owners = holders(k, phase.gpus)
+    if phase.part is Part.FORWARD:
+        if Band.WEIGHTS in sharded:
+            return (
+                f"The cards all-gather column {k}'s weights ({what}) from the {_owners(owners)}, one layer at a "
+                "time: each card assembles a layer, runs it on its own batch and discards it at once."
+                f"{_layer_limit(column)}"
+            )
+        return f"Each card runs column {k} ({what}) on its own batch with its own copy of the weights. Nothing moves."
+    if Band.WEIGHTS in sharded:
+        return (
+            f"The cards gather column {k}'s weights ({what}) again, one layer at a time, and compute its gradients. "
+            f"They reduce-scatter the gradients at once: {_cards(owners, 'keep')} the sums, and every card drops "
+            f"what it computed for others, and the gathered weights.{_layer_limit(column)}"
+        )
+    if Band.GRADIENTS in sharded:
+        return (
+            f"Each card computes column {k}'s gradients ({what}) and reduce-scatters them layer by layer: "
+            f"{_cards(owners, 'keep')} the sums; the others drop what they computed and sent."
+        )
+    return f"Each card computes column {k}'s gradients ({what}) into its own full gradient buffer. Nothing moves yet."
+
+
+def _gradient_sync(phase: Phase) -> str:
+    if phase.gpus == 1:
+        return "Nothing to do: one card has nobody to sum its gradients with."
+    if Band.GRADIENTS in phase.sharded:
+        return "Nothing to do: each layer's gradients were reduce-scattered during the backward pass."
+    moving = {t.collective for t in phase.transfers}
+    if phase.stage is Stage.DP:
+        if Collective.REDUCE_SCATTER in moving:
+            return "All-reduce, first half: a reduce-scatter leaves each card the summed gradients of its own slice."
+        return "All-reduce, second half: an all-gather gives every card every summed gradient."
+    if Collective.REDUCE_SCATTER in moving:
+        return "A reduce-scatter gives each card the summed gradients of the slice it updates."
+    return "Nothing more to do: each card has the summed gradients it needs."
