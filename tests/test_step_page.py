@@ -7,6 +7,8 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import dom, one, text
 
@@ -164,3 +166,33 @@ def test_api_step(client: TestClient) -> None:
     assert {c["holding"] for c in body["cells"] if c["column"] == 7 and c["band"] == "gradients"} == {"sent", "held"}
     assert client.get("/api/step", params={"stage": "zero2", "phase": "20"}).json()["tally_p"] == 2.0
     assert client.get("/api/step", params={"phase": "21"}).status_code == 422
+
+
+runs = st.fixed_dictionaries(
+    {
+        "stage": st.sampled_from(["dp", "zero1", "zero2", "zero3"]),
+        "gpus": st.integers(1, 4096).map(str),
+        "params": st.integers(10**6, 10**13).map(str),
+        "recipe": st.just("custom"),
+        "weights_bytes": st.integers(1, 16).map(str),
+        "gradients_bytes": st.integers(0, 16).map(str),
+        "master_bytes": st.integers(0, 16).map(str),
+        "moments_bytes": st.integers(0, 16).map(str),
+    },
+    optional={"largest_layer": st.integers(1, 10**6).map(str), "model": st.sampled_from(["llama-3-8b", "gpt-3-175b"])},
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=runs)
+def test_one_screen_one_story_for_any_run(client: TestClient, query: dict[str, str]) -> None:
+    """At the step's last phase each card's peak so far is the step's highest figure; the table beside it agrees."""
+    response = client.get("/", params={**query, "phase": "20"})
+    assert response.status_code == 200
+    tree = dom(response.text)
+    stage = query["stage"]
+    peaks = {text(card, ".card-sub").split(" · ")[1] for card in tree.select("#grid .card")}
+    assert peaks == {f"peak {text(tree, f'table.figures tr[data-stage={stage}] td.peak')}"}
+    api = client.get("/api/step", params={**query, "phase": "20"}).json()
+    memory = client.get("/api/memory", params=query).json()
+    assert api["peak_bytes_so_far"] == next(row["peak_bytes"] for row in memory["stages"] if row["stage"] == stage)
