@@ -115,7 +115,8 @@ class ByteUnit(StrEnum):
 
 
 def _amount(text: str, grammar: re.Pattern[str], units: dict[str, int], what: str, examples: str) -> Fraction:
-    parts = _PARTS.match(text) if grammar.match(text) else None
+    # fullmatch: Python's $ also matches before a final newline, Rust's (pydantic's) does not.
+    parts = _PARTS.fullmatch(text) if grammar.fullmatch(text) else None
     if parts is None:
         raise ValueError(f"{what} should look like {examples}")
     number, unit = parts.groups()
@@ -138,7 +139,7 @@ def ambiguity(text: str, *, show_input: bool) -> str | None:
     or 80 GiB (80×2³⁰ bytes); write 80GB or 80GiB'; without it only the unit is named, for
     answers that must not echo what was sent.
     """
-    match = _AMBIGUOUS.match(text)
+    match = _AMBIGUOUS.fullmatch(text)
     if match is None:
         return None
     number, letter = match.group(1), match.group(2).upper()

@@ -94,7 +94,7 @@ def test_sizes_as_people_write_them(text: str, nbytes: int) -> None:
         *["1e16", "10e15", "10000000000000000", "10,000,000,000,000,000", "10,000T", "7.5000000e9", "1e016"],
         # Groups of three, one separator, no stray commas, no decimals after groups.
         *["1,00,0", "1,0000", "10,00", "1,000_000", ",000", "1,000,", "1,,000", "1,000.5", "0,001", "1 000"],
-        *["e9", "7.5e", "7.5ee9", "7.5e9e"],
+        *["e9", "7.5e", "7.5ee9", "7.5e9e", "7.5B\n", "7.5e9\n"],
     ],
 )
 def test_counts_that_are_not_counts(text: str) -> None:
@@ -140,20 +140,20 @@ def test_only_a_number_and_a_bare_g_or_t_is_ambiguous(text: str) -> None:
     assert ambiguity(text, show_input=True) is None
 
 
-@given(st.from_regex(r"^ {0,3}[1-9][0-9]{0,3}(\.[0-9]{1,3})? {0,3}[GgTt] {0,3}$"))
+@given(st.from_regex(r"^ {0,3}[1-9][0-9]{0,3}(\.[0-9]{1,3})? {0,3}[GgTt] {0,3}$", fullmatch=True))
 def test_the_grammar_never_admits_an_ambiguous_size(text: str) -> None:
-    assert re.match(BYTES_PATTERN, text) is None
+    assert re.fullmatch(BYTES_PATTERN, text) is None
     with pytest.raises(ValueError, match="ambiguous"):
         parse_bytes(text)
 
 
-@given(st.from_regex(COUNT_PATTERN))
+@given(st.from_regex(COUNT_PATTERN, fullmatch=True))
 def test_every_count_the_grammar_allows_is_a_positive_whole_number(text: str) -> None:
     # parse_count refuses a fraction outright, so a grammar that let one through would fail here.
     assert 1 <= parse_count(text) < 10**16
 
 
-@given(st.from_regex(BYTES_PATTERN))
+@given(st.from_regex(BYTES_PATTERN, fullmatch=True))
 def test_every_size_the_grammar_allows_is_at_least_a_byte(text: str) -> None:
     # The largest is 9,999.999 TiB; plain and scientific bytes stop below 10¹⁶, which is less.
     assert 1 <= parse_bytes(text) < 10_000 * 2**40
