@@ -15,6 +15,7 @@ from app.domain.communication import transfers
 from app.domain.fit import StageReport, layer_exceeds_card, report
 from app.domain.hardware import CARDS
 from app.domain.quantities import ByteUnit, per_weight
+from app.domain.quantities import count_label as params_label
 from app.domain.scenario import Inputs, Scenario, resolve
 from app.domain.sharding import Cell, CellState, Layout, layout
 from app.domain.stages import Stage
@@ -41,14 +42,6 @@ from app.view_models import (
 
 APP_NAME = "ZeRO Bands"
 DEFAULT_SCENARIO = resolve(Inputs())
-
-
-def params_label(params: int) -> str:
-    """A weight count the way people say it: 30B, 7.5B, 350M."""
-    for scale, suffix in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
-        if params >= scale:
-            return f"{params / scale:.3g}{suffix}"
-    return str(params)
 
 
 def cell_label(cell: Cell, recipe: Recipe) -> str:

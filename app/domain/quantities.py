@@ -1,4 +1,4 @@
-"""Reading weight counts and byte sizes the way people write them, and printing bytes in a unit.
+"""Reading weight counts and byte sizes the way people write them, and printing them back.
 
 '7.5B', '7.5e9', '7.5e+09', '7,500,000,000' and '7500000000' are the same count; '80GB' is
 80×10⁹ bytes and '80GiB' is 80×2³⁰. The grammar is one regular expression per kind, shared with
@@ -98,6 +98,25 @@ _DECIMAL_POWER = {"G": "10⁹", "T": "10¹²"}
 _BINARY_POWER = {"G": "2³⁰", "T": "2⁴⁰"}
 
 
+def _decimals_for(value: Fraction, figures: int, at_least: int) -> int:
+    """Decimals that show `figures` significant figures of a positive value, and no fewer than `at_least`."""
+    decimals = at_least
+    while abs(value) * 10**decimals < 10 ** (figures - 1):
+        decimals += 1
+    return decimals
+
+
+def _fixed(value: Fraction, decimals: int) -> str:
+    """A value with exactly `decimals` decimals, rounded half up on the exact value (no float)."""
+    scaled = abs(value) * 10**decimals
+    digits = str(int(scaled + Fraction(1, 2)))
+    sign = "-" if value < 0 and digits.strip("0") else ""
+    if decimals == 0:
+        return sign + digits
+    digits = digits.rjust(decimals + 1, "0")
+    return f"{sign}{int(digits[:-decimals]):,}.{digits[-decimals:]}"
+
+
 class ByteUnit(StrEnum):
     """How bytes are printed: GiB (2³⁰, as the seed text) or GB (10⁹, as the ZeRO paper)."""
 
@@ -110,8 +129,13 @@ class ByteUnit(StrEnum):
         return 2**30 if self is ByteUnit.GIB else 10**9
 
     def show(self, nbytes: Fraction | int, decimals: int = 1) -> str:
-        """E.g. '153.7 GiB'."""
-        return f"{float(Fraction(nbytes) / self.size):,.{decimals}f} {self.value}"
+        """E.g. '153.7 GiB'; below one unit two significant figures ('0.0073 GiB'), and '0 GiB' for nothing."""
+        value = Fraction(nbytes) / self.size
+        if value == 0:
+            return f"0 {self.value}"
+        # Below one unit a fixed number of decimals would print 0.0 for a layer or a sliver.
+        shown = _fixed(value, decimals if abs(value) >= 1 else _decimals_for(value, 2, decimals))
+        return f"{shown} {self.value}"
 
 
 def _amount(text: str, grammar: re.Pattern[str], units: dict[str, int], what: str, examples: str) -> Fraction:
@@ -164,6 +188,32 @@ def parse_bytes(text: str) -> int:
     return int(_amount(text, _BYTES, _BYTE_UNITS, "a memory size", "80GB, 80GiB or 85899345920"))
 
 
+def count_label(n: int) -> str:
+    """A weight count the way people say it, to three significant figures: 30B, 7.5B, 8.03B, 350M, 2,750T.
+
+    It rounds first and picks the suffix after, so 999,500,000 is '1B', never '1e+03M'; past
+    999T the T stays and the thousands are separated.
+    """
+    if n < 1000:
+        return str(n)
+    scale = 10 ** (len(str(n)) - 3)
+    rounded = (n + scale // 2) // scale * scale
+    size, suffix = next((s, x) for s, x in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")) if rounded >= s)
+    whole, rest = divmod(rounded, size)
+    fraction = f"{rest:0{len(str(size)) - 1}d}".rstrip("0")
+    return f"{whole:,}" + (f".{fraction}" if fraction else "") + suffix
+
+
 def per_weight(nbytes: Fraction | int) -> str:
-    """Bytes per weight with two decimals, e.g. '5.50'."""
-    return f"{float(nbytes):.2f}"
+    """Bytes per weight: two decimals from 1 up ('5.50'), three significant figures below ('0.0156').
+
+    Enough figures that the value times the weight count is within half a percent of the bytes
+    shown beside it, and never '0.00' for a card that holds something.
+    """
+    value = Fraction(nbytes)
+    if value <= 0:
+        return _fixed(value, 2)
+    shown = _fixed(value, _decimals_for(value, 3, 2))
+    whole, _, decimals = shown.partition(".")
+    # 0.250 reads as 0.25: trailing zeros past the second decimal add nothing.
+    return f"{whole}.{decimals[:2]}{decimals[2:].rstrip('0')}"

@@ -7,14 +7,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.domain.memory import bytes_per_weight
 from app.domain.quantities import (
     BYTES_PATTERN,
     COUNT_PATTERN,
     ByteUnit,
     ambiguity,
+    count_label,
     parse_bytes,
     parse_count,
+    per_weight,
 )
+from app.domain.stages import Stage
 
 
 @pytest.mark.parametrize(
@@ -179,3 +183,96 @@ def test_units_print_with_their_name() -> None:
     assert ByteUnit.GIB.show(165 * 10**9) == "153.7 GiB"
     assert ByteUnit.GB.show(165 * 10**9) == "165.0 GB"
     assert ByteUnit.GB.show(Fraction(1_875_000_000)) == "1.9 GB"
+
+
+@pytest.mark.parametrize(
+    ("unit", "nbytes", "shown"),
+    [
+        (ByteUnit.GIB, 0, "0 GiB"),
+        (ByteUnit.GB, 0, "0 GB"),
+        # 7,838,000 / 1,073,741,824 = 0.0072997…; / 10⁹ = 0.007838.
+        (ByteUnit.GIB, 7_838_000, "0.0073 GiB"),
+        (ByteUnit.GB, 7_838_000, "0.0078 GB"),
+        (ByteUnit.GIB, 2**29, "0.50 GiB"),
+        (ByteUnit.GB, 994 * 10**6, "0.99 GB"),
+        (ByteUnit.GB, 1, "0.0000000010 GB"),
+        (ByteUnit.GB, 10**9, "1.0 GB"),
+        (ByteUnit.GB, 10**13, "10,000.0 GB"),
+        (ByteUnit.GIB, 1_234_567 * 2**30, "1,234,567.0 GiB"),
+        (ByteUnit.GIB, -(2**29), "-0.50 GiB"),
+    ],
+)
+def test_small_sizes_keep_two_significant_figures(unit: ByteUnit, nbytes: int, shown: str) -> None:
+    assert unit.show(nbytes) == shown
+
+
+@pytest.mark.parametrize(
+    ("n", "label"),
+    [
+        (0, "0"),
+        (999, "999"),
+        (1_000, "1K"),
+        (1_234, "1.23K"),
+        (350_000_000, "350M"),
+        (999_499_999, "999M"),
+        # Rounds to 1.00×10⁹ first, then picks the suffix: never 1e+03M.
+        (999_500_000, "1B"),
+        (7_500_000_000, "7.5B"),
+        (8_030_261_248, "8.03B"),
+        (30_000_000_000, "30B"),
+        (405_853_388_800, "406B"),
+        (1_200_000_000_000, "1.2T"),
+        (999_500_000_000_000, "1,000T"),
+        (2_750_000_000_000_000, "2,750T"),
+        (12_345_678_901_234_567, "12,300T"),
+    ],
+)
+def test_counts_print_the_way_people_say_them(n: int, label: str) -> None:
+    assert count_label(n) == label
+
+
+@given(st.integers(1_000, 10**20))
+def test_a_count_label_is_never_scientific(n: int) -> None:
+    label = count_label(n)
+    assert "e+" not in label
+    assert "e-" not in label
+
+
+@given(st.integers(1_000, 9_994_999_999_999_999))
+def test_a_count_label_reads_back_within_half_a_percent(n: int) -> None:
+    # 9,995T and up round to 10,000T, which is 10¹⁶ and past what a count may be.
+    assert abs(parse_count(count_label(n)) - n) <= n * Fraction(5, 1000)
+
+
+@pytest.mark.parametrize(
+    ("nbytes", "shown"),
+    [
+        (16, "16.00"),
+        (Fraction(11, 2), "5.50"),
+        (Fraction(15, 4), "3.75"),
+        (2, "2.00"),
+        (Fraction(16, 3), "5.33"),
+        (Fraction(1, 4), "0.25"),
+        (Fraction(1, 2), "0.50"),
+        (Fraction(1, 8), "0.125"),
+        (Fraction(2, 3), "0.667"),
+        (Fraction(16, 1024), "0.0156"),
+        (Fraction(16, 4096), "0.00391"),
+        (Fraction(1, 1000), "0.001"),
+        (Fraction(9996, 10000), "1.00"),
+    ],
+)
+def test_bytes_per_weight_keep_three_significant_figures_below_one(nbytes: Fraction, shown: str) -> None:
+    assert per_weight(nbytes) == shown
+
+
+def test_zero3_on_4096_gpus_is_not_zero() -> None:
+    # 16 bytes over 4,096 cards: 0.00390625.
+    assert per_weight(bytes_per_weight(Stage.ZERO3, 4096)) == "0.00391"
+
+
+@given(st.fractions(min_value=Fraction(1, 10**9), max_value=10**6))
+def test_bytes_per_weight_times_the_count_stays_within_half_a_percent(nbytes: Fraction) -> None:
+    shown = per_weight(nbytes)
+    assert shown.strip("0.") != ""
+    assert abs(Fraction(shown.replace(",", "")) - nbytes) <= nbytes * Fraction(5, 1000)
