@@ -40,13 +40,13 @@ def parser() -> argparse.ArgumentParser:
         "table", help="print memory, traffic and fit per stage for a run", description="Print the table for a run."
     )
     table.add_argument("--model", choices=[m.value for m in ModelName], help="a preset model (default: the seed's 30B)")
-    table.add_argument("--params", help="weights of a custom model: 7.5B, 7.5e9 or 7500000000")
+    table.add_argument("--params", help="weights of a custom model: 7.5B, 7.5e9, 7.5e+09 or 7,500,000,000")
     table.add_argument("--gpus", default="8", help="number of GPUs, 1-4096 (default: 8)")
     table.add_argument("--recipe", choices=[r.value for r in RecipeName], default=RecipeName.MIXED_ADAM.value)
     for band in ("weights", "gradients", "master", "moments"):
         table.add_argument(f"--{band}-bytes", help=f"bytes per weight of the {band} band (custom recipe)")
     table.add_argument("--largest-layer", help="weights ZeRO-3 gathers at once (default: from the architecture)")
-    table.add_argument("--capacity", help="one card's memory: 80GB, 80GiB or bytes")
+    table.add_argument("--capacity", help="one card's memory: 80GB, 80GiB, or bytes such as 80e9")
     table.add_argument("--units", choices=[u.value for u in ByteUnit], default=ByteUnit.GIB.value)
     return p
 

@@ -17,7 +17,8 @@ from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
 from app.api import API_TAG
-from app.inputs import FIELD_HINTS
+from app.domain.quantities import ambiguity
+from app.inputs import FIELD_HINTS, SIZE_FIELDS
 from app.links import stage_links
 from app.templating import render
 from app.views import error_view
@@ -44,7 +45,16 @@ def describe(errors: Sequence[Any], *, show_input: bool) -> str:
         value = error.get("input")
         got = f"; “{_shown(value)}” is not" if show_input and isinstance(value, str | int | float) else ""
         expected = (error.get("ctx") or {}).get("expected")
-        if error.get("type") == "string_pattern_mismatch" and name in FIELD_HINTS:
+        mismatch = error.get("type") == "string_pattern_mismatch"
+        # The grammar refuses '80G' like any other typo; the person deserves to hear why.
+        reading = (
+            ambiguity(value, show_input=show_input)
+            if mismatch and name in SIZE_FIELDS and isinstance(value, str)
+            else None
+        )
+        if reading is not None:
+            sentences.append(f"The {where} “{name}” is ambiguous: {reading}.")
+        elif mismatch and name in FIELD_HINTS:
             sentences.append(f"The {where} “{name}” should be {FIELD_HINTS[name]}{got}.")
         elif error.get("type") == "enum" and expected:
             sentences.append(f"The {where} “{name}” must be {expected}{got}.")

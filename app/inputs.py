@@ -17,11 +17,13 @@ from app.domain.scenario import Inputs
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
 
-_COUNT_EXAMPLES = "a number of weights, such as 7.5B, 7.5e9 or 7500000000"
-_BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 85899345920"
+_COUNT_EXAMPLES = "a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000"
+_BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 80e9"
 
 # What a person is told when a text field does not match its pattern (the regex itself is no help).
 FIELD_HINTS = {"params": _COUNT_EXAMPLES, "largest_layer": _COUNT_EXAMPLES, "capacity": _BYTES_EXAMPLES}
+# The fields read as memory sizes, where a bare G or T deserves its own answer (GB or GiB?).
+SIZE_FIELDS = frozenset({"capacity"})
 
 
 def _blank_or(pattern: str) -> str:

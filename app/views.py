@@ -17,6 +17,7 @@ from app.domain.communication import transfers
 from app.domain.fit import UNKNOWN_LAYER_RULE, StageReport, layer_exceeds_card, layer_extra, report
 from app.domain.hardware import CARDS
 from app.domain.quantities import ByteUnit, per_weight
+from app.domain.quantities import count_label as params_label
 from app.domain.scenario import Inputs, Scenario, resolve
 from app.domain.sharding import Cell, CellState, Layout, layout
 from app.domain.stages import Stage, explanation
@@ -47,14 +48,6 @@ DEFAULT_SCENARIO = resolve(Inputs())
 def gpus_label(gpus: int) -> str:
     """'1 GPU', '8 GPUs', '1,024 GPUs'."""
     return f"{gpus:,} GPU{'' if gpus == 1 else 's'}"
-
-
-def params_label(params: int) -> str:
-    """A weight count the way people say it: 30B, 7.5B, 350M."""
-    for scale, suffix in ((10**12, "T"), (10**9, "B"), (10**6, "M"), (10**3, "K")):
-        if params >= scale:
-            return f"{params / scale:.3g}{suffix}"
-    return str(params)
 
 
 def cell_label(cell: Cell, recipe: Recipe) -> str:

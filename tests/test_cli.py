@@ -31,3 +31,31 @@ def test_bad_frame_ancestors_stops_the_command_with_a_message(
         cli.main([])
     assert exit_info.value.code == 2
     assert "ZERO_BANDS_FRAME_ANCESTORS" in capsys.readouterr().err
+
+
+def test_a_bare_g_in_the_table_command_names_both_readings(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["table", "--capacity", "80G"])
+    assert exit_info.value.code == 2
+    assert capsys.readouterr().err == (
+        "zero-bands table: The option “capacity” is ambiguous: “80G” could be 80 GB (80×10⁹ bytes)"
+        " or 80 GiB (80×2³⁰ bytes); write 80GB or 80GiB.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "first_line"),
+    [
+        (["--params", "7.5e+09"], "Custom model: 7,500,000,000 weights"),
+        (["--params", "7,500,000,000"], "Custom model: 7,500,000,000 weights"),
+        (["--params", "128e9"], "Custom model: 128,000,000,000 weights"),
+        (["--capacity", "32e9", "--units", "GB"], "card 32.0 GB"),
+    ],
+)
+def test_the_table_command_reads_pasted_numbers(
+    argv: list[str], first_line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["table", *argv])
+    assert exit_info.value.code == 0
+    assert first_line in capsys.readouterr().out.splitlines()[0]

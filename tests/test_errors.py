@@ -71,3 +71,64 @@ def test_describe_other_errors_in_plain_words() -> None:
         "The query parameter “gpus” is not valid: input should be less than or equal to 4096."
     )
     assert describe([], show_input=False) == "The request could not be understood."
+
+
+AMBIGUOUS_ON_THE_PAGE = [
+    (
+        "80G",
+        "The query parameter “capacity” is ambiguous: “80G” could be 80 GB (80×10⁹ bytes) or 80 GiB (80×2³⁰ bytes);"
+        " write 80GB or 80GiB.",
+    ),
+    (
+        "1.5 t",
+        "The query parameter “capacity” is ambiguous: “1.5 t” could be 1.5 TB (1.5×10¹² bytes) or 1.5 TiB"
+        " (1.5×2⁴⁰ bytes); write 1.5TB or 1.5TiB.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("value", "message"), AMBIGUOUS_ON_THE_PAGE)
+@pytest.mark.parametrize("headers", [{}, {"HX-Request": "true"}], ids=["page", "fragment"])
+def test_a_bare_g_on_the_page_names_both_readings(
+    client: TestClient, value: str, message: str, headers: dict[str, str]
+) -> None:
+    response = client.get("/", params={"capacity": value}, headers=headers)
+    assert response.status_code == 422
+    assert text(dom(response.text), '#widget [role="alert"] .notice-message') == message
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "80G",
+            "The query parameter “capacity” is ambiguous: a bare G could mean GB (10⁹ bytes) or GiB (2³⁰ bytes);"
+            " write the unit in full.",
+        ),
+        (
+            "1.5T",
+            "The query parameter “capacity” is ambiguous: a bare T could mean TB (10¹² bytes) or TiB (2⁴⁰ bytes);"
+            " write the unit in full.",
+        ),
+    ],
+)
+def test_a_bare_g_on_the_api_names_both_readings_without_echoing_it(
+    client: TestClient, value: str, message: str
+) -> None:
+    response = client.get("/api/memory", params={"capacity": value})
+    assert response.status_code == 422
+    body = response.json()
+    assert body["message"] == message
+    assert body["detail"][0]["loc"] == ["query", "capacity"]
+    assert value not in response.text
+
+
+def test_only_sizes_are_ambiguous_a_count_with_a_g_is_simply_wrong() -> None:
+    error = {"loc": ("query", "params"), "msg": "String should match pattern", "type": "string_pattern_mismatch"}
+    assert describe([{**error, "input": "80G"}], show_input=False) == (
+        "The query parameter “params” should be a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000."
+    )
+    size = {**error, "loc": ("query", "capacity"), "input": "80 GHz"}
+    assert describe([size], show_input=True) == (
+        "The query parameter “capacity” should be a memory size, such as 80GB, 80GiB or 80e9; “80 GHz” is not."
+    )

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from app.domain.architecture import ModelName
 from app.domain.bands import RecipeName
@@ -17,8 +19,15 @@ from app.inputs import RunQuery
 PATHS = ["/", "/api/memory"]
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
-counts = st.from_regex(COUNT_PATTERN, fullmatch=True) | st.integers(1, 10**15).map(str) | st.just("")
-sizes = st.from_regex(BYTES_PATTERN, fullmatch=True) | st.sampled_from(["80GB", "80GiB", "24 gib", ""])
+counts = (
+    st.from_regex(COUNT_PATTERN, fullmatch=True)
+    | st.integers(1, 10**15).map(str)
+    | st.integers(1, 10**15).map("{:,}".format)
+    | st.just("")
+)
+sizes = st.from_regex(BYTES_PATTERN, fullmatch=True) | st.sampled_from(
+    ["80GB", "80GiB", "24 gib", "32e9", "80e+09", ""]
+)
 band = st.integers(0, 16).map(str)
 
 valid_queries = st.fixed_dictionaries(
@@ -92,3 +101,45 @@ def test_canonical_drops_defaults_blanks_and_what_a_preset_decides() -> None:
     assert query.canonical() == {"model": "llama-3-8b", "units": "GB"}
     custom = RunQuery.model_validate({"model": "custom", "params": "7.5B", "recipe": "custom", "moments_bytes": "2"})
     assert custom.canonical() == {"model": "custom", "params": "7.5B", "recipe": "custom", "moments_bytes": "2"}
+
+
+# Strings close to the grammar: digits, separators, exponents, suffixes, spaces and a newline.
+near_misses = st.text(alphabet="0123456789.,_eE+- \nkKmMbBtTgGiI", min_size=1, max_size=14)
+
+
+def _rust_accepts(field: str, value: str) -> bool:
+    try:
+        RunQuery.model_validate({field: value})
+    except ValidationError:
+        return False
+    return True
+
+
+@settings(max_examples=400)
+@given(value=near_misses | st.from_regex(COUNT_PATTERN, fullmatch=True) | st.from_regex(BYTES_PATTERN, fullmatch=True))
+def test_python_and_pydantic_read_the_patterns_alike(value: str) -> None:
+    # pydantic-core matches with Rust's regex crate, the domain with Python's re: the OpenAPI
+    # schema is only honest if the two draw the same line.
+    assert _rust_accepts("params", value) == (re.fullmatch(COUNT_PATTERN, value) is not None)
+    assert _rust_accepts("capacity", value) == (re.fullmatch(BYTES_PATTERN, value) is not None)
+
+
+@pytest.mark.parametrize(
+    ("value", "count", "size"),
+    [
+        ("7.5e+09", True, True),
+        ("1,000,000", True, True),
+        ("1_000_000", True, True),
+        ("7.5E9", True, True),
+        ("2,750T", True, False),
+        ("32e9", True, True),
+        ("80GB", False, True),
+        ("80G", False, False),
+        ("1,00,0", False, False),
+        ("1.2345e2", False, False),
+        ("7.5B\n", False, False),
+    ],
+)
+def test_the_engines_agree_on_the_examples(value: str, count: bool, size: bool) -> None:
+    assert (_rust_accepts("params", value), re.fullmatch(COUNT_PATTERN, value) is not None) == (count, count)
+    assert (_rust_accepts("capacity", value), re.fullmatch(BYTES_PATTERN, value) is not None) == (size, size)

@@ -166,3 +166,20 @@ def test_sixteen_columns_label_every_other_weight_and_the_responsible_one(client
     card = _page(client, "gpus=16&stage=zero1").select("#grid .card")[3]
     labels = [span.get_text() for span in card.select(".axis span")]
     assert labels == ["0", "", "2", "3", "4", "", "6", "", "8", "", "10", "", "12", "", "14", ""]
+
+
+def test_thousands_of_gpus_keep_their_figures(client: TestClient) -> None:
+    tree = _page(client, "gpus=4096&stage=zero3&model=custom&params=406B&units=GB&capacity=80GB")
+    # ZeRO-3: 16/4096 = 0.00390625 B/weight; × 406×10⁹ = 1,585,937,500 B.
+    assert {text(card, ".card-sub") for card in tree.select("#grid .card")} == {"0.00391 B/weight · 1.6 GB"}
+    # 80×10⁹ B over 16, 2 + 2 + 12/4096 (= 16396/4096), 2 + 14/4096 (= 8206/4096) and 16/4096 B/weight:
+    # 5×10⁹, 19.985×10⁹, 39.93×10⁹ and 20.48×10¹² weights, cut (never rounded up) to three digits so
+    # that the figure shown, entered as a model, still fits.
+    assert _table(tree, "td.bpw") == ["16.00", "4.00", "2.00", "0.00391"]
+    assert _table(tree, "td.max-model") == ["5B weights", "19.9B weights", "39.9B weights", "20.4T weights"]
+
+
+def test_a_model_past_a_thousand_trillion_weights_keeps_its_t(client: TestClient) -> None:
+    # 10¹³ B × 4096/16 = 2.56×10¹⁵ weights.
+    tree = _page(client, "gpus=4096&model=custom&params=406B&capacity=10TB")
+    assert _table(tree, "td.max-model")[-1] == "2,560T weights"
