@@ -183,3 +183,30 @@ def test_a_model_past_a_thousand_trillion_weights_keeps_its_t(client: TestClient
     # 10¹³ B × 4096/16 = 2.56×10¹⁵ weights.
     tree = _page(client, "gpus=4096&model=custom&params=406B&capacity=10TB")
     assert _table(tree, "td.max-model")[-1] == "2,560T weights"
+
+
+@pytest.mark.parametrize(
+    ("model", "gpus", "capacity"),
+    [
+        ("llama-3.1-405b", 1024, "80GB"),
+        ("llama-3-8b", 8, "16GiB"),
+        ("gpt-3-175b", 64, "40GiB"),
+        ("seed-30b", 8, "24GiB"),
+    ],
+)
+@pytest.mark.parametrize("stage", ["dp", "zero1", "zero2", "zero3"])
+def test_the_largest_model_that_fits_entered_fits_and_one_percent_more_does_not(
+    client: TestClient, model: str, gpus: int, capacity: str, stage: str
+) -> None:
+    tree = _page(client, f"model={model}&gpus={gpus}&capacity={capacity}")
+    shown = text(tree, f"table.figures tr[data-stage={stage}] td.max-model").removesuffix(" weights")
+    body = client.get("/api/memory", params={"model": model}).json()
+    layer = body["inputs"].get("largest_layer")
+    run = f"model=custom&gpus={gpus}&capacity={capacity}" + (f"&largest_layer={layer}" if layer else "")
+    entered = _page(client, f"{run}&params={shown}")
+    assert text(entered, f"table.figures tr[data-stage={stage}] td.verdict-cell .verdict") == "✓ fits"
+    more = (
+        client.get("/api/memory", params={"model": "custom", "params": shown}).json()["inputs"]["params"] * 101 // 100
+    )
+    bigger = _page(client, f"{run}&params={more}")
+    assert text(bigger, f"table.figures tr[data-stage={stage}] td.verdict-cell .verdict") == "✗ does not fit"
