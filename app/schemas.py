@@ -293,7 +293,7 @@ class StepOut(BaseModel):
                     band=band,
                     state=phase.holding(card, column.index, band).state,
                     holding=phase.holding(card, column.index, band),
-                    share=_share(share(card, column.index, run.gpus)),
+                    share=_share_text(share(card, column.index, run.gpus)),
                     active=phase.active(card, column.index, band),
                 )
                 for card in cards
@@ -303,8 +303,5 @@ class StepOut(BaseModel):
         )
 
 
-def _share(part: Share | None) -> str:
-    if part is None:
-        return "0"
-    size = part.size
-    return str(size.numerator) if size.denominator == 1 else f"{size.numerator}/{size.denominator}"
+def _share_text(part: Share | None) -> str:
+    return "0" if part is None else part.text

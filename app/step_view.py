@@ -13,8 +13,19 @@ from app.domain.fit import UNKNOWN_LAYER_RULE
 from app.domain.scenario import Scenario
 from app.domain.sharding import shown_indices
 from app.domain.stages import Stage
-from app.domain.step import LAST_PHASE, Holding, InFlight, Phase, holders, owned_columns, peak_so_far, share, step
-from app.domain.step_text import explanation
+from app.domain.step import (
+    LAST_PHASE,
+    Holding,
+    InFlight,
+    Phase,
+    Share,
+    holders,
+    owned_columns,
+    peak_so_far,
+    share,
+    step,
+)
+from app.domain.step_text import cards_text, explanation
 from app.view_models import (
     CardGap,
     CardView,
@@ -34,16 +45,6 @@ SHARE_STEPS = 48
 def p_units(value: Fraction) -> str:
     """Traffic in units of P, without trailing zeros: '0.125P', '2P'."""
     return f"{float(value):.3f}".rstrip("0").rstrip(".") + "P"
-
-
-def _fraction(value: Fraction) -> str:
-    return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
-
-
-def _cards_text(cards: range) -> str:
-    if len(cards) == 1:
-        return f"GPU {cards[0]:,}"
-    return f"GPUs {cards[0]:,}–{cards[-1]:,}"
 
 
 def _nodes(shown: tuple[int, ...], gpus: int) -> tuple[TransferNode, ...]:
@@ -93,18 +94,18 @@ def _transfer_view(transfer: InFlight, nodes: tuple[TransferNode, ...], gpus: in
 def _step_label(phase: Phase, card: int, column: Column, spec: BandSpec) -> str:
     where = f"GPU {card:,}, column {column.index} ({column.label}), {spec.label} ({spec.precision}, {spec.nbytes} B)"
     owning = holders(column.index, phase.gpus)
-    owners = _cards_text(owning)
+    owners = cards_text(owning)
     part = share(card, column.index, phase.gpus)
     holding = phase.holding(card, column.index, spec.band)
     if holding is Holding.GATHERED:
         return f"{where}: assembled here from {owners}, one layer at a time, for this phase only, then discarded."
     if holding is Holding.SENT:
-        kept = f"keeps the sums of its own {_fraction(part.size)} and sends the rest" if part else "sends them all"
+        kept = f"keeps the sums of its own {part.text} and sends the rest" if part else "sends them all"
         return f"{where}: computed here, then reduce-scattered to {owners}; this card {kept}, then drops them."
     if holding is Holding.DASHED:
         return f"{where}: not here. {owners} {'holds' if len(owning) == 1 else 'hold'} it on this column's behalf."
     if holding is Holding.PARTIAL and part is not None:
-        return f"{where}: this card holds its slice, {_fraction(part.size)} of the column; {owners} hold the rest."
+        return f"{where}: this card holds its slice, {part.text} of the column; {owners} hold the rest."
     if spec.band in phase.sharded:
         return f"{where}: held on this card, which is responsible for this column."
     return f"{where}: held on this card; every card keeps its own copy."
@@ -181,13 +182,10 @@ def _relation(gpus: int) -> str:
         return "With one GPU the card holds every column."
     if gpus == COLUMNS:
         return "With 8 GPUs, GPU i is responsible for column i (underlined)."
-    per_card = Fraction(COLUMNS, gpus)
-    if per_card > 1:
-        return f"With {gpus} GPUs each card is responsible for {_fraction(per_card)} columns (underlined)."
-    return (
-        f"With {gpus:,} GPUs each card is responsible for {_fraction(per_card)} of a column (underlined), "
-        "drawn as a strip."
-    )
+    per_card = Share(Fraction(0), Fraction(COLUMNS, gpus)).text
+    if gpus < COLUMNS:
+        return f"With {gpus} GPUs each card is responsible for {per_card} columns (underlined)."
+    return f"With {gpus:,} GPUs each card is responsible for {per_card} of a column (underlined), drawn as a strip."
 
 
 def step_view(

@@ -80,6 +80,12 @@ class Share:
         """How much of the column."""
         return self.end - self.start
 
+    @property
+    def text(self) -> str:
+        """The size as people write it: '1', '1/2', '1/128'."""
+        size = self.size
+        return str(size.numerator) if size.denominator == 1 else f"{size.numerator}/{size.denominator}"
+
 
 def share(card: int, column: int, gpus: int) -> Share | None:
     """Which part of `column` falls in `card`'s slice of the weights; None if none does."""

@@ -13,17 +13,20 @@ from app.domain.stages import OPTIMIZER_STATE, Stage
 from app.domain.step import Part, Phase, holders
 
 
+def cards_text(cards: range) -> str:
+    """'GPU 3' or 'GPUs 2–3'."""
+    if len(cards) == 1:
+        return f"GPU {cards[0]:,}"
+    return f"GPUs {cards[0]:,}–{cards[-1]:,}"
+
+
 def _cards(cards: range, verb: str) -> str:
     """'GPU 3 keeps' or 'GPUs 2–3 keep': the owners, and a verb that agrees with them."""
-    if len(cards) == 1:
-        return f"GPU {cards[0]:,} {verb}s"
-    return f"GPUs {cards[0]:,}–{cards[-1]:,} {verb}"
+    return f"{cards_text(cards)} {verb}{'s' if len(cards) == 1 else ''}"
 
 
 def _owners(cards: range) -> str:
-    if len(cards) == 1:
-        return f"card that owns them, GPU {cards[0]:,}"
-    return f"cards that own them, GPUs {cards[0]:,}–{cards[-1]:,}"
+    return f"{'card that owns' if len(cards) == 1 else 'cards that own'} them, {cards_text(cards)}"
 
 
 def _layer_limit(column: Column) -> str:
