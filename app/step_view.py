@@ -53,7 +53,7 @@ def _nodes(shown: tuple[int, ...], gpus: int) -> tuple[TransferNode, ...]:
     for position, card in enumerate(shown):
         if position and card - shown[position - 1] > 1:
             entries.append(("…", None))
-        entries.append((f"{card:,}", card))
+        entries.append((str(card), card))
     spacing = 100 / len(entries)
     width = min(8.0, spacing * 0.8)
     return tuple(
