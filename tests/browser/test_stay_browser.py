@@ -168,3 +168,29 @@ def test_focus_stays_on_the_control_used(page: Page, server: str, watch: Watch) 
     settled(page)
     assert _focused(page) == "watch-step"
     watch.assert_clean(page)
+
+
+def test_arrowing_through_the_model_list_neither_fills_the_history_nor_floods_the_server(
+    page: Page, server: str, watch: Watch
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{server}/?stage=zero1")
+    start = page.evaluate("history.length")
+    page.focus("#f-model")
+    for key in ["ArrowDown"] * 4 + ["ArrowUp"] + ["ArrowDown"] * 2:
+        page.keyboard.press(key)
+    chosen = page.evaluate("document.getElementById('f-model').value")
+    expect(page).to_have_url(f"{server}/?stage=zero1&model={chosen}")
+    settled(page)
+    expect(page.locator("#f-model")).to_have_value(chosen)
+    assert _focused(page) == "f-model"
+    form_requests = [r for r in watch.requests if r.headers.get("hx-request") == "true"]
+    assert len(form_requests) == 1
+    assert page.evaluate("history.length") - start <= 1
+
+    # The stage tabs are navigation: they still add an entry, and back returns to the run.
+    page.click("#switch-zero3")
+    expect(page).to_have_url(f"{server}/?stage=zero3&model={chosen}")
+    page.go_back()
+    expect(page).to_have_url(f"{server}/?stage=zero1&model={chosen}")
+    watch.assert_clean(page)
