@@ -194,3 +194,40 @@ def test_arrowing_through_the_model_list_neither_fills_the_history_nor_floods_th
     page.go_back()
     expect(page).to_have_url(f"{server}/?stage=zero1&model={chosen}")
     watch.assert_clean(page)
+
+
+def test_a_typo_keeps_the_form_and_marks_the_field(page: Page, server: str, watch: Watch) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{server}/?stage=zero2&gpus=16")
+    page.select_option("#f-model", "custom")
+    expect(page.locator("#f-params")).to_be_editable()
+    settled(page)
+
+    page.fill("#f-params", "thirty billion")
+    page.press("#f-params", "Tab")
+    error = page.locator("#f-params-error")
+    expect(error).to_contain_text("Enter a number of weights")
+    expect(page.locator("#f-params")).to_have_value("thirty billion")
+    expect(page.locator("#f-params")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#switch-zero2")).to_have_attribute("aria-current", "page")
+    expect(page.locator("#grid")).to_have_attribute("data-gpus", "16")
+    settled(page)
+
+    page.fill("#f-gpus", "5000")
+    page.press("#f-gpus", "Shift+Tab")
+    expect(page.locator("#f-gpus-error")).to_contain_text("between 1 and 4096")
+    expect(page.locator("#f-gpus")).to_have_value("5000")
+    expect(page.locator("#f-params")).to_have_value("thirty billion")
+    assert _focused(page) == "f-params"
+    settled(page)
+
+    # Fixing the field clears its message; the stage tabs carry the valid run.
+    page.fill("#f-params", "7B")
+    page.fill("#f-gpus", "64")
+    page.press("#f-gpus", "Enter")
+    expect(page.locator("#grid")).to_have_attribute("data-gpus", "64")
+    expect(page.locator(".field-error")).to_have_count(0)
+    settled(page)
+    page.click("#switch-zero3")
+    expect(page).to_have_url(f"{server}/?stage=zero3&model=custom&params=7B&gpus=64")
+    watch.assert_clean(page, allow_status={422})
