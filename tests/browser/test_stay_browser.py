@@ -231,3 +231,42 @@ def test_a_typo_keeps_the_form_and_marks_the_field(page: Page, server: str, watc
     page.click("#switch-zero3")
     expect(page).to_have_url(f"{server}/?stage=zero3&model=custom&params=7B&gpus=64")
     watch.assert_clean(page, allow_status={422})
+
+
+# Every axis label whose text is wider than its box, and every drop-down whose chosen option is
+# wider than the room inside it (less the arrow), measured with a probe in the select's own font.
+CLIPPED = """() => {
+  const axis = [...document.querySelectorAll('#grid .axis span')]
+    .filter(el => el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight)
+    .map(el => 'axis ' + el.textContent);
+  const selects = [...document.querySelectorAll('#run-form select')].filter(select => {
+    const style = getComputedStyle(select);
+    const probe = document.createElement('span');
+    probe.textContent = select.options[select.selectedIndex].text;
+    probe.style.font = style.font;
+    probe.style.position = 'absolute';
+    probe.style.whiteSpace = 'pre';
+    document.body.append(probe);
+    const width = probe.getBoundingClientRect().width;
+    probe.remove();
+    return width > select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 20;
+  }).map(select => select.id);
+  return [...axis, ...selects];
+}"""
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 800), (1920, 1080)])
+@pytest.mark.parametrize("run", ["stage=zero3&gpus=16", "stage=zero1&gpus=16", "stage=zero3&gpus=1024"])
+def test_axis_labels_and_drop_downs_are_whole(
+    page: Page, server: str, watch: Watch, width: int, height: int, run: str
+) -> None:
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}/?{run}&recipe=mixed-adam")
+    assert page.evaluate(CLIPPED) == []
+    labels = page.locator("#grid .card").first.locator(".axis span").all_inner_texts()
+    assert [label for label in labels if label] == (
+        ["0", "1", "2", "3", "…", "1020", "1021", "1022", "1023"]
+        if run.endswith("1024")
+        else [str(w) for w in range(16) if w % 2 == 0]
+    )
+    watch.assert_clean(page)
