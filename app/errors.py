@@ -18,10 +18,11 @@ from starlette.responses import Response
 
 from app.api import API_TAG
 from app.domain.quantities import ambiguity
-from app.inputs import FIELD_HINTS, SIZE_FIELDS
+from app.domain.scenario import resolve
+from app.inputs import FIELD_HINTS, SIZE_FIELDS, set_aside
 from app.links import stage_links
 from app.templating import render
-from app.views import error_view
+from app.views import error_view, page_view, with_problems
 
 _MAX_SHOWN = 40
 _LOCATIONS = {"query": "query parameter", "path": "path", "header": "header", "body": "body", "option": "option"}
@@ -85,7 +86,26 @@ async def validation_error(request: Request, exc: Exception) -> Response:
         ]
         message = describe(errors, show_input=False)
         return JSONResponse({"message": message, "detail": detail}, status_code=422)
+    if getattr(request.scope.get("route"), "name", None) == "page":
+        return _page_set_aside(request)
     view = error_view(describe(errors, show_input=True), stage_links(request))
+    return render(request, "index.html", "widget", view, status_code=422)
+
+
+def _page_set_aside(request: Request) -> Response:
+    """The page for the valid part of the request, the rest set aside and said so.
+
+    A bad form field keeps the whole widget, with what was typed and the reason beside that field;
+    a bad stage or phase gets a notice, and the switcher still carries the run.
+    """
+    kept = set_aside(request.query_params)
+    query, link = kept.query, stage_links(request, kept.query)
+    if kept.notice:
+        stage_ok = all(e["loc"][1] != "stage" for e in kept.errors)
+        view = error_view(describe(kept.errors, show_input=True), link, query.stage if stage_ok else None)
+    else:
+        inputs = query.inputs()
+        view = with_problems(page_view(query.stage, link, resolve(inputs), inputs, query.phase), kept.problems)
     return render(request, "index.html", "widget", view, status_code=422)
 
 

@@ -6,16 +6,21 @@ what is accepted: the count and size grammars are the domain's own patterns.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from app.domain.architecture import ModelName
 from app.domain.bands import MAX_CUSTOM_BAND_BYTES, RecipeName
 from app.domain.fit import MAX_GPUS
 from app.domain.memory import DEFAULT_GPUS
-from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, parse_bytes, parse_count
+from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, ambiguity, parse_bytes, parse_count
 from app.domain.scenario import Inputs
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
+from app.view_models import FieldProblem
 
 _COUNT_EXAMPLES = "a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000"
 _BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 80e9"
@@ -107,3 +112,61 @@ class PageQuery(RunQuery):
 
     stage: Stage = Field(Stage.DP, description="The arrangement to draw.")
     phase: int | None = Field(None, ge=0, le=LAST_PHASE, description="A phase of one training step; none: at rest.")
+
+
+_BAND_FIELDS = ("weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes")
+
+
+def _field_message(name: str, error: Mapping[str, Any], typed: str) -> str:
+    """What to put beside a form field whose value was rejected; the value only where it explains why."""
+    reading = ambiguity(typed, show_input=True) if name in SIZE_FIELDS else None
+    if reading:
+        return f"Ambiguous: {reading}."
+    if name in FIELD_HINTS:
+        return f"Enter {FIELD_HINTS[name]}, or leave it blank."
+    if name == "gpus":
+        return f"Enter a whole number of GPUs between 1 and {MAX_GPUS}."
+    if name in _BAND_FIELDS:
+        return (
+            f"Enter a whole number of bytes between {1 if name == 'weights_bytes' else 0} and {MAX_CUSTOM_BAND_BYTES}."
+        )
+    expected = (error.get("ctx") or {}).get("expected")
+    return f"Choose one of {expected}." if expected else "This value is not understood."
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A page request read as far as it can be: the valid parameters, and what was set aside."""
+
+    query: PageQuery
+    """The request with every invalid parameter treated as not given."""
+    problems: tuple[FieldProblem, ...]
+    """The run form's fields that were set aside, with what was typed."""
+    errors: tuple[dict[str, Any], ...]
+    """Every rejected parameter's error, located as FastAPI locates them (("query", name))."""
+
+    @property
+    def notice(self) -> bool:
+        """Whether a parameter outside the form (the stage or the phase) was rejected."""
+        return any(e["loc"][1] not in RunQuery.model_fields for e in self.errors)
+
+
+def set_aside(params: Mapping[str, str]) -> SetAside:
+    """Read a page's query parameters, setting aside (treating as not given) each invalid one."""
+    data = dict(params)
+    problems: list[FieldProblem] = []
+    errors: list[dict[str, Any]] = []
+    while True:
+        try:
+            query = PageQuery.model_validate(data)
+        except ValidationError as exc:
+            rejected = {str(e["loc"][0]): e for e in exc.errors() if e["loc"] and e["loc"][0] in data}
+            if not rejected:  # nothing left to set aside: cannot happen, every field has a default
+                raise
+            for name, error in rejected.items():
+                typed = data.pop(name)
+                errors.append({**error, "loc": ("query", name)})
+                if name in RunQuery.model_fields:
+                    problems.append(FieldProblem(name, typed, _field_message(name, error, typed)))
+        else:
+            return SetAside(query, tuple(problems), tuple(errors))

@@ -30,8 +30,12 @@ HTMX_CONFIG: dict[str, Any] = {
     ],
 }
 
-# Both headers decide the body, so a cache must key on both.
-VARY = "HX-Request, HX-History-Restore-Request"
+# A request that only refines the page asks for its address to be replaced rather than pushed
+# (the run form: arrowing through a drop-down must not fill the history).
+HISTORY_HEADER = "ZB-History"
+
+# These headers decide the body or the history header, so a cache must key on them.
+VARY = f"HX-Request, HX-History-Restore-Request, {HISTORY_HEADER}"
 
 templates = Jinja2Templates(directory=TEMPLATES_DIR)
 templates.env.globals["url_for"] = template_url_for
@@ -50,7 +54,8 @@ def render(
     """Render `template` whole, or only its `block` for an htmx swap, with the view as `view`.
 
     `push_url` is the canonical address of what the fragment shows: htmx puts it in the address
-    bar instead of the form's long query string.
+    bar instead of the form's long query string, as a new history entry, or in place of the current
+    one when the request says `ZB-History: replace`.
     """
     fragment = wants_fragment(request)
     context = {"request": request, "view": view, "fragment": fragment}
@@ -59,7 +64,8 @@ def render(
         html = "".join(compiled.blocks[block](compiled.new_context(context)))
         response = HTMLResponse(html, status_code=status_code)
         if push_url is not None:
-            response.headers["HX-Push-Url"] = push_url
+            replace = request.headers.get(HISTORY_HEADER) == "replace"
+            response.headers["HX-Replace-Url" if replace else "HX-Push-Url"] = push_url
     else:
         response = templates.TemplateResponse(request, template, context, status_code=status_code)
     response.headers["Vary"] = VARY

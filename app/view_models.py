@@ -183,6 +183,15 @@ class BandField:
 
 
 @dataclass(frozen=True)
+class FieldProblem:
+    """A form field whose value was set aside: what the person typed, and what it should be."""
+
+    name: str
+    typed: str
+    message: str
+
+
+@dataclass(frozen=True)
 class FormView:
     """The run the person describes, as the form shows it."""
 
@@ -200,6 +209,12 @@ class FormView:
     capacity: str
     cards: tuple[Option, ...]
     units: tuple[Option, ...]
+    problems: tuple[FieldProblem, ...] = ()
+    """Fields whose value was set aside; the page shows what was typed there, and why it is wrong."""
+
+    def problem(self, name: str) -> FieldProblem | None:
+        """The problem with the field `name`, if it has one."""
+        return next((p for p in self.problems if p.name == name), None)
 
 
 @dataclass(frozen=True)

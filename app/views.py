@@ -30,6 +30,7 @@ from app.view_models import (
     CardView,
     CellView,
     ColumnView,
+    FieldProblem,
     FormView,
     LinkFor,
     Links,
@@ -333,11 +334,23 @@ def page_view(
     )
 
 
-def error_view(message: str, link: LinkFor) -> PageView:
+# Fields folded away under "Bytes per band and largest layer": opened when one of them is wrong.
+_FOLDED = frozenset({"weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes", "largest_layer"})
+
+
+def with_problems(view: PageView, problems: tuple[FieldProblem, ...]) -> PageView:
+    """The page with the form showing what was typed in fields that were set aside, and why."""
+    if view.form is None or not problems:
+        return view
+    more_open = view.form.more_open or any(p.name in _FOLDED for p in problems)
+    return replace(view, form=replace(view.form, problems=problems, more_open=more_open))
+
+
+def error_view(message: str, link: LinkFor, current: Stage | None = None) -> PageView:
     """The page when the request could not be understood: the message, and a way on."""
     return PageView(
         title=f"Not understood · {APP_NAME}",
-        links=stage_links(None, link),
+        links=stage_links(current, link),
         legend=legend(DEFAULT_SCENARIO.recipe),
         error=message,
     )

@@ -13,7 +13,8 @@
 
   function go(which) {
     const link = document.getElementById("step-" + which);
-    if (!link) { return false; }
+    // At either end the control stays on the page, disabled, so that focus has somewhere to stay.
+    if (!link || link.getAttribute("aria-disabled") === "true") { return false; }
     // A key pressed right after a swap can beat htmx to the new links; processing them first keeps
     // the move an htmx swap instead of a full page load.
     if (window.htmx) { window.htmx.process(link); }
@@ -62,7 +63,26 @@
     if (button && !button.disabled) { setPlaying(!playing); }
   });
 
+  // htmx gives focus back to the element with the clicked control's id. A control whose
+  // replacement has another id names it in data-focus-after: "Watch one training step" hands
+  // focus to Next, "Leave the step" back to Watch. Never with a scroll: the reader stays put.
+  let focusAfter = null;
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    const elt = event.detail && event.detail.elt;
+    focusAfter = elt instanceof HTMLElement ? elt.dataset.focusAfter || null : null;
+  });
+
+  function restoreFocus() {
+    const wanted = focusAfter;
+    focusAfter = null;
+    const active = document.activeElement;
+    if (!wanted || (active && active !== document.body && document.contains(active))) { return; }
+    const target = document.getElementById(wanted);
+    if (target) { target.focus({ preventScroll: true }); }
+  }
+
   document.addEventListener("htmx:afterSettle", function () {
+    restoreFocus();
     prepare();
     if (!panel()) { setPlaying(false); return; }
     if (playing) { schedule(); }

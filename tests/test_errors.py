@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+from urllib.parse import parse_qs, urlsplit
+
 import pytest
+from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
+from app.domain.stages import Stage
 from app.errors import describe
-from tests.conftest import dom, text
+from app.inputs import set_aside
+from tests.conftest import dom, one, text
 
 BAD_STAGES = ["zero9", "", "ZERO1", "<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "%ff", "x" * 5000]
 
@@ -76,13 +81,11 @@ def test_describe_other_errors_in_plain_words() -> None:
 AMBIGUOUS_ON_THE_PAGE = [
     (
         "80G",
-        "The query parameter “capacity” is ambiguous: “80G” could be 80 GB (80×10⁹ bytes) or 80 GiB (80×2³⁰ bytes);"
-        " write 80GB or 80GiB.",
+        "Ambiguous: “80G” could be 80 GB (80×10⁹ bytes) or 80 GiB (80×2³⁰ bytes); write 80GB or 80GiB.",
     ),
     (
         "1.5 t",
-        "The query parameter “capacity” is ambiguous: “1.5 t” could be 1.5 TB (1.5×10¹² bytes) or 1.5 TiB"
-        " (1.5×2⁴⁰ bytes); write 1.5TB or 1.5TiB.",
+        "Ambiguous: “1.5 t” could be 1.5 TB (1.5×10¹² bytes) or 1.5 TiB (1.5×2⁴⁰ bytes); write 1.5TB or 1.5TiB.",
     ),
 ]
 
@@ -94,7 +97,8 @@ def test_a_bare_g_on_the_page_names_both_readings(
 ) -> None:
     response = client.get("/", params={"capacity": value}, headers=headers)
     assert response.status_code == 422
-    assert text(dom(response.text), '#widget [role="alert"] .notice-message') == message
+    # Beside the field, which keeps what was typed; the rest of the page is drawn as usual.
+    assert _problem(dom(response.text), "#f-capacity") == (value, message)
 
 
 @pytest.mark.parametrize(
@@ -132,3 +136,108 @@ def test_only_sizes_are_ambiguous_a_count_with_a_g_is_simply_wrong() -> None:
     assert describe([size], show_input=True) == (
         "The query parameter “capacity” should be a memory size, such as 80GB, 80GiB or 80e9; “80 GHz” is not."
     )
+
+
+def _switch_queries(tree: BeautifulSoup) -> dict[str, dict[str, list[str]]]:
+    return {str(a["id"]): parse_qs(urlsplit(str(a["href"])).query) for a in tree.select("nav.switcher a")}
+
+
+def _problem(tree: BeautifulSoup, selector: str) -> tuple[str, str]:
+    """The value a field shows and the message it points to, checked to be wired for assistive tech."""
+    field = one(tree, selector)
+    assert field.get("aria-invalid") == "true"
+    message = one(tree, f"#{field['aria-describedby']}")
+    assert message.get("role") == "alert"
+    return str(field.get("value", "")), " ".join(message.get_text(" ").split())
+
+
+@pytest.mark.parametrize("headers", [{}, {"HX-Request": "true"}], ids=["page", "fragment"])
+def test_a_typo_in_the_weights_keeps_the_widget_and_says_so_beside_the_field(
+    client: TestClient, headers: dict[str, str]
+) -> None:
+    query = {"stage": "zero2", "model": "custom", "params": "thirty billion", "gpus": "16", "capacity": "80GiB"}
+    response = client.get("/", params=query, headers=headers)
+    assert response.status_code == 422
+    tree = dom(response.text)
+    # The run as far as it is valid: the stage drawn and marked, the other fields kept.
+    assert one(tree, "#grid")["data-stage"] == "zero2"
+    assert one(tree, "#grid")["data-gpus"] == "16"
+    assert one(tree, "#switch-zero2").get("aria-current") == "page"
+    assert _switch_queries(tree)["switch-zero3"] == {
+        "stage": ["zero3"], "model": ["custom"], "gpus": ["16"], "capacity": ["80GiB"]
+    }  # fmt: skip
+    assert one(tree, "#f-capacity")["value"] == "80GiB"
+    assert _problem(tree, "#f-params") == (
+        "thirty billion",
+        "Enter a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000, or leave it blank.",
+    )
+    assert tree.select('[aria-invalid="true"]') == [one(tree, "#f-params")]
+    assert tree.select(".notice") == []
+
+
+def test_too_many_gpus_is_shown_not_silently_ignored(client: TestClient) -> None:
+    response = client.get("/", params={"stage": "zero3", "model": "llama-3-8b", "gpus": "5000"})
+    assert response.status_code == 422
+    tree = dom(response.text)
+    value, message = _problem(tree, "#f-gpus")
+    assert value == "5000"
+    assert "between 1 and 4096" in message
+    assert one(tree, "#switch-zero3").get("aria-current") == "page"
+    assert _switch_queries(tree)["switch-dp"] == {"stage": ["dp"], "model": ["llama-3-8b"]}
+
+
+def test_several_bad_fields_are_each_marked_and_the_folded_ones_unfolded(client: TestClient) -> None:
+    query = {"recipe": "custom", "weights_bytes": "0", "largest_layer": "big", "units": "furlongs", "gpus": "x"}
+    tree = dom(client.get("/", params=query).text)
+    marked = {str(el["id"]) for el in tree.select('[aria-invalid="true"]')}
+    assert marked == {"f-weights_bytes", "f-layer", "f-units", "f-gpus"}
+    assert one(tree, "details.more").has_attr("open")
+    assert _problem(tree, "#f-weights_bytes") == ("0", "Enter a whole number of bytes between 1 and 16.")
+    assert _problem(tree, "#f-units")[1] == "Choose one of 'GiB' or 'GB'."
+    assert one(tree, "#grid")["data-stage"] == "dp"
+
+
+@pytest.mark.parametrize("value", BAD_STAGES[3:5])
+def test_markup_typed_in_a_field_comes_back_as_text(client: TestClient, value: str) -> None:
+    response = client.get("/", params={"model": "custom", "params": value, "capacity": value})
+    assert response.status_code == 422
+    tree = dom(response.text)
+    assert tree.select("script:not([src])") == []
+    assert tree.select("img") == []
+    assert _problem(tree, "#f-params")[0] == value
+    assert _problem(tree, "#f-capacity")[0] == value
+    assert value not in " ".join(p.get_text() for p in tree.select(".field-error"))
+
+
+def test_a_bad_phase_keeps_a_notice_and_the_run_in_the_switcher(client: TestClient) -> None:
+    response = client.get("/", params={"stage": "zero1", "phase": "99", "gpus": "64", "model": "llama-3-8b"})
+    assert response.status_code == 422
+    tree = dom(response.text)
+    assert "“phase” is not valid" in text(tree, '#widget [role="alert"] .notice-message')
+    assert one(tree, "#switch-zero1").get("aria-current") == "page"
+    assert _switch_queries(tree)["switch-zero3"] == {"stage": ["zero3"], "model": ["llama-3-8b"], "gpus": ["64"]}
+
+
+def test_a_bad_stage_keeps_the_run_in_the_switcher(client: TestClient) -> None:
+    tree = dom(client.get("/", params={"stage": "zero9", "gpus": "64", "params": "oops"}).text)
+    assert "“stage” must be" in text(tree, ".notice-message")
+    assert "“params”" in text(tree, ".notice-message")
+    assert _switch_queries(tree)["switch-zero2"] == {"stage": ["zero2"], "gpus": ["64"]}
+
+
+def test_the_api_still_answers_json_without_the_rejected_value(client: TestClient) -> None:
+    response = client.get("/api/memory", params={"gpus": "98765", "params": "thirty billion"})
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/json"
+    assert "98765" not in response.text
+    assert "thirty billion" not in response.text
+
+
+def test_set_aside_keeps_the_valid_and_records_the_rest() -> None:
+    kept = set_aside({"stage": "zero3", "gpus": "5000", "model": "custom", "params": "7B", "phase": "x"})
+    assert (kept.query.stage, kept.query.gpus, kept.query.params, kept.query.phase) == (Stage.ZERO3, 8, "7B", None)
+    assert [(p.name, p.typed) for p in kept.problems] == [("gpus", "5000")]
+    assert sorted(e["loc"] for e in kept.errors) == [("query", "gpus"), ("query", "phase")]
+    assert kept.notice
+    clean = set_aside({"stage": "dp", "gpus": "4"})
+    assert (clean.problems, clean.errors, clean.notice) == ((), (), False)

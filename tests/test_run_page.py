@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -142,13 +143,25 @@ def test_fragment_pushes_the_short_canonical_url(client: TestClient) -> None:
     full_form = "stage=zero2&model=llama-3-8b&params=8030261248&gpus=64&recipe=mixed-adam&capacity=&units=GiB"
     response = client.get(f"/?{full_form}", headers={"HX-Request": "true"})
     assert response.headers["HX-Push-Url"] == "/?stage=zero2&model=llama-3-8b&gpus=64"
+    assert "HX-Replace-Url" not in response.headers
+
+
+def test_the_run_form_replaces_the_url_instead_of_pushing(client: TestClient) -> None:
+    form = one(_page(client, "stage=zero1"), "form#run-form")
+    assert form["hx-replace-url"] == "true"
+    assert form.get("hx-push-url") is None
+    headers = {"HX-Request": "true", **json.loads(str(form["hx-headers"]))}
+    response = client.get("/?stage=zero2&model=llama-3-8b&gpus=64", headers=headers)
+    assert response.headers["HX-Replace-Url"] == "/?stage=zero2&model=llama-3-8b&gpus=64"
+    assert "HX-Push-Url" not in response.headers
+    assert "ZB-History" in response.headers["Vary"]
 
 
 def test_form_shows_the_run(client: TestClient) -> None:
     tree = _page(client, "model=llama-3-70b&gpus=64&capacity=80GiB&units=GB&stage=zero2")
     form = one(tree, "form#run-form")
     assert form["hx-get"] == "/"
-    assert form["hx-trigger"] == "change, submit"
+    assert form["hx-trigger"] == "change delay:250ms, submit"
     assert one(form, 'input[name="stage"]')["value"] == "zero2"
     assert one(form, "#f-model option[selected]")["value"] == "llama-3-70b"
     assert one(form, "#f-params")["value"] == "70553706496"

@@ -72,8 +72,15 @@ def test_controls_are_real_links_that_keep_the_run(client: TestClient) -> None:
 
 
 def test_ends_have_no_link_past_them(client: TestClient) -> None:
-    assert _page(client, "stage=dp&phase=0").select("#step-prev") == []
-    assert _page(client, "stage=dp&phase=20").select("#step-next") == []
+    # The control stays, disabled but focusable, so focus has somewhere to stay; it links nowhere.
+    for phase, controls in [(0, ["#step-first", "#step-prev"]), (20, ["#step-next", "#step-last"])]:
+        tree = _page(client, f"stage=dp&phase={phase}")
+        for selector in controls:
+            control = one(tree, selector)
+            assert control.get("aria-disabled") == "true"
+            assert control.get("tabindex") == "0"
+            assert control.get("href") is None
+            assert control.get("hx-get") is None
 
 
 @pytest.mark.parametrize(("stage", "tally"), [("dp", "2P"), ("zero1", "2P"), ("zero2", "2P"), ("zero3", "3P")])

@@ -1,0 +1,272 @@
+"""The page stays where the reader is: no jumps on a swap, no moving buttons, no lost focus."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from playwright.sync_api import FloatRect, Frame, Page, expect
+
+from tests.browser.conftest import Watch, _free_port, settled
+
+VIEWPORTS = [(1280, 800), (390, 844)]
+STAGES = ["dp", "zero1", "zero2", "zero3"]
+LAST_PHASE = 20
+
+# (address, the control clicked, what stands under the pointer afterwards)
+SWAPS = [
+    ("/?stage=dp&phase=3", "#step-next", "#step-next"),
+    ("/?stage=zero1&phase=3", "#step-prev", "#step-prev"),
+    ("/?stage=zero3&phase=16", "#step-next", "#step-next"),
+    ("/?stage=zero2&phase=9", "#step-first", "#step-first"),
+    ("/?stage=dp", "#switch-zero2", "#switch-zero2"),
+    ("/?stage=dp&phase=5", "#switch-zero3", "#switch-zero3"),
+    # The step panel takes the place of the link that opened it.
+    ("/?stage=zero1", "#watch-step", "#step"),
+]
+
+
+def _top(frame: Page | Frame, selector: str) -> float:
+    top: float = frame.evaluate(f"document.querySelector({selector!r}).getBoundingClientRect().top")
+    return top
+
+
+def _swap_in_place(frame: Page | Frame, selector: str, replacement: str) -> None:
+    """Scroll so the control is near the top, click it, and check that nothing moved."""
+    frame.evaluate(f"scrollTo(0, document.querySelector({selector!r}).getBoundingClientRect().top + scrollY - 40)")
+    settled_frame(frame)
+    before, top = frame.evaluate("window.scrollY"), _top(frame, selector)
+    assert before > 0, "the page should be scrolled before the click"
+    frame.evaluate("window.__sameDocument = true; document.getElementById('widget').dataset.old = 'yes'")
+    frame.click(selector)
+    # The new widget has come (without a page load) and htmx has finished with it.
+    frame.wait_for_selector("#widget:not([data-old])", state="attached")
+    settled_frame(frame)
+    assert frame.evaluate("window.__sameDocument") is True
+    assert abs(frame.evaluate("window.scrollY") - before) <= 2
+    assert abs(_top(frame, replacement) - top) <= 2
+
+
+def settled_frame(frame: Page | Frame) -> None:
+    frame.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+
+
+@pytest.mark.parametrize(("width", "height"), VIEWPORTS)
+@pytest.mark.parametrize(("path", "selector", "replacement"), SWAPS)
+def test_a_swap_never_moves_the_reader(
+    page: Page, server: str, watch: Watch, width: int, height: int, path: str, selector: str, replacement: str
+) -> None:
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(server + path)
+    _swap_in_place(page, selector, replacement)
+    watch.assert_clean(page)
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def lesson(tmp_path: Path, server: str) -> Iterator[str]:
+    """A course page on another origin with the app in a frame shorter than the app."""
+    (tmp_path / "lesson.html").write_text(
+        "<!doctype html><title>Lesson</title><h1>Lesson 4</h1>"
+        f'<iframe title="ZeRO Bands" src="{server}/?stage=zero1&phase=4" width="1000" height="600"></iframe>'
+        "<p>After the figure.</p>"
+    )
+    port = _free_port()
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), partial(_Quiet, directory=str(tmp_path)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{port}/lesson.html"
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_a_swap_inside_a_frame_moves_neither_the_frame_nor_the_page(page: Page, lesson: str, server: str) -> None:
+    page.set_viewport_size({"width": 1100, "height": 800})
+    page.goto(lesson)
+    frame = page.frame(url=lambda url: url.startswith(server))
+    assert frame is not None
+    frame.wait_for_selector("#step")
+    outer = page.evaluate("window.scrollY")
+    for selector in ["#step-next", "#step-prev", "#switch-zero2"]:
+        _swap_in_place(frame, selector, selector)
+    assert page.evaluate("window.scrollY") == outer
+
+
+@pytest.mark.parametrize(("width", "height"), [(1280, 800), (390, 844)])
+@pytest.mark.parametrize("stage", STAGES)
+def test_step_controls_stay_put_in_every_phase(
+    page: Page, server: str, watch: Watch, width: int, height: int, stage: str
+) -> None:
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}/?stage={stage}&phase=0")
+    boxes: dict[str, list[FloatRect]] = {"#step-next": [], "#step-prev": [], "#phase-slider": []}
+    for phase in range(LAST_PHASE + 1):
+        expect(page.locator("#step")).to_have_attribute("data-phase", str(phase))
+        settled(page)
+        for selector, seen in boxes.items():
+            box = page.locator(selector).bounding_box()
+            assert box is not None
+            seen.append(box)
+        if phase < LAST_PHASE:
+            page.click("#step-next")
+    for selector, seen in boxes.items():
+        first = seen[0]
+        moved = [
+            (phase, box)
+            for phase, box in enumerate(seen)
+            if any(abs(box[k] - first[k]) > 1 for k in ("x", "y", "width"))
+        ]
+        assert moved == [], f"{selector} moved"
+    watch.assert_clean(page)
+
+
+def _focused(page: Page) -> str:
+    focused: str = page.evaluate("document.activeElement.id || document.activeElement.tagName")
+    return focused
+
+
+def test_focus_stays_on_the_control_used(page: Page, server: str, watch: Watch) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{server}/?stage=zero2")
+    page.focus("#watch-step")
+    page.keyboard.press("Enter")
+    expect(page.locator("#step")).to_have_attribute("data-phase", "0")
+    settled(page)
+    assert _focused(page) == "step-next"
+
+    # Enter, again and again, all the way to the end and past it: focus never falls to the page.
+    for phase in range(1, LAST_PHASE + 2):
+        page.keyboard.press("Enter")
+        expect(page.locator("#step")).to_have_attribute("data-phase", str(min(phase, LAST_PHASE)))
+        settled(page)
+        assert _focused(page) == "step-next"
+    next_control = page.locator("#step-next")
+    expect(next_control).to_have_attribute("aria-disabled", "true")
+    assert next_control.get_attribute("href") is None
+
+    page.focus("#step-first")
+    page.keyboard.press("Enter")
+    expect(page.locator("#step")).to_have_attribute("data-phase", "0")
+    settled(page)
+    assert _focused(page) == "step-first"
+    expect(page.locator("#step-first")).to_have_attribute("aria-disabled", "true")
+    expect(page.locator("#step-prev")).to_have_attribute("aria-disabled", "true")
+    page.keyboard.press("Enter")  # nothing to do, nowhere to fall
+    assert _focused(page) == "step-first"
+
+    page.focus("#step-leave")
+    page.keyboard.press("Enter")
+    expect(page.locator("#step")).to_have_count(0)
+    settled(page)
+    assert _focused(page) == "watch-step"
+    watch.assert_clean(page)
+
+
+def test_arrowing_through_the_model_list_neither_fills_the_history_nor_floods_the_server(
+    page: Page, server: str, watch: Watch
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{server}/?stage=zero1")
+    start = page.evaluate("history.length")
+    page.focus("#f-model")
+    for key in ["ArrowDown"] * 4 + ["ArrowUp"] + ["ArrowDown"] * 2:
+        page.keyboard.press(key)
+    chosen = page.evaluate("document.getElementById('f-model').value")
+    expect(page).to_have_url(f"{server}/?stage=zero1&model={chosen}")
+    settled(page)
+    expect(page.locator("#f-model")).to_have_value(chosen)
+    assert _focused(page) == "f-model"
+    form_requests = [r for r in watch.requests if r.headers.get("hx-request") == "true"]
+    assert len(form_requests) == 1
+    assert page.evaluate("history.length") - start <= 1
+
+    # The stage tabs are navigation: they still add an entry, and back returns to the run.
+    page.click("#switch-zero3")
+    expect(page).to_have_url(f"{server}/?stage=zero3&model={chosen}")
+    page.go_back()
+    expect(page).to_have_url(f"{server}/?stage=zero1&model={chosen}")
+    watch.assert_clean(page)
+
+
+def test_a_typo_keeps_the_form_and_marks_the_field(page: Page, server: str, watch: Watch) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{server}/?stage=zero2&gpus=16")
+    page.select_option("#f-model", "custom")
+    expect(page.locator("#f-params")).to_be_editable()
+    settled(page)
+
+    page.fill("#f-params", "thirty billion")
+    page.press("#f-params", "Tab")
+    error = page.locator("#f-params-error")
+    expect(error).to_contain_text("Enter a number of weights")
+    expect(page.locator("#f-params")).to_have_value("thirty billion")
+    expect(page.locator("#f-params")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#switch-zero2")).to_have_attribute("aria-current", "page")
+    expect(page.locator("#grid")).to_have_attribute("data-gpus", "16")
+    settled(page)
+
+    page.fill("#f-gpus", "5000")
+    page.press("#f-gpus", "Shift+Tab")
+    expect(page.locator("#f-gpus-error")).to_contain_text("between 1 and 4096")
+    expect(page.locator("#f-gpus")).to_have_value("5000")
+    expect(page.locator("#f-params")).to_have_value("thirty billion")
+    assert _focused(page) == "f-params"
+    settled(page)
+
+    # Fixing the field clears its message; the stage tabs carry the valid run.
+    page.fill("#f-params", "7B")
+    page.fill("#f-gpus", "64")
+    page.press("#f-gpus", "Enter")
+    expect(page.locator("#grid")).to_have_attribute("data-gpus", "64")
+    expect(page.locator(".field-error")).to_have_count(0)
+    settled(page)
+    page.click("#switch-zero3")
+    expect(page).to_have_url(f"{server}/?stage=zero3&model=custom&params=7B&gpus=64")
+    watch.assert_clean(page, allow_status={422})
+
+
+# Every axis label whose text is wider than its box, and every drop-down whose chosen option is
+# wider than the room inside it (less the arrow), measured with a probe in the select's own font.
+CLIPPED = """() => {
+  const axis = [...document.querySelectorAll('#grid .axis span')]
+    .filter(el => el.scrollWidth > el.clientWidth || el.scrollHeight > el.clientHeight)
+    .map(el => 'axis ' + el.textContent);
+  const selects = [...document.querySelectorAll('#run-form select')].filter(select => {
+    const style = getComputedStyle(select);
+    const probe = document.createElement('span');
+    probe.textContent = select.options[select.selectedIndex].text;
+    probe.style.font = style.font;
+    probe.style.position = 'absolute';
+    probe.style.whiteSpace = 'pre';
+    document.body.append(probe);
+    const width = probe.getBoundingClientRect().width;
+    probe.remove();
+    return width > select.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight) - 20;
+  }).map(select => select.id);
+  return [...axis, ...selects];
+}"""
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 800), (1920, 1080)])
+@pytest.mark.parametrize("run", ["stage=zero3&gpus=16", "stage=zero1&gpus=16", "stage=zero3&gpus=1024"])
+def test_axis_labels_and_drop_downs_are_whole(
+    page: Page, server: str, watch: Watch, width: int, height: int, run: str
+) -> None:
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}/?{run}&recipe=mixed-adam")
+    assert page.evaluate(CLIPPED) == []
+    labels = page.locator("#grid .card").first.locator(".axis span").all_inner_texts()
+    assert [label for label in labels if label] == (
+        ["0", "1", "2", "3", "…", "1020", "1021", "1022", "1023"]
+        if run.endswith("1024")
+        else [str(w) for w in range(16) if w % 2 == 0]
+    )
+    watch.assert_clean(page)
