@@ -5,7 +5,7 @@ from __future__ import annotations
 from app.domain.fit import report
 from app.domain.scenario import Scenario
 from app.view_models import TableRow
-from app.views import boundary, table_rows
+from app.views import boundary, gpus_label, table_rows
 
 
 def _cells(row: TableRow, with_capacity: bool) -> list[str]:
@@ -33,7 +33,7 @@ def render_table(scenario: Scenario) -> str:
     ]
     rule = "-" * len(lines[0])
     capacity = f", card {units.show(run.capacity)}" if run.capacity is not None else ""
-    title = f"{scenario.model_title}: {run.params:,} weights on {run.gpus:,} GPUs, {run.recipe.title}{capacity}"
+    title = f"{scenario.model_title}: {run.params:,} weights on {gpus_label(run.gpus)}, {run.recipe.title}{capacity}"
     limit = boundary(scenario)
     layer = f"Largest layer {limit.largest_layer}, {limit.assembled} assembled. " if limit.largest_layer else ""
     return "\n".join(
