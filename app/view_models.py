@@ -211,6 +211,8 @@ class FormView:
     units: tuple[Option, ...]
     problems: tuple[FieldProblem, ...] = ()
     """Fields whose value was set aside; the page shows what was typed there, and why it is wrong."""
+    phase: int | None = None
+    """The moment of the step shown, kept when the run changes; None at rest."""
 
     def problem(self, name: str) -> FieldProblem | None:
         """The problem with the field `name`, if it has one."""

@@ -224,7 +224,7 @@ def boundary(scenario: Scenario) -> Boundary:
     )
 
 
-def form_view(scenario: Scenario, stage: Stage, inputs: Inputs) -> FormView:
+def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | None = None) -> FormView:
     """The form, showing the run as resolved."""
     run = scenario.run
     custom_recipe = scenario.recipe.name == RecipeName.CUSTOM
@@ -255,6 +255,7 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs) -> FormView:
         capacity="" if run.capacity is None else _capacity_text(run.capacity),
         cards=tuple(Option(card.entry, f"{card.name}, {card.gib} GiB") for card in CARDS),
         units=tuple(Option(unit.value, unit.value, unit is scenario.units) for unit in ByteUnit),
+        phase=phase,
     )
 
 
@@ -328,7 +329,7 @@ def page_view(
         title=f"{stage.info.title} · {APP_NAME}",
         links=stage_links(stage, link),
         legend=legend(scenario.recipe),
-        form=form_view(scenario, stage, inputs or Inputs()),
+        form=form_view(scenario, stage, inputs or Inputs(), phase),
         content=stage_view(stage, scenario, link, phase),
         step_href=link.at(stage, 0),
     )

@@ -1,15 +1,29 @@
 // Step controls: the keyboard, and play/pause. Every move is a click on a real link, so htmx
 // fetches one phase at a time; play waits for each swap to settle before scheduling the next,
-// so requests never pile up.
+// and keys pressed while a swap is on its way wait their turn, so every press counts and the
+// address always names the phase shown.
 "use strict";
 
 (function () {
   const DELAY_MS = 1400;
   const reduceMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
+  const MAX_PENDING = 21;
   let playing = false;
   let timer = null;
+  let busy = false;
+  const pending = [];
 
   function panel() { return document.getElementById("step"); }
+
+  // A key pressed during a swap would click the old page's link, which points where the swap
+  // is already going: queue it, and follow it once the new links are in place.
+  function press(which) {
+    if (busy) {
+      if (pending.length < MAX_PENDING) { pending.push(which); }
+      return;
+    }
+    go(which);
+  }
 
   function go(which) {
     const link = document.getElementById("step-" + which);
@@ -68,8 +82,14 @@
   // focus to Next, "Leave the step" back to Watch. Never with a scroll: the reader stays put.
   let focusAfter = null;
   document.addEventListener("htmx:beforeRequest", function (event) {
+    busy = true;
     const elt = event.detail && event.detail.elt;
     focusAfter = elt instanceof HTMLElement ? elt.dataset.focusAfter || null : null;
+  });
+
+  // A request that fails or is dropped swaps nothing: forget the queue rather than replay it.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    if (!(event.detail && event.detail.successful)) { busy = false; pending.length = 0; }
   });
 
   function restoreFocus() {
@@ -82,23 +102,27 @@
   }
 
   document.addEventListener("htmx:afterSettle", function () {
+    busy = false;
     restoreFocus();
     prepare();
-    if (!panel()) { setPlaying(false); return; }
+    if (!panel()) { setPlaying(false); pending.length = 0; return; }
+    if (pending.length) { go(pending.shift()); return; }
     if (playing) { schedule(); }
   });
 
   document.addEventListener("keydown", function (event) {
     if (!panel() || event.altKey || event.ctrlKey || event.metaKey) { return; }
     const target = event.target instanceof Element ? event.target : null;
-    // Arrow keys belong to the grid and to form fields when they have focus.
-    if (target && target.closest("#grid, input, select, textarea, button, summary")) { return; }
+    // Arrow keys belong to the grid and to form fields when they have focus; on a button or a
+    // link (Play, Next) they still step.
+    if (target && target.closest("#grid, input, select, textarea, summary")) { return; }
     const moves = { ArrowLeft: "prev", ArrowRight: "next", Home: "first", End: "last" };
     if (moves[event.key]) {
       event.preventDefault();
       setPlaying(false);
-      go(moves[event.key]);
-    } else if (event.key === " " && !reduceMotion.matches) {
+      press(moves[event.key]);
+    } else if (event.key === " " && !reduceMotion.matches && !(target && target.closest("button, a"))) {
+      // Space on a button or a link does what that control does; elsewhere it plays or pauses.
       event.preventDefault();
       setPlaying(!playing);
     }

@@ -39,34 +39,38 @@ def _digits(most: int, least: int | None = None) -> str:
     return f"[0-9]{{{least},{most}}}"
 
 
-def _whole(digits: int) -> str:
-    """A positive integer below 10^digits, plain or grouped by threes with one separator."""
-    forms = [rf"[1-9][0-9]{{0,{digits - 1}}}"]
+def _whole(digits: int, least: int = 1) -> str:
+    """A positive integer of `least` to `digits` digits, plain or grouped by threes with one separator."""
+    forms = [rf"[1-9][0-9]{{{least - 1},{digits - 1}}}"]
     for sep in _SEPARATORS:
         # The leading group has 1-3 digits; the total must stay within `digits`.
         for lead in range(1, 4):
             most = (digits - lead) // 3
-            if most >= 1:
-                forms.append(rf"[1-9]{_digits(lead - 1)}(?:{sep}[0-9]{{3}}){{1,{most}}}")
+            fewest = max(1, -(-(least - lead) // 3))
+            if most >= fewest:
+                forms.append(rf"[1-9]{_digits(lead - 1)}(?:{sep}[0-9]{{3}}){{{fewest},{most}}}")
     return "(?:" + "|".join(forms) + ")"
 
 
-def _scientific(digits: int) -> str:
-    """Mantissa×10^exponent forms that are always whole and below 10^digits.
+def _scientific(digits: int, least: int = 1) -> str:
+    """Mantissa×10^exponent forms that are always whole, below 10^digits and of at least `least` digits.
 
     A branch per run of exponents: never more significant decimals than the exponent (so the
     value is whole), and never more integer digits than the exponent leaves room for (so it is
     in range). Up to six decimals in all, trailing zeros included, so what Python's '{:e}'
     prints ('1.230000e+02') reads too. The exponent may carry a '+' and a leading zero ('e+09').
     """
-    branches: dict[tuple[int, int], list[str]] = {}
+    branches: dict[tuple[int, int, int], list[str]] = {}
     for exponent in range(digits):
         integer_digits = min(4, digits - exponent)
+        if exponent + integer_digits < least:
+            continue  # too small to write with this exponent
         decimals = min(exponent, 6)
         written = f"0?{exponent}" if exponent < 10 else str(exponent)
-        branches.setdefault((integer_digits, decimals), []).append(written)
+        fewest = max(1, least - exponent)
+        branches.setdefault((fewest, integer_digits, decimals), []).append(written)
     forms = []
-    for (integer_digits, decimals), exponents in branches.items():
+    for (fewest, integer_digits, decimals), exponents in branches.items():
         if decimals == 0:
             fraction = r"\.0{1,6}"
         elif decimals == 6:
@@ -75,7 +79,7 @@ def _scientific(digits: int) -> str:
             # Significant decimals, then only zeros up to six in all.
             fraction = rf"\.{_digits(decimals, 1)}0{{0,{6 - decimals}}}"
         power = exponents[0] if len(exponents) == 1 else "(?:" + "|".join(exponents) + ")"
-        forms.append(rf"[1-9]{_digits(integer_digits - 1, 0)}(?:{fraction})?[eE]\+?{power}")
+        forms.append(rf"[1-9]{_digits(integer_digits - 1, fewest - 1)}(?:{fraction})?[eE]\+?{power}")
     return "(?:" + "|".join(forms) + ")"
 
 
@@ -83,14 +87,20 @@ def _scientific(digits: int) -> str:
 # and a bound keeps every match short.
 _SP = " {0,3}"
 _NUMBER = f"(?:{_whole(COUNT_DIGITS)}|{_scientific(COUNT_DIGITS)})"
+# Bytes with no unit: at least a million (seven digits). A card has billions, and a bare '80' was
+# meant as GB or GiB; the grammar refuses it and `ambiguity` says why.
+SIZE_LEAST_DIGITS = 7
+_BYTE_NUMBER = f"(?:{_whole(COUNT_DIGITS, SIZE_LEAST_DIGITS)}|{_scientific(COUNT_DIGITS, SIZE_LEAST_DIGITS)})"
 COUNT_PATTERN = rf"^{_SP}(?:{_NUMBER}|{_MANTISSA}{_SP}[KMBTkmbt]){_SP}$"
-BYTES_PATTERN = rf"^{_SP}(?:{_NUMBER}|{_MANTISSA}{_SP}(?:[GgTt][Bb]|[GgTt][Ii][Bb])){_SP}$"
+BYTES_PATTERN = rf"^{_SP}(?:{_BYTE_NUMBER}|{_MANTISSA}{_SP}(?:[GgTt][Bb]|[GgTt][Ii][Bb])){_SP}$"
 
 _COUNT = re.compile(COUNT_PATTERN)
 _BYTES = re.compile(BYTES_PATTERN)
 _PARTS = re.compile(r"^ *([0-9.,_]+(?:[eE]\+?[0-9]+)?) *([A-Za-z]*) *$")
 # A size whose unit is a bare G or T: GB or GiB? The grammar refuses it; this says why.
 _AMBIGUOUS = re.compile(rf"^{_SP}({_MANTISSA}){_SP}([GgTt]){_SP}$")
+# A size with no unit at all, too small to be a card's bytes: GB or GiB were meant.
+_UNITLESS = re.compile(rf"^{_SP}({_MANTISSA}){_SP}$")
 
 _COUNT_SUFFIXES = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}
 _BYTE_UNITS = {"": 1, "gb": 10**9, "tb": 10**12, "gib": 2**30, "tib": 2**40}
@@ -157,12 +167,20 @@ def parse_count(text: str) -> int:
 
 
 def ambiguity(text: str, *, show_input: bool) -> str | None:
-    """Why a size with a bare G or T cannot be read (GB or GiB?), or None if it has no such unit.
+    """Why a size with a bare G or T, or with no unit and too small for bytes, cannot be read.
 
     With `show_input` the reading repeats the number, e.g. '“80G” could be 80 GB (80×10⁹ bytes)
     or 80 GiB (80×2³⁰ bytes); write 80GB or 80GiB'; without it only the unit is named, for
-    answers that must not echo what was sent.
+    answers that must not echo what was sent. None when the text is neither.
     """
+    if bare := _UNITLESS.fullmatch(text):
+        number = bare.group(1)
+        if not show_input:
+            return "a size with no unit counts bytes, and a card has billions; write GB (10⁹ bytes) or GiB (2³⁰ bytes)"
+        return (
+            f"“{text.strip()}” has no unit, so it would be {number} bytes; write {number}GB "
+            f"({number}×10⁹ bytes) or {number}GiB ({number}×2³⁰ bytes)"
+        )
     match = _AMBIGUOUS.fullmatch(text)
     if match is None:
         return None

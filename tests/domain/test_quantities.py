@@ -139,8 +139,24 @@ def test_the_ambiguity_can_be_told_without_repeating_the_input() -> None:
     )
 
 
-@pytest.mark.parametrize("text", ["80GB", "80GiB", "80", "80 GHz", "G", "0G", "80M", "80GG"])
+@pytest.mark.parametrize("text", ["80GB", "80GiB", "1000000", "80 GHz", "G", "0G", "80M", "80GG"])
 def test_only_a_number_and_a_bare_g_or_t_is_ambiguous(text: str) -> None:
+    assert ambiguity(text, show_input=True) is None
+
+
+@pytest.mark.parametrize(("text", "number"), [("80", "80"), (" 141 ", "141"), ("1.5", "1.5"), ("9999", "9999")])
+def test_a_size_with_no_unit_and_too_small_for_bytes_asks_for_one(text: str, number: str) -> None:
+    assert ambiguity(text, show_input=True) == (
+        f"“{number}” has no unit, so it would be {number} bytes; write {number}GB ({number}×10⁹ bytes) "
+        f"or {number}GiB ({number}×2³⁰ bytes)"
+    )
+    with pytest.raises(ValueError, match="has no unit"):
+        parse_bytes(text)
+
+
+@pytest.mark.parametrize(("text", "nbytes"), [("1000000", 10**6), ("1,000,000", 10**6), ("8e6", 8 * 10**6)])
+def test_a_million_bytes_or_more_needs_no_unit(text: str, nbytes: int) -> None:
+    assert parse_bytes(text) == nbytes
     assert ambiguity(text, show_input=True) is None
 
 
@@ -160,7 +176,8 @@ def test_every_count_the_grammar_allows_is_a_positive_whole_number(text: str) ->
 @given(st.from_regex(BYTES_PATTERN, fullmatch=True))
 def test_every_size_the_grammar_allows_is_at_least_a_byte(text: str) -> None:
     # The largest is 9,999.999 TiB; plain and scientific bytes stop below 10¹⁶, which is less.
-    assert 1 <= parse_bytes(text) < 10_000 * 2**40
+    # A number with no unit is at least a million bytes; with a unit, at least 0.001 GB.
+    assert 10**6 <= parse_bytes(text) < 10_000 * 2**40
 
 
 @given(st.integers(1, 10**15))
