@@ -21,6 +21,9 @@ HTMX_CONFIG: dict[str, Any] = {
     # No CSS transitions to wait for; settling at once also attaches htmx to the new links sooner.
     "defaultSettleDelay": 0,
     "selfRequestsOnly": True,
+    # Settling copies these attributes from the old element to the new; never "style", which a
+    # strict style-src would refuse if anything had set one.
+    "attributesToSettle": ["class", "width", "height"],
     # A 422 carries a readable message written for the spot it is swapped into.
     "responseHandling": [
         {"code": "204", "swap": False},

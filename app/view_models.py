@@ -119,11 +119,6 @@ class CardView:
     model_bytes: str
     bar: BarView
 
-    @property
-    def sub(self) -> str:
-        """The line under the card's name."""
-        return f"{self.bytes_per_weight} · {self.model_bytes}"
-
 
 @dataclass(frozen=True)
 class CardGap:

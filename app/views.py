@@ -16,7 +16,7 @@ from app.domain.bands import RECIPES, Band, Recipe, RecipeName
 from app.domain.communication import transfers
 from app.domain.fit import UNKNOWN_LAYER_RULE, StageReport, layer_exceeds_card, layer_extra, report
 from app.domain.hardware import CARDS
-from app.domain.quantities import ByteUnit, per_weight
+from app.domain.quantities import ByteUnit, per_weight, percent
 from app.domain.quantities import count_label as params_label
 from app.domain.scenario import Inputs, Scenario, resolve
 from app.domain.sharding import Cell, CellState, Layout, layout
@@ -194,11 +194,6 @@ def _headroom(headroom: int, units: ByteUnit) -> str:
     return f"{units.show(headroom)} left" if headroom >= 0 else f"{units.show(-headroom)} over"
 
 
-def _share(part: Fraction) -> str:
-    # Thousands of cards make ZeRO-3's share tiny; "0%" would say it keeps nothing.
-    return f"{float(part):.0%}" if part >= Fraction(1, 100) else f"{float(part):.2%}"
-
-
 def boundary(scenario: Scenario) -> Boundary:
     """ZeRO-3's limit for this run, in words."""
     run, units = scenario.run, scenario.units
@@ -213,6 +208,8 @@ def boundary(scenario: Scenario) -> Boundary:
             "One assembled layer alone is bigger than the card, so ZeRO cannot help: the layer itself "
             "must be split across cards, which is tensor parallelism."
         )
+    elif run.gpus == 1:
+        verdict = "One assembled layer fits on the card; with one card nothing is gathered, the whole model is there."
     else:
         verdict = "One assembled layer fits on a card, so ZeRO-3 can gather it."
     return Boundary(
@@ -302,7 +299,7 @@ def stage_view(stage: Stage, scenario: Scenario, link: Links, phase: int | None 
         summary=f"{scenario.model_title}, {run.params:,} weights, on {gpus_label(run.gpus)} with {run.recipe.title}",
         bytes_per_weight=per_weight(chosen.bytes_per_weight),
         per_gpu=units.show(chosen.per_gpu_bytes),
-        share_of_dp=_share(chosen.bytes_per_weight / by_stage[Stage.DP].bytes_per_weight),
+        share_of_dp=percent(chosen.bytes_per_weight / by_stage[Stage.DP].bytes_per_weight),
         axis_digits=len(str(run.gpus - 1)),
         cards=cards,
         sampled=any(isinstance(card, CardGap) for card in cards),

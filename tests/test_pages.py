@@ -199,7 +199,7 @@ def test_headline_and_explanation(client: TestClient) -> None:
     assert text(tree, "#stage-heading") == "ZeRO-3: Split the weights themselves."
     assert text(tree, ".headline") == (
         "Each card keeps 2.00 bytes per weight: 55.9 GiB for a model of 30B weights, "
-        "12% of what data parallelism keeps."
+        "12.5% of what data parallelism keeps."
     )
     assert "largest single layer" in text(tree, ".explanation")
 

@@ -127,6 +127,17 @@ def _fixed(value: Fraction, decimals: int) -> str:
     return f"{sign}{int(digits[:-decimals]):,}.{digits[-decimals:]}"
 
 
+def percent(part: Fraction) -> str:
+    """A share as a percentage to three significant figures, rounded half up: '12.5%', '34.4%', '0.0977%'."""
+    value = part * 100
+    if value == 0:
+        return "0%"
+    shown = _fixed(value, _decimals_for(value, 3, 0))
+    if "." in shown:
+        shown = shown.rstrip("0").rstrip(".")
+    return f"{shown}%"
+
+
 class ByteUnit(StrEnum):
     """How bytes are printed: GiB (2³⁰, as the seed text) or GB (10⁹, as the ZeRO paper)."""
 

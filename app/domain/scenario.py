@@ -57,7 +57,11 @@ class Inputs:
 def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, ModelPreset | None]:
     name = inputs.model or (ModelName.CUSTOM if inputs.params is not None else DEFAULT_MODEL)
     if name is ModelName.CUSTOM:
-        return name, "Custom model", inputs.params or PRESETS[DEFAULT_MODEL].params, None
+        if inputs.params is None:
+            fallback = PRESETS[DEFAULT_MODEL]
+            notes.append(f"No weight count was entered, so the custom model has {fallback.params:,}, as the seed's.")
+            return name, "Custom model", fallback.params, None
+        return name, "Custom model", inputs.params, None
     preset = PRESETS[name]
     if inputs.params is not None and inputs.params != preset.params:
         notes.append(f"{preset.title} has {preset.params:,} weights; the count entered was set aside.")

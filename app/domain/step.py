@@ -34,7 +34,8 @@ from app.domain.stages import OPTIMIZER_STATE, Stage
 
 PHASES = 1 + 2 * COLUMNS + 4
 LAST_PHASE = PHASES - 1
-_FIRST_SYNC = 2 * COLUMNS + 1
+FIRST_SYNC = 2 * COLUMNS + 1
+"""The first of the two gradient-synchronisation phases."""
 
 
 class Part(StrEnum):
@@ -205,10 +206,10 @@ def _part(index: int) -> tuple[Part, int | None]:
     if index <= 2 * COLUMNS:
         return Part.BACKWARD, 2 * COLUMNS - index
     return {
-        _FIRST_SYNC: (Part.GRADIENT_SYNC, None),
-        _FIRST_SYNC + 1: (Part.GRADIENT_SYNC, None),
-        _FIRST_SYNC + 2: (Part.UPDATE, None),
-        _FIRST_SYNC + 3: (Part.WEIGHT_SYNC, None),
+        FIRST_SYNC: (Part.GRADIENT_SYNC, None),
+        FIRST_SYNC + 1: (Part.GRADIENT_SYNC, None),
+        FIRST_SYNC + 2: (Part.UPDATE, None),
+        FIRST_SYNC + 3: (Part.WEIGHT_SYNC, None),
     }[index]
 
 
@@ -227,7 +228,7 @@ def _transfers(
             moves.append(InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, (column,), one))
         return tuple(moves)
     if part is Part.GRADIENT_SYNC and Band.GRADIENTS not in sharded:
-        if index == _FIRST_SYNC:
+        if index == FIRST_SYNC:
             return (InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, every, Fraction(1)),)
         if stage is Stage.DP:  # the second half of the all-reduce: every card gets every sum
             return (InFlight(Collective.ALL_GATHER, Band.GRADIENTS, every, Fraction(1)),)

@@ -10,7 +10,7 @@ from app.domain.bands import Band, Recipe
 from app.domain.columns import COLUMNS, Column
 from app.domain.communication import Collective
 from app.domain.stages import OPTIMIZER_STATE, Stage
-from app.domain.step import Part, Phase, holders
+from app.domain.step import FIRST_SYNC, Part, Phase, holders
 
 
 def cards_text(cards: range) -> str:
@@ -58,7 +58,9 @@ def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> st
                 f"Each card updates only its own slice: {recipe.phrase(OPTIMIZER_STATE)}, then {weights} "
                 "of that slice from the new master copy."
             )
-        return f"Each card updates only its own slice of {weights}, in place, with {recipe.phrase(OPTIMIZER_STATE)}."
+        optimizer = recipe.phrase(OPTIMIZER_STATE)
+        with_state = f", with {optimizer}" if optimizer != "nothing" else ", with no optimizer state"
+        return f"Each card updates only its own slice of {weights}, in place{with_state}."
     if phase.transfers:
         return (
             "An all-gather sends each card's updated slice of the weights to every card: the whole model, "
@@ -81,6 +83,8 @@ def _pass(phase: Phase, recipe: Recipe, column: Column) -> str:
                 "time: each card assembles a layer, runs it on its own batch and discards it at once."
                 f"{_layer_limit(column)}"
             )
+        if phase.gpus == 1:
+            return f"The card runs column {k} ({what}) on its batch. Nothing moves: there is no other card."
         return f"Each card runs column {k} ({what}) on its own batch with its own copy of the weights. Nothing moves."
     if Band.WEIGHTS in sharded:
         return (
@@ -93,6 +97,8 @@ def _pass(phase: Phase, recipe: Recipe, column: Column) -> str:
             f"Each card computes column {k}'s gradients ({what}) and reduce-scatters them layer by layer: "
             f"{_cards(owners, 'keep')} the sums; the others drop what they computed and sent."
         )
+    if phase.gpus == 1:
+        return f"The card computes column {k}'s gradients ({what}) into its gradient buffer. Nothing moves."
     return f"Each card computes column {k}'s gradients ({what}) into its own full gradient buffer. Nothing moves yet."
 
 
@@ -100,7 +106,9 @@ def _gradient_sync(phase: Phase) -> str:
     if phase.gpus == 1:
         return "Nothing to do: one card has nobody to sum its gradients with."
     if Band.GRADIENTS in phase.sharded:
-        return "Nothing to do: each layer's gradients were reduce-scattered during the backward pass."
+        if phase.index == FIRST_SYNC:
+            return "Nothing to do: each layer's gradients were reduce-scattered during the backward pass."
+        return "Nothing more to do: each card already holds the summed gradients of its own slice, and no others."
     moving = {t.collective for t in phase.transfers}
     if phase.stage is Stage.DP:
         if Collective.REDUCE_SCATTER in moving:

@@ -17,6 +17,7 @@ from app.domain.quantities import (
     parse_bytes,
     parse_count,
     per_weight,
+    percent,
 )
 from app.domain.stages import Stage
 
@@ -293,3 +294,18 @@ def test_bytes_per_weight_times_the_count_stays_within_half_a_percent(nbytes: Fr
     shown = per_weight(nbytes)
     assert shown.strip("0.") != ""
     assert abs(Fraction(shown.replace(",", "")) - nbytes) <= nbytes * Fraction(5, 1000)
+
+
+@pytest.mark.parametrize(
+    ("part", "shown"),
+    [
+        (Fraction(2, 16), "12.5%"),  # ZeRO-3 on 8 GPUs: 2 of 16 bytes
+        (Fraction(11, 32), "34.4%"),  # ZeRO-1: 5.5 of 16, 34.375% rounded half up
+        (Fraction(1), "100%"),
+        (Fraction(1, 4), "25%"),
+        (Fraction(1, 1024), "0.0977%"),
+        (Fraction(0), "0%"),
+    ],
+)
+def test_percentages_keep_three_figures(part: Fraction, shown: str) -> None:
+    assert percent(part) == shown
