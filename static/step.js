@@ -101,12 +101,22 @@
     if (target) { target.focus({ preventScroll: true }); }
   }
 
-  document.addEventListener("htmx:afterSettle", function () {
+  // The next queued move that goes somewhere; the queue is done when none is left.
+  function drain() {
+    while (pending.length) {
+      if (go(pending.shift())) { return; }
+    }
     busy = false;
+  }
+
+  document.addEventListener("htmx:afterSettle", function () {
     restoreFocus();
     prepare();
-    if (!panel()) { setPlaying(false); pending.length = 0; return; }
-    if (pending.length) { go(pending.shift()); return; }
+    if (!panel()) { busy = false; setPlaying(false); pending.length = 0; return; }
+    // htmx settles before it lets go of the request, and a click before then would be dropped
+    // (hx-sync): follow the queue once this turn of the event loop is over, still busy till then.
+    if (pending.length) { setTimeout(drain, 0); return; }
+    busy = false;
     if (playing) { schedule(); }
   });
 

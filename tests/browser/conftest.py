@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import ConsoleMessage, Page, Request, Response
+from playwright.sync_api import ConsoleMessage, Frame, Page, Request, Response, expect
 
 CHROMIUM = os.environ.get("ZERO_BANDS_CHROMIUM", "/usr/bin/chromium")
 # Without these, Chromium reaches for Google's services at start-up, which this network refuses.
@@ -135,9 +135,15 @@ def watch(page: Page, server: str) -> Watch:
     return record
 
 
-def settled(page: Page) -> None:
+BUSY = ".htmx-request, .htmx-swapping, .htmx-settling"
+"""What htmx marks while a request, a swap or a settle is under way."""
+
+
+def settled(page: Page | Frame) -> None:
     """Wait until htmx has finished a swap and wired up the new content, as a person would."""
-    page.wait_for_function("!document.querySelector('.htmx-request, .htmx-swapping, .htmx-settling')")
+    # A locator assertion polls from Playwright's own script: wait_for_function would evaluate a
+    # string in the page, which the strict CSP (no eval) refuses whenever it has to poll.
+    expect(page.locator(BUSY)).to_have_count(0)
 
 
 def screenshot(page: Page, name: str) -> Path:

@@ -1,0 +1,80 @@
+"""Stepping from the keyboard at a teacher's pace: every press counts, and the address names the phase shown."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import Watch, settled
+
+
+def _phase_in_address(page: Page) -> str:
+    return parse_qs(urlsplit(page.url).query)["phase"][0]
+
+
+@pytest.mark.parametrize(
+    ("keys", "phase"),
+    [(["ArrowRight", "ArrowRight", "ArrowRight"], "3"), (["ArrowRight", "ArrowRight", "End", "ArrowLeft"], "19")],
+)
+def test_keys_pressed_faster_than_a_swap_all_count(
+    page: Page, server: str, watch: Watch, keys: list[str], phase: str
+) -> None:
+    page.goto(f"{server}/?stage=zero3&phase=0")
+    page.focus("#step-next")
+    for key in keys:
+        page.keyboard.press(key)  # no wait between presses: a teacher tapping ahead
+    expect(page.locator("#step")).to_have_attribute("data-phase", phase)
+    settled(page)
+    page.wait_for_timeout(300)  # nothing queued is still to come
+    expect(page.locator("#step")).to_have_attribute("data-phase", phase)
+    assert _phase_in_address(page) == phase
+    watch.assert_clean(page)
+
+
+def test_double_clicks_never_leave_the_address_behind_the_page(page: Page, server: str, watch: Watch) -> None:
+    page.goto(f"{server}/?stage=dp&phase=4")
+    page.dblclick("#step-next")
+    settled(page)
+    page.wait_for_timeout(300)
+    assert _phase_in_address(page) == page.locator("#step").get_attribute("data-phase")
+    watch.assert_clean(page)
+
+
+def test_arrow_keys_still_step_after_pressing_play_and_pause(page: Page, server: str, watch: Watch) -> None:
+    page.goto(f"{server}/?stage=zero2&phase=5")
+    page.click("#step-play")
+    page.click("#step-play")  # pause at once; focus stays on the button
+    settled(page)
+    start = int(page.locator("#step").get_attribute("data-phase") or "0")
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#step")).to_have_attribute("data-phase", str(start + 1))
+    watch.assert_clean(page)
+
+
+def test_changing_the_run_while_stepping_stays_at_the_same_phase(page: Page, server: str, watch: Watch) -> None:
+    page.goto(f"{server}/?stage=zero3&phase=9")
+    page.select_option("#f-model", "llama-3-8b")
+    expect(page.locator("#f-model option:checked")).to_have_attribute("value", "llama-3-8b")
+    page.wait_for_url(lambda url: parse_qs(urlsplit(url).query).get("model") == ["llama-3-8b"])
+    settled(page)
+    expect(page.locator("#step")).to_have_attribute("data-phase", "9")
+    assert _phase_in_address(page) == "9"
+    watch.assert_clean(page)
+
+
+def test_the_step_legend_shows_each_cell_as_the_grid_draws_it(page: Page, server: str, watch: Watch) -> None:
+    page.goto(f"{server}/?stage=zero3&phase=10")
+    styles = page.evaluate(
+        """() => ['gathered', 'sent'].map((kind) => [
+            getComputedStyle(document.querySelector('.legend .swatch.' + kind)).backgroundImage,
+            getComputedStyle(document.querySelector('#grid .cell.' + kind)).backgroundImage,
+        ])"""
+    )
+    for swatch, cell in styles:
+        assert "repeating-linear-gradient" in swatch
+        assert swatch.split("(")[0] == cell.split("(")[0]
+    ring = page.evaluate("getComputedStyle(document.querySelector('.legend .swatch.active')).boxShadow")
+    assert ring == page.evaluate("getComputedStyle(document.querySelector('#grid .cell.active')).boxShadow")
+    watch.assert_clean(page)
