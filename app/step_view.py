@@ -47,6 +47,14 @@ def p_units(value: Fraction) -> str:
     return f"{float(value):.3f}".rstrip("0").rstrip(".") + "P"
 
 
+NODE_SPACING = 12.5
+
+
+def drawing_width(nodes: tuple[TransferNode, ...]) -> float:
+    """The transfer drawing's width in SVG units: 100, or wider for more than 8 cards."""
+    return max(100.0, NODE_SPACING * len(nodes))
+
+
 def _nodes(shown: tuple[int, ...], gpus: int) -> tuple[TransferNode, ...]:
     """The cards in the transfer drawing: every drawn card, and the gap standing for the rest."""
     entries: list[tuple[str, int | None]] = []
@@ -54,7 +62,9 @@ def _nodes(shown: tuple[int, ...], gpus: int) -> tuple[TransferNode, ...]:
         if position and card - shown[position - 1] > 1:
             entries.append(("…", None))
         entries.append((str(card), card))
-    spacing = 100 / len(entries)
+    # 12.5 units a card, as 8 cards across a 100-unit drawing: more cards make a wider drawing
+    # rather than smaller boxes, so a label stays as large at 16 cards as at 8.
+    spacing = max(100 / len(entries), NODE_SPACING)
     width = min(8.0, spacing * 0.8)
     return tuple(
         TransferNode(x=spacing * (i + 0.5), width=width, label=label, card=card)
@@ -82,13 +92,17 @@ def _transfer_view(transfer: InFlight, nodes: tuple[TransferNode, ...], gpus: in
         else:
             # Every card sends its part of the sums to the owners: arcs below.
             paths = tuple(_arc(t.x, s.x, above=False) for s in sources for t in targets)
-        return TransferView(transfer.description, p_units(transfer.volume_p), nodes, paths, ring=False)
+        return TransferView(
+            transfer.description, p_units(transfer.volume_p), nodes, paths, ring=False, width=drawing_width(nodes)
+        )
     # Every column at once: the ring algorithm, each card passing slices to its neighbour, the
     # last one back to the first.
     steps = tuple(f"M{a.x + a.width / 2:.2f},14 L{b.x - b.width / 2:.2f},14" for a, b in itertools.pairwise(nodes))
     first, last = nodes[0], nodes[-1]
     back = f"M{last.x:.2f},18 C{last.x:.2f},27 {first.x:.2f},27 {first.x:.2f},18"
-    return TransferView(transfer.description, p_units(transfer.volume_p), nodes, (*steps, back), ring=True)
+    return TransferView(
+        transfer.description, p_units(transfer.volume_p), nodes, (*steps, back), ring=True, width=drawing_width(nodes)
+    )
 
 
 def _step_label(phase: Phase, card: int, column: Column, spec: BandSpec) -> str:

@@ -251,13 +251,15 @@ class TransferNode:
 
 @dataclass(frozen=True)
 class TransferView:
-    """A collective in flight, and its arrows between the cards (SVG paths in a 100 × 28 drawing)."""
+    """A collective in flight, and its arrows between the cards (SVG paths in a drawing `width` × 28)."""
 
     description: str
     volume: str
     nodes: tuple[TransferNode, ...]
     paths: tuple[str, ...]
     ring: bool
+    width: float = 100.0
+    """The drawing's width in SVG units; 28 high."""
 
 
 @dataclass(frozen=True)
