@@ -81,7 +81,8 @@ async def validation_error(request: Request, exc: Exception) -> Response:
     errors = exc.errors()
     if _is_api(request):
         detail = [
-            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+            # The sentence, not pydantic's message, which would repeat a pattern hundreds of characters long.
+            {"loc": list(e.get("loc", ())), "msg": describe([e], show_input=False), "type": str(e.get("type", ""))}
             for e in errors
         ]
         message = describe(errors, show_input=False)

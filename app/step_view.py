@@ -212,6 +212,7 @@ def step_view(
     phase = phases[index]
     nodes = _nodes(shown_indices(run.gpus), run.gpus)
     hidden = (("stage", stage.value), *link.run)
+    cards = _step_cards(scenario, phases, phase, scale)
     view = StepView(
         index=index,
         last=LAST_PHASE,
@@ -229,5 +230,12 @@ def step_view(
         note=UNKNOWN_LAYER_RULE if run.largest_layer is None else "",
         columns=tuple(f"{column.index}: {column.label}" for column in columns),
         relation=_relation(run.gpus),
+        partial=any(
+            cell.holding is Holding.PARTIAL
+            for card in cards
+            if isinstance(card, CardView)
+            for column in card.columns
+            for cell in column.cells
+        ),
     )
-    return view, _step_cards(scenario, phases, phase, scale)
+    return view, cards

@@ -285,6 +285,8 @@ class StepView:
     """What each of the 8 columns stands for, e.g. '5: layers 51–61 of 80'."""
     relation: str = ""
     """How the cards' slices line up with the columns."""
+    partial: bool = False
+    """Whether any drawn cell is part held, so the legend explains it only when it is there."""
 
 
 @dataclass(frozen=True)

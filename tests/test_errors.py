@@ -241,3 +241,11 @@ def test_set_aside_keeps_the_valid_and_records_the_rest() -> None:
     assert kept.notice
     clean = set_aside({"stage": "dp", "gpus": "4"})
     assert (clean.problems, clean.errors, clean.notice) == ((), (), False)
+
+
+def test_the_api_explains_a_pattern_mismatch_in_a_sentence_without_the_pattern(client: TestClient) -> None:
+    body = client.get("/api/memory", params={"params": "thirty billion"}).json()
+    assert [d["msg"] for d in body["detail"]] == [
+        "The query parameter “params” should be a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000."
+    ]
+    assert "thirty" not in str(body)

@@ -223,3 +223,16 @@ def test_the_largest_model_that_fits_entered_fits_and_one_percent_more_does_not(
     )
     bigger = _page(client, f"{run}&params={more}")
     assert text(bigger, f"table.figures tr[data-stage={stage}] td.verdict-cell .verdict") == "✗ does not fit"
+
+
+@pytest.mark.parametrize("params", ["7.5e+09", "7.5e+9", "7.50E+09"])
+def test_an_exponent_typed_into_the_address_reads_although_its_plus_arrives_as_a_space(
+    client: TestClient, params: str
+) -> None:
+    # A raw '+' in a query string means a space: the server receives '7.5e 09'.
+    response = client.get(f"/?params={params}&gpus=64&units=GB")
+    assert response.status_code == 200
+    assert _table(dom(response.text), "td.per-gpu") == ["120.0 GB", "31.4 GB", "16.6 GB", "1.9 GB"]
+    api = client.get(f"/api/memory?params={params}&capacity=1e+11")
+    assert api.status_code == 200
+    assert (api.json()["inputs"]["params"], api.json()["inputs"]["capacity"]) == (7_500_000_000, 10**11)

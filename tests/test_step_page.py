@@ -53,6 +53,11 @@ def test_gradients_made_for_another_card_are_drawn_as_sent(client: TestClient) -
     assert [c["data-holding"] for c in gradients] == ["sent"] * 7 + ["held"]
     assert "computed here, then reduce-scattered to GPU 7" in str(gradients[0]["aria-label"])
     keys = [text(li, "strong") for li in tree.select(".legend ul.states li")]
+    # With 8 GPUs every card holds whole columns: no part-filled cell, so no key for one.
+    assert keys == ["Filled", "Striped", "Barred", "Dashed outline", "Ringed"]
+    sixteen = _page(client, "stage=zero2&phase=9&gpus=16")
+    assert sixteen.select("#grid .cell.partial")
+    keys = [text(li, "strong") for li in sixteen.select(".legend ul.states li")]
     assert keys == ["Filled", "Part filled", "Striped", "Barred", "Dashed outline", "Ringed"]
 
 

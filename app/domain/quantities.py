@@ -79,7 +79,8 @@ def _scientific(digits: int, least: int = 1) -> str:
             # Significant decimals, then only zeros up to six in all.
             fraction = rf"\.{_digits(decimals, 1)}0{{0,{6 - decimals}}}"
         power = exponents[0] if len(exponents) == 1 else "(?:" + "|".join(exponents) + ")"
-        forms.append(rf"[1-9]{_digits(integer_digits - 1, fewest - 1)}(?:{fraction})?[eE]\+?{power}")
+        # '+' or a space after the e: a '+' typed into an address arrives as a space ('7.5e+09').
+        forms.append(rf"[1-9]{_digits(integer_digits - 1, fewest - 1)}(?:{fraction})?[eE][+ ]?{power}")
     return "(?:" + "|".join(forms) + ")"
 
 
@@ -96,7 +97,7 @@ BYTES_PATTERN = rf"^{_SP}(?:{_BYTE_NUMBER}|{_MANTISSA}{_SP}(?:[GgTt][Bb]|[GgTt][
 
 _COUNT = re.compile(COUNT_PATTERN)
 _BYTES = re.compile(BYTES_PATTERN)
-_PARTS = re.compile(r"^ *([0-9.,_]+(?:[eE]\+?[0-9]+)?) *([A-Za-z]*) *$")
+_PARTS = re.compile(r"^ *([0-9.,_]+(?:[eE][+ ]?[0-9]+)?) *([A-Za-z]*) *$")
 # A size whose unit is a bare G or T: GB or GiB? The grammar refuses it; this says why.
 _AMBIGUOUS = re.compile(rf"^{_SP}({_MANTISSA}){_SP}([GgTt]){_SP}$")
 # A size with no unit at all, too small to be a card's bytes: GB or GiB were meant.
@@ -165,7 +166,7 @@ def _amount(text: str, grammar: re.Pattern[str], units: dict[str, int], what: st
     if parts is None:
         raise ValueError(f"{what} should look like {examples}")
     number, unit = parts.groups()
-    return Fraction(Decimal(number.replace(",", "").replace("_", ""))) * units[unit.lower()]
+    return Fraction(Decimal(number.replace(",", "").replace("_", "").replace(" ", ""))) * units[unit.lower()]
 
 
 def parse_count(text: str) -> int:

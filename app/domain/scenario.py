@@ -59,7 +59,7 @@ def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, Model
     if name is ModelName.CUSTOM:
         if inputs.params is None:
             fallback = PRESETS[DEFAULT_MODEL]
-            notes.append(f"No weight count was entered, so the custom model has {fallback.params:,}, as the seed's.")
+            notes.append(f"The custom model has {fallback.params:,} weights, the seed's count, until one is given.")
             return name, "Custom model", fallback.params, None
         return name, "Custom model", inputs.params, None
     preset = PRESETS[name]

@@ -89,8 +89,8 @@ def _pass(phase: Phase, recipe: Recipe, column: Column) -> str:
     if Band.WEIGHTS in sharded:
         return (
             f"The cards gather column {k}'s weights ({what}) again, one layer at a time, and compute its gradients. "
-            f"They reduce-scatter the gradients at once: {_cards(owners, 'keep')} the sums, and every card drops "
-            f"what it computed for others, and the gathered weights.{_layer_limit(column)}"
+            f"They reduce-scatter them layer by layer as each is done: {_cards(owners, 'keep')} the sums, and "
+            f"every card drops what it computed for others, and the gathered weights.{_layer_limit(column)}"
         )
     if Band.GRADIENTS in sharded:
         return (
