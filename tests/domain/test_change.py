@@ -1,0 +1,96 @@
+"""The sentence and the cells that change when the arrangement changes, checked by hand."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from app.domain.bands import MIXED_ADAM, RECIPES, Band, RecipeName
+from app.domain.change import change
+from app.domain.stages import Stage
+
+
+def test_zero1_to_zero2_on_8_gpus_drops_the_gradients() -> None:
+    # Gradients 2 B, split 8 ways: each card keeps 2/8 = 0.25 and drops 2 × 7/8 = 1.75 of 5.50.
+    c = change(Stage.ZERO1, Stage.ZERO2, MIXED_ADAM, 8)
+    assert c.split == {Band.GRADIENTS}
+    assert c.whole == frozenset()
+    assert (c.before_bytes, c.after_bytes) == (Fraction(11, 2), Fraction(15, 4))
+    assert c.sentence == (
+        "ZeRO-2 splits the bf16 gradients too: each card drops 1.75 of its 5.50 bytes per weight (now 3.75)."
+    )
+
+
+def test_going_back_makes_the_gradients_whole_again() -> None:
+    c = change(Stage.ZERO2, Stage.ZERO1, MIXED_ADAM, 8)
+    assert c.whole == {Band.GRADIENTS}
+    assert c.sentence == (
+        "ZeRO-1 keeps the bf16 gradients whole again on every card: each card adds 1.75 to its 3.75 bytes "
+        "per weight (now 5.50)."
+    )
+
+
+def test_dp_to_zero1_splits_the_optimizer_state_without_too() -> None:
+    # Master 4 + moments 8 = 12, of which 12 × 7/8 = 10.5 go: 16 → 5.5.
+    c = change(Stage.DP, Stage.ZERO1, MIXED_ADAM, 8)
+    assert c.sentence == (
+        "ZeRO-1 splits the fp32 master copy and Adam's two fp32 moments: each card drops 10.50 of its "
+        "16.00 bytes per weight (now 5.50)."
+    )
+
+
+def test_zero3_back_to_dp_on_4_gpus() -> None:
+    # ZeRO-3 keeps 16/4 = 4; going back adds 12.
+    c = change(Stage.ZERO3, Stage.DP, MIXED_ADAM, 4)
+    assert c.whole == set(Band)
+    assert c.sentence == (
+        "Data parallelism keeps the bf16 weights, the bf16 gradients, the fp32 master copy and Adam's two "
+        "fp32 moments whole again on every card: each card adds 12.00 to its 4.00 bytes per weight (now 16.00)."
+    )
+
+
+def test_a_recipe_without_master_copy_does_not_name_it() -> None:
+    # fp32 Adam: 4/4/0/8. DP → ZeRO-1 on 2 cards splits the moments: 8/2 = 4 dropped of 16.
+    c = change(Stage.DP, Stage.ZERO1, RECIPES[RecipeName.FP32_ADAM], 2)
+    assert c.split == {Band.MOMENTS}
+    assert c.sentence == (
+        "ZeRO-1 splits Adam's two fp32 moments: each card drops 4.00 of its 16.00 bytes per weight (now 12.00)."
+    )
+
+
+def test_one_card_changes_nothing() -> None:
+    c = change(Stage.DP, Stage.ZERO3, MIXED_ADAM, 1)
+    assert c.bands == frozenset()
+    assert c.sentence == "ZeRO-3: with one card nothing is split; the card keeps all 16.00 bytes per weight."
+    assert not c.cell_changes(0, 0, Band.WEIGHTS, 1)
+
+
+def test_the_same_stage_changes_nothing() -> None:
+    assert change(Stage.ZERO2, Stage.ZERO2, MIXED_ADAM, 8).sentence == (
+        "ZeRO-2 again: nothing changes; each card keeps 3.75 bytes per weight."
+    )
+
+
+def test_changed_cells_are_the_non_holders_of_the_changed_bands() -> None:
+    c = change(Stage.ZERO1, Stage.ZERO2, MIXED_ADAM, 8)
+    # Weight 3 is held by card 3: its cells stay filled; card 5's gradient cell for weight 3 goes dashed.
+    assert c.cell_changes(5, 3, Band.GRADIENTS, 8)
+    assert not c.cell_changes(3, 3, Band.GRADIENTS, 8)
+    assert not c.cell_changes(5, 3, Band.MASTER, 8)
+    changed = sum(c.cell_changes(card, w, b, 8) for card in range(8) for w in range(8) for b in Band)
+    assert changed == 8 * 7  # one band, every card, every weight it does not hold
+
+
+@pytest.mark.parametrize("before", list(Stage))
+@pytest.mark.parametrize("after", list(Stage))
+@pytest.mark.parametrize("gpus", [2, 8, 64])
+def test_every_pair_either_way_adds_up(before: Stage, after: Stage, gpus: int) -> None:
+    forth, back = change(before, after, MIXED_ADAM, gpus), change(after, before, MIXED_ADAM, gpus)
+    assert forth.split == back.whole
+    assert forth.whole == back.split
+    # A band split over N cards saves nbytes × (N-1)/N per weight on each card.
+    saved = sum(Fraction(MIXED_ADAM.nbytes(b) * (gpus - 1), gpus) for b in forth.split)
+    regained = sum(Fraction(MIXED_ADAM.nbytes(b) * (gpus - 1), gpus) for b in forth.whole)
+    assert forth.before_bytes - forth.after_bytes == saved - regained
+    assert forth.sentence.startswith(after.info.title)
