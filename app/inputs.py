@@ -112,6 +112,16 @@ class PageQuery(RunQuery):
 
     stage: Stage = Field(Stage.DP, description="The arrangement to draw.")
     phase: int | None = Field(None, ge=0, le=LAST_PHASE, description="A phase of one training step; none: at rest.")
+    previous: Stage | None = Field(
+        None, alias="from", description="The stage shown before this one: the cells that changed are marked."
+    )
+
+
+class CompareQuery(RunQuery):
+    """Two stages of one run, side by side."""
+
+    left: Stage = Field(Stage.ZERO1, description="The arrangement drawn on the left.")
+    right: Stage = Field(Stage.ZERO3, description="The arrangement drawn on the right.")
 
 
 _BAND_FIELDS = ("weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes")

@@ -7,9 +7,10 @@ from typing import Annotated
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
+from app.compare_view import compare_view
 from app.domain.scenario import resolve
-from app.inputs import PageQuery
-from app.links import stage_links
+from app.inputs import CompareQuery, PageQuery
+from app.links import path_for, stage_links
 from app.paths import STATIC_DIR
 from app.templating import render
 from app.views import page_view
@@ -22,8 +23,18 @@ router = APIRouter(include_in_schema=False)
 def page(request: Request, query: Annotated[PageQuery, Query()]) -> HTMLResponse:
     """The grid for one stage of a run: the whole page, or only the widget for an htmx swap."""
     inputs, link = query.inputs(), stage_links(request, query)
-    view = page_view(query.stage, link, resolve(inputs), inputs, query.phase)
+    compare = path_for(request, "compare")
+    view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous, compare)
     return render(request, "index.html", "widget", view, push_url=link(query.stage))
+
+
+@router.api_route("/compare", methods=["GET", "HEAD"], name="compare", response_class=HTMLResponse)
+def compare(request: Request, query: Annotated[CompareQuery, Query()]) -> HTMLResponse:
+    """Two stages of the same run side by side. Plain links: it needs no JavaScript."""
+    run = tuple(query.canonical().items())
+    view = compare_view(query.left, query.right, resolve(query.inputs()), path_for(request, "compare"),
+                        path_for(request, "page"), run)  # fmt: skip
+    return render(request, "compare.html", "compare", view)
 
 
 @router.get("/favicon.ico", name="favicon")

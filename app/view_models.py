@@ -34,6 +34,12 @@ class Links:
         moment = {} if phase is None else {"phase": str(phase)}
         return f"{self.page}?{urlencode({'stage': stage.value, **dict(self.run), **moment})}"
 
+    def switch(self, stage: Stage, current: Stage | None) -> str:
+        """The address of `stage`, with a `from` hint naming the stage shown so the page can mark what changed."""
+        if current is None or current is stage:
+            return self(stage)
+        return f"{self(stage)}&{urlencode({'from': current.value})}"
+
 
 @dataclass(frozen=True)
 class StageLink:
@@ -64,6 +70,8 @@ class CellView:
     """Whether the phase shown works on this cell."""
     strip: tuple[int, int] | None = None
     """A partial cell's part of the column, in 48ths: where its strip starts and ends."""
+    changed: bool = False
+    """Whether the cell changed state (filled or dashed) since the stage the person came from."""
 
     @property
     def css(self) -> str:
@@ -71,6 +79,8 @@ class CellView:
         extra = (f" {self.holding}" if self.holding else "") + (" active" if self.active else "")
         if self.strip:
             extra += f" from-{self.strip[0]} to-{self.strip[1]}"
+        if self.changed:
+            extra += " changed"
         return f"cell band-{self.band} {self.state} nb-{self.nbytes}{extra}"
 
 
@@ -237,6 +247,22 @@ class StageView:
     boundary: Boundary
     notes: tuple[str, ...]
     step: StepView | None = None
+    change: str = ""
+    """What changed on every card since the stage the person came from; blank without one."""
+    narration: Narration | None = None
+    """What the polite live region says after a swap."""
+
+
+@dataclass(frozen=True)
+class Narration:
+    """One sentence each for what a swap can change; the script picks the one that applies."""
+
+    stage: str
+    """The stage change: what it does to each card."""
+    phase: str
+    """The phase: its number, title and traffic so far; blank at rest."""
+    fit: str
+    """The fit verdict on the card given; blank without a capacity."""
 
 
 @dataclass(frozen=True)
@@ -300,6 +326,7 @@ class PageView:
     content: StageView | None = None
     error: str | None = None
     step_href: str = ""
+    compare_href: str = ""
 
 
 def legend(recipe: Recipe) -> tuple[BandSpec, ...]:

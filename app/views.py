@@ -9,10 +9,12 @@ from __future__ import annotations
 from dataclasses import replace
 from fractions import Fraction
 from functools import lru_cache
+from urllib.parse import urlencode
 
 from app.bars import bar_view
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.bands import RECIPES, Band, Recipe, RecipeName
+from app.domain.change import Change, change
 from app.domain.communication import transfers
 from app.domain.fit import UNKNOWN_LAYER_RULE, StageReport, layer_exceeds_card, layer_extra, report
 from app.domain.hardware import CARDS
@@ -34,10 +36,12 @@ from app.view_models import (
     FormView,
     LinkFor,
     Links,
+    Narration,
     Option,
     PageView,
     StageLink,
     StageView,
+    StepView,
     TableRow,
     legend,
 )
@@ -62,10 +66,16 @@ def cell_label(cell: Cell, recipe: Recipe) -> str:
     return f"{where}: stored on this card; every card keeps its own copy."
 
 
+def switch_href(link: LinkFor, stage: Stage, current: Stage | None) -> str:
+    """A link to `stage` that names the stage shown (`from`), so the page can mark what changed."""
+    return link.switch(stage, current) if isinstance(link, Links) else link(stage)
+
+
 def stage_links(current: Stage | None, link: LinkFor) -> tuple[StageLink, ...]:
     """The switcher, with the current stage marked."""
     return tuple(
-        StageLink(stage, stage.info.title, stage.info.summary, link(stage), stage is current) for stage in Stage
+        StageLink(stage, stage.info.title, stage.info.summary, switch_href(link, stage, current), stage is current)
+        for stage in Stage
     )
 
 
@@ -74,7 +84,7 @@ def _hidden_before(shown: tuple[int, ...], position: int) -> int:
     return shown[position] - shown[position - 1] - 1 if position else 0
 
 
-def _columns(grid: Layout, card: int, tab_stop: bool) -> tuple[ColumnView, ...]:
+def _columns(grid: Layout, card: int, tab_stop: bool, moved: Change | None = None) -> tuple[ColumnView, ...]:
     """A card's columns; `tab_stop` makes its first cell the grid's single tab stop."""
     recipe = grid.recipe
     cells = [c for c in grid.card_cells(card) if recipe.nbytes(c.band) > 0]
@@ -105,6 +115,7 @@ def _columns(grid: Layout, card: int, tab_stop: bool) -> tuple[ColumnView, ...]:
                         label=cell_label(c, recipe),
                         # One tab stop for the whole grid; the arrow keys move within it.
                         focusable=c is first,
+                        changed=moved is not None and moved.cell_changes(c.card, c.weight, c.band, grid.gpus),
                     )
                     for c in by_weight[weight]
                 ),
@@ -128,7 +139,9 @@ def _rest_bar(scenario: Scenario, row: StageReport, scale: Fraction) -> BarView:
     return replace(bar, verdict=_verdict(row, scenario.units), fits=row.fits)
 
 
-def _cards(scenario: Scenario, stage: Stage, row: StageReport, scale: Fraction) -> tuple[CardView | CardGap, ...]:
+def _cards(
+    scenario: Scenario, stage: Stage, row: StageReport, scale: Fraction, moved: Change | None = None
+) -> tuple[CardView | CardGap, ...]:
     grid = layout(stage, scenario.run.gpus, scenario.recipe)
     bar = _rest_bar(scenario, row, scale)
     cards: list[CardView | CardGap] = []
@@ -139,7 +152,7 @@ def _cards(scenario: Scenario, stage: Stage, row: StageReport, scale: Fraction) 
             CardView(
                 index=card,
                 title=f"GPU {card:,}",
-                columns=_columns(grid, card, tab_stop=position == 0),
+                columns=_columns(grid, card, tab_stop=position == 0, moved=moved),
                 held_bytes=grid.held_bytes(card),
                 full_bytes=grid.full_bytes,
                 bytes_per_weight=f"{per_weight(row.bytes_per_weight)} B/weight",
@@ -159,7 +172,7 @@ def table_rows(
         TableRow(
             stage=r.stage,
             title=r.stage.info.title,
-            href=link(r.stage),
+            href=switch_href(link, r.stage, current),
             bytes_per_weight=per_weight(r.bytes_per_weight),
             per_gpu=units.show(r.per_gpu_bytes),
             peak=units.show(r.peak_bytes),
@@ -271,7 +284,9 @@ def _capacity_text(capacity: int) -> str:
     return str(capacity)
 
 
-def stage_view(stage: Stage, scenario: Scenario, link: Links, phase: int | None = None) -> StageView:
+def stage_view(
+    stage: Stage, scenario: Scenario, link: Links, phase: int | None = None, previous: Stage | None = None
+) -> StageView:
     """The grid, bars, totals, table and verdicts for one stage of a run (or one phase of its step)."""
     run, units = scenario.run, scenario.units
     rows = report(run)
@@ -285,8 +300,9 @@ def stage_view(stage: Stage, scenario: Scenario, link: Links, phase: int | None 
         scale = Fraction(max(r.peak_bytes for r in rows))
     cards: tuple[CardView | CardGap, ...]
     stepping = None
+    moved = None if previous is None or previous is stage else change(previous, stage, run.recipe, run.gpus)
     if phase is None:
-        cards = _cards(scenario, stage, chosen, scale)
+        cards = _cards(scenario, stage, chosen, scale, moved)
     else:
         stepping, cards = step_view(stage, scenario, link, phase, scale)
     return StageView(
@@ -309,7 +325,42 @@ def stage_view(stage: Stage, scenario: Scenario, link: Links, phase: int | None 
         boundary=boundary(scenario),
         notes=scenario.notes,
         step=stepping,
+        change="" if moved is None else moved.sentence,
+        narration=narration(stage, scenario, chosen, moved, stepping),
     )
+
+
+def narration(
+    stage: Stage, scenario: Scenario, row: StageReport, moved: Change | None, stepping: StepView | None
+) -> Narration:
+    """One sentence for each thing a swap can change, for the live region."""
+    run = scenario.run
+    said = moved.sentence if moved else change(Stage.DP, stage, run.recipe, run.gpus).sentence
+    if stage is Stage.DP and moved is None:
+        said = f"{stage.info.title}: every card keeps all {per_weight(row.bytes_per_weight)} bytes per weight."
+    phase = (
+        ""
+        if stepping is None
+        else (
+            f"Phase {stepping.index} of {stepping.last}: {stepping.title.rstrip('.')}. "
+            f"Traffic so far: {stepping.tally} of {stepping.total}."
+        )
+    )
+    fit, units = "", scenario.units
+    if run.capacity is not None and row.headroom_bytes is not None:
+        card = units.show(run.capacity)
+        if row.fits:
+            fit = f"{stage.info.title} fits on {card}: {units.show(row.headroom_bytes)} left for activations."
+        else:
+            fit = f"{stage.info.title} does not fit on {card}: {units.show(-row.headroom_bytes)} over."
+    return Narration(stage=said, phase=phase, fit=fit)
+
+
+def compare_href(base: str, stage: Stage, run: tuple[tuple[str, str], ...]) -> str:
+    """The side-by-side page for this stage and the next one up (ZeRO-3 beside data parallelism)."""
+    order = list(Stage)
+    left, right = (Stage.DP, stage) if stage is Stage.ZERO3 else (stage, order[order.index(stage) + 1])
+    return f"{base}?{urlencode({'left': left.value, 'right': right.value, **dict(run)})}"
 
 
 # A class clicking through the same four stages asks for the same few views: build each once.
@@ -320,15 +371,22 @@ def page_view(
     scenario: Scenario = DEFAULT_SCENARIO,
     inputs: Inputs | None = None,
     phase: int | None = None,
+    previous: Stage | None = None,
+    compare: str = "",
 ) -> PageView:
-    """The page for a stage of a run, at rest or at one phase of a training step."""
+    """The page for a stage of a run, at rest or at one phase of a training step.
+
+    `previous` is the stage the person came from: the cells that changed are marked and the change
+    said in a sentence. `compare` is the side-by-side page's address, without its query.
+    """
     return PageView(
         title=f"{stage.info.title} · {APP_NAME}",
         links=stage_links(stage, link),
         legend=legend(scenario.recipe),
         form=form_view(scenario, stage, inputs or Inputs(), phase),
-        content=stage_view(stage, scenario, link, phase),
+        content=stage_view(stage, scenario, link, phase, previous),
         step_href=link.at(stage, 0),
+        compare_href=compare_href(compare, stage, link.run) if compare else "",
     )
 
 

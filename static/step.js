@@ -6,7 +6,6 @@
 
 (function () {
   const DELAY_MS = 1400;
-  const reduceMotion = window.matchMedia("(prefers-reduced-motion: reduce)");
   const MAX_PENDING = 21;
   let playing = false;
   let timer = null;
@@ -56,17 +55,11 @@
     }, DELAY_MS);
   }
 
-  // The play button is rendered hidden: it only works with this script, and not for people who
-  // asked their system for less motion.
+  // The play button is rendered hidden: it only works with this script. Stepping is not animation,
+  // so it plays for people who asked for less motion too (the stylesheet drops the transitions).
   function prepare() {
     const button = document.getElementById("step-play");
     if (!button) { playing = false; return; }
-    if (reduceMotion.matches) {
-      button.hidden = false;
-      button.disabled = true;
-      button.textContent = "▶ Play (off: reduced motion)";
-      return;
-    }
     button.hidden = false;
     button.setAttribute("aria-pressed", String(playing));
     button.textContent = playing ? "⏸ Pause" : "▶ Play";
@@ -122,6 +115,8 @@
 
   document.addEventListener("keydown", function (event) {
     if (!panel() || event.altKey || event.ctrlKey || event.metaKey) { return; }
+    // The list of keys (keys.js) is open: its own keys only.
+    if (document.querySelector("dialog[open]")) { return; }
     const target = event.target instanceof Element ? event.target : null;
     // Arrow keys belong to the grid and to form fields when they have focus; on a button or a
     // link (Play, Next) they still step.
@@ -131,7 +126,7 @@
       event.preventDefault();
       setPlaying(false);
       press(moves[event.key]);
-    } else if (event.key === " " && !reduceMotion.matches && !(target && target.closest("button, a"))) {
+    } else if (event.key === " " && !(target && target.closest("button, a"))) {
       // Space on a button or a link does what that control does; elsewhere it plays or pauses.
       event.preventDefault();
       setPlaying(!playing);

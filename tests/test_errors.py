@@ -164,7 +164,7 @@ def test_a_typo_in_the_weights_keeps_the_widget_and_says_so_beside_the_field(
     assert one(tree, "#grid")["data-gpus"] == "16"
     assert one(tree, "#switch-zero2").get("aria-current") == "page"
     assert _switch_queries(tree)["switch-zero3"] == {
-        "stage": ["zero3"], "model": ["custom"], "gpus": ["16"], "capacity": ["80GiB"]
+        "stage": ["zero3"], "model": ["custom"], "gpus": ["16"], "capacity": ["80GiB"], "from": ["zero2"]
     }  # fmt: skip
     assert one(tree, "#f-capacity")["value"] == "80GiB"
     assert _problem(tree, "#f-params") == (
@@ -183,7 +183,7 @@ def test_too_many_gpus_is_shown_not_silently_ignored(client: TestClient) -> None
     assert value == "5000"
     assert "between 1 and 4096" in message
     assert one(tree, "#switch-zero3").get("aria-current") == "page"
-    assert _switch_queries(tree)["switch-dp"] == {"stage": ["dp"], "model": ["llama-3-8b"]}
+    assert _switch_queries(tree)["switch-dp"] == {"stage": ["dp"], "model": ["llama-3-8b"], "from": ["zero3"]}
 
 
 def test_several_bad_fields_are_each_marked_and_the_folded_ones_unfolded(client: TestClient) -> None:
@@ -215,7 +215,9 @@ def test_a_bad_phase_keeps_a_notice_and_the_run_in_the_switcher(client: TestClie
     tree = dom(response.text)
     assert "“phase” is not valid" in text(tree, '#widget [role="alert"] .notice-message')
     assert one(tree, "#switch-zero1").get("aria-current") == "page"
-    assert _switch_queries(tree)["switch-zero3"] == {"stage": ["zero3"], "model": ["llama-3-8b"], "gpus": ["64"]}
+    assert _switch_queries(tree)["switch-zero3"] == {
+        "stage": ["zero3"], "model": ["llama-3-8b"], "gpus": ["64"], "from": ["zero1"]
+    }  # fmt: skip
 
 
 def test_a_bad_stage_keeps_the_run_in_the_switcher(client: TestClient) -> None:

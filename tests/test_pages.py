@@ -135,7 +135,10 @@ def test_grid_has_exactly_one_tab_stop(client: TestClient) -> None:
 @pytest.mark.parametrize("stage", list(Stage))
 def test_switcher_marks_the_current_stage_and_links_work_without_js(client: TestClient, stage: Stage) -> None:
     links = _page(client, stage).select("nav.switcher a")
-    assert [a["href"] for a in links] == [f"/?stage={s.value}" for s in Stage]
+    # Every other stage's link names the one shown, so the page can mark what changed.
+    assert [a["href"] for a in links] == [
+        f"/?stage={s.value}" + ("" if s is stage else f"&from={stage.value}") for s in Stage
+    ]
     assert [a.get("aria-current") for a in links] == ["page" if s is stage else None for s in Stage]
     for a in links:
         assert a["hx-get"] == a["href"]
@@ -229,7 +232,7 @@ def test_responsible_weight_is_marked_only_when_something_is_sharded(client: Tes
 def test_page_head_loads_only_local_assets_and_configures_htmx(client: TestClient) -> None:
     tree = dom(client.get("/").text)
     scripts = [s["src"] for s in tree.select("script")]
-    assert scripts == ["/static/htmx-2.0.11.min.js", "/static/grid.js", "/static/step.js"]
+    assert scripts == ["/static/htmx-2.0.11.min.js", "/static/grid.js", "/static/step.js", "/static/keys.js"]
     assert all(not s.string for s in tree.select("script"))
     assert [link["href"] for link in tree.select("link[rel~=stylesheet]")] == ["/static/app.css"]
     assert tree.select("[style]") == []

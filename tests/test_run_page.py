@@ -135,7 +135,8 @@ def test_stage_links_keep_the_run(client: TestClient) -> None:
     tree = _page(client, "model=llama-3-8b&gpus=64&capacity=80GiB&units=GB&stage=zero1")
     href = str(one(tree, "#switch-zero3")["href"])
     assert parse_qs(urlsplit(href).query) == {
-        "stage": ["zero3"], "model": ["llama-3-8b"], "gpus": ["64"], "capacity": ["80GiB"], "units": ["GB"]
+        "stage": ["zero3"], "model": ["llama-3-8b"], "gpus": ["64"], "capacity": ["80GiB"], "units": ["GB"],
+        "from": ["zero1"],
     }  # fmt: skip
 
 

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
@@ -52,7 +53,9 @@ def test_switching_swaps_the_grid_and_back_forward_land_on_the_right_stage(
         settled(page)
 
     swaps = [r for r in watch.requests if "stage=" in r.url and r.headers.get("hx-request") == "true"]
-    assert [r.url.split("stage=")[1] for r in swaps] == ["zero1", "zero2", "zero3", "dp"]
+    # Each switch names the stage it left (`from`), so the new one can mark what changed.
+    assert [parse_qs(urlsplit(r.url).query)["stage"] for r in swaps] == [["zero1"], ["zero2"], ["zero3"], ["dp"]]
+    assert [parse_qs(urlsplit(r.url).query)["from"] for r in swaps] == [["dp"], ["zero1"], ["zero2"], ["zero3"]]
 
     for expected in ["zero3", "zero2", "zero1"]:
         page.go_back()
@@ -87,9 +90,11 @@ def test_links_work_without_javascript(browser: Browser, server: str) -> None:
     page = context.new_page()
     page.goto(server + "/?stage=zero1")
     page.click("#switch-zero3")
-    page.wait_for_url(f"{server}/?stage=zero3")
+    page.wait_for_url(f"{server}/?stage=zero3&from=zero1")
     expect(page.locator("#grid")).to_have_attribute("data-stage", "zero3")
     assert solid_counts(page) == [8, 8, 8, 8]
+    # Without JavaScript the hint in the link still marks what changed: weights and gradients, 2 × 8 × 7.
+    expect(page.locator("#grid .cell.changed")).to_have_count(112)
     context.close()
 
 
@@ -300,14 +305,26 @@ def test_play_advances_one_request_at_a_time(page: Page, server: str, watch: Wat
     watch.assert_clean(page)
 
 
-def test_play_is_off_for_reduced_motion(browser: Browser, server: str) -> None:
+def test_play_works_under_reduced_motion(browser: Browser, server: str) -> None:
+    # Stepping is not animation: Play steps for people who ask for less motion too.
     context = browser.new_context(reduced_motion="reduce")
     page = context.new_page()
     page.goto(server + "/?stage=zero1&phase=3")
-    expect(page.locator("#step-play")).to_be_disabled()
-    expect(page.locator("#step-play")).to_contain_text("reduced motion")
+    play = page.locator("#step-play")
+    expect(play).to_be_enabled()
+    expect(play).to_have_text("▶ Play")
+    play.click()
+    expect(play).to_have_attribute("aria-pressed", "true")
+    expect(page.locator("#step")).to_have_attribute("data-phase", "4", timeout=10_000)
     page.keyboard.press("ArrowRight")
-    expect(page.locator("#step")).to_have_attribute("data-phase", "4")
+    expect(play).to_have_attribute("aria-pressed", "false")
+    expect(page.locator("#step")).to_have_attribute("data-phase", "5")
+    # Space plays and pauses as it does for everyone.
+    page.locator("#step-heading").click()
+    page.keyboard.press(" ")
+    expect(play).to_have_attribute("aria-pressed", "true")
+    page.keyboard.press(" ")
+    expect(play).to_have_attribute("aria-pressed", "false")
     context.close()
 
 

@@ -1,0 +1,113 @@
+"""The side-by-side view: two stages of the same run, each grid compact, and the difference between them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from urllib.parse import urlencode
+
+from app.domain.bands import BandSpec
+from app.domain.change import change
+from app.domain.fit import report
+from app.domain.quantities import per_weight
+from app.domain.scenario import Scenario
+from app.domain.stages import Stage
+from app.view_models import CardGap, CardView, StageLink, legend
+from app.views import APP_NAME, _cards, gpus_label
+
+
+@dataclass(frozen=True)
+class CompareSide:
+    """One stage of the two: its switcher (keeping the other side), figures and compact grid."""
+
+    side: str
+    """'left' or 'right': also the prefix of every id inside."""
+    stage: Stage
+    title: str
+    summary: str
+    links: tuple[StageLink, ...]
+    bytes_per_weight: str
+    per_gpu: str
+    peak: str
+    communication: str
+    cards: tuple[CardView | CardGap, ...]
+    change: str
+    """What going from the other side to this one does to each card."""
+
+
+@dataclass(frozen=True)
+class CompareView:
+    """Two stages of one run side by side, and the difference a student can point at."""
+
+    title: str
+    summary: str
+    left: CompareSide
+    right: CompareSide
+    difference: str
+    legend: tuple[BandSpec, ...]
+    back_href: str
+    capacity: str | None
+
+
+def _address(base: str, left: Stage, right: Stage, run: tuple[tuple[str, str], ...]) -> str:
+    return f"{base}?{urlencode({'left': left.value, 'right': right.value, **dict(run)})}"
+
+
+def compare_view(
+    left: Stage, right: Stage, scenario: Scenario, base: str, page: str, run: tuple[tuple[str, str], ...]
+) -> CompareView:
+    """`left` and `right` of the run, drawn to one scale; `base` is this page's path, `page` the main page's."""
+    rows = {r.stage: r for r in report(scenario.run)}
+    run_, units = scenario.run, scenario.units
+    peaks = max(rows[left].peak_bytes, rows[right].peak_bytes)
+    scale = Fraction(
+        max(run_.capacity, peaks) if run_.capacity is not None else max(r.peak_bytes for r in rows.values())
+    )
+
+    def side(name: str, stage: Stage, other: Stage) -> CompareSide:
+        row = rows[stage]
+        links = tuple(
+            StageLink(
+                s,
+                s.info.title,
+                s.info.summary,
+                _address(base, s, other, run) if name == "left" else _address(base, other, s, run),
+                s is stage,
+            )
+            for s in Stage
+        )
+        moved = change(other, stage, run_.recipe, run_.gpus)
+        return CompareSide(
+            side=name,
+            stage=stage,
+            title=stage.info.title,
+            summary=stage.info.summary,
+            links=links,
+            bytes_per_weight=per_weight(row.bytes_per_weight),
+            per_gpu=units.show(row.per_gpu_bytes),
+            peak=units.show(row.peak_bytes),
+            communication=f"{row.communication_p}P",
+            cards=_cards(scenario, stage, row, scale, None if other is stage else moved),
+            change=moved.sentence,
+        )
+
+    a, b = rows[left], rows[right]
+    if a.per_gpu_bytes == b.per_gpu_bytes:
+        difference = f"Both keep {units.show(a.per_gpu_bytes)} on each card."
+    else:
+        more, less = (a, b) if a.per_gpu_bytes > b.per_gpu_bytes else (b, a)
+        difference = (
+            f"{less.stage.info.title} keeps {units.show(more.per_gpu_bytes - less.per_gpu_bytes)} less on each card "
+            f"than {more.stage.info.title}: {units.show(less.per_gpu_bytes)} "
+            f"instead of {units.show(more.per_gpu_bytes)}."
+        )
+    return CompareView(
+        title=f"{left.info.title} beside {right.info.title} · {APP_NAME}",
+        summary=f"{scenario.model_title}, {run_.params:,} weights, on {gpus_label(run_.gpus)} with {run_.recipe.title}",
+        left=side("left", left, right),
+        right=side("right", right, left),
+        difference=difference,
+        legend=legend(scenario.recipe),
+        back_href=f"{page}?{urlencode({'stage': left.value, **dict(run)})}",
+        capacity=None if run_.capacity is None else units.show(run_.capacity),
+    )

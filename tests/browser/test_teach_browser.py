@@ -1,0 +1,145 @@
+"""Teaching in Chromium: shortcuts, the help dialog, the narration, the marks and /compare."""
+
+from __future__ import annotations
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import Watch, screenshot, settled
+
+STAGES = {"0": "dp", "1": "zero1", "2": "zero2", "3": "zero3"}
+
+
+def test_number_keys_switch_the_stage_and_the_narration_says_what_changed(
+    page: Page, server: str, watch: Watch
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(server + "/?stage=dp")
+    grid, narration = page.locator("#grid"), page.locator("#narration")
+    page.locator("#stage-heading").click()
+    page.keyboard.press("2")
+    expect(grid).to_have_attribute("data-stage", "zero2")
+    expect(page).to_have_url(f"{server}/?stage=zero2")
+    # Gradients 2 + master 4 + moments 8 = 14 B split 8 ways: 14 × 7/8 = 12.25 of 16 dropped.
+    expect(narration).to_have_text(
+        "ZeRO-2 splits the bf16 gradients, the fp32 master copy and Adam's two fp32 moments: each card drops "
+        "12.25 of its 16.00 bytes per weight (now 3.75)."
+    )
+    expect(page.locator("#grid .cell.changed")).to_have_count(3 * 56)
+    expect(page.locator("#change-note")).to_have_text(narration.text_content() or "")
+    screenshot(page, "teach-stage-change-dp-to-zero2")
+    settled(page)
+    for key, stage in [("1", "zero1"), ("3", "zero3"), ("0", "dp")]:
+        page.keyboard.press(key)
+        expect(grid).to_have_attribute("data-stage", stage)
+        expect(page.locator(f"#switch-{stage}")).to_have_attribute("aria-current", "page")
+        settled(page)
+    # ZeRO-3 on 8 cards keeps 16/8 = 2 B; going back adds 14.
+    expect(narration).to_contain_text("each card adds 14.00 to its 2.00 bytes per weight (now 16.00)")
+    assert page.evaluate("document.querySelectorAll('[aria-live]').length") == 1
+    watch.assert_clean(page)
+
+
+def test_no_shortcut_while_typing_or_with_a_modifier(page: Page, server: str, watch: Watch) -> None:
+    page.goto(server + "/?stage=dp")
+    field = page.locator("#f-capacity")
+    field.click()
+    page.keyboard.type("3?f")
+    expect(field).to_have_value("3?f")
+    expect(page.locator("#keys-help")).to_be_hidden()
+    page.locator("#stage-heading").click()
+    page.keyboard.press("Alt+1")
+    page.keyboard.press("Control+2")
+    # A swap would start at once; give it time to, then check none did.
+    page.wait_for_timeout(400)
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "dp")
+    # Leaving the field sends the run form (stage dp); no switch (whose link names `from`) was asked for.
+    assert [r.url for r in watch.requests if "from=" in r.url] == []
+
+
+def test_question_mark_opens_the_keys_and_focus_comes_back(page: Page, server: str, watch: Watch) -> None:
+    page.goto(server + "/?stage=zero1")
+    dialog = page.locator("#keys-help")
+    expect(page.locator(".keys-hint")).to_be_visible()
+    page.locator("#switch-zero1").focus()
+    page.keyboard.press("?")
+    expect(dialog).to_be_visible()
+    expect(dialog.locator("dt")).to_have_count(7)
+    # Keys do nothing behind the open dialog.
+    page.keyboard.press("2")
+    page.keyboard.press("Escape")
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#switch-zero1")).to_be_focused()
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero1")
+    page.keyboard.press("?")
+    expect(dialog).to_be_visible()
+    page.click("#keys-close")
+    expect(dialog).to_be_hidden()
+    expect(page.locator("#switch-zero1")).to_be_focused()
+    watch.assert_clean(page)
+
+
+def test_f_asks_for_full_screen(page: Page, server: str, watch: Watch) -> None:
+    page.goto(server + "/?stage=zero1")
+    page.locator("#stage-heading").click()
+    page.keyboard.press("f")
+    expect(page.locator("main:fullscreen")).to_have_count(1)
+    page.keyboard.press("f")
+    expect(page.locator("main:fullscreen")).to_have_count(0)
+    watch.assert_clean(page)
+
+
+def test_a_phase_change_is_said_as_its_title_and_tally(page: Page, server: str, watch: Watch) -> None:
+    page.goto(server + "/?stage=zero1&phase=3")
+    page.locator("#step-heading").click()
+    page.keyboard.press("ArrowRight")
+    expect(page.locator("#step")).to_have_attribute("data-phase", "4")
+    expect(page.locator("#narration")).to_have_text("Phase 4 of 20: Forward pass, column 3. Traffic so far: 0P of 2P.")
+    settled(page)
+    # A stage change during the step says the change, not the phase.
+    page.keyboard.press("2")
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero2")
+    expect(page.locator("#narration")).to_have_text(
+        "ZeRO-2 splits the bf16 gradients too: each card drops 1.75 of its 5.50 bytes per weight (now 3.75)."
+    )
+    watch.assert_clean(page)
+
+
+def test_a_new_card_size_is_said_as_the_fit_verdict(page: Page, server: str, watch: Watch) -> None:
+    page.goto(server + "/?stage=zero3&capacity=80GiB")
+    page.fill("#f-capacity", "64GiB")
+    page.locator("#f-capacity").press("Tab")
+    # ZeRO-3: 2 B × 30e9 = 60e9 B; 64 GiB = 68.72e9 B leaves 8.72e9 B = 8.1 GiB.
+    expect(page.locator("#narration")).to_have_text("ZeRO-3 fits on 64.0 GiB: 8.1 GiB left for activations.")
+    watch.assert_clean(page)
+
+
+@pytest.mark.parametrize("reduced", ["reduce", "no-preference"])
+def test_the_marks_animate_only_without_reduced_motion(page: Page, server: str, reduced: str) -> None:
+    page.emulate_media(reduced_motion=reduced)  # type: ignore[arg-type]
+    page.goto(server + "/?stage=zero2&from=zero1")
+    cell = page.locator("#grid .cell.changed").first
+    expect(cell).to_have_css("animation-name", "none" if reduced == "reduce" else "changed-ring")
+    if reduced == "reduce":
+        expect(cell).not_to_have_css("box-shadow", "none")
+
+
+def test_compare_fits_1280_works_without_javascript_and_passes_axe(page: Page, server: str, watch: Watch) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(server + "/?stage=zero1")
+    page.click("#compare-link")
+    expect(page).to_have_url(f"{server}/compare?left=zero1&right=zero2")
+    page.click("#right-zero3")
+    expect(page).to_have_url(f"{server}/compare?left=zero1&right=zero3")
+    expect(page.locator("#left")).to_have_attribute("data-stage", "zero1")
+    expect(page.locator("#right")).to_have_attribute("data-stage", "zero3")
+    # Both sides, every card, on one 1280 × 800 screen with no sideways scrolling.
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1280
+    box = page.locator(".compare-sides").bounding_box()
+    assert box is not None
+    assert box["y"] + box["height"] <= 800
+    screenshot(page, "teach-compare-1280")
+    results = Axe().run(page)
+    assert results.violations_count == 0, results.generate_report()
+    watch.assert_clean(page)
