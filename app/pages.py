@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
 from app.domain.scenario import resolve
-from app.inputs import PageQuery
-from app.links import stage_links
+from app.inputs import EmbedQuery, PageQuery
+from app.links import absolute_links, embed_links, stage_links
 from app.paths import STATIC_DIR
-from app.templating import render
-from app.views import page_view
+from app.templating import render, replace_history
+from app.views import embed_view, page_view, share_view
 
 router = APIRouter(include_in_schema=False)
 
@@ -23,7 +24,20 @@ def page(request: Request, query: Annotated[PageQuery, Query()]) -> HTMLResponse
     """The grid for one stage of a run: the whole page, or only the widget for an htmx swap."""
     inputs, link = query.inputs(), stage_links(request, query)
     view = page_view(query.stage, link, resolve(inputs), inputs, query.phase)
-    return render(request, "index.html", "widget", view, push_url=link(query.stage))
+    script = str(request.url_for("static", path="embed.js"))
+    share = share_view(
+        query.stage, absolute_links(request, link, "page"), absolute_links(request, link, "embed"), script
+    )
+    return render(request, "index.html", "widget", replace(view, share=share), push_url=link(query.stage))
+
+
+@router.api_route("/embed", methods=["GET", "HEAD"], name="embed", response_class=HTMLResponse)
+def embed(request: Request, query: Annotated[EmbedQuery, Query()]) -> HTMLResponse:
+    """The widget alone, for another site's page: the page's parameters, and what to show around it."""
+    inputs, link = query.inputs(), embed_links(request, query)
+    view = page_view(query.stage, link, resolve(inputs), inputs, query.phase)
+    embedded = replace(view, embed=embed_view(query.controls, query.calculator))
+    return replace_history(render(request, "index.html", "widget", embedded, push_url=link(query.stage)))
 
 
 @router.get("/favicon.ico", name="favicon")
