@@ -36,3 +36,16 @@ def test_readme_shows_a_screenshot_that_exists() -> None:
     assert images
     for image in images:
         assert (ROOT / image).is_file(), image
+
+
+def test_every_url_option_is_in_the_one_table() -> None:
+    from app.inputs import EmbedQuery
+
+    section = README.split("### Every URL option", 1)[1]
+    table = [line for line in section.split("\n\n")[2].splitlines() if line.startswith("|")]
+    assert table, "the section starts with a sentence, then the table"
+    documented = "\n".join(table)
+    for name in EmbedQuery.model_fields:
+        assert f"`{name}`" in documented, name
+    assert README.count("### Every URL option") == 1
+    assert 'width="1200"' not in README
