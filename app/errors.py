@@ -7,6 +7,7 @@ and the JSON omits the rejected values altogether.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -19,10 +20,11 @@ from starlette.responses import Response
 from app.api import API_TAG
 from app.domain.quantities import ambiguity
 from app.domain.scenario import resolve
-from app.inputs import FIELD_HINTS, SIZE_FIELDS, set_aside
-from app.links import stage_links
-from app.templating import render
-from app.views import error_view, page_view, with_problems
+from app.inputs import FIELD_HINTS, SIZE_FIELDS, EmbedQuery, PageQuery, SetAside, set_aside
+from app.links import embed_links, stage_links
+from app.templating import render, replace_history
+from app.view_models import Links, PageView
+from app.views import embed_view, error_view, page_view, with_problems
 
 _MAX_SHOWN = 40
 _LOCATIONS = {"query": "query parameter", "path": "path", "header": "header", "body": "body", "option": "option"}
@@ -87,8 +89,11 @@ async def validation_error(request: Request, exc: Exception) -> Response:
         ]
         message = describe(errors, show_input=False)
         return JSONResponse({"message": message, "detail": detail}, status_code=422)
-    if getattr(request.scope.get("route"), "name", None) == "page":
+    route = getattr(request.scope.get("route"), "name", None)
+    if route == "page":
         return _page_set_aside(request)
+    if route == "embed":
+        return _embed_set_aside(request)
     view = error_view(describe(errors, show_input=True), stage_links(request))
     return render(request, "index.html", "widget", view, status_code=422)
 
@@ -100,14 +105,32 @@ def _page_set_aside(request: Request) -> Response:
     a bad stage or phase gets a notice, and the switcher still carries the run.
     """
     kept = set_aside(request.query_params)
-    query, link = kept.query, stage_links(request, kept.query)
+    view = _set_aside_view(kept.query, stage_links(request, kept.query), kept)
+    return render(request, "index.html", "widget", view, status_code=422)
+
+
+def _embed_set_aside(request: Request) -> Response:
+    """The embed for the valid part of the request, as the page does it; a bad `controls` is a notice."""
+    kept = set_aside(request.query_params, EmbedQuery)
+    query = kept.query
+    assert isinstance(query, EmbedQuery)
+    view = _set_aside_view(query, embed_links(request, query), kept)
+    view = replace(view, embed=embed_view(query.controls, query.calculator))
+    return replace_history(render(request, "index.html", "widget", view, status_code=422))
+
+
+def _set_aside_view(query: PageQuery, link: Links, kept: SetAside) -> PageView:
+    """The view for the valid rest of a request.
+
+    A notice for a bad stage, phase or embed option; else the widget with the bad form fields marked.
+    """
     if kept.notice:
         stage_ok = all(e["loc"][1] != "stage" for e in kept.errors)
         view = error_view(describe(kept.errors, show_input=True), link, query.stage if stage_ok else None)
     else:
         inputs = query.inputs()
         view = with_problems(page_view(query.stage, link, resolve(inputs), inputs, query.phase), kept.problems)
-    return render(request, "index.html", "widget", view, status_code=422)
+    return view
 
 
 _HTTP_MESSAGES = {

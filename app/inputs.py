@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
@@ -124,6 +125,29 @@ class CompareQuery(RunQuery):
     right: Stage = Field(Stage.ZERO3, description="The arrangement drawn on the right.")
 
 
+class Controls(StrEnum):
+    """What an embed lets the reader change."""
+
+    STAGES = "stages"
+    """The stage switcher."""
+    STEP = "step"
+    """The stage switcher and the training step's controls."""
+    NONE = "none"
+    """Nothing: just the picture."""
+
+
+class EmbedQuery(PageQuery):
+    """An embed's parameters: the page's, and what the embed shows around the picture."""
+
+    controls: Controls = Field(Controls.STAGES, description="stages: the switcher; step: and the step; none: neither.")
+    calculator: bool = Field(False, description="Show the run form, the table and ZeRO-3's limit (1) or not (0).")
+
+    def options(self) -> tuple[tuple[str, str], ...]:
+        """The embed's own parameters that differ from the defaults, for its links."""
+        kept = self.model_dump(mode="json", include={"controls", "calculator"}, exclude_defaults=True)
+        return tuple((key, str(int(value)) if isinstance(value, bool) else str(value)) for key, value in kept.items())
+
+
 _BAND_FIELDS = ("weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes")
 
 
@@ -161,14 +185,14 @@ class SetAside:
         return any(e["loc"][1] not in RunQuery.model_fields for e in self.errors)
 
 
-def set_aside(params: Mapping[str, str]) -> SetAside:
-    """Read a page's query parameters, setting aside (treating as not given) each invalid one."""
+def set_aside(params: Mapping[str, str], model: type[PageQuery] = PageQuery) -> SetAside:
+    """Read a page's (or an embed's) query parameters, setting aside (treating as not given) each invalid one."""
     data = dict(params)
     problems: list[FieldProblem] = []
     errors: list[dict[str, Any]] = []
     while True:
         try:
-            query = PageQuery.model_validate(data)
+            query = model.model_validate(data)
         except ValidationError as exc:
             rejected = {str(e["loc"][0]): e for e in exc.errors() if e["loc"] and e["loc"][0] in data}
             if not rejected:  # nothing left to set aside: cannot happen, every field has a default

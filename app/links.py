@@ -6,7 +6,7 @@ from jinja2 import pass_context
 from jinja2.runtime import Context
 from starlette.requests import Request
 
-from app.inputs import PageQuery, RunQuery
+from app.inputs import EmbedQuery, PageQuery, RunQuery
 from app.view_models import Links
 
 
@@ -30,3 +30,15 @@ def stage_links(request: Request, query: RunQuery | None = None) -> Links:
     run = tuple(query.canonical().items()) if query else ()
     phase = query.phase if isinstance(query, PageQuery) else None
     return Links(path_for(request, "page"), run, phase)
+
+
+def embed_links(request: Request, query: PageQuery) -> Links:
+    """The embed's URL for a stage: the run and phase as the page keeps them, and the embed's options."""
+    page = stage_links(request, query)
+    options = query.options() if isinstance(query, EmbedQuery) else ()
+    return Links(path_for(request, "embed"), page.run, page.phase, options)
+
+
+def absolute_links(request: Request, links: Links, name: str) -> Links:
+    """The same links made absolute (scheme, host and prefix) on the route `name`: for a snippet pasted elsewhere."""
+    return Links(str(request.url_for(name)), links.run, links.phase, links.keep)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
@@ -9,11 +10,11 @@ from fastapi.responses import FileResponse, HTMLResponse
 
 from app.compare_view import compare_view
 from app.domain.scenario import resolve
-from app.inputs import CompareQuery, PageQuery
-from app.links import path_for, stage_links
+from app.inputs import CompareQuery, EmbedQuery, PageQuery
+from app.links import absolute_links, embed_links, path_for, stage_links
 from app.paths import STATIC_DIR
-from app.templating import render
-from app.views import page_view
+from app.templating import render, replace_history
+from app.views import embed_view, page_view, share_view
 
 router = APIRouter(include_in_schema=False)
 
@@ -25,7 +26,20 @@ def page(request: Request, query: Annotated[PageQuery, Query()]) -> HTMLResponse
     inputs, link = query.inputs(), stage_links(request, query)
     compare = path_for(request, "compare")
     view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous, compare)
-    return render(request, "index.html", "widget", view, push_url=link(query.stage))
+    script = str(request.url_for("static", path="embed.js"))
+    share = share_view(
+        query.stage, absolute_links(request, link, "page"), absolute_links(request, link, "embed"), script
+    )
+    return render(request, "index.html", "widget", replace(view, share=share), push_url=link(query.stage))
+
+
+@router.api_route("/embed", methods=["GET", "HEAD"], name="embed", response_class=HTMLResponse)
+def embed(request: Request, query: Annotated[EmbedQuery, Query()]) -> HTMLResponse:
+    """The widget alone, for another site's page: the page's parameters, and what to show around it."""
+    inputs, link = query.inputs(), embed_links(request, query)
+    view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous)
+    embedded = replace(view, embed=embed_view(query.controls, query.calculator))
+    return replace_history(render(request, "index.html", "widget", embedded, push_url=link(query.stage)))
 
 
 @router.api_route("/compare", methods=["GET", "HEAD"], name="compare", response_class=HTMLResponse)

@@ -211,7 +211,7 @@ def step_view(
     phases = step(stage, run, columns)
     phase = phases[index]
     nodes = _nodes(shown_indices(run.gpus), run.gpus)
-    hidden = (("stage", stage.value), *link.run)
+    hidden = (("stage", stage.value), *link.run, *link.keep)
     cards = _step_cards(scenario, phases, phase, scale)
     view = StepView(
         index=index,
@@ -227,6 +227,7 @@ def step_view(
         last_href=link.at(stage, LAST_PHASE),
         rest_href=link.at(stage, None),
         hidden=hidden,
+        action=link.page,
         note=UNKNOWN_LAYER_RULE if run.largest_layer is None else "",
         columns=tuple(f"{column.index}: {column.label}" for column in columns),
         relation=_relation(run.gpus),

@@ -73,3 +73,16 @@ def render(
         response = templates.TemplateResponse(request, template, context, status_code=status_code)
     response.headers["Vary"] = VARY
     return response
+
+
+def replace_history(response: HTMLResponse) -> HTMLResponse:
+    """An htmx swap in an embed replaces the frame's address instead of pushing one.
+
+    A frame's history is the host page's too: the host's Back button should leave the page, not
+    step back through the embed's stages.
+    """
+    pushed = response.headers.get("HX-Push-Url")
+    if pushed is not None:
+        del response.headers["HX-Push-Url"]
+        response.headers["HX-Replace-Url"] = pushed
+    return response

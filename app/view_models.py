@@ -24,6 +24,8 @@ class Links:
     page: str
     run: tuple[tuple[str, str], ...] = ()
     phase: int | None = None
+    keep: tuple[tuple[str, str], ...] = ()
+    """Options every link carries after the run and the phase (an embed's controls and calculator)."""
 
     def __call__(self, stage: Stage) -> str:
         """The address of `stage` with the same run, at the same moment of the step."""
@@ -32,7 +34,7 @@ class Links:
     def at(self, stage: Stage, phase: int | None) -> str:
         """The address of `stage` with the same run at `phase` (None: at rest)."""
         moment = {} if phase is None else {"phase": str(phase)}
-        return f"{self.page}?{urlencode({'stage': stage.value, **dict(self.run), **moment})}"
+        return f"{self.page}?{urlencode({'stage': stage.value, **dict(self.run), **moment, **dict(self.keep)})}"
 
     def switch(self, stage: Stage, current: Stage | None) -> str:
         """The address of `stage`, with a `from` hint naming the stage shown so the page can mark what changed."""
@@ -218,6 +220,10 @@ class FormView:
     """Fields whose value was set aside; the page shows what was typed there, and why it is wrong."""
     phase: int | None = None
     """The moment of the step shown, kept when the run changes; None at rest."""
+    action: str = ""
+    """Where the form is sent (the page's or the embed's path); empty: the page."""
+    keep: tuple[tuple[str, str], ...] = ()
+    """Hidden fields the form sends besides the run: an embed's options."""
 
     def problem(self, name: str) -> FieldProblem | None:
         """The problem with the field `name`, if it has one."""
@@ -313,6 +319,8 @@ class StepView:
     """How the cards' slices line up with the columns."""
     partial: bool = False
     """Whether any drawn cell is part held, so the legend explains it only when it is there."""
+    action: str = ""
+    """Where the phase slider is sent (the page's or the embed's path); empty: the page."""
 
 
 @dataclass(frozen=True)
@@ -327,6 +335,53 @@ class PageView:
     error: str | None = None
     step_href: str = ""
     compare_href: str = ""
+    embed: EmbedView | None = None
+    """Set when the widget is drawn alone, inside another site's page."""
+    share: ShareView | None = None
+    """The "Embed this" panel, on the page only."""
+
+
+@dataclass(frozen=True)
+class EmbedView:
+    """What an embed shows around the picture."""
+
+    controls: str
+    """stages, step or none."""
+    calculator: bool
+
+    @property
+    def switcher(self) -> bool:
+        """Whether the stage switcher is shown."""
+        return self.controls != "none"
+
+    @property
+    def step_controls(self) -> bool:
+        """Whether the step's controls (and the way into the step) are shown."""
+        return self.controls == "step"
+
+
+@dataclass(frozen=True)
+class EmbedSnippet:
+    """The HTML a teacher pastes to embed the view shown, with one choice of controls."""
+
+    controls: str
+    label: str
+    url: str
+    html: str
+    selected: bool
+
+
+@dataclass(frozen=True)
+class ShareView:
+    """The "Embed this" panel: a share link and copy-ready snippets, all absolute."""
+
+    link: str
+    snippets: tuple[EmbedSnippet, ...]
+
+    @property
+    def chosen(self) -> EmbedSnippet:
+        """The snippet shown first."""
+        return next(s for s in self.snippets if s.selected)
 
 
 def legend(recipe: Recipe) -> tuple[BandSpec, ...]:

@@ -11,6 +11,8 @@ from fractions import Fraction
 from functools import lru_cache
 from urllib.parse import urlencode
 
+from markupsafe import escape
+
 from app.bars import bar_view
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.bands import RECIPES, Band, Recipe, RecipeName
@@ -32,6 +34,8 @@ from app.view_models import (
     CardView,
     CellView,
     ColumnView,
+    EmbedSnippet,
+    EmbedView,
     FieldProblem,
     FormView,
     LinkFor,
@@ -39,6 +43,7 @@ from app.view_models import (
     Narration,
     Option,
     PageView,
+    ShareView,
     StageLink,
     StageView,
     StepView,
@@ -383,7 +388,7 @@ def page_view(
         title=f"{stage.info.title} · {APP_NAME}",
         links=stage_links(stage, link),
         legend=legend(scenario.recipe),
-        form=form_view(scenario, stage, inputs or Inputs(), phase),
+        form=replace(form_view(scenario, stage, inputs or Inputs(), phase), action=link.page, keep=link.keep),
         content=stage_view(stage, scenario, link, phase, previous),
         step_href=link.at(stage, 0),
         compare_href=compare_href(compare, stage, link.run) if compare else "",
@@ -410,3 +415,41 @@ def error_view(message: str, link: LinkFor, current: Stage | None = None) -> Pag
         legend=legend(DEFAULT_SCENARIO.recipe),
         error=message,
     )
+
+
+# Embedding: the widget alone in another site's page, and the snippet that puts it there.
+
+EMBED_HEIGHT = 720
+"""The snippet's height in pixels: with the host script the frame then fits its content; without,
+the embed scrolls inside it."""
+
+_CONTROL_LABELS = {
+    "stages": "The stage switcher",
+    "step": "The stage switcher and the step's controls",
+    "none": "None: just the picture",
+}
+
+
+def embed_view(controls: str, calculator: bool) -> EmbedView:
+    """What an embed shows around the picture."""
+    return EmbedView(controls=controls, calculator=calculator)
+
+
+def share_view(stage: Stage, page: Links, embed: Links, script: str) -> ShareView:
+    """The "Embed this" panel for the view shown.
+
+    `page` and `embed` build absolute addresses (the request's scheme, host and prefix) of the page
+    and the embed with the same run and phase; `script` is the host script's absolute address.
+    """
+    title = f"{APP_NAME}: {stage.info.title}"
+    snippets = []
+    for controls, label in _CONTROL_LABELS.items():
+        keep = () if controls == "stages" else (("controls", controls),)
+        url = replace(embed, keep=keep)(stage)
+        html = (
+            f'<iframe src="{escape(url)}" title="{escape(title)}" width="100%" height="{EMBED_HEIGHT}"'
+            ' style="border:0;max-width:800px" allow="fullscreen" loading="lazy" data-zero-bands></iframe>\n'
+            f'<script src="{escape(script)}" defer></script>'
+        )
+        snippets.append(EmbedSnippet(controls, label, url, html, controls == "stages"))
+    return ShareView(link=page(stage), snippets=tuple(snippets))

@@ -232,7 +232,13 @@ def test_responsible_weight_is_marked_only_when_something_is_sharded(client: Tes
 def test_page_head_loads_only_local_assets_and_configures_htmx(client: TestClient) -> None:
     tree = dom(client.get("/").text)
     scripts = [s["src"] for s in tree.select("script")]
-    assert scripts == ["/static/htmx-2.0.11.min.js", "/static/grid.js", "/static/step.js", "/static/keys.js"]
+    assert scripts == [
+        "/static/htmx-2.0.11.min.js",
+        "/static/grid.js",
+        "/static/step.js",
+        "/static/keys.js",
+        "/static/tools.js",
+    ]
     assert all(not s.string for s in tree.select("script"))
     assert [link["href"] for link in tree.select("link[rel~=stylesheet]")] == ["/static/app.css"]
     assert tree.select("[style]") == []
@@ -260,6 +266,12 @@ def test_app_mounted_under_a_prefix_links_under_it() -> None:
     outer = Starlette(routes=[Mount("/course/zero", app=create_app())])
     with TestClient(outer) as prefixed:
         tree = dom(prefixed.get("/course/zero/?stage=zero1").text)
+    # The "Embed this" panel's links are absolute, for pasting elsewhere; every other one is root-relative.
+    shared = tree.select("#embed-this [href]")
+    assert shared
+    assert all(str(tag["href"]).startswith("http://testserver/course/zero/") for tag in shared)
+    for tag in shared:
+        tag.decompose()
     urls = [
         str(tag.get("href") or tag.get("src") or tag.get("hx-get")) for tag in tree.select("[href], [src], [hx-get]")
     ]

@@ -36,3 +36,19 @@ def test_readme_shows_a_screenshot_that_exists() -> None:
     assert images
     for image in images:
         assert (ROOT / image).is_file(), image
+
+
+def test_every_url_option_is_in_the_one_table() -> None:
+    from app.inputs import CompareQuery, EmbedQuery
+
+    section = README.split("### Every URL option", 1)[1]
+    table = [line for line in section.split("\n\n")[2].splitlines() if line.startswith("|")]
+    assert table, "the section starts with a sentence, then the table"
+    documented = "\n".join(table)
+    # Every parameter as it is written in an address (its alias, e.g. `from`), page, embed and compare.
+    for query in (EmbedQuery, CompareQuery):
+        for name, field in query.model_fields.items():
+            written = field.alias or name
+            assert f"`{written}`" in documented, written
+    assert README.count("### Every URL option") == 1
+    assert 'width="1200"' not in README

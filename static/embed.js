@@ -1,0 +1,44 @@
+// ZeRO Bands, for the page that embeds it: one <script src=".../static/embed.js" defer></script>,
+// no dependencies. Sizes every ZeRO Bands frame on the page (an iframe with data-zero-bands, or
+// one whose address is on this script's own origin) to the height its content reports:
+// {type: "zero-bands:resize", height: N}, or Canvas's '{"subject":"lti.frameResize","height":N}'.
+// A message counts only from the frame's own window and from the origin of the frame's address.
+(function () {
+  "use strict";
+
+  var script = document.currentScript;
+  var own = null;
+  try { own = script && script.src ? new URL(script.src).origin : null; } catch (e) { own = null; }
+  var MAX_HEIGHT = 20000;
+
+  function originOf(frame) {
+    try { return new URL(frame.getAttribute("src") || "", window.location.href).origin; } catch (e) { return null; }
+  }
+
+  function isOurs(frame) {
+    return frame.hasAttribute("data-zero-bands") || (own !== null && originOf(frame) === own);
+  }
+
+  function heightIn(data) {
+    if (data && typeof data === "object" && data.type === "zero-bands:resize") { return data.height; }
+    if (typeof data === "string" && data.charAt(0) === "{") {
+      try {
+        var message = JSON.parse(data);
+        if (message && message.subject === "lti.frameResize") { return message.height; }
+      } catch (e) { return null; }
+    }
+    return null;
+  }
+
+  window.addEventListener("message", function (event) {
+    var height = Number(heightIn(event.data));
+    if (!isFinite(height) || height <= 0) { return; }
+    var frames = document.getElementsByTagName("iframe");
+    for (var i = 0; i < frames.length; i += 1) {
+      var frame = frames[i];
+      if (frame.contentWindow === event.source && isOurs(frame) && originOf(frame) === event.origin) {
+        frame.style.height = Math.min(Math.ceil(height), MAX_HEIGHT) + "px";
+      }
+    }
+  });
+})();

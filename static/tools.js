@@ -1,0 +1,103 @@
+// The widget's tools: full screen (page and embed), and the "Embed this" panel's copy button and
+// controls choice. Delegated from the document, so they keep working after htmx swaps the widget.
+"use strict";
+
+(function () {
+  // The main element holds the widget and outlives its swaps, so full screen survives a click.
+  function stage() { return document.querySelector("main"); }
+
+  function fullscreenAllowed() {
+    const main = stage();
+    return Boolean(document.fullscreenEnabled && main && typeof main.requestFullscreen === "function");
+  }
+
+  // The button is rendered hidden: it needs this script, and a host page may forbid full screen
+  // (an iframe without allow="fullscreen"), in which case a short note says so instead.
+  function prepareFullscreen() {
+    const button = document.getElementById("fullscreen");
+    const note = document.getElementById("fullscreen-note");
+    if (!button) { return; }
+    const allowed = fullscreenAllowed();
+    button.hidden = !allowed;
+    if (note) { note.hidden = allowed; }
+    const on = Boolean(document.fullscreenElement);
+    button.setAttribute("aria-pressed", String(on));
+    button.textContent = on ? "Leave full screen" : "Full screen";
+  }
+
+  // What the person chose in the "Embed this" panel, kept across swaps of the widget.
+  let embedOpen = false;
+  let controls = null;
+
+  function choose(select) {
+    const option = select.selectedOptions[0];
+    const snippet = document.getElementById("embed-snippet");
+    const url = document.getElementById("embed-url");
+    if (!option || !snippet) { return; }
+    snippet.value = option.dataset.snippet || snippet.value;
+    if (url && option.dataset.url) { url.href = option.dataset.url; url.textContent = option.dataset.url; }
+    const status = document.getElementById("embed-copy-status");
+    if (status) { status.textContent = ""; }
+  }
+
+  function prepareEmbedPanel() {
+    const panel = document.getElementById("embed-this");
+    const copy = document.getElementById("embed-copy");
+    if (copy) { copy.hidden = false; }
+    if (panel && embedOpen) { panel.open = true; }
+    const select = document.getElementById("embed-controls");
+    if (select && controls !== null) { select.value = controls; choose(select); }
+  }
+
+  function prepare() { prepareFullscreen(); prepareEmbedPanel(); }
+
+  async function copy(button) {
+    const field = document.getElementById(button.dataset.copy || "");
+    const status = document.getElementById("embed-copy-status");
+    if (!field) { return; }
+    let copied = false;
+    try {
+      if (navigator.clipboard && window.isSecureContext) {
+        await navigator.clipboard.writeText(field.value);
+        copied = true;
+      }
+    } catch (error) {
+      copied = false;
+    }
+    // Without the clipboard (an insecure origin, a refused permission) the text is selected, ready
+    // for Ctrl+C or a long press.
+    if (!copied) { field.focus(); field.select(); }
+    if (status) { status.textContent = copied ? "Copied." : "Selected: press Ctrl+C (⌘C) to copy."; }
+  }
+
+  document.addEventListener("click", function (event) {
+    const target = event.target instanceof Element ? event.target : null;
+    if (!target) { return; }
+    if (target.closest("#fullscreen")) {
+      if (document.fullscreenElement) {
+        document.exitFullscreen().catch(prepareFullscreen);
+      } else if (fullscreenAllowed()) {
+        stage().requestFullscreen().catch(prepareFullscreen);
+      }
+      return;
+    }
+    const copyButton = target.closest("#embed-copy");
+    if (copyButton) { copy(copyButton); }
+  });
+
+  document.addEventListener("change", function (event) {
+    const select = event.target instanceof HTMLSelectElement && event.target.id === "embed-controls" ? event.target : null;
+    if (select) { controls = select.value; choose(select); }
+  });
+
+  // "toggle" does not bubble: listen while it comes down.
+  document.addEventListener("toggle", function (event) {
+    if (event.target instanceof HTMLDetailsElement && event.target.id === "embed-this") {
+      embedOpen = event.target.open;
+    }
+  }, true);
+
+  document.addEventListener("fullscreenchange", prepareFullscreen);
+  document.addEventListener("htmx:afterSettle", prepare);
+  document.addEventListener("DOMContentLoaded", prepare);
+})();

@@ -1,0 +1,269 @@
+"""/embed in a course page on another origin, and the page's "Embed this" panel.
+
+The frame fits its content, framing obeys the setting, and full screen is offered where the host allows it.
+"""
+
+from __future__ import annotations
+
+import http.server
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import ConsoleMessage, Frame, Page, expect
+
+from tests.browser.conftest import _free_port, _wait_for, screenshot, settled
+from tests.conftest import dom, one
+
+COLUMN = 760
+"""The course page's column, as wide as the embed is made for."""
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+def _snippet(server: str, path: str, controls: str) -> str:
+    """The snippet the app's own "Embed this" panel offers for `path` with `controls`."""
+    with urllib.request.urlopen(server + path) as response:
+        tree = dom(response.read().decode())
+    option = one(tree, f'#embed-controls option[value="{controls}"]')
+    return str(option["data-snippet"])
+
+
+@pytest.fixture
+def serve(tmp_path: Path) -> Iterator[Any]:
+    """Serve pages from another origin (another port): `serve(name, html)` returns the page's address."""
+    port = _free_port()
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), partial(_Quiet, directory=str(tmp_path)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+
+    def page_at(name: str, body: str) -> str:
+        # An icon of its own, so the browser asks this server for nothing it lacks.
+        head = '<!doctype html><meta charset=utf-8><title>Lesson</title><link rel=icon href="data:,">'
+        (tmp_path / name).write_text(head + body)
+        return f"http://127.0.0.1:{port}/{name}"
+
+    yield page_at
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def _lesson(snippet: str) -> str:
+    # A course page's column; a host may use inline styles, this app's own pages never do.
+    return (
+        '<h1>Lesson 4</h1><div style="width:760px;margin:0 auto">'
+        f"<p>Before the figure.</p>{snippet}<p id=after>After the figure.</p></div>"
+    )
+
+
+def _frame(page: Page, server: str) -> Frame:
+    """The embed's frame, once it has started loading (a lazy frame starts when the page lays it out)."""
+    expect(page.frame_locator("iframe").first.locator("#widget")).to_have_count(1)
+    frame = page.frame(url=lambda url: url.startswith(server + "/embed"))
+    assert frame is not None
+    return frame
+
+
+def _fits(page: Page, frame: Frame, selector: str = "iframe") -> int:
+    """Wait until the frame is as tall as its content and shows no scrollbar; its height."""
+    deadline = time.monotonic() + 10
+    while True:
+        settled(frame)
+        content: int = frame.evaluate("Math.ceil(document.documentElement.getBoundingClientRect().height)")
+        scroll, client = frame.evaluate(
+            "[document.documentElement.scrollHeight, document.documentElement.clientHeight]"
+        )
+        box = page.locator(selector).first.bounding_box()
+        assert box is not None
+        if abs(box["height"] - content) <= 1 and scroll <= client:
+            assert box["width"] == COLUMN
+            assert frame.evaluate("document.documentElement.scrollWidth") <= COLUMN
+            return content
+        if time.monotonic() > deadline:
+            raise AssertionError(f"frame {box['height']} px, content {content} px, scroll {scroll} > {client}")
+        time.sleep(0.1)
+
+
+def _errors(page: Page) -> list[str]:
+    errors: list[str] = []
+
+    def record(message: ConsoleMessage) -> None:
+        if message.type in {"error", "warning"}:
+            errors.append(message.text)
+
+    page.on("console", record)
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    return errors
+
+
+def test_the_frame_fits_its_content_after_load_and_every_swap(page: Page, server: str, serve: Any) -> None:
+    errors = _errors(page)
+    page.set_viewport_size({"width": 1000, "height": 800})
+    snippet = _snippet(server, "/?stage=zero1", "step")
+    page.goto(serve("lesson.html", _lesson(snippet)))
+    frame = _frame(page, server)
+    expect(frame.locator("#grid")).to_have_attribute("data-stage", "zero1")
+    at_rest = _fits(page, frame)
+    assert at_rest != 720, "the snippet's default height should have been replaced"
+    screenshot(page, "embed-760-zero1")
+    heights = {"rest": at_rest}
+    for control, name in [("#watch-step", "step"), ("#step-next", "next"), ("#switch-zero3", "zero3")]:
+        frame.click(control)
+        settled(frame)
+        heights[name] = _fits(page, frame)
+    expect(frame.locator("#step")).to_have_attribute("data-phase", "1")
+    expect(frame.locator("#grid")).to_have_attribute("data-stage", "zero3")
+    screenshot(page, "embed-760-zero3-step")
+    # The step panel makes the content taller; leaving it, the frame shrinks back.
+    assert heights["step"] > heights["rest"]
+    frame.click("#step-leave")
+    settled(frame)
+    assert _fits(page, frame) < heights["zero3"]
+    # The address stays inside the embed, with its options.
+    assert frame.url.startswith(server + "/embed?stage=zero3")
+    assert "controls=step" in frame.url
+    assert errors == []
+
+
+def test_the_host_script_ignores_messages_from_anyone_but_the_frame(page: Page, server: str, serve: Any) -> None:
+    page.goto(serve("lesson.html", _lesson(_snippet(server, "/?stage=dp", "stages"))))
+    frame = _frame(page, server)
+    height = _fits(page, frame)
+    # The host page's own window (or any other frame) claiming to be the embed changes nothing.
+    page.evaluate("window.postMessage({type: 'zero-bands:resize', height: 40}, '*')")
+    page.evaluate("window.postMessage(JSON.stringify({subject: 'lti.frameResize', height: 40}), '*')")
+    page.wait_for_timeout(300)
+    box = page.locator("iframe").bounding_box()
+    assert box is not None
+    assert box["height"] == pytest.approx(height, abs=1)
+
+
+def test_without_the_host_script_the_default_height_scrolls_and_cuts_nothing_off(
+    page: Page, server: str, serve: Any
+) -> None:
+    snippet = _snippet(server, "/?stage=zero2", "stages").split("<script")[0]
+    page.goto(serve("plain.html", _lesson(snippet)))
+    frame = _frame(page, server)
+    expect(frame.locator("#grid")).to_have_attribute("data-stage", "zero2")
+    box = page.locator("iframe").bounding_box()
+    assert box is not None
+    assert box["height"] == 720
+    # The content is taller than the frame, and the frame scrolls to all of it.
+    assert frame.evaluate("document.documentElement.scrollHeight") > 720
+    frame.locator("#grid .card").last.scroll_into_view_if_needed()
+    expect(frame.locator("#grid .card").last).to_be_in_viewport()
+
+
+def test_full_screen_is_offered_where_the_host_allows_it(page: Page, server: str, serve: Any) -> None:
+    allowed = _snippet(server, "/?stage=zero1", "stages")
+    forbidden = allowed.replace(' allow="fullscreen"', "").replace("data-zero-bands", "data-zero-bands id=no-fs")
+    page.goto(serve("two.html", _lesson(allowed + forbidden)))
+    frames = [f for f in page.frames if f.url.startswith(server + "/embed")]
+    assert len(frames) == 2
+    for frame in frames:
+        expect(frame.locator("#grid")).to_have_count(1)
+    by_allow = {frame.frame_element().get_attribute("allow"): frame for frame in frames}
+    free, locked = by_allow["fullscreen"], by_allow[None]
+    expect(locked.locator("#fullscreen")).to_be_hidden()
+    expect(locked.locator("#fullscreen-note")).to_be_visible()
+    expect(free.locator("#fullscreen-note")).to_be_hidden()
+    expect(free.locator("#fullscreen")).to_be_visible()
+    free.click("#fullscreen")
+    expect(free.locator("#fullscreen")).to_have_attribute("aria-pressed", "true")
+    in_full_screen = "document.fullscreenElement && document.fullscreenElement.tagName"
+    assert free.evaluate(in_full_screen) == "MAIN"
+    # A swap keeps full screen: the main element stays, only the widget inside it is replaced.
+    free.click("#switch-zero2")
+    expect(free.locator("#grid")).to_have_attribute("data-stage", "zero2")
+    settled(free)
+    assert free.evaluate(in_full_screen) == "MAIN"
+    expect(free.locator("#fullscreen")).to_have_attribute("aria-pressed", "true")
+    free.click("#fullscreen")
+    expect(free.locator("#fullscreen")).to_have_attribute("aria-pressed", "false")
+    assert free.evaluate(in_full_screen) is None
+
+
+@pytest.fixture
+def self_only() -> Iterator[str]:
+    """A second `zero-bands`, started with ZERO_BANDS_FRAME_ANCESTORS='self'."""
+    command = shutil.which("zero-bands", path=str(Path(sys.executable).parent)) or shutil.which("zero-bands")
+    assert command, "the zero-bands command is not installed"
+    port = _free_port()
+    env = {**os.environ, "ZERO_BANDS_FRAME_ANCESTORS": "'self'"}
+    process = subprocess.Popen(
+        [command, "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        _wait_for(port, process)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def test_framing_is_refused_for_an_origin_the_setting_leaves_out(
+    page: Page, server: str, self_only: str, serve: Any
+) -> None:
+    refused: list[str] = []
+    page.on("console", lambda message: refused.append(message.text))
+    strict = f'<iframe id=strict src="{self_only}/embed?stage=zero1" width=760 height=400 title=strict></iframe>'
+    open_ = f'<iframe id=open src="{server}/embed?stage=zero1" width=760 height=400 title=open></iframe>'
+    page.goto(serve("framing.html", _lesson(strict + open_)))
+    # The default setting frames anywhere: the control.
+    expect(page.frame_locator("#open").locator("#grid")).to_have_attribute("data-stage", "zero1")
+    # The same app started with 'self' is refused in another origin's page.
+    deadline = time.monotonic() + 5
+    while not any("frame-ancestors" in text for text in refused):
+        assert time.monotonic() < deadline, refused
+        page.wait_for_timeout(100)
+    strict_frame = page.frame_locator("#strict")
+    expect(strict_frame.locator("#grid")).to_have_count(0)
+    # ... while it still frames itself.
+    with urllib.request.urlopen(self_only + "/embed?stage=zero1") as response:
+        assert "frame-ancestors 'self'" in response.headers["content-security-policy"]
+
+
+def test_embed_this_copies_the_snippet_for_the_chosen_controls(page: Page, server: str) -> None:
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=server)
+    page.goto(server + "/?stage=zero1&gpus=16")
+    page.click("#embed-this summary")
+    page.select_option("#embed-controls", "none")
+    snippet = page.locator("#embed-snippet")
+    expect(snippet).to_have_value(
+        f'<iframe src="{server}/embed?stage=zero1&amp;gpus=16&amp;controls=none" title="ZeRO Bands: ZeRO-1" '
+        'width="100%" height="720" style="border:0;max-width:800px" allow="fullscreen" loading="lazy" '
+        f'data-zero-bands></iframe>\n<script src="{server}/static/embed.js" defer></script>'
+    )
+    page.click("#embed-copy")
+    expect(page.locator("#embed-copy-status")).to_have_text("Copied.")
+    assert page.evaluate("navigator.clipboard.readText()") == snippet.input_value()
+    # A swap redraws the panel for the new stage and keeps it open, with the same choice.
+    page.click("#switch-zero3")
+    settled(page)
+    expect(page.locator("#embed-this")).to_have_attribute("open", "")
+    expect(page.locator("#embed-controls")).to_have_value("none")
+    expect(snippet).to_have_value(
+        f'<iframe src="{server}/embed?stage=zero3&amp;gpus=16&amp;controls=none" title="ZeRO Bands: ZeRO-3" '
+        'width="100%" height="720" style="border:0;max-width:800px" allow="fullscreen" loading="lazy" '
+        f'data-zero-bands></iframe>\n<script src="{server}/static/embed.js" defer></script>'
+    )
+    screenshot(page, "embed-this-panel")
+
+
+@pytest.mark.parametrize("path", ["/embed?stage=zero1", "/embed?stage=zero3&phase=9&controls=step&calculator=1"])
+def test_axe_finds_no_accessibility_violations_in_the_embed(page: Page, server: str, path: str) -> None:
+    page.goto(server + path)
+    results = Axe().run(page)
+    assert results.violations_count == 0, results.generate_report()

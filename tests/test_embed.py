@@ -1,0 +1,224 @@
+"""/embed: the widget alone for a course page, and the page's "Embed this" panel that makes the snippet."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from bs4 import Tag
+from fastapi.testclient import TestClient
+
+from tests.conftest import dom, one, text
+
+HTMX = {"HX-Request": "true"}
+
+
+def _query(url: str) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(url).query)
+
+
+def _widget_urls(tree: Tag) -> list[str]:
+    """Every address a reader can go to from the widget: links, htmx requests and form actions."""
+    widget = one(tree, "#widget")
+    urls = [str(tag["href"]) for tag in widget.select("a[href]")]
+    urls += [str(tag["hx-get"]) for tag in widget.select("[hx-get]")]
+    urls += [str(tag["action"]) for tag in widget.select("form[action]")]
+    return urls
+
+
+def test_embed_is_the_widget_without_the_site_around_it(client: TestClient) -> None:
+    response = client.get("/embed?stage=zero1")
+    assert response.status_code == 200
+    tree = dom(response.text)
+    assert tree.select(".masthead, .colophon, #embed-this") == []
+    assert one(tree, "body")["class"] == ["embed"]
+    assert one(tree, "#grid")["data-stage"] == "zero1"
+    scripts = [s["src"] for s in tree.select("script")]
+    assert "/static/embed-frame.js" in scripts
+    assert tree.select("meta[name=htmx-config]")
+
+
+def test_the_page_keeps_its_site_and_does_not_report_its_height(client: TestClient) -> None:
+    tree = dom(client.get("/?stage=zero1").text)
+    assert tree.select(".masthead")
+    assert tree.select(".colophon")
+    assert "/static/embed-frame.js" not in [s["src"] for s in tree.select("script")]
+
+
+@pytest.mark.parametrize(
+    ("controls", "switcher", "step_controls"),
+    [("", True, False), ("stages", True, False), ("step", True, True), ("none", False, False)],
+)
+@pytest.mark.parametrize("phase", ["", "&phase=5"])
+def test_controls_choose_what_shows(
+    client: TestClient, controls: str, switcher: bool, step_controls: bool, phase: str
+) -> None:
+    chosen = f"&controls={controls}" if controls else ""
+    tree = dom(client.get(f"/embed?stage=zero2{chosen}{phase}").text)
+    assert bool(tree.select("nav.switcher")) is switcher
+    if phase:
+        # The phase is drawn whatever the controls; only the step's buttons come and go.
+        assert one(tree, "#step")["data-phase"] == "5"
+        assert bool(tree.select(".step-controls #step-next, #phase-slider")) is step_controls
+        assert bool(tree.select(".step-keys")) is step_controls
+    else:
+        assert bool(tree.select("#watch-step")) is step_controls
+    assert len(tree.select("#grid .card")) == 8
+
+
+def test_the_calculator_is_hidden_unless_asked_for(client: TestClient) -> None:
+    plain = dom(client.get("/embed?stage=zero3&gpus=16").text)
+    assert plain.select("#run-form, table.figures, .boundary") == []
+    # Still the run described: 16 cards.
+    assert len(plain.select("#grid .card")) == 16
+    shown = dom(client.get("/embed?stage=zero3&gpus=16&calculator=1&controls=none").text)
+    form = one(shown, "#run-form")
+    assert form["action"] == "/embed"
+    assert form["hx-get"] == "/embed"
+    hidden = {str(i["name"]): str(i["value"]) for i in form.select("input[type=hidden]")}
+    assert hidden == {"stage": "zero3", "controls": "none", "calculator": "1"}
+    assert shown.select("table.figures")
+    assert shown.select(".boundary")
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/embed?stage=zero1",
+        "/embed?stage=zero3&phase=7&controls=step&gpus=16&model=llama-3-70b",
+        "/embed?stage=dp&controls=step",
+        "/embed?stage=zero2&calculator=1&capacity=80GB",
+        "/embed?stage=zero2&phase=3&calculator=1&controls=step",
+    ],
+)
+def test_every_link_in_an_embed_stays_in_the_embed_with_its_options(client: TestClient, path: str) -> None:
+    asked = _query(path)
+    options = {k: v for k, v in asked.items() if k in {"controls", "calculator"}}
+    run = {k: v for k, v in asked.items() if k in {"gpus", "model", "capacity"}}
+    urls = _widget_urls(dom(client.get(path).text))
+    assert urls
+    for url in urls:
+        assert urlsplit(url).path == "/embed", url
+        query = _query(url)
+        if urlsplit(url).query:  # the forms carry the options in hidden fields instead
+            assert {k: v for k, v in query.items() if k in {"controls", "calculator"}} == options, url
+            assert {k: v for k, v in query.items() if k in run} == run, url
+    # The phase slider sends the options too.
+    for form in dom(client.get(path).text).select("form.phase-form"):
+        hidden = {str(i["name"]): [str(i["value"])] for i in form.select("input[type=hidden]")}
+        assert {k: v for k, v in hidden.items() if k in {"controls", "calculator"}} == options
+
+
+def test_an_htmx_swap_in_an_embed_gets_the_embeds_widget_and_replaces_the_address(client: TestClient) -> None:
+    response = client.get("/embed?stage=zero2&controls=step&phase=4", headers=HTMX)
+    assert response.status_code == 200
+    tree = dom(response.text)
+    assert tree.select("html, body, .masthead") == []
+    assert one(tree, "#grid")["data-stage"] == "zero2"
+    assert tree.select(".step-controls #step-next")
+    assert tree.select("#embed-this") == []
+    # A frame's history is the host page's: the embed replaces its address rather than pushing one.
+    assert "hx-push-url" not in response.headers
+    assert response.headers["hx-replace-url"] == "/embed?stage=zero2&phase=4&controls=step"
+
+
+def test_embeds_vary_on_the_htmx_headers(client: TestClient) -> None:
+    for headers in ({}, HTMX):
+        vary = {v.strip() for v in client.get("/embed?stage=zero1", headers=headers).headers["vary"].split(",")}
+        assert {"HX-Request", "HX-History-Restore-Request"} <= vary
+
+
+@pytest.mark.parametrize(
+    ("query", "named"), [("controls=all", "controls"), ("controls=", "controls"), ("calculator=maybe", "calculator")]
+)
+def test_a_bad_embed_option_is_a_clear_422_that_stays_in_the_embed(client: TestClient, query: str, named: str) -> None:
+    response = client.get(f"/embed?stage=zero1&gpus=4&{query}")
+    assert response.status_code == 422
+    tree = dom(response.text)
+    assert f"“{named}”" in text(tree, ".notice-message")
+    assert tree.select(".masthead") == []
+    switch = one(tree, "#switch-zero2")
+    assert urlsplit(str(switch["href"])).path == "/embed"
+    assert _query(str(switch["href"]))["gpus"] == ["4"]
+
+
+def test_a_typo_in_an_embeds_calculator_keeps_the_embed(client: TestClient) -> None:
+    response = client.get("/embed?stage=zero1&calculator=1&gpus=lots", headers=HTMX)
+    assert response.status_code == 422
+    tree = dom(response.text)
+    assert one(tree, "#f-gpus")["aria-invalid"] == "true"
+    assert one(tree, "#run-form")["action"] == "/embed"
+    assert "hx-push-url" not in response.headers
+
+
+def _snippet(tree: Tag) -> tuple[Tag, Tag]:
+    """The iframe and script of the snippet in the panel's text box, parsed as a teacher's page would."""
+    pasted = dom(one(tree, "#embed-snippet").get_text())
+    return one(pasted, "iframe"), one(pasted, "script")
+
+
+def test_the_page_offers_a_snippet_for_exactly_what_it_shows(client: TestClient) -> None:
+    tree = dom(client.get("/?stage=zero3&phase=6&gpus=16&model=llama-3-70b&capacity=80GB").text)
+    panel = one(tree, "details#embed-this")
+    assert text(panel, "summary") == "Embed this"
+    frame, script = _snippet(tree)
+    src = urlsplit(str(frame["src"]))
+    assert (src.scheme, src.netloc, src.path) == ("http", "testserver", "/embed")
+    assert _query(str(frame["src"])) == {
+        "stage": ["zero3"],
+        "phase": ["6"],
+        "gpus": ["16"],
+        "model": ["llama-3-70b"],
+        "capacity": ["80GB"],
+    }
+    assert frame["title"] == "ZeRO Bands: ZeRO-3"
+    assert frame["allow"] == "fullscreen"
+    assert frame["loading"] == "lazy"
+    assert frame["width"] == "100%"
+    assert frame["height"] == "720"
+    assert frame.has_attr("data-zero-bands")
+    assert script["src"] == "http://testserver/static/embed.js"
+    link = str(one(panel, "#share-link")["href"])
+    assert link.startswith("http://testserver/?")
+    assert _query(link) == _query(str(frame["src"]))
+    assert one(panel, "#embed-url")["href"] == frame["src"]
+
+
+def test_the_snippet_can_be_had_for_each_choice_of_controls(client: TestClient) -> None:
+    tree = dom(client.get("/?stage=zero1").text)
+    options = one(tree, "#embed-controls").select("option")
+    assert [o["value"] for o in options] == ["stages", "step", "none"]
+    assert [o.has_attr("selected") for o in options] == [True, False, False]
+    for option in options:
+        frame = one(dom(str(option["data-snippet"])), "iframe")
+        expected = [] if option["value"] == "stages" else [option["value"]]
+        assert _query(str(frame["src"])).get("controls", []) == expected
+        assert option["data-url"] == frame["src"]
+    # No inline style on the page itself: the snippet's style attribute is text for the teacher.
+    assert tree.select("[style]") == []
+
+
+def test_the_snippet_is_absolute_under_a_prefix() -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from app.main import create_app
+
+    outer = Starlette(routes=[Mount("/course/zero", app=create_app())])
+    with TestClient(outer, base_url="https://school.example") as prefixed:
+        tree = dom(prefixed.get("/course/zero/?stage=zero2").text)
+        frame, script = _snippet(tree)
+        assert frame["src"] == "https://school.example/course/zero/embed?stage=zero2"
+        assert script["src"] == "https://school.example/course/zero/static/embed.js"
+        embedded = dom(prefixed.get("/course/zero/embed?stage=zero2").text)
+        assert urlsplit(str(one(embedded, "#switch-zero1")["href"])).path == "/course/zero/embed"
+
+
+@pytest.mark.parametrize("path", ["/?stage=zero1", "/embed?stage=zero1", "/embed?stage=zero1&controls=none"])
+def test_full_screen_is_offered_by_script_with_a_note_for_when_it_is_forbidden(client: TestClient, path: str) -> None:
+    tree = dom(client.get(path).text)
+    button = one(tree, "#widget button#fullscreen")
+    # Hidden until static/tools.js finds full screen allowed; otherwise the note shows instead.
+    assert button.has_attr("hidden")
+    assert one(tree, "#fullscreen-note").has_attr("hidden")
+    assert "/static/tools.js" in [s["src"] for s in tree.select("script")]
