@@ -3,12 +3,24 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
 
 from app.main import create_app
+
+
+@pytest.fixture(scope="session")
+def exported_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default static export (`zero-bands export`), written once for the session."""
+    from app.export import export
+
+    out = tmp_path_factory.mktemp("export")
+    summary = export(out)
+    assert summary.missing == set()
+    return out
 
 
 @pytest.fixture(scope="session")
