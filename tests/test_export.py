@@ -310,3 +310,9 @@ def test_the_command_writes_the_site_and_says_how_much(
     assert (tmp_path / "notes.txt").read_text() == "mine"
     assert one(dom((tmp_path / "index.html").read_text()), "#switch-zero1")["href"] == "zero1.html"
     assert one(dom((tmp_path / "index.html").read_text()), "#switch-zero2")["title"] == MISSING_NOTE
+
+
+def test_an_address_the_app_refuses_stops_the_export(tmp_path: Path) -> None:
+    with pytest.raises(ExportError, match=r"the app answered 422 for /\?stage=zero9"):
+        export_module.export(tmp_path / "out", urls=["/", "/?stage=zero9"])
+    assert not (tmp_path / "out").exists()
