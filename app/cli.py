@@ -1,10 +1,11 @@
-"""The `zero-bands` command: serve the app, or print the table for a run."""
+"""The `zero-bands` command: serve the app, print the table for a run, or export a static copy."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 import uvicorn
 from pydantic import ValidationError
@@ -35,7 +36,7 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8000, help="port to listen on (default: 8000)")
     p.add_argument("--root-path", default="", help="path prefix when served behind a proxy, e.g. /tools/zero")
-    commands = p.add_subparsers(dest="command", metavar="{table}")
+    commands = p.add_subparsers(dest="command", metavar="{table,export}")
     table = commands.add_parser(
         "table", help="print memory, traffic and fit per stage for a run", description="Print the table for a run."
     )
@@ -48,6 +49,14 @@ def parser() -> argparse.ArgumentParser:
     table.add_argument("--largest-layer", help="weights ZeRO-3 gathers at once (default: from the architecture)")
     table.add_argument("--capacity", help="one card's memory: 80GB, 80GiB, or bytes such as 80e9")
     table.add_argument("--units", choices=[u.value for u in ByteUnit], default=ByteUnit.GIB.value)
+    export = commands.add_parser(
+        "export",
+        help="write a static copy of the pages that any static file server can serve",
+        description="Write every stage at rest and every phase of every stage's step, for the default run, "
+        "as static files into DIR, with the assets they use.",
+    )
+    export.add_argument("dir", metavar="DIR", type=Path, help="the folder to write (created if missing)")
+    export.add_argument("--force", action="store_true", help="write into DIR even if it is not empty")
     return p
 
 
@@ -65,11 +74,34 @@ def table(args: argparse.Namespace) -> int:
     return 0
 
 
+def export_site(args: argparse.Namespace) -> int:
+    """Write the static copy and say what was written; 2 and a message when it cannot be."""
+    from app.export import ExportError, export
+
+    out: Path = args.dir
+    try:
+        summary = export(out, force=args.force)
+    except (ExportError, ConfigError) as error:
+        print(f"zero-bands export: {error}", file=sys.stderr)
+        return 2
+    print(
+        f"Wrote {summary.files:,} files ({summary.nbytes:,} bytes) to {out}: {summary.pages} pages, "
+        f"their JSON and the static assets. Serve the folder with any static file server, or open index.html."
+    )
+    if summary.missing:
+        print(f"{len(summary.missing)} linked addresses are not in the copy and show as plain text:", file=sys.stderr)
+        for url in sorted(summary.missing):
+            print(f"  {url}", file=sys.stderr)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> None:
-    """Parse the arguments; print a table, or serve until interrupted."""
+    """Parse the arguments; print a table, export a static copy, or serve until interrupted."""
     args = parser().parse_args(argv)
     if args.command == "table":
         raise SystemExit(table(args))
+    if args.command == "export":
+        raise SystemExit(export_site(args))
     try:
         from app.main import create_app
 

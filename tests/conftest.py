@@ -1,8 +1,12 @@
-"""Shared fixtures: an in-process client and a parsed-DOM helper."""
+"""Shared fixtures: an in-process client, a parsed-DOM helper and the static export."""
 
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup, Tag
@@ -15,6 +19,21 @@ from app.main import create_app
 # failure (hypothesis's default deadline is 200 ms per example).
 settings.register_profile("zero-bands", deadline=None)
 settings.load_profile("zero-bands")
+
+
+@pytest.fixture(scope="session")
+def exported_site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The default static copy, written once for the session by the real `zero-bands export` command.
+
+    In a process of its own, as a person would run it: the views it renders stay out of this one.
+    """
+    command = shutil.which("zero-bands", path=str(Path(sys.executable).parent)) or shutil.which("zero-bands")
+    assert command, "the zero-bands command is not installed"
+    out = tmp_path_factory.mktemp("export")
+    result = subprocess.run([command, "export", str(out)], capture_output=True, text=True, check=False, timeout=300)
+    assert (result.returncode, result.stderr) == (0, ""), result.stderr
+    assert result.stdout.startswith("Wrote "), result.stdout
+    return out
 
 
 @pytest.fixture(scope="session")
