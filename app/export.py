@@ -241,7 +241,8 @@ class _Rewriter(HTMLParser):
                     values.pop(name, None)
             changed = True
 
-        if tag == "form":
+        # A dialog's own form (the keys' Close button) asks no server: it works in the copy as it is.
+        if tag == "form" and values.get("method") != "dialog":
             self.in_form = True
             for name in [n for n in values if n == "action" or n.startswith("hx-")]:
                 del values[name]

@@ -170,8 +170,11 @@ def test_full_screen_is_offered_where_the_host_allows_it(page: Page, server: str
     allowed = _snippet(server, "/?stage=zero1", "stages")
     forbidden = allowed.replace(' allow="fullscreen"', "").replace("data-zero-bands", "data-zero-bands id=no-fs")
     page.goto(serve("two.html", _lesson(allowed + forbidden)))
-    frames = [f for f in page.frames if f.url.startswith(server + "/embed")]
-    assert len(frames) == 2
+    # The frames load lazily and in their own time: wait for both rather than race them.
+    deadline = time.monotonic() + 15
+    while len(frames := [f for f in page.frames if f.url.startswith(server + "/embed")]) < 2:
+        assert time.monotonic() < deadline, "both frames should load"
+        page.wait_for_timeout(50)
     for frame in frames:
         expect(frame.locator("#grid")).to_have_count(1)
     by_allow = {frame.frame_element().get_attribute("allow"): frame for frame in frames}
