@@ -8,7 +8,8 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,19 +65,31 @@ def _wait_for(port: int, process: subprocess.Popen[bytes]) -> None:
     raise RuntimeError("zero-bands did not start listening within 20 s")
 
 
-@pytest.fixture(scope="session")
-def server() -> Iterator[str]:
-    """The app served by its own command, as a person would start it."""
+def zero_bands_command() -> str:
+    """The installed `zero-bands` command, next to this Python first."""
     command = shutil.which("zero-bands", path=str(Path(sys.executable).parent)) or shutil.which("zero-bands")
     assert command, "the zero-bands command is not installed"
+    return command
+
+
+@contextmanager
+def serving(command: Callable[[int], list[str]], env: dict[str, str] | None = None) -> Iterator[str]:
+    """Run the server command for a free local port until the block ends; yields its address."""
     port = _free_port()
-    process = subprocess.Popen([command, "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(command(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_for(port, process)
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()
         process.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def server() -> Iterator[str]:
+    """The app served by its own command, as a person would start it."""
+    with serving(lambda port: [zero_bands_command(), "--port", str(port)]) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")
@@ -126,7 +139,12 @@ class Watch:
 @pytest.fixture
 def watch(page: Page, server: str) -> Watch:
     """Record requests, console errors, page errors, failed responses and CSP violations."""
-    record = Watch(origin=server)
+    return watching(page, server)
+
+
+def watching(page: Page, origin: str) -> Watch:
+    """A Watch on `page`, for pages served from `origin`."""
+    record = Watch(origin=origin)
     page.add_init_script(RECORD_CSP)
     page.on("request", record.on_request)
     page.on("console", record.on_console)

@@ -7,9 +7,6 @@ from __future__ import annotations
 
 import http.server
 import os
-import shutil
-import subprocess
-import sys
 import threading
 import time
 import urllib.request
@@ -22,7 +19,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import ConsoleMessage, Frame, Page, expect
 
-from tests.browser.conftest import _free_port, _wait_for, screenshot, settled
+from tests.browser.conftest import _free_port, screenshot, serving, settled, zero_bands_command
 from tests.conftest import dom, one
 
 COLUMN = 760
@@ -201,19 +198,9 @@ def test_full_screen_is_offered_where_the_host_allows_it(page: Page, server: str
 @pytest.fixture
 def self_only() -> Iterator[str]:
     """A second `zero-bands`, started with ZERO_BANDS_FRAME_ANCESTORS='self'."""
-    command = shutil.which("zero-bands", path=str(Path(sys.executable).parent)) or shutil.which("zero-bands")
-    assert command, "the zero-bands command is not installed"
-    port = _free_port()
     env = {**os.environ, "ZERO_BANDS_FRAME_ANCESTORS": "'self'"}
-    process = subprocess.Popen(
-        [command, "--port", str(port)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
-    try:
-        _wait_for(port, process)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
+    with serving(lambda port: [zero_bands_command(), "--port", str(port)], env) as url:
+        yield url
 
 
 def test_framing_is_refused_for_an_origin_the_setting_leaves_out(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from tests.browser.conftest import RECORD_CSP, Watch, _free_port, _wait_for, settled
+from tests.browser.conftest import serving, settled, watching
 
 
 @pytest.fixture(scope="module")
@@ -22,25 +21,12 @@ def site(exported_site: Path) -> Path:
 @pytest.fixture(scope="module")
 def static_server(site: Path) -> Iterator[str]:
     """`python -m http.server`: no app, no headers of ours, the same page whatever the query."""
-    port = _free_port()
-    command = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(site)]
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        _wait_for(port, process)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
 
+    def command(port: int) -> list[str]:
+        return [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(site)]
 
-def _watch(page: Page, origin: str) -> Watch:
-    record = Watch(origin=origin)
-    page.add_init_script(RECORD_CSP)
-    page.on("request", record.on_request)
-    page.on("console", record.on_console)
-    page.on("pageerror", lambda error: record.page_errors.append(str(error)))
-    page.on("response", record.on_response)
-    return record
+    with serving(command) as url:
+        yield url
 
 
 def _shows(page: Page, heading: str, phase: int | None = None) -> None:
@@ -52,7 +38,7 @@ def _shows(page: Page, heading: str, phase: int | None = None) -> None:
 
 
 def test_with_javascript_htmx_swaps_the_widget_out_of_each_static_page(page: Page, static_server: str) -> None:
-    watch = _watch(page, static_server)
+    watch = watching(page, static_server)
     page.goto(f"{static_server}/index.html")
     _shows(page, "Data parallelism")
     expect(page.locator("meta[http-equiv='Content-Security-Policy']")).to_have_count(1)
@@ -100,7 +86,7 @@ def test_with_javascript_htmx_swaps_the_widget_out_of_each_static_page(page: Pag
 
 
 def test_the_forms_say_they_need_the_live_app(page: Page, static_server: str) -> None:
-    watch = _watch(page, static_server)
+    watch = watching(page, static_server)
     page.goto(f"{static_server}/zero2-phase-3.html")
     expect(page.locator(".export-note")).to_contain_text("needs the live app")
     expect(page.locator("#run-update")).to_be_disabled()
@@ -113,7 +99,7 @@ def test_the_forms_say_they_need_the_live_app(page: Page, static_server: str) ->
 def test_without_javascript_every_link_loads_its_static_page(browser: Browser, static_server: str) -> None:
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()
-    watch = _watch(page, static_server)
+    watch = watching(page, static_server)
     try:
         page.goto(f"{static_server}/index.html")
         page.click("#switch-zero2")
@@ -142,7 +128,7 @@ def test_without_javascript_every_link_loads_its_static_page(browser: Browser, s
 
 
 def test_opened_from_disk_links_load_whole_pages(page: Page, site: Path) -> None:
-    watch = _watch(page, "file://")
+    watch = watching(page, "file://")
     page.goto((site / "zero3-phase-5.html").as_uri())
     _shows(page, "ZeRO-3", 5)
     page.click("#step-next")
