@@ -20,7 +20,7 @@ from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, ambigu
 from app.domain.scenario import Inputs
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
-from app.view_models import FieldProblem
+from app.view_models import FieldProblem, Theme
 
 _COUNT_EXAMPLES = "a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000"
 _BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 80e9"
@@ -112,6 +112,7 @@ class PageQuery(RunQuery):
 
     stage: Stage = Field(Stage.DP, description="The arrangement to draw.")
     phase: int | None = Field(None, ge=0, le=LAST_PHASE, description="A phase of one training step; none: at rest.")
+    theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
 
 
 _BAND_FIELDS = ("weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes")

@@ -28,5 +28,6 @@ def template_url_for(context: Context, name: str, /, **path_params: str) -> str:
 def stage_links(request: Request, query: RunQuery | None = None) -> Links:
     """Builds the page's URL for a stage, keeping the run the person described and the phase."""
     run = tuple(query.canonical().items()) if query else ()
-    phase = query.phase if isinstance(query, PageQuery) else None
-    return Links(path_for(request, "page"), run, phase)
+    if isinstance(query, PageQuery):
+        return Links(path_for(request, "page"), run, query.phase, query.theme)
+    return Links(path_for(request, "page"), run)

@@ -6,7 +6,8 @@ Built by `views` (at rest) and `step_view` (during a training step); templates o
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from urllib.parse import urlencode
 
 from app.domain.bands import Band, BandSpec, Recipe
@@ -17,6 +18,18 @@ from app.domain.step import Holding
 LinkFor = Callable[[Stage], str]
 
 
+class Theme(StrEnum):
+    """How the page is drawn: for a screen close by, or for the back of a room (`?theme=projector`)."""
+
+    DEFAULT = "default"
+    PROJECTOR = "projector"
+
+    @property
+    def other(self) -> Theme:
+        """The theme the page's toggle switches to."""
+        return Theme.DEFAULT if self is Theme.PROJECTOR else Theme.PROJECTOR
+
+
 @dataclass(frozen=True)
 class Links:
     """Each stage's page address, keeping the run described; hashable, so views can be cached."""
@@ -24,6 +37,17 @@ class Links:
     page: str
     run: tuple[tuple[str, str], ...] = ()
     phase: int | None = None
+    theme: Theme = Theme.DEFAULT
+    """Kept in every address, so a swap or a form never drops the projector view."""
+
+    @property
+    def kept(self) -> tuple[tuple[str, str], ...]:
+        """The parameters every address carries besides the stage and the phase: the run, the theme."""
+        return self.run if self.theme is Theme.DEFAULT else (*self.run, ("theme", self.theme.value))
+
+    def themed(self, theme: Theme) -> Links:
+        """The same addresses in another theme."""
+        return replace(self, theme=theme)
 
     def __call__(self, stage: Stage) -> str:
         """The address of `stage` with the same run, at the same moment of the step."""
@@ -32,7 +56,8 @@ class Links:
     def at(self, stage: Stage, phase: int | None) -> str:
         """The address of `stage` with the same run at `phase` (None: at rest)."""
         moment = {} if phase is None else {"phase": str(phase)}
-        return f"{self.page}?{urlencode({'stage': stage.value, **dict(self.run), **moment})}"
+        theme = {} if self.theme is Theme.DEFAULT else {"theme": self.theme.value}
+        return f"{self.page}?{urlencode({'stage': stage.value, **dict(self.run), **moment, **theme})}"
 
 
 @dataclass(frozen=True)
@@ -300,6 +325,10 @@ class PageView:
     content: StageView | None = None
     error: str | None = None
     step_href: str = ""
+    theme: Theme = Theme.DEFAULT
+    """A class on <html>: the page's one place that knows the theme."""
+    theme_href: str = ""
+    """The same view in the other theme (a whole page load: the theme styles the page, not the widget)."""
 
 
 def legend(recipe: Recipe) -> tuple[BandSpec, ...]:

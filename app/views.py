@@ -39,6 +39,7 @@ from app.view_models import (
     StageLink,
     StageView,
     TableRow,
+    Theme,
     legend,
 )
 
@@ -329,6 +330,8 @@ def page_view(
         form=form_view(scenario, stage, inputs or Inputs(), phase),
         content=stage_view(stage, scenario, link, phase),
         step_href=link.at(stage, 0),
+        theme=link.theme,
+        theme_href=link.themed(link.theme.other).at(stage, phase),
     )
 
 
@@ -351,4 +354,5 @@ def error_view(message: str, link: LinkFor, current: Stage | None = None) -> Pag
         links=stage_links(current, link),
         legend=legend(DEFAULT_SCENARIO.recipe),
         error=message,
+        theme=link.theme if isinstance(link, Links) else Theme.DEFAULT,
     )
