@@ -12,7 +12,7 @@ from app.domain.fit import report
 from app.domain.quantities import per_weight
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
-from app.view_models import CardGap, CardView, StageLink, legend
+from app.view_models import CardGap, CardView, StageLink, Theme, legend
 from app.views import APP_NAME, _cards, gpus_label
 
 
@@ -47,6 +47,7 @@ class CompareView:
     legend: tuple[BandSpec, ...]
     back_href: str
     capacity: str | None
+    theme: Theme = Theme.DEFAULT
 
 
 def _address(base: str, left: Stage, right: Stage, run: tuple[tuple[str, str], ...]) -> str:
@@ -54,9 +55,20 @@ def _address(base: str, left: Stage, right: Stage, run: tuple[tuple[str, str], .
 
 
 def compare_view(
-    left: Stage, right: Stage, scenario: Scenario, base: str, page: str, run: tuple[tuple[str, str], ...]
+    left: Stage,
+    right: Stage,
+    scenario: Scenario,
+    base: str,
+    page: str,
+    run: tuple[tuple[str, str], ...],
+    theme: Theme = Theme.DEFAULT,
 ) -> CompareView:
-    """`left` and `right` of the run, drawn to one scale; `base` is this page's path, `page` the main page's."""
+    """`left` and `right` of the run, drawn to one scale; `base` is this page's path, `page` the main page's.
+
+    `run` is the run's parameters as the page keeps them; every link also keeps the theme.
+    """
+    if theme is not Theme.DEFAULT:
+        run = (*run, ("theme", theme.value))
     rows = {r.stage: r for r in report(scenario.run)}
     run_, units = scenario.run, scenario.units
     peaks = max(rows[left].peak_bytes, rows[right].peak_bytes)
@@ -110,4 +122,5 @@ def compare_view(
         legend=legend(scenario.recipe),
         back_href=f"{page}?{urlencode({'stage': left.value, **dict(run)})}",
         capacity=None if run_.capacity is None else units.show(run_.capacity),
+        theme=theme,
     )

@@ -54,14 +54,17 @@ class ExportError(Exception):
 
 
 def default_urls() -> list[str]:
-    """Every stage at rest and every phase of its step, the embeds, every compare pair, and the JSON (default run)."""
+    """Every stage at rest and every phase (in both themes), the embeds, every compare pair, and the JSON."""
     urls = ["/"]
     urls += [f"/?stage={stage.value}" for stage in Stage]
     urls += [f"/?stage={stage.value}&phase={phase}" for stage in Stage for phase in range(LAST_PHASE + 1)]
+    # The same pages for the back of a room: the projector toggle links to them.
+    urls += [f"{url}{'&' if '?' in url else '?'}theme=projector" for url in urls]
     # The embed views a course page frames, and each pair of stages side by side.
     urls += [f"/embed?stage={stage.value}" for stage in Stage]
     urls += [f"/embed?stage={stage.value}&phase={phase}" for stage in Stage for phase in range(LAST_PHASE + 1)]
     urls += [f"/compare?left={left.value}&right={right.value}" for left in Stage for right in Stage]
+    urls += [f"/compare?left={left.value}&right={right.value}&theme=projector" for left in Stage for right in Stage]
     urls += ["/api/memory", "/api/stages", "/api/layout", "/openapi.json"]
     # Browsers ask for it on pages that name no icon, the JSON among them.
     urls += ["/favicon.ico"]

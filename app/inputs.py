@@ -21,7 +21,7 @@ from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, ambigu
 from app.domain.scenario import Inputs
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
-from app.view_models import FieldProblem
+from app.view_models import FieldProblem, Theme
 
 _COUNT_EXAMPLES = "a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000"
 _BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 80e9"
@@ -116,6 +116,7 @@ class PageQuery(RunQuery):
     previous: Stage | None = Field(
         None, alias="from", description="The stage shown before this one: the cells that changed are marked."
     )
+    theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
 
 
 class CompareQuery(RunQuery):
@@ -123,6 +124,7 @@ class CompareQuery(RunQuery):
 
     left: Stage = Field(Stage.ZERO1, description="The arrangement drawn on the left.")
     right: Stage = Field(Stage.ZERO3, description="The arrangement drawn on the right.")
+    theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
 
 
 class Controls(StrEnum):

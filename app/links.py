@@ -28,17 +28,18 @@ def template_url_for(context: Context, name: str, /, **path_params: str) -> str:
 def stage_links(request: Request, query: RunQuery | None = None) -> Links:
     """Builds the page's URL for a stage, keeping the run the person described and the phase."""
     run = tuple(query.canonical().items()) if query else ()
-    phase = query.phase if isinstance(query, PageQuery) else None
-    return Links(path_for(request, "page"), run, phase)
+    if isinstance(query, PageQuery):
+        return Links(path_for(request, "page"), run, query.phase, theme=query.theme)
+    return Links(path_for(request, "page"), run)
 
 
 def embed_links(request: Request, query: PageQuery) -> Links:
     """The embed's URL for a stage: the run and phase as the page keeps them, and the embed's options."""
     page = stage_links(request, query)
     options = query.options() if isinstance(query, EmbedQuery) else ()
-    return Links(path_for(request, "embed"), page.run, page.phase, options)
+    return Links(path_for(request, "embed"), page.run, page.phase, options, page.theme)
 
 
 def absolute_links(request: Request, links: Links, name: str) -> Links:
     """The same links made absolute (scheme, host and prefix) on the route `name`: for a snippet pasted elsewhere."""
-    return Links(str(request.url_for(name)), links.run, links.phase, links.keep)
+    return Links(str(request.url_for(name)), links.run, links.phase, links.keep, links.theme)

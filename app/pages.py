@@ -47,7 +47,7 @@ def compare(request: Request, query: Annotated[CompareQuery, Query()]) -> HTMLRe
     """Two stages of the same run side by side. Plain links: it needs no JavaScript."""
     run = tuple(query.canonical().items())
     view = compare_view(query.left, query.right, resolve(query.inputs()), path_for(request, "compare"),
-                        path_for(request, "page"), run)  # fmt: skip
+                        path_for(request, "page"), run, query.theme)  # fmt: skip
     return render(request, "compare.html", "compare", view)
 
 

@@ -211,7 +211,7 @@ def step_view(
     phases = step(stage, run, columns)
     phase = phases[index]
     nodes = _nodes(shown_indices(run.gpus), run.gpus)
-    hidden = (("stage", stage.value), *link.run, *link.keep)
+    hidden = (("stage", stage.value), *link.kept)
     cards = _step_cards(scenario, phases, phase, scale)
     view = StepView(
         index=index,

@@ -6,7 +6,8 @@ Built by `views` (at rest) and `step_view` (during a training step); templates o
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from enum import StrEnum
 from urllib.parse import urlencode
 
 from app.domain.bands import Band, BandSpec, Recipe
@@ -15,6 +16,18 @@ from app.domain.stages import Stage, StageInfo
 from app.domain.step import Holding
 
 LinkFor = Callable[[Stage], str]
+
+
+class Theme(StrEnum):
+    """How the page is drawn: for a screen close by, or for the back of a room (`?theme=projector`)."""
+
+    DEFAULT = "default"
+    PROJECTOR = "projector"
+
+    @property
+    def other(self) -> Theme:
+        """The theme the page's toggle switches to."""
+        return Theme.DEFAULT if self is Theme.PROJECTOR else Theme.PROJECTOR
 
 
 @dataclass(frozen=True)
@@ -26,6 +39,23 @@ class Links:
     phase: int | None = None
     keep: tuple[tuple[str, str], ...] = ()
     """Options every link carries after the run and the phase (an embed's controls and calculator)."""
+    theme: Theme = Theme.DEFAULT
+    """Kept in every address, so a swap or a form never drops the projector view."""
+
+    @property
+    def options(self) -> tuple[tuple[str, str], ...]:
+        """What every address carries after the run: the embed's options, then the theme."""
+        theme = () if self.theme is Theme.DEFAULT else (("theme", self.theme.value),)
+        return (*self.keep, *theme)
+
+    @property
+    def kept(self) -> tuple[tuple[str, str], ...]:
+        """The parameters every address carries besides the stage and the phase."""
+        return (*self.run, *self.options)
+
+    def themed(self, theme: Theme) -> Links:
+        """The same addresses in another theme."""
+        return replace(self, theme=theme)
 
     def __call__(self, stage: Stage) -> str:
         """The address of `stage` with the same run, at the same moment of the step."""
@@ -34,7 +64,7 @@ class Links:
     def at(self, stage: Stage, phase: int | None) -> str:
         """The address of `stage` with the same run at `phase` (None: at rest)."""
         moment = {} if phase is None else {"phase": str(phase)}
-        return f"{self.page}?{urlencode({'stage': stage.value, **dict(self.run), **moment, **dict(self.keep)})}"
+        return f"{self.page}?{urlencode({'stage': stage.value, **dict(self.run), **moment, **dict(self.options)})}"
 
     def switch(self, stage: Stage, current: Stage | None) -> str:
         """The address of `stage`, with a `from` hint naming the stage shown so the page can mark what changed."""
@@ -335,6 +365,10 @@ class PageView:
     error: str | None = None
     step_href: str = ""
     compare_href: str = ""
+    theme: Theme = Theme.DEFAULT
+    """A class on <html>: the page's one place that knows the theme."""
+    theme_href: str = ""
+    """The same view in the other theme (a whole page load: the theme styles the page, not the widget)."""
     embed: EmbedView | None = None
     """Set when the widget is drawn alone, inside another site's page."""
     share: ShareView | None = None

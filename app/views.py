@@ -48,6 +48,7 @@ from app.view_models import (
     StageView,
     StepView,
     TableRow,
+    Theme,
     legend,
 )
 
@@ -388,10 +389,12 @@ def page_view(
         title=f"{stage.info.title} · {APP_NAME}",
         links=stage_links(stage, link),
         legend=legend(scenario.recipe),
-        form=replace(form_view(scenario, stage, inputs or Inputs(), phase), action=link.page, keep=link.keep),
+        form=replace(form_view(scenario, stage, inputs or Inputs(), phase), action=link.page, keep=link.options),
         content=stage_view(stage, scenario, link, phase, previous),
         step_href=link.at(stage, 0),
-        compare_href=compare_href(compare, stage, link.run) if compare else "",
+        compare_href=compare_href(compare, stage, link.kept) if compare else "",
+        theme=link.theme,
+        theme_href=link.themed(link.theme.other).at(stage, phase),
     )
 
 
@@ -414,6 +417,7 @@ def error_view(message: str, link: LinkFor, current: Stage | None = None) -> Pag
         links=stage_links(current, link),
         legend=legend(DEFAULT_SCENARIO.recipe),
         error=message,
+        theme=link.theme if isinstance(link, Links) else Theme.DEFAULT,
     )
 
 
@@ -445,7 +449,7 @@ def share_view(stage: Stage, page: Links, embed: Links, script: str) -> ShareVie
     snippets = []
     for controls, label in _CONTROL_LABELS.items():
         keep = () if controls == "stages" else (("controls", controls),)
-        url = replace(embed, keep=keep)(stage)
+        url = replace(embed, keep=keep, theme=Theme.DEFAULT)(stage)
         html = (
             f'<iframe src="{escape(url)}" title="{escape(title)}" width="100%" height="{EMBED_HEIGHT}"'
             ' style="border:0;max-width:800px" allow="fullscreen" loading="lazy" data-zero-bands></iframe>\n'

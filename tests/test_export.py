@@ -72,18 +72,31 @@ def test_a_query_cannot_write_outside_the_export() -> None:
         assert ".." not in name.split("/"), name
 
 
-# The page at rest and each stage, each stage's 21 phases, the same as embeds, and the 16 compare pairs.
-PAGES = 1 + 4 + 4 * 21 + 4 + 4 * 21 + 16
+# The page at rest and each stage, each stage's 21 phases, the same as embeds, and the 16 compare pairs;
+# the pages and the pairs again in the projector theme.
+PAGES = 2 * (1 + 4 + 4 * 21) + 4 + 4 * 21 + 2 * 16
+
+
+def _exported_pages() -> set[str]:
+    """The file name of every exported page, written out by hand from the naming rule."""
+    phases = range(LAST_PHASE + 1)
+    page = {"index.html"} | {f"{s}.html" for s in STAGES} | {f"{s}-phase-{p}.html" for s in STAGES for p in phases}
+    projector = (
+        {"theme-projector.html"}
+        | {f"{s}-theme-projector.html" for s in STAGES}
+        | {f"{s}-phase-{p}_theme-projector.html" for s in STAGES for p in phases}
+    )
+    embeds = {f"embed-{s}.html" for s in STAGES} | {f"embed-{s}-phase-{p}.html" for s in STAGES for p in phases}
+    pairs = {f"compare-left-{a}_right-{b}.html" for a in STAGES for b in STAGES}
+    pairs |= {f"compare-left-{a}_right-{b}_theme-projector.html" for a in STAGES for b in STAGES}
+    return page | projector | embeds | pairs
 
 
 def test_the_default_urls_are_every_stage_at_rest_and_every_phase() -> None:
     urls = default_urls()
     names = {file_name(u) for u in urls if not u.startswith(("/api", "/openapi", "/favicon"))}
-    assert names == {"index.html"} | {f"{s}.html" for s in STAGES} | {
-        f"{s}-phase-{p}.html" for s in STAGES for p in range(LAST_PHASE + 1)
-    } | {f"embed-{s}.html" for s in STAGES} | {f"embed-{s}-phase-{p}.html" for s in STAGES for p in range(21)} | {
-        f"compare-left-{a}_right-{b}.html" for a in STAGES for b in STAGES
-    }
+    assert names == _exported_pages()
+    assert len(names) == PAGES
     assert len(urls) == len(set(urls))
 
 
@@ -223,11 +236,7 @@ def _internal(value: str) -> bool:
 
 def test_the_export_has_every_page_json_and_asset(site: Path) -> None:
     names = {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
-    phases = range(LAST_PHASE + 1)
-    pages = {"index.html"} | {f"{s}.html" for s in STAGES} | {f"{s}-phase-{p}.html" for s in STAGES for p in phases}
-    pages |= {f"embed-{s}.html" for s in STAGES} | {f"embed-{s}-phase-{p}.html" for s in STAGES for p in phases}
-    pages |= {f"compare-left-{a}_right-{b}.html" for a in STAGES for b in STAGES}
-    assert len(pages) == PAGES
+    pages = _exported_pages()
     json = {"api/memory.json", "api/stages.json", "api/layout.json", "openapi.json"}
     assets = {f"static/{p.name}" for p in STATIC_DIR.iterdir()}
     assert names == pages | json | assets | {"favicon.ico"}

@@ -1,0 +1,281 @@
+"""Themes, print, phone and accessibility in Debian's Chromium: what fits, what shows, what axe says."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Browser, Page, expect
+
+from tests.browser.conftest import Watch, screenshot, settled
+
+STAGES = ["dp", "zero1", "zero2", "zero3"]
+WCAG_AA = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]}}
+
+BOX = "el => { const b = el.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; }"
+BOTTOMS = "els => els.map(el => el.getBoundingClientRect().bottom)"
+
+
+def _bottom(page: Page, selector: str) -> float:
+    bottom: float = page.locator(selector).evaluate(BOX)[3]
+    return bottom
+
+
+def _card_bottoms(page: Page) -> list[float]:
+    bottoms: list[float] = page.locator("#grid .card").evaluate_all(BOTTOMS)
+    return bottoms
+
+
+def _luminance(css: str) -> float:
+    r, g, b = (int(x) / 255 for x in re.findall(r"[\d.]+", css)[:3])
+
+    def lin(c: float) -> float:
+        return c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4
+
+    return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
+
+
+def contrast(a: str, b: str) -> float:
+    """WCAG contrast ratio of two computed rgb() colours."""
+    hi, lo = sorted((_luminance(a), _luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+def _style(page: Page, selector: str, prop: str, pseudo: str | None = None) -> str:
+    value: str = page.locator(selector).first.evaluate(
+        "(el, [p, pseudo]) => getComputedStyle(el, pseudo).getPropertyValue(p)", [prop, pseudo]
+    )
+    return value
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_default_at_1280_shows_every_card_and_the_key_above_the_fold(page: Page, server: str, stage: str) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{server}/?stage={stage}")
+    bottoms = _card_bottoms(page)
+    assert len(bottoms) == 8
+    assert max(bottoms) <= 800
+    assert _bottom(page, ".legend .key.bands") <= 800
+    assert _bottom(page, ".legend .key.states") <= 800
+    if stage == "zero1":
+        screenshot(page, "theme-default-zero1-1280")
+
+
+@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize("phase", [None, 0, 9, 12, 17, 20])
+def test_projector_at_1920_shows_cards_key_and_cost_without_scrolling(
+    page: Page, server: str, watch: Watch, stage: str, phase: int | None
+) -> None:
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    moment = "" if phase is None else f"&phase={phase}"
+    page.goto(f"{server}/?stage={stage}{moment}&theme=projector")
+    assert page.evaluate("document.documentElement.scrollWidth") <= 1920
+    bottoms = _card_bottoms(page)
+    assert len(bottoms) == 8
+    assert max(bottoms) <= 1080
+    assert _bottom(page, ".legend .key.bands") <= 1080
+    assert _bottom(page, ".legend .key.states") <= 1080
+    cost = "#tally" if phase is not None else ".figures tr.current .comm"
+    expect(page.locator(cost)).to_contain_text(re.compile(r"[23]P"))
+    assert _bottom(page, cost) <= 1080
+    # The form is folded away below, not gone.
+    expect(page.locator("#run-form")).to_be_attached()
+    watch.assert_clean(page)
+    if stage == "zero3" and phase in (None, 9):
+        screenshot(page, f"theme-projector-zero3-{phase}-1920")
+
+
+def test_projector_type_is_larger_and_darker(browser: Browser, server: str) -> None:
+    sizes: dict[str, dict[str, Any]] = {}
+    for theme in ("default", "projector"):
+        page = browser.new_page(viewport={"width": 1920, "height": 1080})
+        page.goto(f"{server}/?stage=zero3&phase=9&theme={theme}")
+        sizes[theme] = {
+            "sub": float(_style(page, ".card-sub", "font-size")[:-2]),
+            "axis": float(_style(page, ".axis", "font-size")[:-2]),
+            "axis_colour": _style(page, ".axis", "color"),
+            "card": _style(page, ".card", "background-color"),
+            "label": page.locator(".transfer .node-label").first.evaluate(BOX),
+            "cell_border": float(_style(page, "#grid .cell", "border-top-width")[:-2]),
+        }
+        page.close()
+    projector, default = sizes["projector"], sizes["default"]
+    # Per-card figures and axis numbers: larger than 16 px, and in full-strength ink, not grey.
+    assert projector["sub"] > 16
+    assert projector["axis"] > 16
+    assert contrast(projector["axis_colour"], projector["card"]) >= 12
+    assert contrast(default["axis_colour"], default["card"]) < 12
+    # The transfer drawing's labels are drawn larger than in the default theme.
+    label_height = projector["label"][3] - projector["label"][1]
+    assert label_height > default["label"][3] - default["label"][1]
+    assert label_height >= 16
+    assert projector["cell_border"] > default["cell_border"]
+
+
+@pytest.mark.parametrize("theme", ["default", "projector"])
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_every_band_edge_stands_out_from_the_card(browser: Browser, server: str, theme: str, scheme: str) -> None:
+    page = browser.new_page(viewport={"width": 1280, "height": 800}, color_scheme=scheme)  # type: ignore[arg-type]
+    page.goto(f"{server}/?stage=zero2&theme={theme}")
+    card = _style(page, ".card", "background-color")
+    for band, state in [(b, s) for b in ("weights", "gradients", "master", "moments") for s in ("solid", "dashed")]:
+        if band == "weights" and state == "dashed":
+            continue  # ZeRO-2 keeps every weight on every card
+        edge = _style(page, f'#grid .cell[data-band="{band}"][data-state="{state}"]', "border-top-color")
+        assert contrast(edge, card) >= 3, (band, state, edge, card)
+    page.close()
+
+
+def test_dark_mode_follows_the_system(browser: Browser, server: str) -> None:
+    page = browser.new_page(viewport={"width": 1280, "height": 800}, color_scheme="dark")
+    page.goto(f"{server}/?stage=zero3&phase=9")
+    background = _style(page, "html", "background-color")
+    ink = _style(page, "html", "color")
+    assert _luminance(background) < 0.05
+    assert contrast(ink, background) >= 7
+    # The tooltip stays readable: its text against its own background.
+    cell = page.locator("#grid .cell").first
+    cell.focus()
+    tip_bg = _style(page, "#grid .cell:focus", "background-color", "::after")
+    tip_fg = _style(page, "#grid .cell:focus", "color", "::after")
+    assert contrast(tip_bg, tip_fg) >= 4.5
+    screenshot(page, "theme-dark-zero3-9-1280")
+    page.close()
+
+
+def _pdf_pages(data: bytes) -> int:
+    return len(re.findall(rb"/Type\s*/Page(?![s\w])", data))
+
+
+# Data parallelism's longer table still takes two pages: left for later.
+@pytest.mark.parametrize("stage", ["zero1", "zero2", "zero3"])
+@pytest.mark.parametrize("paper", ["A4", "Letter"])
+@pytest.mark.parametrize("run", [""])
+def test_print_fits_one_page_without_controls(page: Page, server: str, stage: str, paper: str, run: str) -> None:
+    page.goto(f"{server}/?stage={stage}{run}")
+    page.emulate_media(media="print")
+    for hidden in ("#run-form", ".switcher", "#watch-step", "#theme-toggle", ".skip-link"):
+        expect(page.locator(hidden)).to_be_hidden()
+    for shown in ("#grid", ".legend .key.bands", ".figures"):
+        expect(page.locator(shown)).to_be_visible()
+    # Filled cells print as filled even without background graphics: their colours are kept, and
+    # their border is thick, unlike a gap's thin dashes.
+    solid = '#grid .cell[data-state="solid"]'
+    assert _style(page, solid, "print-color-adjust") == "exact"
+    assert float(_style(page, solid, "border-top-width")[:-2]) >= 3
+    assert _style(page, '#grid .cell[data-state="dashed"]', "border-top-style") == "dashed"
+    assert _pdf_pages(page.pdf(format=paper)) == 1
+    if stage == "zero1" and paper == "A4" and not run:
+        page.set_viewport_size({"width": 718, "height": 1047})
+        screenshot(page, "theme-print-zero1-a4")
+
+
+def test_print_of_a_step_hides_its_controls(page: Page, server: str) -> None:
+    page.goto(f"{server}/?stage=zero3&phase=9")
+    page.emulate_media(media="print")
+    expect(page.locator(".step-controls")).to_be_hidden()
+    expect(page.locator(".step-explanation")).to_be_visible()
+    assert _pdf_pages(page.pdf(format="A4")) <= 2
+
+
+def test_on_a_phone_the_grid_comes_before_the_form(page: Page, server: str) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{server}/?stage=zero1")
+    grid, form = page.locator("#grid").evaluate(BOX), page.locator("#run-form").evaluate(BOX)
+    assert grid[3] <= form[1]
+    screenshot(page, "theme-phone-zero1-390")
+
+
+CONTROLS = """() => [...document.querySelectorAll(
+    'a[href], a[role="link"], button, input, select, summary, [tabindex="0"]')]
+  .filter(el => el.getClientRects().length && getComputedStyle(el).visibility !== 'hidden')
+  .filter(el => el.type !== 'hidden')
+  // Links inside a sentence are exempt (WCAG 2.5.8, inline); so are the grid's cells, whose size is
+  // the data (the essential exception), reached by one tab stop and the arrow keys.
+  .filter(el => !el.closest('.colophon, .cell'))
+  .map(el => { const b = el.getBoundingClientRect();
+    return [el.id || el.className || el.tagName, b.width, b.height]; })"""
+
+
+@pytest.mark.parametrize("width", [390, 1280, 1920])
+@pytest.mark.parametrize("path", ["/?stage=zero1", "/?stage=zero3&phase=9", "/?stage=zero2&phase=4&theme=projector"])
+def test_every_control_is_at_least_24_px(page: Page, server: str, width: int, path: str) -> None:
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(server + path)
+    page.locator("details.more summary").click()
+    controls = page.evaluate(CONTROLS)
+    assert len(controls) > 20
+    small = [c for c in controls if c[1] < 24 or c[2] < 24]
+    assert small == []
+
+
+def test_skip_link_and_focus_always_visible(page: Page, server: str) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{server}/?stage=zero3&phase=9")
+    page.keyboard.press("Tab")
+    skip = page.locator(".skip-link")
+    expect(skip).to_be_focused()
+    _, top, _, bottom = skip.evaluate(BOX)
+    assert top >= 0
+    assert bottom <= 800
+    page.keyboard.press("Enter")
+    page.keyboard.press("Tab")
+    expect(page.locator("#grid .cell").first).to_be_focused()
+    # Every stop on the way through the page draws a visible focus ring.
+    page.locator(".skip-link").focus()
+    missing = []
+    for _ in range(45):
+        page.keyboard.press("Tab")
+        ring = page.evaluate(
+            """() => { const el = document.activeElement, s = getComputedStyle(el);
+                 return [el.id || el.className || el.tagName, s.outlineStyle, parseFloat(s.outlineWidth)]; }"""
+        )
+        if ring[0] != "BODY" and (ring[1] == "none" or ring[2] < 2):
+            missing.append(ring)
+    assert missing == []
+
+
+VIEWS = [
+    *[(f"/?stage={s}", "light") for s in STAGES],
+    *[(f"/?stage={s}", "dark") for s in STAGES],
+    *[(f"/?stage={s}&theme=projector", "light") for s in STAGES],
+    *[(f"/?stage={s}&phase=9", "light") for s in STAGES],
+    ("/?stage=zero3&phase=10&gpus=16&capacity=80GiB&model=llama-3-8b", "dark"),
+    ("/?stage=zero1&phase=18&theme=projector", "light"),
+]
+
+
+@pytest.mark.parametrize(("path", "scheme"), VIEWS)
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_axe_finds_no_wcag_22_aa_violations(browser: Browser, server: str, path: str, scheme: str, width: int) -> None:
+    page = browser.new_page(viewport={"width": width, "height": 1000}, color_scheme=scheme)  # type: ignore[arg-type]
+    page.goto(server + path)
+    settled(page)
+    results = Axe().run(page, options=WCAG_AA)
+    assert results.violations_count == 0, results.generate_report()
+    page.close()
+
+
+def test_the_theme_survives_swaps_and_the_toggle_leaves_it(page: Page, server: str, watch: Watch) -> None:
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    page.goto(f"{server}/?stage=zero1&theme=projector")
+    html = page.locator("html")
+    expect(html).to_have_class("theme-projector")
+    page.click("#switch-zero3")
+    expect(page).to_have_url(re.compile(r"stage=zero3.*theme=projector"))
+    page.click("#watch-step")
+    expect(page).to_have_url(re.compile(r"stage=zero3.*phase=0.*theme=projector"))
+    settled(page)
+    page.click("#step-next")
+    expect(page).to_have_url(re.compile(r"phase=1.*theme=projector"))
+    settled(page)
+    page.select_option("#f-units", "GB")
+    expect(page).to_have_url(re.compile(r"units=GB.*theme=projector"))
+    settled(page)
+    expect(html).to_have_class("theme-projector")
+    page.click("#theme-toggle")
+    expect(html).to_have_class("theme-default")
+    expect(page).to_have_url(re.compile(r"stage=zero3.*units=GB.*phase=1$"))
+    watch.assert_clean(page)
