@@ -149,14 +149,22 @@ def _pdf_pages(data: bytes) -> int:
     return len(re.findall(rb"/Type\s*/Page(?![s\w])", data))
 
 
-# Data parallelism's longer table still takes two pages: left for later.
-@pytest.mark.parametrize("stage", ["zero1", "zero2", "zero3"])
+@pytest.mark.parametrize("stage", STAGES)
 @pytest.mark.parametrize("paper", ["A4", "Letter"])
-@pytest.mark.parametrize("run", [""])
+# The default run, and the widest: 1,024 cards with the fit columns and a verdict under every card.
+@pytest.mark.parametrize("run", ["", "&gpus=1024&capacity=80GiB"])
 def test_print_fits_one_page_without_controls(page: Page, server: str, stage: str, paper: str, run: str) -> None:
     page.goto(f"{server}/?stage={stage}{run}")
     page.emulate_media(media="print")
-    for hidden in ("#run-form", ".switcher", "#watch-step", "#theme-toggle", ".skip-link"):
+    for hidden in (
+        "#run-form",
+        ".switcher",
+        "#watch-step",
+        "#theme-toggle",
+        "#fullscreen",
+        ".skip-link",
+        "#embed-this",
+    ):
         expect(page.locator(hidden)).to_be_hidden()
     for shown in ("#grid", ".legend .key.bands", ".figures"):
         expect(page.locator(shown)).to_be_visible()
@@ -165,7 +173,8 @@ def test_print_fits_one_page_without_controls(page: Page, server: str, stage: st
     solid = '#grid .cell[data-state="solid"]'
     assert _style(page, solid, "print-color-adjust") == "exact"
     assert float(_style(page, solid, "border-top-width")[:-2]) >= 3
-    assert _style(page, '#grid .cell[data-state="dashed"]', "border-top-style") == "dashed"
+    if stage != "dp":  # data parallelism has no gaps
+        assert _style(page, '#grid .cell[data-state="dashed"]', "border-top-style") == "dashed"
     assert _pdf_pages(page.pdf(format=paper)) == 1
     if stage == "zero1" and paper == "A4" and not run:
         page.set_viewport_size({"width": 718, "height": 1047})
@@ -200,13 +209,25 @@ CONTROLS = """() => [...document.querySelectorAll(
 
 
 @pytest.mark.parametrize("width", [390, 1280, 1920])
-@pytest.mark.parametrize("path", ["/?stage=zero1", "/?stage=zero3&phase=9", "/?stage=zero2&phase=4&theme=projector"])
-def test_every_control_is_at_least_24_px(page: Page, server: str, width: int, path: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "least"),
+    [
+        ("/?stage=zero1", 20),
+        ("/?stage=zero3&phase=9", 20),
+        ("/?stage=zero2&phase=4&theme=projector", 20),
+        ("/embed?stage=zero1&phase=3&controls=step&calculator=1", 20),
+        ("/compare?left=zero1&right=zero3", 8),
+    ],
+)
+def test_every_control_is_at_least_24_px(page: Page, server: str, width: int, path: str, least: int) -> None:
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(server + path)
-    page.locator("details.more summary").click()
+    # Open what folds away, so the controls inside are measured too.
+    for summary in page.locator("details > summary").all():
+        if summary.is_visible():
+            summary.click()
     controls = page.evaluate(CONTROLS)
-    assert len(controls) > 20
+    assert len(controls) >= least
     small = [c for c in controls if c[1] < 24 or c[2] < 24]
     assert small == []
 
@@ -244,6 +265,12 @@ VIEWS = [
     *[(f"/?stage={s}&phase=9", "light") for s in STAGES],
     ("/?stage=zero3&phase=10&gpus=16&capacity=80GiB&model=llama-3-8b", "dark"),
     ("/?stage=zero1&phase=18&theme=projector", "light"),
+    ("/?stage=zero2&theme=projector", "dark"),
+    ("/?stage=zero2&from=zero1", "light"),
+    ("/embed?stage=zero2", "light"),
+    ("/embed?stage=zero3&phase=9&controls=step&calculator=1", "dark"),
+    ("/compare?left=zero1&right=zero3", "light"),
+    ("/compare?left=dp&right=zero2&theme=projector", "dark"),
 ]
 
 
@@ -279,3 +306,30 @@ def test_the_theme_survives_swaps_and_the_toggle_leaves_it(page: Page, server: s
     expect(html).to_have_class("theme-default")
     expect(page).to_have_url(re.compile(r"stage=zero3.*units=GB.*phase=1$"))
     watch.assert_clean(page)
+
+
+LOOK = """el => { const s = getComputedStyle(el);
+  return [s.borderTopStyle, s.borderTopColor, s.backgroundColor, s.backgroundImage, s.outlineStyle]; }"""
+
+
+def test_forced_colours_keep_every_state_apart(browser: Browser, server: str) -> None:
+    """Under Windows high contrast the page's colours are replaced: each state must still look its own."""
+    page = browser.new_page(viewport={"width": 1280, "height": 800}, forced_colors="active")
+    # ZeRO-3's backward pass at the last column: weights gathered, gradients sent, a ring on the work.
+    page.goto(f"{server}/?stage=zero3&phase=9")
+    states = {
+        "held": "#grid .cell.solid:not(.active)",
+        "dashed": "#grid .cell.dashed:not(.active)",
+        "gathered": "#grid .cell.gathered",
+        "sent": "#grid .cell.sent",
+        "ringed": "#grid .cell.solid.active:not(.gathered, .sent)",
+    }
+    looks = {name: tuple(page.locator(selector).first.evaluate(LOOK)) for name, selector in states.items()}
+    assert page.evaluate("matchMedia('(forced-colors: active)').matches")
+    assert len(set(looks.values())) == len(looks), looks
+    # Without stripes, gathered and sent would be a held cell again.
+    assert looks["gathered"][3] != "none"
+    assert looks["sent"][3] != "none"
+    assert looks["ringed"][4] != "none"
+    assert looks["held"][4] == "none"
+    page.close()
