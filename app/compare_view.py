@@ -13,7 +13,7 @@ from app.domain.quantities import per_weight
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
 from app.view_models import CardGap, CardView, StageLink, Theme, legend
-from app.views import APP_NAME, _cards, gpus_label
+from app.views import APP_NAME, gpus_label, rest_cards
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ def compare_view(
             per_gpu=units.show(row.per_gpu_bytes),
             peak=units.show(row.peak_bytes),
             communication=f"{row.communication_p}P",
-            cards=_cards(scenario, stage, row, scale, None if other is stage else moved),
+            cards=rest_cards(scenario, stage, row, scale, None if other is stage else moved),
             change=moved.sentence,
         )
 

@@ -145,9 +145,10 @@ def _rest_bar(scenario: Scenario, row: StageReport, scale: Fraction) -> BarView:
     return replace(bar, verdict=_verdict(row, scenario.units), fits=row.fits)
 
 
-def _cards(
+def rest_cards(
     scenario: Scenario, stage: Stage, row: StageReport, scale: Fraction, moved: Change | None = None
 ) -> tuple[CardView | CardGap, ...]:
+    """The cards of `stage` at rest, each bar drawn to `scale`; `moved` marks the cells a switch changed."""
     grid = layout(stage, scenario.run.gpus, scenario.recipe)
     bar = _rest_bar(scenario, row, scale)
     cards: list[CardView | CardGap] = []
@@ -308,7 +309,7 @@ def stage_view(
     stepping = None
     moved = None if previous is None or previous is stage else change(previous, stage, run.recipe, run.gpus)
     if phase is None:
-        cards = _cards(scenario, stage, chosen, scale, moved)
+        cards = rest_cards(scenario, stage, chosen, scale, moved)
     else:
         stepping, cards = step_view(stage, scenario, link, phase, scale)
     return StageView(
