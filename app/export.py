@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from starlette.types import ASGIApp, Message
 
+from app.assets import FINGERPRINT
 from app.config import Settings
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
@@ -193,7 +194,8 @@ class _Rewriter(HTMLParser):
             return value  # another origin, or a fragment of this page
         absolute = urlsplit(posixpath.normpath(posixpath.join("/", parts.path)) if parts.path else "/")
         app_path = absolute.path + (f"?{parts.query}" if parts.query else "")
-        if absolute.path.startswith(STATIC_PREFIX) and not parts.query:
+        # An asset's fingerprint only tells a browser's cache when it changed; the copy has one version.
+        if absolute.path.startswith(STATIC_PREFIX) and parts.query.partition("=")[0] in {"", FINGERPRINT}:
             asset = absolute.path.removeprefix(STATIC_PREFIX)
             if (STATIC_DIR / asset).is_file():
                 target = f"{STATIC_OUT}/{asset}"

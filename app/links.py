@@ -6,6 +6,7 @@ from jinja2 import pass_context
 from jinja2.runtime import Context
 from starlette.requests import Request
 
+from app.assets import StaticAssets
 from app.inputs import EmbedQuery, PageQuery, RunQuery
 from app.view_models import Links
 
@@ -14,8 +15,13 @@ def path_for(request: Request, name: str, /, **path_params: str) -> str:
     """The root-relative path of a named route, prefix included.
 
     Never scheme or host, which a TLS-terminating proxy or an iframe's parent may see differently.
+    A static asset's path carries its fingerprint, so browsers may keep it for good.
     """
-    return request.url_for(name, **path_params).path
+    path = request.url_for(name, **path_params).path
+    if name == "static":
+        assets: StaticAssets = request.app.state.assets
+        return f"{path}?{assets.fingerprint(path_params['path'])}"
+    return path
 
 
 @pass_context

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from fastapi import FastAPI
 from fastapi.middleware.gzip import GZipMiddleware
-from fastapi.staticfiles import StaticFiles
 
 from app import __version__, api, errors, pages
+from app.assets import StaticAssets
+from app.cache import ResponseCache
 from app.config import Settings
 from app.paths import STATIC_DIR
 from app.security import SecurityHeadersMiddleware
@@ -24,10 +25,16 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="ZeRO Bands", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None)
     app.include_router(pages.router)
     app.include_router(api.router)
-    app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+    app.state.assets = StaticAssets(STATIC_DIR)
+    app.mount("/static", app.state.assets, name="static")
+    # A request for /static alone is a 404, not a redirect built from the Host header.
+    app.router.redirect_slashes = False
     errors.install(app)
     # 256 labelled cells make a ~100 kB page that compresses about tenfold: it matters on classroom Wi-Fi.
     app.add_middleware(GZipMiddleware, minimum_size=1024)
+    # Pages and JSON are pure functions of their address: rendered once, then served from memory.
+    pure = frozenset({"/", "/embed", "/compare", "/openapi.json"})
+    app.add_middleware(ResponseCache, paths=pure, prefixes=("/api/",))
     app.add_middleware(SecurityHeadersMiddleware, settings=settings)
     return app
 

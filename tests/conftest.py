@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import subprocess
 import sys
@@ -14,6 +15,7 @@ from fastapi.testclient import TestClient
 from hypothesis import settings
 
 from app.main import create_app
+from app.paths import STATIC_DIR
 
 # Timing is for the benchmark, not for tests: a loaded machine must not turn a slow example into a
 # failure (hypothesis's default deadline is 200 ms per example).
@@ -58,3 +60,12 @@ def one(tree: Tag, selector: str) -> Tag:
 def text(tree: Tag, selector: str) -> str:
     """The whitespace-normalised text of the one element a selector must find."""
     return " ".join(one(tree, selector).get_text(" ").split())
+
+
+def unversioned(url: str) -> str:
+    """An asset's address without its fingerprint, after checking the fingerprint is its content's hash."""
+    path, _, query = url.partition("?")
+    name = path.rpartition("/static/")[2]
+    expected = hashlib.sha256((STATIC_DIR / name).read_bytes()).hexdigest()[:12]
+    assert query == f"v={expected}", url
+    return path

@@ -8,7 +8,7 @@ import pytest
 from bs4 import Tag
 from fastapi.testclient import TestClient
 
-from tests.conftest import dom, one, text
+from tests.conftest import dom, one, text, unversioned
 
 HTMX = {"HX-Request": "true"}
 
@@ -33,7 +33,7 @@ def test_embed_is_the_widget_without_the_site_around_it(client: TestClient) -> N
     assert tree.select(".masthead, .colophon, #embed-this") == []
     assert one(tree, "body")["class"] == ["embed"]
     assert one(tree, "#grid")["data-stage"] == "zero1"
-    scripts = [s["src"] for s in tree.select("script")]
+    scripts = [unversioned(str(s["src"])) for s in tree.select("script")]
     assert "/static/embed-frame.js" in scripts
     assert tree.select("meta[name=htmx-config]")
 
@@ -42,7 +42,7 @@ def test_the_page_keeps_its_site_and_does_not_report_its_height(client: TestClie
     tree = dom(client.get("/?stage=zero1").text)
     assert tree.select(".masthead")
     assert tree.select(".colophon")
-    assert "/static/embed-frame.js" not in [s["src"] for s in tree.select("script")]
+    assert "/static/embed-frame.js" not in [unversioned(str(s["src"])) for s in tree.select("script")]
 
 
 @pytest.mark.parametrize(
@@ -221,4 +221,4 @@ def test_full_screen_is_offered_by_script_with_a_note_for_when_it_is_forbidden(c
     # Hidden until static/tools.js finds full screen allowed; otherwise the note shows instead.
     assert button.has_attr("hidden")
     assert one(tree, "#fullscreen-note").has_attr("hidden")
-    assert "/static/tools.js" in [s["src"] for s in tree.select("script")]
+    assert "/static/tools.js" in [unversioned(str(s["src"])) for s in tree.select("script")]

@@ -1,0 +1,158 @@
+"""Rendered responses, cached whole: a page is a pure function of its address and a few headers.
+
+A class of 300 clicking through four stages asks for the same few pages again and again. Each is
+rendered once, compressed once, and from then on served from memory with an ETag, so a browser
+that has it already gets a 304. The cache is bounded in bytes, least recently used first out.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from collections import OrderedDict
+from dataclasses import dataclass
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.assets import accepts_gzip, not_modified
+
+DEFAULT_MAX_BYTES = 32 * 2**20
+"""About 250 pages with their gzip forms: every stage and phase of a lecture's few runs."""
+
+# What a cached body depends on besides the address: the htmx headers (a fragment or the page, a
+# pushed or replaced address) and the host, which the "Embed this" panel writes into its snippets.
+KEY_HEADERS = (b"host", b"hx-request", b"hx-history-restore-request", b"zb-history")
+CACHEABLE_STATUS = frozenset({200, 404, 422})
+COMPRESSIBLE = (b"text/", b"application/json")
+_MIN_GZIP = 512
+# Level 6: within a few per cent of level 9's size at a third of its time; it runs once per page.
+_LEVEL = 6
+
+
+@dataclass(frozen=True)
+class Cached:
+    """One response as first rendered, and its gzip form."""
+
+    status: int
+    headers: tuple[tuple[bytes, bytes], ...]
+    body: bytes
+    gzipped: bytes | None
+    etag: str
+
+    @property
+    def size(self) -> int:
+        """What it costs the cache."""
+        return len(self.body) + len(self.gzipped or b"") + sum(len(k) + len(v) for k, v in self.headers)
+
+
+def _key(scope: Scope) -> tuple[object, ...]:
+    wanted = dict.fromkeys(KEY_HEADERS, b"")
+    for name, value in scope["headers"]:
+        if name in wanted:
+            wanted[name] = value
+    return (scope.get("scheme"), scope.get("root_path", ""), scope["path"], scope.get("query_string", b""),
+            *wanted.values())  # fmt: skip
+
+
+class ResponseCache:
+    """ASGI middleware caching the GET and HEAD responses of some paths, bounded in bytes.
+
+    `paths` are cached as they are; `prefixes`, everything under them.
+    """
+
+    def __init__(
+        self, app: ASGIApp, paths: frozenset[str], prefixes: tuple[str, ...] = (), max_bytes: int = DEFAULT_MAX_BYTES
+    ) -> None:
+        self.app = app
+        self.paths = paths
+        self.prefixes = prefixes
+        self.max_bytes = max_bytes
+        self.entries: OrderedDict[tuple[object, ...], Cached] = OrderedDict()
+        self.used = 0
+        self.hits = 0
+        self.misses = 0
+
+    def _cacheable(self, scope: Scope) -> bool:
+        if scope["type"] != "http" or scope["method"] not in {"GET", "HEAD"}:
+            return False
+        path: str = scope["path"][len(scope.get("root_path", "")) :] or "/"
+        return path in self.paths or path.startswith(self.prefixes)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Serve from the cache, or render once through the app and keep the result."""
+        if not self._cacheable(scope):
+            await self.app(scope, receive, send)
+            return
+        key = _key(scope)
+        entry = self.entries.get(key)
+        if entry is None:
+            self.misses += 1
+            entry, keep = await self._render(scope, receive)
+            if keep:
+                self._keep(key, entry)
+        else:
+            self.hits += 1
+            self.entries.move_to_end(key)
+        await _answer(entry, scope, send)
+
+    async def _render(self, scope: Scope, receive: Receive) -> tuple[Cached, bool]:
+        """The response as the app gives it, and whether it may be kept."""
+        # Ask for the identity body (compression happens here, once) and for GET (HEAD fills the cache too).
+        headers = [(k, v) for k, v in scope["headers"] if k != b"accept-encoding"]
+        inner = {**scope, "method": "GET", "headers": headers}
+        start: Message = {}
+        chunks: list[bytes] = []
+
+        async def capture(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start":
+                start = message
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        await self.app(inner, receive, capture)
+        status = start.get("status", 500)
+        kept = tuple(
+            (k.lower(), v) for k, v in start.get("headers", []) if k.lower() not in {b"content-length", b"etag"}
+        )
+        keep = status in CACHEABLE_STATUS and not any(k in {b"set-cookie", b"content-encoding"} for k, _ in kept)
+        body = b"".join(chunks)
+        content_type = next((v for k, v in kept if k == b"content-type"), b"")
+        gzipped = None
+        if len(body) >= _MIN_GZIP and content_type.startswith(COMPRESSIBLE):
+            gzipped = gzip.compress(body, compresslevel=_LEVEL, mtime=0)
+        etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
+        return Cached(status, kept, body, gzipped, etag), keep
+
+    def _keep(self, key: tuple[object, ...], entry: Cached) -> None:
+        if entry.size > self.max_bytes // 8:
+            return  # one huge response must not empty the cache
+        self.entries[key] = entry
+        self.used += entry.size
+        while self.used > self.max_bytes:
+            _, dropped = self.entries.popitem(last=False)
+            self.used -= dropped.size
+
+
+async def _answer(entry: Cached, scope: Scope, send: Send) -> None:
+    request = Headers(scope=scope)
+    use_gzip = entry.gzipped is not None and accepts_gzip(request)
+    etag = entry.etag[:-1] + '-gz"' if use_gzip else entry.etag
+    headers = [(k, v) for k, v in entry.headers if k not in {b"cache-control", b"vary"}]
+    vary = next((v for k, v in entry.headers if k == b"vary"), b"")
+    if entry.gzipped is not None:
+        vary = vary + b", Accept-Encoding" if vary else b"Accept-Encoding"
+    # Always ask before reusing: the ETag makes asking cheap (a 304 with no body).
+    validators = [(b"etag", etag.encode()), (b"cache-control", b"no-cache")] + ([(b"vary", vary)] if vary else [])
+    if entry.status == 200 and not_modified(request, etag):
+        kept = [(k, v) for k, v in headers if k not in {b"content-type"}]
+        await send({"type": "http.response.start", "status": 304, "headers": kept + validators})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    body = entry.gzipped if use_gzip and entry.gzipped is not None else entry.body
+    headers += [*validators, (b"content-length", str(len(body)).encode())]
+    if use_gzip:
+        headers.append((b"content-encoding", b"gzip"))
+    await send({"type": "http.response.start", "status": entry.status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
