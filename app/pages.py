@@ -51,7 +51,7 @@ def compare(request: Request, query: Annotated[CompareQuery, Query()]) -> HTMLRe
     return render(request, "compare.html", "compare", view)
 
 
-@router.get("/favicon.ico", name="favicon")
+@router.api_route("/favicon.ico", methods=["GET", "HEAD"], name="favicon")
 def favicon() -> FileResponse:
     """For clients that ask for the icon at the conventional address, not the page's link."""
     return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")

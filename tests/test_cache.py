@@ -1,0 +1,106 @@
+"""The response cache: ETags and 304s, what the key holds, identical bytes from two workers, the byte bound."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+from starlette.types import Receive, Scope, Send
+
+from app.cache import ResponseCache
+from app.main import create_app
+from tests.conftest import dom
+
+HX = {"HX-Request": "true"}
+GZIP = {"Accept-Encoding": "gzip"}
+IDENTITY = {"Accept-Encoding": "identity"}
+
+CASES = [
+    ("page", "/?stage=zero2&gpus=16", {}),
+    ("fragment", "/?stage=zero2&gpus=16", HX),
+    ("embed", "/embed?stage=zero3&phase=4", {}),
+    ("compare", "/compare?left=dp&right=zero3", {}),
+    ("api", "/api/memory?gpus=64&capacity=80GB", {}),
+    ("schema", "/openapi.json", {}),
+]
+
+
+@pytest.mark.parametrize(("name", "url", "headers"), CASES)
+@pytest.mark.parametrize("encoding", [IDENTITY, GZIP])
+def test_a_matching_if_none_match_gets_a_304(
+    client: TestClient, name: str, url: str, headers: dict[str, str], encoding: dict[str, str]
+) -> None:
+    first = client.get(url, headers={**headers, **encoding})
+    assert first.status_code == 200, name
+    assert first.headers["cache-control"] == "no-cache"
+    etag = first.headers["etag"]
+    again = client.get(url, headers={**headers, **encoding, "If-None-Match": etag})
+    assert again.status_code == 304
+    assert again.content == b""
+    assert again.headers["etag"] == etag
+    # Another body's tag is no match.
+    assert client.get(url, headers={**headers, **encoding, "If-None-Match": '"other"'}).status_code == 200
+
+
+def test_the_page_and_its_fragment_and_both_encodings_have_their_own_etags(client: TestClient) -> None:
+    url = "/?stage=zero1"
+    tags = {client.get(url, headers={**h, **e}).headers["etag"] for h in ({}, HX) for e in (IDENTITY, GZIP)}
+    assert len(tags) == 4
+    vary = client.get(url, headers=GZIP).headers["vary"]
+    assert {v.strip() for v in vary.split(",")} >= {"HX-Request", "Accept-Encoding"}
+
+
+def test_the_host_is_part_of_the_key(client: TestClient) -> None:
+    # The "Embed this" snippet is absolute: a page asked for under another name must not get this one's.
+    first = dom(client.get("/?stage=zero1", headers={"Host": "a.example"}).text)
+    second = dom(client.get("/?stage=zero1", headers={"Host": "b.example"}).text)
+    assert "a.example" in str(first.select_one("#share-link"))
+    assert "b.example" in str(second.select_one("#share-link"))
+
+
+@pytest.mark.parametrize(("name", "url", "headers"), CASES)
+def test_two_workers_give_the_same_bytes_and_etags(name: str, url: str, headers: dict[str, str]) -> None:
+    with TestClient(create_app()) as one, TestClient(create_app()) as two:
+        for encoding in (IDENTITY, GZIP):
+            a, b = one.get(url, headers={**headers, **encoding}), two.get(url, headers={**headers, **encoding})
+            assert a.content == b.content, name
+            assert a.headers["etag"] == b.headers["etag"]
+            assert a.headers.get("content-length") == b.headers.get("content-length")
+
+
+def test_every_get_route_answers_head_with_the_headers_alone(client: TestClient) -> None:
+    documented = [path for path, ops in client.get("/openapi.json").json()["paths"].items() if "get" in ops]
+    assert len(documented) >= 4
+    pages = ["/", "/embed", "/compare", "/favicon.ico", "/openapi.json", "/static/app.css"]
+    for path in [*documented, *pages]:
+        got, head = client.get(path, headers=IDENTITY), client.head(path, headers=IDENTITY)
+        assert head.status_code == got.status_code == 200, path
+        assert head.content == b""
+        assert head.headers.get("content-length") == got.headers.get("content-length"), path
+
+
+async def _sized(scope: Scope, receive: Receive, send: Send) -> None:
+    """An app whose body is as many bytes as its query asks."""
+    if scope["type"] != "http":
+        return
+    size = int(scope["query_string"] or b"0")
+    body = b"x" * size
+    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def test_the_cache_is_bounded_in_bytes_and_drops_the_least_recently_used() -> None:
+    cache = ResponseCache(_sized, paths=frozenset({"/"}), max_bytes=20_000)
+    client = TestClient(cache)
+    for size in range(2000, 2400, 40):
+        assert client.get(f"/?{size}", headers=IDENTITY).content == b"x" * size
+    assert cache.used <= 20_000
+    assert len(cache.entries) < 10
+    # The first ones asked for are the ones gone; the newest stayed.
+    misses = cache.misses
+    client.get("/?2360", headers=IDENTITY)
+    assert cache.misses == misses
+    client.get("/?2000", headers=IDENTITY)
+    assert cache.misses == misses + 1
+    # One response larger than an eighth of the cache is served, not kept.
+    assert client.get("/?5000", headers=IDENTITY).content == b"x" * 5000
+    assert all(entry.size < 5000 for entry in cache.entries.values())
