@@ -46,6 +46,8 @@ FORM_CONTROLS = ("input", "select", "textarea", "button")
 FORM_NOTE = "A static copy: the calculator needs the live app (run zero-bands), so it is switched off here."
 SLIDER_NOTE = "In this static copy, step with the links or the arrow keys: the slider needs the live app."
 MISSING_NOTE = "Not in this static copy: this view needs the live app."
+DROPPED = {"embed-this": "To embed this view in a course page, take the snippet from the live app (run zero-bands)."}
+"""Elements left out of the copy, by id, with the note that stands in their place."""
 FILE_SCRIPT = "export.js"
 """Turns htmx off on file:// pages, where a browser refuses its requests: links load whole pages."""
 
@@ -149,33 +151,46 @@ class _Rewriter(HTMLParser):
         self.out: list[str] = []
         self.missing: set[str] = set()
         self.in_form = False
+        self.dropping: str | None = None
+        """The tag of the element being left out, while inside it."""
+        self.depth = 0
+
+    def _emit(self, text: str) -> None:
+        if self.dropping is None:
+            self.out.append(text)
 
     # Everything but start tags is copied as it came.
     def handle_endtag(self, tag: str) -> None:
+        if self.dropping is not None:
+            if tag == self.dropping:
+                self.depth -= 1
+                if self.depth == 0:
+                    self.dropping = None
+            return
         if tag == "form":
             self.in_form = False
-        self.out.append(f"</{tag}>")
+        self._emit(f"</{tag}>")
 
     def handle_data(self, data: str) -> None:
-        self.out.append(data)
+        self._emit(data)
 
     def handle_entityref(self, name: str) -> None:
-        self.out.append(f"&{name};")
+        self._emit(f"&{name};")
 
     def handle_charref(self, name: str) -> None:
-        self.out.append(f"&#{name};")
+        self._emit(f"&#{name};")
 
     def handle_comment(self, data: str) -> None:
-        self.out.append(f"<!--{data}-->")
+        self._emit(f"<!--{data}-->")
 
     def handle_decl(self, decl: str) -> None:
-        self.out.append(f"<!{decl}>")
+        self._emit(f"<!{decl}>")
 
     def handle_pi(self, data: str) -> None:
-        self.out.append(f"<?{data}>")
+        self._emit(f"<?{data}>")
 
     def unknown_decl(self, data: str) -> None:
-        self.out.append(f"<![{data}]>")
+        self._emit(f"<![{data}]>")
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self._start(tag, attrs, closed=True)
@@ -214,6 +229,14 @@ class _Rewriter(HTMLParser):
     def _start(self, tag: str, attrs: list[tuple[str, str | None]], closed: bool) -> None:
         original = self.get_starttag_text() or ""
         values = dict(attrs)
+        if self.dropping is not None:
+            self.depth += tag == self.dropping and not closed
+            return
+        if values.get("id") in DROPPED and not closed:
+            # Its snippets name the live app's address, which a static copy does not have.
+            self._emit(f'<p class="export-note" role="note">{html.escape(DROPPED[values["id"] or ""])}</p>')
+            self.dropping, self.depth = tag, 1
+            return
         changed = False
         before: list[str] = []
         after: list[str] = []
@@ -269,7 +292,7 @@ class _Rewriter(HTMLParser):
             before.append(f'<script src="{html.escape(script)}" defer></script>\n  ')
 
         text = _tag(tag, values, closed) if changed else original
-        self.out.append("".join([*before, text, *after]))
+        self._emit("".join([*before, text, *after]))
 
 
 def _tag(tag: str, attrs: Mapping[str, str | None], closed: bool) -> str:

@@ -15,6 +15,7 @@ from app import export as export_module
 from app.config import Settings
 from app.domain.step import LAST_PHASE
 from app.export import (
+    EXPORT_HOST,
     FORM_NOTE,
     MISSING_NOTE,
     ExportError,
@@ -327,7 +328,7 @@ def test_the_command_writes_the_site_and_says_how_much(
     header, *listed = out.err.splitlines()
     # The count it gives is the list it prints, and the list names the pages left out.
     assert header == f"{len(listed)} linked addresses are not in the copy and show as plain text:"
-    assert {"  /?stage=zero3", "  /compare?left=dp&right=zero1", "  /embed?stage=dp"} <= set(listed)
+    assert {"  /?stage=zero3", "  /compare?left=dp&right=zero1", "  /?stage=zero1&theme=projector"} <= set(listed)
     assert (tmp_path / "notes.txt").read_text() == "mine"
     assert one(dom((tmp_path / "index.html").read_text()), "#switch-zero1")["href"] == "zero1.html"
     assert one(dom((tmp_path / "index.html").read_text()), "#switch-zero2")["title"] == MISSING_NOTE
@@ -337,3 +338,13 @@ def test_an_address_the_app_refuses_stops_the_export(tmp_path: Path) -> None:
     with pytest.raises(ExportError, match=r"the app answered 422 for /\?stage=zero9"):
         export_module.export(tmp_path / "out", urls=["/", "/?stage=zero9"])
     assert not (tmp_path / "out").exists()
+
+
+def test_no_page_names_the_host_it_was_rendered_under(site: Path, pages: dict[Path, BeautifulSoup]) -> None:
+    """The "Embed this" snippets need the live app's address: the copy says so instead of showing a made-up one."""
+    for page, tree in pages.items():
+        assert f"//{EXPORT_HOST}" not in page.read_text(encoding="utf-8"), page.name
+        assert tree.select("#embed-this") == []
+    index = pages[site / "index.html"]
+    notes = [n.get_text() for n in index.select(".export-note")]
+    assert any("run zero-bands" in n and "embed" in n.lower() for n in notes)

@@ -80,10 +80,22 @@ def test_question_mark_opens_the_keys_and_focus_comes_back(page: Page, server: s
     watch.assert_clean(page)
 
 
-def test_f_asks_for_full_screen(page: Page, server: str, watch: Watch) -> None:
-    page.goto(server + "/?stage=zero1")
+HIT = """el => { const b = el.getBoundingClientRect();
+  const hit = document.elementFromPoint(b.left + b.width / 2, b.top + b.height / 2); return el.contains(hit); }"""
+
+
+@pytest.mark.parametrize(("width", "height", "theme"), [(1280, 800, "default"), (1920, 1080, "projector")])
+def test_f_asks_for_full_screen(page: Page, server: str, watch: Watch, width: int, height: int, theme: str) -> None:
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(server + f"/?stage=zero1&theme={theme}")
     page.locator("#stage-heading").click()
     page.keyboard.press("f")
+    expect(page.locator("main:fullscreen")).to_have_count(1)
+    # Nothing lies over the tabs: each can be clicked in its middle.
+    for tab in page.locator(".switch").all():
+        assert tab.evaluate(HIT), tab.get_attribute("id")
+    page.locator("#switch-zero3").click()
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero3")
     expect(page.locator("main:fullscreen")).to_have_count(1)
     page.keyboard.press("f")
     expect(page.locator("main:fullscreen")).to_have_count(0)

@@ -50,10 +50,14 @@ def _style(page: Page, selector: str, prop: str, pseudo: str | None = None) -> s
     return value
 
 
+# Arriving by the switcher (`from`) adds the sentence saying what changed: the cards stay above the fold.
+@pytest.mark.parametrize("arrival", ["", "&from=dp", "&from=zero3"])
 @pytest.mark.parametrize("stage", STAGES)
-def test_default_at_1280_shows_every_card_and_the_key_above_the_fold(page: Page, server: str, stage: str) -> None:
+def test_default_at_1280_shows_every_card_and_the_key_above_the_fold(
+    page: Page, server: str, stage: str, arrival: str
+) -> None:
     page.set_viewport_size({"width": 1280, "height": 800})
-    page.goto(f"{server}/?stage={stage}")
+    page.goto(f"{server}/?stage={stage}{arrival}")
     bottoms = _card_bottoms(page)
     assert len(bottoms) == 8
     assert max(bottoms) <= 800
@@ -64,20 +68,20 @@ def test_default_at_1280_shows_every_card_and_the_key_above_the_fold(page: Page,
 
 
 @pytest.mark.parametrize("stage", STAGES)
-@pytest.mark.parametrize("phase", [None, 0, 9, 12, 17, 20])
+@pytest.mark.parametrize("phase", [None, "from", 0, 9, 12, 17, 20])
 def test_projector_at_1920_shows_cards_key_and_cost_without_scrolling(
-    page: Page, server: str, watch: Watch, stage: str, phase: int | None
+    page: Page, server: str, watch: Watch, stage: str, phase: int | str | None
 ) -> None:
     page.set_viewport_size({"width": 1920, "height": 1080})
-    moment = "" if phase is None else f"&phase={phase}"
+    # "from": arriving by the switcher, with the sentence saying what changed.
+    moment = {None: "", "from": f"&from={'zero3' if stage == 'dp' else 'dp'}"}.get(phase, f"&phase={phase}")
     page.goto(f"{server}/?stage={stage}{moment}&theme=projector")
     assert page.evaluate("document.documentElement.scrollWidth") <= 1920
     bottoms = _card_bottoms(page)
     assert len(bottoms) == 8
     assert max(bottoms) <= 1080
-    assert _bottom(page, ".legend .key.bands") <= 1080
-    assert _bottom(page, ".legend .key.states") <= 1080
-    cost = "#tally" if phase is not None else ".figures tr.current .comm"
+    assert _bottom(page, ".legend") <= 1080
+    cost = "#tally" if isinstance(phase, int) else ".figures tr.current .comm"
     expect(page.locator(cost)).to_contain_text(re.compile(r"[23]P"))
     assert _bottom(page, cost) <= 1080
     # The form is folded away below, not gone.
