@@ -140,9 +140,10 @@ async def _answer(entry: Cached, scope: Scope, send: Send) -> None:
     use_gzip = entry.gzipped is not None and accepts_gzip(request)
     etag = entry.etag[:-1] + '-gz"' if use_gzip else entry.etag
     headers = [(k, v) for k, v in entry.headers if k not in {b"cache-control", b"vary"}]
-    vary = next((v for k, v in entry.headers if k == b"vary"), b"")
+    names = [n.strip() for k, v in entry.headers if k == b"vary" for n in v.split(b",") if n.strip()]
     if entry.gzipped is not None:
-        vary = vary + b", Accept-Encoding" if vary else b"Accept-Encoding"
+        names.append(b"Accept-Encoding")
+    vary = b", ".join(dict.fromkeys(names))
     # Always ask before reusing: the ETag makes asking cheap (a 304 with no body).
     validators = [(b"etag", etag.encode()), (b"cache-control", b"no-cache")] + ([(b"vary", vary)] if vary else [])
     if entry.status == 200 and not_modified(request, etag):

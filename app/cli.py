@@ -3,20 +3,21 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import uvicorn
 from pydantic import ValidationError
 
-from app.config import ConfigError
+from app.config import DEFAULT_LIMIT, LIMIT_ENV, ConfigError, Settings
 from app.domain.architecture import ModelName
 from app.domain.bands import RecipeName
 from app.domain.quantities import ByteUnit
 from app.domain.scenario import resolve
 from app.errors import describe
 from app.inputs import RunQuery
+from app.server import DEFAULT_HEADER_TIMEOUT, serve
 from app.table import render_table
 
 
@@ -24,10 +25,31 @@ def _port(text: str) -> int:
     try:
         port = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+        raise argparse.ArgumentTypeError(f"{_safe(text)} is not a port number") from None
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{port} is not between 0 and 65535")
     return port
+
+
+def _positive(text: str) -> int:
+    if not (text.isdigit() and 0 < len(text) < 7 and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"{_safe(text)} is not a whole number from 1 to 999999")
+    return int(text)
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{_safe(text)} is not a number of seconds") from None
+    if not 0.1 <= seconds <= 300:
+        raise argparse.ArgumentTypeError(f"{seconds:g} is not between 0.1 and 300 seconds")
+    return seconds
+
+
+def _safe(text: str) -> str:
+    """Text from the command line, quoted so that no escape sequence in it reaches the terminal raw."""
+    return repr(text) if text.isprintable() else ascii(text)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -36,6 +58,19 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=_port, default=8000, help="port to listen on (default: 8000)")
     p.add_argument("--root-path", default="", help="path prefix when served behind a proxy, e.g. /tools/zero")
+    p.add_argument(
+        "--workers", type=_positive, default=os.cpu_count() or 1,
+        help="worker processes, each with its own cache (default: one per core, here %(default)s)",
+    )  # fmt: skip
+    p.add_argument(
+        "--limit-concurrency", type=_positive, default=None,
+        help=f"requests in progress per worker past which the next gets a 503 at once (default: {DEFAULT_LIMIT})",
+    )  # fmt: skip
+    p.add_argument(
+        "--header-timeout", type=_seconds, default=DEFAULT_HEADER_TIMEOUT,
+        help="seconds a client has to send its request's headers before the connection is closed (default: 5)",
+    )  # fmt: skip
+    p.add_argument("--access-log", action="store_true", help="log every request (off by default: it costs time)")
     commands = p.add_subparsers(dest="command", metavar="{table,export}")
     table = commands.add_parser(
         "table", help="print memory, traffic and fit per stage for a run", description="Print the table for a run."
@@ -68,10 +103,21 @@ def table(args: argparse.Namespace) -> int:
     except ValidationError as error:
         errors = [{**e, "loc": ("option", *e["loc"])} for e in error.errors()]
         message = describe(errors, show_input=True)
-        print(f"zero-bands table: {message}", file=sys.stderr)
+        print(f"zero-bands table: {_printable(message)}", file=sys.stderr)
         return 2
-    print(render_table(resolve(query.inputs())))
+    try:
+        print(render_table(resolve(query.inputs())))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `zero-bands table | head`: the reader has what it wanted. Quietly, as other tools do: point
+        # stdout at nothing so the interpreter's own final flush cannot complain either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
+
+
+def _printable(text: str) -> str:
+    """A message with any control character (an escape sequence typed into an option) shown as an escape."""
+    return "".join(c if c.isprintable() or c == "\n" else ascii(c)[1:-1] for c in text)
 
 
 def export_site(args: argparse.Namespace) -> int:
@@ -102,11 +148,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(table(args))
     if args.command == "export":
         raise SystemExit(export_site(args))
+    if args.limit_concurrency is not None:
+        os.environ[LIMIT_ENV] = str(args.limit_concurrency)
     try:
-        from app.main import create_app
-
-        application = create_app()
+        # Each worker builds its own app from the environment: check it once here, with a clear message.
+        Settings.from_env()
     except ConfigError as error:
         parser().exit(2, f"zero-bands: {error}\n")
-    # server_header=False: the brief asks for no Server header; the middleware drops it too.
-    uvicorn.run(application, host=args.host, port=args.port, root_path=args.root_path, server_header=False)
+    serve(
+        args.host, args.port, args.root_path, workers=args.workers, access_log=args.access_log,
+        header_timeout=args.header_timeout,
+    )  # fmt: skip

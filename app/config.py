@@ -9,6 +9,12 @@ from dataclasses import dataclass
 
 FRAME_ANCESTORS_ENV = "ZERO_BANDS_FRAME_ANCESTORS"
 DEFAULT_FRAME_ANCESTORS = "*"
+MAX_FRAME_ANCESTORS_LENGTH = 2048
+# Schemes that name no place a page can be framed from, only code or inline content.
+REFUSED_SCHEMES = ("javascript:", "data:", "vbscript:", "blob:", "filesystem:")
+LIMIT_ENV = "ZERO_BANDS_LIMIT_CONCURRENCY"
+DEFAULT_LIMIT = 256
+"""Requests in progress per worker past which the next gets a 503 at once."""
 
 # A CSP source expression: a keyword, a scheme, or a host with optional scheme, port and path.
 # Anything else (a ';' or ',' above all) could smuggle a second directive into the header.
@@ -32,8 +38,17 @@ class Settings:
     """What an operator can configure."""
 
     frame_ancestors: str = DEFAULT_FRAME_ANCESTORS
+    limit_concurrency: int | None = DEFAULT_LIMIT
+    """None: no limit."""
 
     def __post_init__(self) -> None:
+        if self.limit_concurrency is not None and self.limit_concurrency < 1:
+            raise ConfigError(f"{LIMIT_ENV} must be a whole number of at least 1, or 'none'")
+        if len(self.frame_ancestors) > MAX_FRAME_ANCESTORS_LENGTH:
+            raise ConfigError(
+                f"{FRAME_ANCESTORS_ENV} is {len(self.frame_ancestors):,} characters long; "
+                f"at most {MAX_FRAME_ANCESTORS_LENGTH:,} are accepted"
+            )
         if not self.frame_ancestors.isprintable():
             raise ConfigError(f"{FRAME_ANCESTORS_ENV} contains a line break or control character")
         sources = self.frame_ancestors.split(" ")
@@ -41,9 +56,17 @@ class Settings:
         if not sources:
             raise ConfigError(f"{FRAME_ANCESTORS_ENV} is empty; use 'none' to forbid embedding")
         for source in sources:
+            if source.lower().startswith(REFUSED_SCHEMES):
+                raise ConfigError(
+                    f"{FRAME_ANCESTORS_ENV}: {_shown(source)} names no site that could embed the page; "
+                    "use https: or an origin such as https://*.example.edu"
+                )
+            port = _PORT.search(source)
+            if port and port.group(1) != "*" and not 0 < int(port.group(1)) <= 65535:
+                raise ConfigError(f"{FRAME_ANCESTORS_ENV}: {_shown(source)} has no valid port (1-65535)")
             if not _SOURCE.match(source):
                 raise ConfigError(
-                    f"{FRAME_ANCESTORS_ENV}: {source!r} is not a CSP source expression "
+                    f"{FRAME_ANCESTORS_ENV}: {_shown(source)} is not a CSP source expression "
                     "(examples: * 'self' 'none' https: https://*.example.edu)"
                 )
         if "'none'" in sources and len(sources) > 1:
@@ -52,4 +75,23 @@ class Settings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
         """Settings from environment variables, with defaults for the unset ones."""
-        return cls(frame_ancestors=environ.get(FRAME_ANCESTORS_ENV, DEFAULT_FRAME_ANCESTORS).strip())
+        limit = environ.get(LIMIT_ENV, str(DEFAULT_LIMIT)).strip()
+        if limit.lower() == "none":
+            limit_concurrency = None
+        elif limit.isdigit() and len(limit) < 10:
+            limit_concurrency = int(limit)
+        else:
+            raise ConfigError(f"{LIMIT_ENV}={_shown(limit)} is not a whole number of at least 1, or 'none'")
+        return cls(
+            frame_ancestors=environ.get(FRAME_ANCESTORS_ENV, DEFAULT_FRAME_ANCESTORS).strip(),
+            limit_concurrency=limit_concurrency,
+        )
+
+
+_PORT = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?[^/:]*:(\d+|\*)(?:/|$)", re.IGNORECASE)
+
+
+def _shown(text: str) -> str:
+    """A setting quoted for a message: control characters and escapes shown, never sent to a terminal raw."""
+    shown = repr(text[:80]) if text.isprintable() else ascii(text[:80])
+    return shown + (" …" if len(text) > 80 else "")

@@ -9,6 +9,7 @@ from app import __version__, api, errors, pages
 from app.assets import StaticAssets
 from app.cache import ResponseCache
 from app.config import Settings
+from app.overload import ConcurrencyLimit
 from app.paths import STATIC_DIR
 from app.security import SecurityHeadersMiddleware
 
@@ -35,6 +36,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # Pages and JSON are pure functions of their address: rendered once, then served from memory.
     pure = frozenset({"/", "/embed", "/compare", "/openapi.json"})
     app.add_middleware(ResponseCache, paths=pure, prefixes=("/api/",))
+    # Outside the cache, so even a cached answer counts; inside the headers, so a 503 carries them.
+    app.add_middleware(ConcurrencyLimit, limit=settings.limit_concurrency)
     app.add_middleware(SecurityHeadersMiddleware, settings=settings)
     return app
 

@@ -88,7 +88,9 @@ def test_with_javascript_htmx_swaps_the_widget_out_of_each_static_page(page: Pag
 def test_the_forms_say_they_need_the_live_app(page: Page, static_server: str) -> None:
     watch = watching(page, static_server)
     page.goto(f"{static_server}/zero2-phase-3.html")
-    expect(page.locator(".export-note")).to_contain_text("needs the live app")
+    notes = page.locator(".export-note")
+    expect(notes.filter(has_text="the calculator needs the live app")).to_have_count(1)
+    expect(notes.filter(has_text="take the snippet from the live app")).to_have_count(1)
     expect(page.locator("#run-update")).to_be_disabled()
     expect(page.locator("#phase-slider")).to_be_disabled()
     page.click("a[href='api/memory.json']")

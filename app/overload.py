@@ -1,0 +1,59 @@
+"""Past a set number of requests in progress, the next is told at once to come back, not queued.
+
+A lecture hall clicking at the same moment should wait milliseconds, or hear "busy" at once and
+retry: never sit for seconds in a queue while the server works through it. The count is per worker
+process; the 503 carries `Retry-After` and, since it passes through the security middleware
+outside this one, the same headers as every other response.
+"""
+
+from __future__ import annotations
+
+import json
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+RETRY_AFTER_SECONDS = 1
+BUSY_PAGE = (
+    b'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Busy \xc2\xb7 ZeRO Bands</title></head>\n'
+    b"<body><h1>ZeRO Bands is busy</h1><p>Many people are using it at this moment. "
+    b"Please try again in a second.</p></body></html>\n"
+)
+BUSY_JSON = json.dumps({"detail": "busy", "message": "Too many requests at once: retry in a second."}).encode()
+
+
+class ConcurrencyLimit:
+    """ASGI middleware: at most `limit` HTTP requests in progress; past that, a 503 at once."""
+
+    def __init__(self, app: ASGIApp, limit: int | None) -> None:
+        self.app = app
+        self.limit = limit
+        self.active = 0
+        self.refused = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Count the request in, or turn it away."""
+        if scope["type"] != "http" or self.limit is None:
+            await self.app(scope, receive, send)
+            return
+        if self.active >= self.limit:
+            self.refused += 1
+            await _busy(scope, send)
+            return
+        self.active += 1
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.active -= 1
+
+
+async def _busy(scope: Scope, send: Send) -> None:
+    api = scope["path"].startswith(scope.get("root_path", "") + "/api/")
+    body, media = (BUSY_JSON, b"application/json") if api else (BUSY_PAGE, b"text/html; charset=utf-8")
+    headers = [
+        (b"content-type", media),
+        (b"content-length", str(len(body)).encode()),
+        (b"retry-after", str(RETRY_AFTER_SECONDS).encode()),
+        (b"cache-control", b"no-store"),
+    ]
+    await send({"type": "http.response.start", "status": 503, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
