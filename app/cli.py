@@ -159,3 +159,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         args.host, args.port, args.root_path, workers=args.workers, access_log=args.access_log,
         header_timeout=args.header_timeout,
     )  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from app import cli
@@ -59,3 +63,47 @@ def test_the_table_command_reads_pasted_numbers(
         cli.main(["table", *argv])
     assert exit_info.value.code == 0
     assert first_line in capsys.readouterr().out.splitlines()[0]
+
+
+def test_serving_options_default_to_one_worker_per_core_and_no_access_log() -> None:
+    args = cli.parser().parse_args([])
+    assert args.workers == (os.cpu_count() or 1)
+    assert args.access_log is False
+    assert args.header_timeout == 5
+    args = cli.parser().parse_args(["--workers", "3", "--limit-concurrency", "50", "--header-timeout", "2.5"])
+    assert (args.workers, args.limit_concurrency, args.header_timeout) == (3, 50, 2.5)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [("--workers", "0"), ("--workers", "two"), ("--limit-concurrency", "-5"), ("--header-timeout", "0")],
+)
+def test_bad_serving_options_are_refused(option: str, value: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.parser().parse_args([option, value])
+    assert exit_info.value.code == 2
+    assert option in capsys.readouterr().err
+
+
+def test_an_escape_sequence_in_an_option_is_shown_not_sent(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["table", "--params", "\x1b[2J\x1b[31mred"])
+    err = capsys.readouterr().err
+    assert "\x1b" not in err
+    assert "\\x1b[2J" in err
+
+
+def test_the_table_into_a_closed_pipe_exits_quietly() -> None:
+    # As `zero-bands table | head -1` once head has gone: the reading end is closed before the first
+    # write. Python's default is a BrokenPipeError traceback on stderr and exit 120.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        result = subprocess.run(
+            [sys.executable, "-m", "app.cli", "table", "--gpus", "64"],
+            stdout=write_end, stderr=subprocess.PIPE, text=True, check=False, timeout=60,
+        )  # fmt: skip
+    finally:
+        os.close(write_end)
+    assert result.stderr == ""
+    assert result.returncode == 0

@@ -45,8 +45,11 @@ def test_frame_ancestors_defaults_to_anywhere() -> None:
 
 @pytest.mark.parametrize(
     "value",
-    ["", "https://a.example; script-src *", "https://a.example, *", "'unsafe-inline'", "'none' https:", "a b\nc"],
-)
+    [
+        "", "https://a.example; script-src *", "https://a.example, *", "'unsafe-inline'", "'none' https:", "a b\nc",
+        "javascript:", "DATA:", "https://a.example:99999", "https://a.example:0", "https://" + "a" * 3000 + ".example",
+    ],
+)  # fmt: skip
 def test_frame_ancestors_that_would_break_the_policy_are_refused(value: str) -> None:
     with pytest.raises(ConfigError, match=FRAME_ANCESTORS_ENV):
         Settings.from_env({FRAME_ANCESTORS_ENV: value})

@@ -74,7 +74,8 @@ def test_projector_at_1920_shows_cards_key_and_cost_without_scrolling(
 ) -> None:
     page.set_viewport_size({"width": 1920, "height": 1080})
     # "from": arriving by the switcher, with the sentence saying what changed.
-    moment = {None: "", "from": f"&from={'zero3' if stage == 'dp' else 'dp'}"}.get(phase, f"&phase={phase}")
+    arrival = f"&from={'zero3' if stage == 'dp' else 'dp'}"
+    moment = "" if phase is None else arrival if phase == "from" else f"&phase={phase}"
     page.goto(f"{server}/?stage={stage}{moment}&theme=projector")
     assert page.evaluate("document.documentElement.scrollWidth") <= 1920
     bottoms = _card_bottoms(page)

@@ -1,0 +1,139 @@
+"""The served app under load and abuse: a fast 503 past the limit, slow clients closed, the parser's 400 dressed."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from starlette.types import Message, Receive, Scope, Send
+
+from app.config import Settings
+from app.overload import ConcurrencyLimit
+from app.security import security_headers
+from tests.browser.conftest import serving, zero_bands_command
+
+SECURITY = {k.lower() for k in security_headers(Settings())}
+
+
+def _command(*extra: str) -> Callable[[int], list[str]]:
+    return lambda port: [zero_bands_command(), "--port", str(port), "--workers", "1", *extra]
+
+
+def _get(url: str, timeout: float = 10) -> tuple[int, dict[str, str], float]:
+    started = time.monotonic()
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            response.read()
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, time.monotonic() - started
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, time.monotonic() - started
+
+
+def test_past_the_limit_a_request_gets_a_503_at_once_with_the_apps_headers() -> None:
+    # One request held inside the app; the next, over a limit of one, is refused without waiting.
+    release = asyncio.Event()
+    entered = asyncio.Event()
+
+    async def slow(scope: Scope, receive: Receive, send: Send) -> None:
+        entered.set()
+        await release.wait()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"done"})
+
+    limited = ConcurrencyLimit(slow, limit=1)
+
+    async def call(path: str) -> tuple[int, dict[bytes, bytes], bytes]:
+        sent: list[Message] = []
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        async def receive() -> Message:
+            return {"type": "http.request", "body": b""}
+
+        scope = {"type": "http", "method": "GET", "path": path, "root_path": "", "headers": []}
+        await limited(scope, receive, send)
+        return sent[0]["status"], dict(sent[0]["headers"]), sent[1]["body"]
+
+    async def scenario() -> None:
+        first = asyncio.create_task(call("/"))
+        await entered.wait()
+        started = time.monotonic()
+        status, headers, body = await call("/?stage=zero1")
+        assert time.monotonic() - started < 0.1
+        assert status == 503
+        assert headers[b"retry-after"] == b"1"
+        assert b"busy" in body
+        api_status, api_headers, _ = await call("/api/memory")
+        assert api_status == 503
+        assert api_headers[b"content-type"] == b"application/json"
+        release.set()
+        assert (await first)[0] == 200
+        assert limited.active == 0
+        assert limited.refused == 2
+
+    asyncio.run(scenario())
+
+
+def test_the_served_503_carries_the_security_headers() -> None:
+    env = {**os.environ, "ZERO_BANDS_LIMIT_CONCURRENCY": "2"}
+    with serving(_command(), env=env) as url, ThreadPoolExecutor(40) as pool:
+        results = list(pool.map(lambda i: _get(f"{url}/?stage=zero2&gpus={i % 40 + 1}"), range(120)))
+    refused = [headers for status, headers, _ in results if status == 503]
+    assert refused, "40 clients at once never passed a limit of 2"
+    assert {status for status, _, _ in results} <= {200, 503}
+    for headers in refused:
+        assert headers["retry-after"] == "1"
+        assert set(headers) >= SECURITY
+
+
+def test_a_client_that_does_not_finish_its_headers_is_closed_and_slows_no_one() -> None:
+    with serving(_command("--header-timeout", "1")) as url:
+        port = int(url.rpartition(":")[2])
+        slow = []
+        for _ in range(100):
+            sock = socket.create_connection(("127.0.0.1", port))
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ")  # and never the end of the headers
+            slow.append(sock)
+        silent = socket.create_connection(("127.0.0.1", port))  # sends nothing at all
+        status, _, seconds = _get(f"{url}/?stage=zero1")
+        assert status == 200
+        assert seconds < 1
+        started = time.monotonic()
+        for sock in [*slow, silent]:
+            sock.settimeout(5)
+            assert sock.recv(1) == b""  # closed by the server
+            sock.close()
+        assert time.monotonic() - started < 3
+
+
+def test_a_request_the_parser_refuses_gets_a_400_with_the_apps_headers() -> None:
+    with serving(_command()) as url:
+        port = int(url.rpartition(":")[2])
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as sock:
+            sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n")
+            reply = b""
+            while chunk := sock.recv(4096):
+                reply += chunk
+    head = reply.split(b"\r\n\r\n")[0].decode("latin-1").lower().split("\r\n")
+    assert head[0].startswith("http/1.1 400")
+    assert {line.partition(":")[0] for line in head[1:]} >= SECURITY
+
+
+@pytest.mark.parametrize("workers", ["2"])
+def test_several_workers_serve_the_same_bytes(workers: str) -> None:
+    with serving(lambda port: [zero_bands_command(), "--port", str(port), "--workers", workers]) as url:
+        answers = {(_get(f"{url}/api/memory?gpus=64")[0]) for _ in range(6)}
+        assert answers == {200}
+        bodies = set()
+        for _ in range(8):
+            with urllib.request.urlopen(f"{url}/?stage=zero3", timeout=10) as response:
+                bodies.add((response.read(), response.headers["etag"]))
+        assert len(bodies) == 1
