@@ -16,8 +16,9 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.assets import accepts_gzip, not_modified
+from app.config import DEFAULT_CACHE_BYTES
 
-DEFAULT_MAX_BYTES = 32 * 2**20
+DEFAULT_MAX_BYTES = DEFAULT_CACHE_BYTES
 """About 250 pages with their gzip forms: every stage and phase of a lecture's few runs."""
 
 # What a cached body depends on besides the address: the htmx headers (a fragment or the page, a

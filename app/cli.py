@@ -8,17 +8,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from app.config import DEFAULT_LIMIT, LIMIT_ENV, ConfigError, Settings
 from app.domain.architecture import ModelName
 from app.domain.bands import RecipeName
 from app.domain.quantities import ByteUnit
-from app.domain.scenario import resolve
-from app.errors import describe
-from app.inputs import RunQuery
 from app.server import DEFAULT_HEADER_TIMEOUT, serve
-from app.table import render_table
 
 
 def _port(text: str) -> int:
@@ -97,6 +91,14 @@ def parser() -> argparse.ArgumentParser:
 
 def table(args: argparse.Namespace) -> int:
     """Validate the run as the API does, then print its table; 2 and a message when it is wrong."""
+    # Imported here: serving needs none of it, and every worker starts sooner without it.
+    from pydantic import ValidationError
+
+    from app.domain.scenario import resolve
+    from app.errors import describe
+    from app.inputs import RunQuery
+    from app.table import render_table
+
     fields = {name: value for name, value in vars(args).items() if name in RunQuery.model_fields and value is not None}
     try:
         query = RunQuery.model_validate(fields)

@@ -12,9 +12,12 @@ DEFAULT_FRAME_ANCESTORS = "*"
 MAX_FRAME_ANCESTORS_LENGTH = 2048
 # Schemes that name no place a page can be framed from, only code or inline content.
 REFUSED_SCHEMES = ("javascript:", "data:", "vbscript:", "blob:", "filesystem:")
+CACHE_ENV = "ZERO_BANDS_CACHE_MB"
+DEFAULT_CACHE_BYTES = 32 * 2**20
 LIMIT_ENV = "ZERO_BANDS_LIMIT_CONCURRENCY"
-DEFAULT_LIMIT = 256
-"""Requests in progress per worker past which the next gets a 503 at once."""
+DEFAULT_LIMIT = 32
+"""Requests in progress per worker past which the next gets a 503 at once. A cached answer is in
+progress for well under a millisecond, so only renders pile up: 32 of them take about a second."""
 
 # A CSP source expression: a keyword, a scheme, or a host with optional scheme, port and path.
 # Anything else (a ';' or ',' above all) could smuggle a second directive into the header.
@@ -40,6 +43,8 @@ class Settings:
     frame_ancestors: str = DEFAULT_FRAME_ANCESTORS
     limit_concurrency: int | None = DEFAULT_LIMIT
     """None: no limit."""
+    cache_bytes: int = DEFAULT_CACHE_BYTES
+    """What the rendered responses may hold, per worker; 0 renders every request afresh."""
 
     def __post_init__(self) -> None:
         if self.limit_concurrency is not None and self.limit_concurrency < 1:
@@ -82,9 +87,13 @@ class Settings:
             limit_concurrency = int(limit)
         else:
             raise ConfigError(f"{LIMIT_ENV}={_shown(limit)} is not a whole number of at least 1, or 'none'")
+        cache = environ.get(CACHE_ENV, str(DEFAULT_CACHE_BYTES // 2**20)).strip()
+        if not (cache.isdigit() and len(cache) < 6):
+            raise ConfigError(f"{CACHE_ENV}={_shown(cache)} is not a whole number of megabytes (0 turns the cache off)")
         return cls(
             frame_ancestors=environ.get(FRAME_ANCESTORS_ENV, DEFAULT_FRAME_ANCESTORS).strip(),
             limit_concurrency=limit_concurrency,
+            cache_bytes=int(cache) * 2**20,
         )
 
 

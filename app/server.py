@@ -75,6 +75,9 @@ class GuardedHttpTools(HttpToolsProtocol):
         self.transport.close()
 
 
+APP = "app.main:app"
+
+
 def serve(
     host: str,
     port: int,
@@ -82,11 +85,15 @@ def serve(
     workers: int = 1,
     access_log: bool = False,
     header_timeout: float = DEFAULT_HEADER_TIMEOUT,
+    app: str = APP,
 ) -> None:
-    """Run the app under uvicorn until interrupted; the workers read their settings from the environment."""
+    """Run `app` (an import string) under uvicorn until interrupted; workers read their settings from the environment.
+
+    The benchmark serves its hello-world baseline through this same function, so both stand on one stack.
+    """
     os.environ[HEADER_TIMEOUT_ENV] = str(header_timeout)
     uvicorn.run(
-        "app.main:app",
+        app,
         host=host,
         port=port,
         root_path=root_path,

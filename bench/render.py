@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from fastapi.testclient import TestClient
 
+from app.config import Settings
 from app.main import create_app
 
 MAX_PAGE_GZIP_BYTES = 20_000
@@ -56,7 +57,8 @@ def run(rounds: int) -> list[Measure]:
     """Time every request once per round, interleaved, so drift in the machine hits all alike."""
     times: dict[str, list[float]] = {name: [] for name, _, _ in REQUESTS}
     bodies: dict[str, bytes] = {}
-    with TestClient(create_app()) as client:
+    # Rendering is what this measures: the response cache (bench.serve measures it) is left out.
+    with TestClient(create_app(Settings(cache_bytes=0))) as client:
         client.get("/")  # warm the template cache
         for round_ in range(rounds):
             for name, path, headers in REQUESTS:

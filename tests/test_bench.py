@@ -1,13 +1,20 @@
-"""The benchmark runs and reports; its targets are judged by running it, not here (no timing in unit tests)."""
+"""The benchmarks run and report; their targets are judged by running them, not here (no timing in unit tests)."""
 
 from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+import sys
 
 import pytest
 
 from bench import render
 
 
-def test_benchmark_runs_and_reports_every_request(capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_render_benchmark_reports_every_request_and_its_exit_code_tells_the_misses(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     results = render.run(rounds=2)
     assert [m.name for m in results] == [
         "baseline /api/stages",
@@ -17,8 +24,36 @@ def test_benchmark_runs_and_reports_every_request(capsys: pytest.CaptureFixture[
         "api layout",
     ]
     assert all(m.seconds > 0 and 0 < m.gzip_bytes < m.raw_bytes for m in results)
-    render.main(["--rounds", "2"])
+    code = render.main(["--rounds", "2"])
     out = capsys.readouterr().out
-    assert "full page time" in out
-    assert "new run time" in out
-    assert "full page gzip" in out
+    verdicts = re.findall(r"^(ok  |MISS) (full page time|new run time|full page gzip)", out, re.MULTILINE)
+    assert [name for _, name in verdicts] == ["full page time", "new run time", "full page gzip"]
+    assert code == (1 if any(v == "MISS" for v, _ in verdicts) else 0)
+
+
+SERVE_FIGURES = [
+    "cached fragment",
+    "static asset",
+    "never-seen run",
+    "300 connections on the fragment",
+    "1,000 connections",
+    "slowloris connections",
+    "first load",
+    "click to swapped grid",
+    "RSS per worker",
+    "ready after start",
+]
+
+
+@pytest.mark.skipif(shutil.which("wrk") is None, reason="wrk is not installed (apt-get install wrk; .ci/run does)")
+def test_the_serving_benchmark_runs_quickly_and_prints_every_figure_with_its_target() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.serve", "--quick"], capture_output=True, text=True, check=False, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for figure in SERVE_FIGURES:
+        line = next((line for line in lines if figure in line), None)
+        assert line is not None, figure
+        assert line.startswith(("ok  ", "MISS")), line
+        assert "(target " in line, line
