@@ -287,6 +287,8 @@ def measure() -> dict[str, Any]:
     """Run every arrangement on 8 CPU ranks and return the snapshot (what `--out` writes)."""
     began = time.perf_counter()
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+    # The spawned ranks import torch before this module: tell them too that NumPy is not needed.
+    os.environ.setdefault("PYTHONWARNINGS", "ignore:Failed to initialize NumPy")
     with tempfile.TemporaryDirectory() as folder:
         spawn: Callable[..., object] = mp.spawn  # type: ignore[attr-defined]
         spawn(_worker, args=(_free_port(), folder), nprocs=WORLD_SIZE, join=True)
