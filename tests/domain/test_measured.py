@@ -6,6 +6,7 @@ The toy: 8 layers of 64 × 64 = 4,096 weights, 32,768 in all, in fp32 on 8 ranks
 
 from __future__ import annotations
 
+import itertools
 import json
 from fractions import Fraction
 
@@ -41,7 +42,7 @@ NAMED: dict[tuple[Stage, Impl], dict[Reason, int]] = {
 
 
 def test_the_snapshot_holds_all_six_arrangements_on_8_ranks() -> None:
-    assert ALL == tuple((stage, impl) for stage in Stage for impl in IMPLS[stage])
+    assert tuple((stage, impl) for stage in Stage for impl in IMPLS[stage]) == ALL
     assert (SNAP.world_size, SNAP.precision, SNAP.recipe.name, SNAP.model.params) == (8, "fp32", "fp32-adam", P)
     assert all(len(m.ranks) == 8 for m in SNAP.arrangements)
 
@@ -106,7 +107,7 @@ def test_zero2_fsdp2_climbs_in_forward_and_steps_down_as_gradients_leave() -> No
     forward, backward = measured[1:9], measured[9:17]
     assert [b - a for a, b in zip(measured[:8], forward, strict=True)] == [4 * LAYER] * 8
     assert backward[0] - forward[-1] == 4 * LAYER  # the last layer's gradients computed
-    assert [a - b for a, b in zip(backward, backward[1:], strict=False)] == [4 * LAYER] * 7
+    assert [a - b for a, b in itertools.pairwise(backward)] == [4 * LAYER] * 7
 
 
 def test_fsdp1_with_one_flat_parameter_gathers_the_whole_model() -> None:
