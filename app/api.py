@@ -11,7 +11,8 @@ from app.domain.scenario import resolve
 from app.domain.sharding import layout
 from app.domain.stages import Stage
 from app.inputs import RunQuery, StepQuery
-from app.schemas import LayoutOut, MemoryOut, StageRow, StepOut
+from app.measured_view import shipped_snapshot
+from app.schemas import LayoutOut, MeasuredOut, MemoryOut, StageRow, StepOut
 
 API_TAG = "api"
 
@@ -41,3 +42,9 @@ def memory(query: Annotated[RunQuery, Query()]) -> MemoryOut:
 def training_step(query: Annotated[StepQuery, Query()]) -> StepOut:
     """One phase of one training step: every cell's state, what moves, the tally and live memory."""
     return StepOut.of(query.stage, query.phase, resolve(query.inputs()))
+
+
+@router.get("/measured", name="api_measured")
+def measured() -> MeasuredOut:
+    """What PyTorch held on 8 CPU ranks in one real step (the shipped snapshot), compared with the model."""
+    return MeasuredOut.of(shipped_snapshot())

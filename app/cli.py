@@ -65,7 +65,7 @@ def parser() -> argparse.ArgumentParser:
         help="seconds a client has to send its request's headers before the connection is closed (default: 5)",
     )  # fmt: skip
     p.add_argument("--access-log", action="store_true", help="log every request (off by default: it costs time)")
-    commands = p.add_subparsers(dest="command", metavar="{table,export}")
+    commands = p.add_subparsers(dest="command", metavar="{table,export,measure}")
     table = commands.add_parser(
         "table", help="print memory, traffic and fit per stage for a run", description="Print the table for a run."
     )
@@ -86,6 +86,13 @@ def parser() -> argparse.ArgumentParser:
     )
     export.add_argument("dir", metavar="DIR", type=Path, help="the folder to write (created if missing)")
     export.add_argument("--force", action="store_true", help="write into DIR even if it is not empty")
+    measure = commands.add_parser(
+        "measure",
+        help="measure what PyTorch holds on 8 CPU ranks under each arrangement (needs zero-bands[measure])",
+        description="Train a toy model of 8 equal layers on 8 CPU processes (gloo) under DDP, "
+        "ZeroRedundancyOptimizer, FSDP1 and FSDP2, and write the bytes each rank holds as a JSON snapshot.",
+    )
+    measure.add_argument("--out", type=Path, help="where to write the snapshot (default: print a summary only)")
     return p
 
 
@@ -143,6 +150,38 @@ def export_site(args: argparse.Namespace) -> int:
     return 0
 
 
+MEASURE_NEEDS_TORCH = (
+    "zero-bands measure needs PyTorch, which is not installed: pip install 'zero-bands[measure]' "
+    "(the CPU build, torch==2.13.0)."
+)
+
+
+def measure(args: argparse.Namespace) -> int:
+    """Run the measurement, a line per arrangement, and write the snapshot; 2 and a message without torch."""
+    try:
+        from app.measure.runner import measure as run_measurement
+    except ImportError:
+        print(MEASURE_NEEDS_TORCH, file=sys.stderr)
+        return 2
+    import json
+
+    from app.domain.measured import compare, parse
+
+    print("Measuring on 8 CPU ranks (gloo), one arrangement at a time:", flush=True)
+    data = run_measurement()
+    snapshot = parse(data)
+    for measured in snapshot.arrangements:
+        agreement = compare(snapshot, measured)
+        share = float(agreement.ratio)
+        print(f"{measured.stage.info.title}, {measured.title}: {share:.2%} of the model's bytes, "
+              f"{agreement.unexplained:,} B unexplained")  # fmt: skip
+    if args.out is not None:
+        args.out.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"Wrote {args.out}.")
+    print(f"Measured in {snapshot.seconds:.1f} s with torch {snapshot.torch}.")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Parse the arguments; print a table, export a static copy, or serve until interrupted."""
     args = parser().parse_args(argv)
@@ -150,6 +189,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(table(args))
     if args.command == "export":
         raise SystemExit(export_site(args))
+    if args.command == "measure":
+        raise SystemExit(measure(args))
     if args.limit_concurrency is not None:
         os.environ[LIMIT_ENV] = str(args.limit_concurrency)
     try:

@@ -68,7 +68,11 @@ def default_urls() -> list[str]:
     urls += [f"/embed?stage={stage.value}&phase={phase}" for stage in Stage for phase in range(LAST_PHASE + 1)]
     urls += [f"/compare?left={left.value}&right={right.value}" for left in Stage for right in Stage]
     urls += [f"/compare?left={left.value}&right={right.value}&theme=projector" for left in Stage for right in Stage]
-    urls += ["/api/memory", "/api/stages", "/api/layout", "/openapi.json"]
+    # Every arrangement measured in PyTorch, in both themes: the page links to them.
+    measured = [f"/measured?stage={stage.value}" for stage in Stage]
+    measured += [f"/measured?stage={stage}&impl=fsdp2" for stage in ("zero2", "zero3")]
+    urls += measured + [f"{url}&theme=projector" for url in measured]
+    urls += ["/api/memory", "/api/stages", "/api/layout", "/api/measured", "/openapi.json"]
     # Browsers ask for it on pages that name no icon, the JSON among them.
     urls += ["/favicon.ico"]
     return urls

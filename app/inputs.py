@@ -11,11 +11,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from app.domain.architecture import ModelName
 from app.domain.bands import MAX_CUSTOM_BAND_BYTES, RecipeName
 from app.domain.fit import MAX_GPUS
+from app.domain.measured import IMPLS, Impl
 from app.domain.memory import DEFAULT_GPUS
 from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, ambiguity, parse_bytes, parse_count
 from app.domain.scenario import Inputs
@@ -125,6 +126,32 @@ class CompareQuery(RunQuery):
     left: Stage = Field(Stage.ZERO1, description="The arrangement drawn on the left.")
     right: Stage = Field(Stage.ZERO3, description="The arrangement drawn on the right.")
     theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
+
+
+class MeasuredQuery(BaseModel):
+    """One measured arrangement: the stage, and for ZeRO-2 and 3 which FSDP."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    stage: Stage = Field(Stage.DP, description="The arrangement.")
+    impl: Impl | None = Field(
+        None, description="ddp (dp), zero-redundancy (zero1), fsdp1 or fsdp2 (zero2, zero3); none: the stage's first."
+    )
+    theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
+
+    @field_validator("impl")
+    @classmethod
+    def _measured(cls, impl: Impl | None, info: ValidationInfo) -> Impl | None:
+        stage = info.data.get("stage")
+        if impl is not None and isinstance(stage, Stage) and impl not in IMPLS[stage]:
+            choices = " or ".join(i.value for i in IMPLS[stage])
+            raise ValueError(f"{impl.value} was not measured for {stage.value}: choose {choices}")
+        return impl
+
+    @property
+    def chosen(self) -> Impl:
+        """The implementation to show."""
+        return self.impl or IMPLS[self.stage][0]
 
 
 class Controls(StrEnum):

@@ -35,7 +35,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(GZipMiddleware, minimum_size=1024)
     # Pages and JSON are pure functions of their address: rendered once, then served from memory.
     if settings.cache_bytes:
-        pure = frozenset({"/", "/embed", "/compare", "/openapi.json"})
+        pure = frozenset({"/", "/embed", "/compare", "/measured", "/openapi.json"})
         app.add_middleware(ResponseCache, paths=pure, prefixes=("/api/",), max_bytes=settings.cache_bytes)
     # Outside the cache, so even a cached answer counts; inside the headers, so a 503 carries them.
     app.add_middleware(ConcurrencyLimit, limit=settings.limit_concurrency)

@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 from typing import Annotated
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
 from app.compare_view import compare_view
 from app.domain.scenario import resolve
-from app.inputs import CompareQuery, EmbedQuery, PageQuery
+from app.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery
 from app.links import absolute_links, embed_links, path_for, stage_links
+from app.measured_view import measured_view, theme_of
 from app.paths import STATIC_DIR
 from app.templating import render, replace_history
 from app.views import embed_view, page_view, share_view
@@ -30,7 +32,9 @@ def page(request: Request, query: Annotated[PageQuery, Query()]) -> HTMLResponse
     share = share_view(
         query.stage, absolute_links(request, link, "page"), absolute_links(request, link, "embed"), script
     )
-    return render(request, "index.html", "widget", replace(view, share=share), push_url=link(query.stage))
+    measured = path_for(request, "measured") + "?" + urlencode({"stage": query.stage.value, **theme_of(query.theme)})
+    view = replace(view, share=share, measured_href=measured)
+    return render(request, "index.html", "widget", view, push_url=link(query.stage))
 
 
 @router.api_route("/embed", methods=["GET", "HEAD"], name="embed", response_class=HTMLResponse)
@@ -49,6 +53,14 @@ def compare(request: Request, query: Annotated[CompareQuery, Query()]) -> HTMLRe
     view = compare_view(query.left, query.right, resolve(query.inputs()), path_for(request, "compare"),
                         path_for(request, "page"), run, query.theme)  # fmt: skip
     return render(request, "compare.html", "compare", view)
+
+
+@router.api_route("/measured", methods=["GET", "HEAD"], name="measured", response_class=HTMLResponse)
+def measured(request: Request, query: Annotated[MeasuredQuery, Query()]) -> HTMLResponse:
+    """The model's grid beside what PyTorch held on 8 ranks, their agreement, and the step's curve."""
+    base, page_path = path_for(request, "measured"), path_for(request, "page")
+    view = measured_view(query.stage, query.chosen, base, page_path, query.theme)
+    return render(request, "measured.html", "measured", view)
 
 
 @router.api_route("/favicon.ico", methods=["GET", "HEAD"], name="favicon")

@@ -365,6 +365,8 @@ class PageView:
     error: str | None = None
     step_href: str = ""
     compare_href: str = ""
+    measured_href: str = ""
+    """The same stage measured in PyTorch (8 ranks, the toy model); on the page only."""
     theme: Theme = Theme.DEFAULT
     """A class on <html>: the page's one place that knows the theme."""
     theme_href: str = ""

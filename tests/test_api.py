@@ -45,7 +45,7 @@ def test_layout_matches_the_page_cell_for_cell(client: TestClient) -> None:
 
 def test_openapi_documents_the_api_and_not_the_page(client: TestClient) -> None:
     schema = client.get("/openapi.json").json()
-    assert set(schema["paths"]) == {"/api/stages", "/api/layout", "/api/memory", "/api/step"}
+    assert set(schema["paths"]) == {"/api/stages", "/api/layout", "/api/memory", "/api/step", "/api/measured"}
     stage_param = schema["paths"]["/api/layout"]["get"]["parameters"][0]
     assert stage_param["name"] == "stage"
     assert set(schema["components"]["schemas"]["StageRow"]["required"]) >= {

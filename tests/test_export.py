@@ -74,8 +74,8 @@ def test_a_query_cannot_write_outside_the_export() -> None:
 
 
 # The page at rest and each stage, each stage's 21 phases, the same as embeds, and the 16 compare pairs;
-# the pages and the pairs again in the projector theme.
-PAGES = 2 * (1 + 4 + 4 * 21) + 4 + 4 * 21 + 2 * 16
+# the pages and the pairs again in the projector theme; the 6 measured arrangements in both themes.
+PAGES = 2 * (1 + 4 + 4 * 21) + 4 + 4 * 21 + 2 * 16 + 2 * 6
 
 
 def _exported_pages() -> set[str]:
@@ -90,7 +90,10 @@ def _exported_pages() -> set[str]:
     embeds = {f"embed-{s}.html" for s in STAGES} | {f"embed-{s}-phase-{p}.html" for s in STAGES for p in phases}
     pairs = {f"compare-left-{a}_right-{b}.html" for a in STAGES for b in STAGES}
     pairs |= {f"compare-left-{a}_right-{b}_theme-projector.html" for a in STAGES for b in STAGES}
-    return page | projector | embeds | pairs
+    measured = {f"measured-{s}.html" for s in STAGES} | {f"measured-{s}-impl-fsdp2.html" for s in ("zero2", "zero3")}
+    measured |= {name.replace(".html", "_theme-projector.html" if "impl" in name else "-theme-projector.html")
+                 for name in measured}  # fmt: skip
+    return page | projector | embeds | pairs | measured
 
 
 def test_the_default_urls_are_every_stage_at_rest_and_every_phase() -> None:
@@ -238,7 +241,7 @@ def _internal(value: str) -> bool:
 def test_the_export_has_every_page_json_and_asset(site: Path) -> None:
     names = {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
     pages = _exported_pages()
-    json = {"api/memory.json", "api/stages.json", "api/layout.json", "openapi.json"}
+    json = {"api/memory.json", "api/stages.json", "api/layout.json", "api/measured.json", "openapi.json"}
     assets = {f"static/{p.name}" for p in STATIC_DIR.iterdir()}
     assert names == pages | json | assets | {"favicon.ico"}
     for asset in STATIC_DIR.iterdir():

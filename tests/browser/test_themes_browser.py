@@ -276,6 +276,9 @@ VIEWS = [
     ("/embed?stage=zero3&phase=9&controls=step&calculator=1", "dark"),
     ("/compare?left=zero1&right=zero3", "light"),
     ("/compare?left=dp&right=zero2&theme=projector", "dark"),
+    ("/measured?stage=zero3&impl=fsdp2", "light"),
+    ("/measured?stage=zero2", "dark"),
+    ("/measured?stage=zero1&theme=projector", "light"),
 ]
 
 

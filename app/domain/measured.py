@@ -1,0 +1,467 @@
+"""What PyTorch really held on 8 ranks, read from the measurement's snapshot, set against the model.
+
+The snapshot (written by `zero-bands measure`, shipped with the app) records, for each arrangement
+and each rank, the bytes of every layer's weights, gradients, master copy and Adam moments after one
+real step, the optimizer's step counters, the bytes of the distinct storages behind them, and the
+rank's live bytes at every layer's forward and backward. This module reads it (no torch needed)
+and compares it with the grid and the step that the rest of the domain draws for the same run:
+the toy model's weights, 8 cards and the snapshot's recipe. Every byte of difference per rank is
+named; what is left unnamed is `unexplained`, and the tests require it to be 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from fractions import Fraction
+from typing import Any
+
+from app.domain.bands import RECIPES, Band, Recipe, RecipeName
+from app.domain.columns import model_columns
+from app.domain.fit import Run
+from app.domain.memory import band_bytes, per_gpu_bytes
+from app.domain.sharding import CellState, layout
+from app.domain.stages import Stage
+from app.domain.step import step
+
+SNAPSHOT_FORMAT = 1
+
+
+class Impl(StrEnum):
+    """The PyTorch implementation of an arrangement."""
+
+    DDP = "ddp"
+    ZERO_REDUNDANCY = "zero-redundancy"
+    FSDP1 = "fsdp1"
+    FSDP2 = "fsdp2"
+
+    @property
+    def label(self) -> str:
+        """Its name for people."""
+        return _IMPL_TITLES[self]
+
+
+_IMPL_TITLES = {
+    Impl.DDP: "DDP",
+    Impl.ZERO_REDUNDANCY: "ZeroRedundancyOptimizer",
+    Impl.FSDP1: "FSDP1",
+    Impl.FSDP2: "FSDP2",
+}
+
+IMPLS: dict[Stage, tuple[Impl, ...]] = {
+    Stage.DP: (Impl.DDP,),
+    Stage.ZERO1: (Impl.ZERO_REDUNDANCY,),
+    Stage.ZERO2: (Impl.FSDP1, Impl.FSDP2),
+    Stage.ZERO3: (Impl.FSDP1, Impl.FSDP2),
+}
+"""Which implementations were measured for each stage; the first is the one shown by default."""
+
+
+def default_impl(stage: Stage) -> Impl:
+    """The implementation shown for a stage when none is asked for."""
+    return IMPLS[stage][0]
+
+
+@dataclass(frozen=True)
+class LayerHeld:
+    """What one rank held of one layer after the step, in bytes per band."""
+
+    weights: int
+    gradients: int
+    master: int
+    moments: int
+    start: int
+    """Where this rank's part of the layer begins, in weights (0 when it holds all or none)."""
+
+    def nbytes(self, band: Band) -> int:
+        """Bytes of one band."""
+        return {
+            Band.WEIGHTS: self.weights,
+            Band.GRADIENTS: self.gradients,
+            Band.MASTER: self.master,
+            Band.MOMENTS: self.moments,
+        }[band]
+
+
+@dataclass(frozen=True)
+class LiveBytes:
+    """A rank's live bytes at one moment: 'start', 'forward', 'backward', 'after-backward' or 'after-update'."""
+
+    part: str
+    layer: int | None
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class RankHeld:
+    """One rank after the step, and its live bytes during it."""
+
+    rank: int
+    layers: tuple[LayerHeld, ...]
+    counters: int
+    """Bytes of the optimizer's step counters: one 4-byte count per tensor it keeps state for."""
+    storage: int
+    """Bytes of the distinct storages behind all of it: what the rank really holds."""
+    phases: tuple[LiveBytes, ...]
+
+    def band_bytes(self, band: Band) -> int:
+        """Bytes of one band over all layers."""
+        return sum(layer.nbytes(band) for layer in self.layers)
+
+    @property
+    def viewed(self) -> int:
+        """The bytes the tensors themselves cover: every band of every layer, and the counters."""
+        return sum(self.band_bytes(band) for band in Band) + self.counters
+
+    @property
+    def padding(self) -> int:
+        """Storage no tensor covers: the padding of a flat buffer."""
+        return self.storage - self.viewed
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One arrangement as PyTorch ran it."""
+
+    stage: Stage
+    impl: Impl
+    title: str
+    seconds: float
+    ranks: tuple[RankHeld, ...]
+
+
+@dataclass(frozen=True)
+class ToyModel:
+    """The model trained: equal bias-free layers of rows × columns weights."""
+
+    layers: int
+    rows: int
+    columns: int
+
+    @property
+    def layer_weights(self) -> int:
+        """Weights in one layer."""
+        return self.rows * self.columns
+
+    @property
+    def params(self) -> int:
+        """Weights in the model."""
+        return self.layers * self.layer_weights
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """The whole measurement."""
+
+    torch: str
+    world_size: int
+    precision: str
+    recipe: Recipe
+    model: ToyModel
+    seconds: float
+    arrangements: tuple[Measured, ...]
+
+    def arrangement(self, stage: Stage, impl: Impl) -> Measured:
+        """One arrangement; KeyError if it was not measured."""
+        for measured in self.arrangements:
+            if (measured.stage, measured.impl) == (stage, impl):
+                return measured
+        raise KeyError(f"{stage}/{impl} was not measured")
+
+    @property
+    def run(self) -> Run:
+        """The same run as the model sees it: the toy's weights on the snapshot's ranks, one layer at a time."""
+        return Run(
+            params=self.model.params,
+            gpus=self.world_size,
+            recipe=self.recipe,
+            largest_layer=self.model.layer_weights,
+        )
+
+
+class SnapshotError(ValueError):
+    """The snapshot cannot be read: the message says what is wrong."""
+
+
+def _rank(data: Mapping[str, Any]) -> RankHeld:
+    return RankHeld(
+        rank=int(data["rank"]),
+        layers=tuple(
+            LayerHeld(int(x["weights"]), int(x["gradients"]), int(x["master"]), int(x["moments"]), int(x["start"]))
+            for x in data["layers"]
+        ),
+        counters=int(data["counters"]),
+        storage=int(data["storage"]),
+        phases=tuple(
+            LiveBytes(str(p["part"]), None if p["layer"] is None else int(p["layer"]), int(p["bytes"]))
+            for p in data["phases"]
+        ),
+    )
+
+
+def parse(data: Mapping[str, Any]) -> Snapshot:
+    """The snapshot from its JSON. Raises SnapshotError when it is not a snapshot this app can read."""
+    try:
+        if data["format"] != SNAPSHOT_FORMAT:
+            raise SnapshotError(f"snapshot format {data['format']!r}, expected {SNAPSHOT_FORMAT}")
+        model = data["model"]
+        return Snapshot(
+            torch=str(data["torch"]),
+            world_size=int(data["world_size"]),
+            precision=str(data["precision"]),
+            recipe=RECIPES[RecipeName(data["recipe"])],
+            model=ToyModel(int(model["layers"]), int(model["rows"]), int(model["columns"])),
+            seconds=float(data["seconds"]),
+            arrangements=tuple(
+                Measured(
+                    stage=Stage(a["stage"]),
+                    impl=Impl(a["impl"]),
+                    title=str(a["title"]),
+                    seconds=float(a["seconds"]),
+                    ranks=tuple(_rank(r) for r in a["ranks"]),
+                )
+                for a in data["arrangements"]
+            ),
+        )
+    except (KeyError, TypeError, ValueError) as error:
+        if isinstance(error, SnapshotError):
+            raise
+        raise SnapshotError(f"not a measurement snapshot: {error!r}") from error
+
+
+# The comparison.
+
+
+class Reason(StrEnum):
+    """A named cause of a difference between the model's bytes and the measured ones."""
+
+    STEP_COUNTERS = "step-counters"
+    PADDING = "padding"
+    RESHARDED_WEIGHTS = "resharded-weights"
+
+
+@dataclass(frozen=True)
+class Difference:
+    """Bytes by which one rank's measurement exceeds the model (negative: falls short), and why."""
+
+    reason: Reason
+    nbytes: int
+    text: str
+
+
+@dataclass(frozen=True)
+class RankAgreement:
+    """One rank: the model's bytes, the measured bytes, and the named differences between them."""
+
+    rank: int
+    model: int
+    measured: int
+    differences: tuple[Difference, ...]
+
+    @property
+    def unexplained(self) -> int:
+        """What no named difference accounts for: 0 when the explanation is complete."""
+        return self.measured - self.model - sum(d.nbytes for d in self.differences)
+
+
+@dataclass(frozen=True)
+class CellMeasure:
+    """One band of one layer on one rank: the model's state, and the measured share of the layer."""
+
+    card: int
+    weight: int
+    band: Band
+    model: CellState
+    share: Fraction
+    """The part of the layer's band the rank holds: 0, 1, or a part such as 1/8."""
+    start: Fraction
+    """Where that part begins, as a fraction of the layer."""
+
+    @property
+    def state(self) -> CellState:
+        """Solid, partial or dashed, as measured."""
+        if self.share == 0:
+            return CellState.DASHED
+        return CellState.SOLID if self.share == 1 else CellState.PARTIAL
+
+    @property
+    def agrees(self) -> bool:
+        """Whether the rank holds what the model draws: all of it where solid, none where dashed."""
+        return self.state is self.model
+
+
+@dataclass(frozen=True)
+class CurvePoint:
+    """One moment of the step: the model's live bytes and the measured ones (rank 0; every rank alike)."""
+
+    phase: int
+    label: str
+    model: int
+    measured: int
+    ranks_alike: bool
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """An arrangement against the model: cell by cell, rank by rank, and moment by moment."""
+
+    measured: Measured
+    cells: tuple[CellMeasure, ...]
+    ranks: tuple[RankAgreement, ...]
+    curve: tuple[CurvePoint, ...]
+
+    @property
+    def cells_agreeing(self) -> int:
+        """Cells where the rank holds exactly what the model draws."""
+        return sum(1 for cell in self.cells if cell.agrees)
+
+    @property
+    def unexplained(self) -> int:
+        """The largest unnamed difference over the ranks, in bytes."""
+        return max(abs(r.unexplained) for r in self.ranks)
+
+    @property
+    def ratio(self) -> Fraction:
+        """Measured bytes over model bytes, summed over ranks: 1 is exact."""
+        return Fraction(sum(r.measured for r in self.ranks), sum(r.model for r in self.ranks))
+
+
+def _differences(snapshot: Snapshot, measured: Measured, rank: RankHeld) -> tuple[Difference, ...]:
+    found: list[Difference] = []
+    if rank.counters:
+        count = rank.counters // 4
+        found.append(
+            Difference(
+                Reason.STEP_COUNTERS,
+                rank.counters,
+                f"Adam's step counters: {count} × 4 B, one for each parameter tensor this rank updates "
+                f"({'the flat parameter' if measured.impl is Impl.FSDP1 else 'one per layer it keeps state for'}). "
+                "The model counts no counters.",
+            )
+        )
+    if measured.impl is Impl.FSDP1 or rank.padding:
+        total = snapshot.model.params
+        found.append(
+            Difference(
+                Reason.PADDING,
+                rank.padding,
+                f"Padding of the flat parameter: {rank.padding:,} B, since {total:,} weights divide by "
+                f"{snapshot.world_size} into equal slices."
+                if rank.padding == 0
+                else f"Padding: {rank.padding:,} B of storage that no tensor covers, so the slices are equal.",
+            )
+        )
+    model_weights = band_bytes(
+        measured.stage, Band.WEIGHTS, snapshot.model.params, snapshot.world_size, snapshot.recipe
+    )
+    extra_weights = rank.band_bytes(Band.WEIGHTS) - model_weights
+    if extra_weights and measured.stage is Stage.ZERO2 and measured.impl in (Impl.FSDP1, Impl.FSDP2):
+        found.append(
+            Difference(
+                Reason.RESHARDED_WEIGHTS,
+                extra_weights,
+                f"Weights resharded after the backward pass: {measured.impl.label} keeps only this rank's "
+                f"1/{snapshot.world_size} of the weights between steps and gathers them again in the next forward "
+                "pass; the model's ZeRO-2 keeps them whole. In fp32 the shard is also what Adam updates.",
+            )
+        )
+    return tuple(found)
+
+
+_PHASE_OF = {"start": 0, "after-backward": 18, "after-update": 19}
+"""Where the measured moments sit on the model's 21 phases; forward and backward by layer."""
+
+
+def phase_of(point: LiveBytes, layers: int) -> int:
+    """The model's phase for a measured moment: forward of layer i is phase 1 + i, its backward 2 × layers − i."""
+    if point.part == "forward" and point.layer is not None:
+        return 1 + point.layer
+    if point.part == "backward" and point.layer is not None:
+        return 2 * layers - point.layer
+    return _PHASE_OF[point.part]
+
+
+def _label(point: LiveBytes) -> str:
+    if point.layer is not None:
+        return f"{point.part.capitalize()} {point.layer}"
+    return {"start": "Start", "after-backward": "After backward", "after-update": "After update"}[point.part]
+
+
+def compare(snapshot: Snapshot, measured: Measured) -> Agreement:
+    """The arrangement against the model's grid, bytes per card and step for the same run."""
+    run, toy = snapshot.run, snapshot.model
+    grid = layout(measured.stage, snapshot.world_size, snapshot.recipe)
+    by_rank = {r.rank: r for r in measured.ranks}
+    cells = []
+    for cell in grid.cells:
+        if snapshot.recipe.nbytes(cell.band) == 0:
+            continue
+        full = toy.layer_weights * snapshot.recipe.nbytes(cell.band)
+        held = by_rank[cell.card].layers[cell.weight]
+        share = Fraction(held.nbytes(cell.band), full)
+        start = Fraction(held.start, toy.layer_weights) if share else Fraction(0)
+        cells.append(CellMeasure(cell.card, cell.weight, cell.band, cell.state, share, start))
+    model_bytes = per_gpu_bytes(measured.stage, toy.params, snapshot.world_size, snapshot.recipe)
+    ranks = tuple(
+        RankAgreement(r.rank, model_bytes, r.storage, _differences(snapshot, measured, r)) for r in measured.ranks
+    )
+    phases = step(measured.stage, run, model_columns(toy.params, None, toy.layer_weights))
+    first = measured.ranks[0]
+    curve = tuple(
+        CurvePoint(
+            phase=phase_of(point, toy.layers),
+            label=_label(point),
+            model=phases[phase_of(point, toy.layers)].live_bytes,
+            measured=point.nbytes,
+            ranks_alike=all(r.phases[i].nbytes == point.nbytes for r in measured.ranks),
+        )
+        for i, point in enumerate(first.phases)
+    )
+    return Agreement(measured, tuple(cells), ranks, curve)
+
+
+CURVE_NOTES: dict[tuple[Stage, Impl], str] = {
+    (Stage.DP, Impl.DDP): (
+        "Nothing is gathered or freed: every rank keeps everything, so both lines are flat, apart by the step counters."
+    ),
+    (Stage.ZERO1, Impl.ZERO_REDUNDANCY): (
+        "Flat, as the model draws: the weights and gradients stay whole on every rank; only Adam's moments are split."
+    ),
+    (Stage.ZERO2, Impl.FSDP1): (
+        "With one flat parameter, SHARD_GRAD_OP gathers all 8 layers before the first one runs and keeps them until "
+        "the backward pass ends: a plateau of the whole model, where the model adds one layer's gradients at a time."
+    ),
+    (Stage.ZERO2, Impl.FSDP2): (
+        "fully_shard gathers each layer as the forward pass reaches it and keeps it (no reshard after forward), so the "
+        "line climbs layer by layer; in the backward pass each layer's gradients are reduce-scattered and its weights "
+        "freed once it is done, so the line steps down: ZeRO-2's gradients leaving."
+    ),
+    (Stage.ZERO3, Impl.FSDP1): (
+        "With one flat parameter, FULL_SHARD gathers all 8 layers at once, forward and backward: the whole model, not "
+        "one layer, sits on every rank while it computes. Wrap each layer as its own unit to gather one at a time."
+    ),
+    (Stage.ZERO3, Impl.FSDP2): (
+        "fully_shard gathers one layer, uses it and frees it: the gathered layer appears and disappears, forward and "
+        "backward, as the model draws it."
+    ),
+}
+"""Why each measured curve has the shape it has, beside the model's."""
+
+
+PATTERN_NOTES: dict[Impl, str] = {
+    Impl.DDP: "Every rank holds every band of every layer, as the model draws.",
+    Impl.ZERO_REDUNDANCY: (
+        "ZeroRedundancyOptimizer partitions the parameters greedily by size, each to the rank with the fewest bytes "
+        "so far. With 8 equal layers that is one layer per rank, layer i on rank i: the model's picture."
+    ),
+    Impl.FSDP1: (
+        "FSDP1 flattens all 8 layers into one buffer and cuts it into 8 contiguous slices: rank i's slice is exactly "
+        "layer i, the model's picture."
+    ),
+    Impl.FSDP2: (
+        "FSDP2 cuts every parameter along its first dimension: each rank holds 8 of the 64 rows, 1/8, of every "
+        "layer. The bytes are the model's; the pattern is a strip in every cell instead of one whole column."
+    ),
+}
+"""How each implementation lays the shards out, against the model's card-i-holds-weight-i."""

@@ -1,0 +1,130 @@
+"""The shipped measurement against the model: every byte of difference per rank named, by hand.
+
+The toy: 8 layers of 64 × 64 = 4,096 weights, 32,768 in all, in fp32 on 8 ranks, set against the
+`fp32-adam` recipe (weights 4 B, gradients 4 B, no master copy, moments 8 B per weight).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from fractions import Fraction
+
+import pytest
+
+from app.domain.bands import Band
+from app.domain.measured import IMPLS, Impl, Reason, SnapshotError, compare, parse, phase_of
+from app.domain.sharding import CellState
+from app.domain.stages import Stage
+from app.measure import SNAPSHOT
+
+SNAP = parse(json.loads(SNAPSHOT.read_text()))
+LAYER = 4096
+P = 8 * LAYER
+ALL = tuple((m.stage, m.impl) for m in SNAP.arrangements)
+
+# Hand calculations, per rank: the model's bytes for fp32-adam, and each named difference.
+# DP: 16 B × P. ZeRO-1: (4 + 4) × P + 8 × P/8. ZeRO-2: 4 × P + (4 + 8) × P/8. ZeRO-3: 16 × P/8.
+MODEL = {Stage.DP: 16 * P, Stage.ZERO1: 8 * P + P, Stage.ZERO2: 4 * P + 12 * LAYER, Stage.ZERO3: 16 * LAYER}
+# Adam keeps a 4-byte step count per tensor it updates: 8 layers (DDP, FSDP2), one (its own layer
+# for ZeroRedundancyOptimizer, FSDP1's flat parameter on each rank). FSDP1's flat parameter has no
+# padding: 32,768 divides by 8. ZeRO-2 under FSDP keeps 1/8 of the weights between steps, not all:
+# 7/8 × 4 B × P fewer.
+RESHARDED = -7 * 4 * LAYER
+NAMED: dict[tuple[Stage, Impl], dict[Reason, int]] = {
+    (Stage.DP, Impl.DDP): {Reason.STEP_COUNTERS: 32},
+    (Stage.ZERO1, Impl.ZERO_REDUNDANCY): {Reason.STEP_COUNTERS: 4},
+    (Stage.ZERO2, Impl.FSDP1): {Reason.STEP_COUNTERS: 4, Reason.PADDING: 0, Reason.RESHARDED_WEIGHTS: RESHARDED},
+    (Stage.ZERO2, Impl.FSDP2): {Reason.STEP_COUNTERS: 32, Reason.RESHARDED_WEIGHTS: RESHARDED},
+    (Stage.ZERO3, Impl.FSDP1): {Reason.STEP_COUNTERS: 4, Reason.PADDING: 0},
+    (Stage.ZERO3, Impl.FSDP2): {Reason.STEP_COUNTERS: 32},
+}
+
+
+def test_the_snapshot_holds_all_six_arrangements_on_8_ranks() -> None:
+    assert tuple((stage, impl) for stage in Stage for impl in IMPLS[stage]) == ALL
+    assert (SNAP.world_size, SNAP.precision, SNAP.recipe.name, SNAP.model.params) == (8, "fp32", "fp32-adam", P)
+    assert all(len(m.ranks) == 8 for m in SNAP.arrangements)
+
+
+@pytest.mark.parametrize(("stage", "impl"), ALL)
+def test_every_rank_is_the_model_plus_the_named_differences_exactly(stage: Stage, impl: Impl) -> None:
+    agreement = compare(SNAP, SNAP.arrangement(stage, impl))
+    named = NAMED[(stage, impl)]
+    for rank in agreement.ranks:
+        assert rank.model == MODEL[stage]
+        assert {d.reason: d.nbytes for d in rank.differences} == named
+        # No tolerance: what the names do not cover must be nothing at all.
+        assert rank.measured == MODEL[stage] + sum(named.values())
+        assert rank.unexplained == 0
+
+
+@pytest.mark.parametrize(("stage", "impl", "agreeing"), [
+    (Stage.DP, Impl.DDP, 192),
+    (Stage.ZERO1, Impl.ZERO_REDUNDANCY, 192),
+    # The weights: the model keeps them whole on every card, FSDP only layer i on rank i: 56 cells differ.
+    (Stage.ZERO2, Impl.FSDP1, 192 - 56),
+    (Stage.ZERO2, Impl.FSDP2, 0),
+    (Stage.ZERO3, Impl.FSDP1, 192),
+    (Stage.ZERO3, Impl.FSDP2, 0),
+])  # fmt: skip
+def test_cells_agree_where_the_pattern_is_the_models(stage: Stage, impl: Impl, agreeing: int) -> None:
+    agreement = compare(SNAP, SNAP.arrangement(stage, impl))
+    # 8 ranks × 8 layers × 3 drawn bands (fp32 Adam has no master copy).
+    assert len(agreement.cells) == 192
+    assert agreement.cells_agreeing == agreeing
+
+
+def test_fsdp2_holds_one_eighth_strip_of_every_cell_where_its_rows_fall() -> None:
+    agreement = compare(SNAP, SNAP.arrangement(Stage.ZERO3, Impl.FSDP2))
+    for cell in agreement.cells:
+        assert cell.state is CellState.PARTIAL
+        assert (cell.share, cell.start) == (Fraction(1, 8), Fraction(cell.card, 8))
+
+
+def test_fsdp1_and_zero_redundancy_put_layer_i_on_rank_i() -> None:
+    for stage, impl in ((Stage.ZERO3, Impl.FSDP1), (Stage.ZERO1, Impl.ZERO_REDUNDANCY)):
+        moments = [c for c in compare(SNAP, SNAP.arrangement(stage, impl)).cells if c.band is Band.MOMENTS]
+        assert {(c.card, c.weight) for c in moments if c.share == 1} == {(i, i) for i in range(8)}
+        assert all(c.share == 0 for c in moments if c.card != c.weight)
+
+
+def _curve(stage: Stage, impl: Impl) -> list[tuple[int, int, int]]:
+    return [(p.phase, p.model, p.measured) for p in compare(SNAP, SNAP.arrangement(stage, impl)).curve]
+
+
+def test_zero3_fsdp2_gathers_one_layer_at_a_time_as_the_model_does() -> None:
+    curve = _curve(Stage.ZERO3, Impl.FSDP2)
+    rest = 16 * LAYER + 32
+    # Forward: one layer's fp32 weights gathered (4 × 4,096). Backward: its weights and gradients.
+    assert [m for _, _, m in curve] == [rest] + [rest + 4 * LAYER] * 8 + [rest + 8 * LAYER] * 8 + [rest] * 2
+    # The model, phase by phase through forward and backward, is the same but for the 32 B of counters.
+    assert all(model + 32 == measured for phase, model, measured in curve if phase <= 16)
+
+
+def test_zero2_fsdp2_climbs_in_forward_and_steps_down_as_gradients_leave() -> None:
+    measured = [m for _, _, m in _curve(Stage.ZERO2, Impl.FSDP2)]
+    forward, backward = measured[1:9], measured[9:17]
+    assert [b - a for a, b in zip(measured[:8], forward, strict=True)] == [4 * LAYER] * 8
+    assert backward[0] - forward[-1] == 4 * LAYER  # the last layer's gradients computed
+    assert [a - b for a, b in itertools.pairwise(backward)] == [4 * LAYER] * 7
+
+
+def test_fsdp1_with_one_flat_parameter_gathers_the_whole_model() -> None:
+    for stage in (Stage.ZERO2, Stage.ZERO3):
+        measured = [m for _, _, m in _curve(stage, Impl.FSDP1)]
+        assert measured[1:17] == [measured[0] + 4 * P] * 16
+
+
+def test_measured_moments_sit_on_the_models_phases() -> None:
+    phases = [phase_of(p, 8) for p in SNAP.arrangements[0].ranks[0].phases]
+    assert phases == [0, *range(1, 17), 18, 19]
+
+
+@pytest.mark.parametrize(
+    "broken",
+    [{}, {"format": 2}, {"format": 1, "torch": "x"}, {**json.loads(SNAPSHOT.read_text()), "recipe": "bf17"}],
+)
+def test_a_broken_snapshot_is_refused_with_a_reason(broken: dict[str, object]) -> None:
+    with pytest.raises(SnapshotError):
+        parse(broken)

@@ -1,0 +1,77 @@
+"""`zero-bands measure`: without torch it says how to get it; the view renders from the shipped snapshot."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+import pytest
+
+from app.domain.measured import compare, parse
+from app.measure import SNAPSHOT
+
+# A Python in which `import torch` fails, as on a machine without the [measure] extra.
+NO_TORCH = """
+import sys
+class NoTorch:
+    def find_spec(self, name, path=None, target=None):
+        if name == "torch" or name.startswith("torch."):
+            raise ImportError("No module named 'torch'")
+        return None
+sys.meta_path.insert(0, NoTorch())
+"""
+
+
+def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", NO_TORCH + code], capture_output=True, text=True, check=False, cwd=tmp_path, timeout=120
+    )
+
+
+def test_the_view_renders_from_the_shipped_snapshot_without_torch(tmp_path: Path) -> None:
+    result = _run(
+        """
+from fastapi.testclient import TestClient
+from app.main import create_app
+client = TestClient(create_app())
+page = client.get("/measured?stage=zero3&impl=fsdp2")
+api = client.get("/api/measured")
+print(page.status_code, api.status_code, page.text.count('data-state="partial"'), "torch" in sys.modules)
+""",
+        tmp_path,
+    )
+    assert result.stdout.split() == ["200", "200", "192", "False"], result.stderr
+
+
+def test_measure_without_torch_says_which_extra_to_install(tmp_path: Path) -> None:
+    result = _run("from app.cli import main\nmain(['measure'])", tmp_path)
+    assert result.returncode == 2
+    assert "pip install 'zero-bands[measure]'" in result.stderr
+
+
+def _bytes_only(data: dict[str, object]) -> object:
+    """The snapshot without what varies from run to run: timings and versions."""
+    arrangements = data["arrangements"]
+    assert isinstance(arrangements, list)
+    return [{k: v for k, v in a.items() if k != "seconds"} for a in arrangements]
+
+
+@pytest.mark.skipif(find_spec("torch") is None, reason="needs the [measure] extra (torch)")
+def test_the_real_measurement_matches_the_shipped_snapshot_and_the_model(tmp_path: Path) -> None:
+    out = tmp_path / "snapshot.json"
+    command = [sys.executable, "-c", "from app.cli import main; main()", "measure", "--out", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    # A progress line per arrangement, then one per comparison, all explained.
+    assert sum(1 for line in lines if line.startswith("  ") and line.endswith(" s")) == 6
+    assert sum(1 for line in lines if line.endswith(", 0 B unexplained")) == 6
+    fresh = json.loads(out.read_text())
+    assert _bytes_only(fresh) == _bytes_only(json.loads(SNAPSHOT.read_text()))
+    snapshot = parse(fresh)
+    assert snapshot.seconds < 120
+    for measured in snapshot.arrangements:
+        assert compare(snapshot, measured).unexplained == 0
