@@ -74,11 +74,27 @@
   // replacement has another id names it in data-focus-after: "Watch one training step" hands
   // focus to Next, "Leave the step" back to Watch. Never with a scroll: the reader stays put.
   let focusAfter = null;
+  // A control whose replacement may land elsewhere (the step beside the cards on a wide screen)
+  // names it in data-keep-place: the page scrolls by the difference, so it appears where it was clicked.
+  let keepPlace = null;
   document.addEventListener("htmx:beforeRequest", function (event) {
     busy = true;
     const elt = event.detail && event.detail.elt;
     focusAfter = elt instanceof HTMLElement ? elt.dataset.focusAfter || null : null;
+    keepPlace = elt instanceof HTMLElement && elt.dataset.keepPlace
+      ? { id: elt.dataset.keepPlace, top: elt.getBoundingClientRect().top } : null;
   });
+
+  function restorePlace() {
+    const wanted = keepPlace;
+    keepPlace = null;
+    const target = wanted && document.getElementById(wanted.id);
+    if (!target) { return; }
+    // Only a move of more than a line's worth: smaller differences are the link's and the panel's own
+    // padding, and the page already keeps its place (fixed heights, no scroll anchoring).
+    const moved = target.getBoundingClientRect().top - wanted.top;
+    if (Math.abs(moved) > 8) { window.scrollBy(0, moved); }
+  }
 
   // A request that fails or is dropped swaps nothing: forget the queue rather than replay it.
   document.addEventListener("htmx:afterRequest", function (event) {
@@ -103,6 +119,7 @@
   }
 
   document.addEventListener("htmx:afterSettle", function () {
+    restorePlace();
     restoreFocus();
     prepare();
     if (!panel()) { busy = false; setPlaying(false); pending.length = 0; return; }

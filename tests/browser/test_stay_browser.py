@@ -26,7 +26,8 @@ SWAPS = [
     ("/?stage=zero2&phase=9", "#step-first", "#step-first"),
     ("/?stage=dp", "#switch-zero2", "#switch-zero2"),
     ("/?stage=dp&phase=5", "#switch-zero3", "#switch-zero3"),
-    # The step panel takes the place of the link that opened it.
+    # The step panel takes the place of the link that opened it. From 1181 px wide it stands beside the
+    # cards, not under the headline: the page scrolls by the difference, so it appears under the pointer.
     ("/?stage=zero1", "#watch-step", "#step"),
 ]
 
@@ -48,7 +49,8 @@ def _swap_in_place(frame: Page | Frame, selector: str, replacement: str) -> None
     frame.wait_for_selector("#widget:not([data-old])", state="attached")
     settled(frame)
     assert frame.evaluate("window.__sameDocument") is True
-    assert abs(frame.evaluate("window.scrollY") - before) <= 2
+    if selector != "#watch-step":
+        assert abs(frame.evaluate("window.scrollY") - before) <= 2
     assert abs(_top(frame, replacement) - top) <= 2
 
 
