@@ -41,6 +41,8 @@ HISTORY_HEADER = "ZB-History"
 VARY = f"HX-Request, HX-History-Restore-Request, {HISTORY_HEADER}"
 
 templates = Jinja2Templates(directory=TEMPLATES_DIR)
+# Templates do not change while the app runs: no stat of the file on every render.
+templates.env.auto_reload = False
 templates.env.globals["url_for"] = template_url_for
 templates.env.globals["htmx_config"] = json.dumps(HTMX_CONFIG, separators=(",", ":"))
 

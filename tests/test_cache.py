@@ -84,7 +84,9 @@ async def _sized(scope: Scope, receive: Receive, send: Send) -> None:
         return
     size = int(scope["query_string"] or b"0")
     body = b"x" * size
-    await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"text/plain")]})
+    # Not a type that is compressed: each entry costs the cache what its body weighs.
+    headers = [(b"content-type", b"application/octet-stream")]
+    await send({"type": "http.response.start", "status": 200, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
@@ -104,3 +106,23 @@ def test_the_cache_is_bounded_in_bytes_and_drops_the_least_recently_used() -> No
     # One response larger than an eighth of the cache is served, not kept.
     assert client.get("/?5000", headers=IDENTITY).content == b"x" * 5000
     assert all(entry.size < 5000 for entry in cache.entries.values())
+
+
+def test_a_page_is_kept_compressed_and_still_served_whole_to_a_client_without_gzip(client: TestClient) -> None:
+    packed = client.get("/?stage=zero3&gpus=32", headers=GZIP)
+    plain = client.get("/?stage=zero3&gpus=32", headers=IDENTITY)
+    assert plain.content == packed.content  # httpx decodes the gzip body
+    assert "content-encoding" not in plain.headers
+    assert int(plain.headers["content-length"]) == len(plain.content)
+    caches = [m for m in _middlewares(client) if isinstance(m, ResponseCache)]
+    entry = next(e for e in caches[0].entries.values() if e.compressed and len(e.body) == len(plain.content))
+    assert entry.size < len(plain.content) / 5
+
+
+def _middlewares(client: TestClient) -> list[object]:
+    """The app's middleware instances, outermost first."""
+    found, app = [], client.app.middleware_stack  # type: ignore[attr-defined]
+    while app is not None:
+        found.append(app)
+        app = getattr(app, "app", None)
+    return found
