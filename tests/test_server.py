@@ -79,7 +79,9 @@ def test_past_the_limit_a_request_gets_a_503_at_once_with_the_apps_headers() -> 
         assert limited.active == 0
         assert limited.refused == 2
 
-    asyncio.run(scenario())
+    # In a thread of its own: the browser tests' Playwright keeps an event loop running in this one.
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, scenario()).result(timeout=30)
 
 
 def test_the_served_503_carries_the_security_headers() -> None:
