@@ -20,7 +20,7 @@ from starlette.responses import Response
 from app.api import API_TAG
 from app.domain.quantities import ambiguity
 from app.domain.scenario import resolve
-from app.inputs import FIELD_HINTS, SIZE_FIELDS, EmbedQuery, PageQuery, SetAside, set_aside
+from app.inputs import FIELD_HINTS, NOT_MEASURED, SIZE_FIELDS, EmbedQuery, PageQuery, SetAside, set_aside
 from app.links import embed_links, stage_links
 from app.templating import render, replace_history
 from app.view_models import Links, PageView
@@ -59,6 +59,8 @@ def describe(errors: Sequence[Any], *, show_input: bool) -> str:
             sentences.append(f"The {where} “{name}” is ambiguous: {reading}.")
         elif mismatch and name in FIELD_HINTS:
             sentences.append(f"The {where} “{name}” should be {FIELD_HINTS[name]}{got}.")
+        elif error.get("type") == NOT_MEASURED:
+            sentences.append(f"{error.get('msg', '')}.")  # a sentence already, starting with impl=…
         elif error.get("type") == "enum" and expected:
             sentences.append(f"The {where} “{name}” must be {expected}{got}.")
         else:

@@ -12,6 +12,7 @@ from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from app.domain.architecture import ModelName
 from app.domain.bands import MAX_CUSTOM_BAND_BYTES, RecipeName
@@ -128,6 +129,10 @@ class CompareQuery(RunQuery):
     theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
 
 
+NOT_MEASURED = "not_measured"
+"""The error type of an implementation asked for a stage it was not measured for."""
+
+
 class MeasuredQuery(BaseModel):
     """One measured arrangement: the stage, and for ZeRO-2 and 3 which FSDP."""
 
@@ -145,7 +150,16 @@ class MeasuredQuery(BaseModel):
         stage = info.data.get("stage")
         if impl is not None and isinstance(stage, Stage) and impl not in IMPLS[stage]:
             choices = " or ".join(i.value for i in IMPLS[stage])
-            raise ValueError(f"{impl.value} was not measured for {stage.value}: choose {choices}")
+            # A sentence of its own: the error pages show it as it is, without pydantic's "Value error, ".
+            raise PydanticCustomError(
+                NOT_MEASURED,
+                "impl={impl} was not measured for {stage}: choose {choices}",
+                {
+                    "impl": impl.value,
+                    "stage": stage.info.title.lower() if stage is Stage.DP else stage.info.title,
+                    "choices": choices,
+                },
+            )
         return impl
 
     @property

@@ -26,6 +26,9 @@ from app.measure import SNAPSHOT
 from app.view_models import StageLink, Theme, legend
 from app.views import APP_NAME
 
+HIDDEN_GAP = Fraction(1, 4)
+"""Lines closer than this, in the SVG's units (40 high), are drawn on top of each other: 3 px strokes."""
+
 STRIP_STEPS = 48
 """A partial cell's strip is drawn in 48ths of the cell (the CSS's from-N and to-N classes)."""
 
@@ -87,6 +90,8 @@ class Curve:
     rows: tuple[CurveRow, ...]
     note: str
     summary: str
+    coincide: str
+    """When the measured line lies on the model's and hides it: a sentence saying so; otherwise empty."""
 
 
 @dataclass(frozen=True)
@@ -166,6 +171,8 @@ def _curve(agreement: Agreement, stage: Stage, impl: Impl) -> Curve:
         return " ".join(f"{i * 100 / last:.2f},{40 - v / top * 36:.2f}" for i, v in enumerate(values))
 
     model_peak, measured_peak = max(p.model for p in points), max(p.measured for p in points)
+    gap = agreement.curve_gap
+    hidden = Fraction(gap * 36, top) < HIDDEN_GAP
     return Curve(
         model_points=line([p.model for p in points]),
         measured_points=line([p.measured for p in points]),
@@ -174,6 +181,10 @@ def _curve(agreement: Agreement, stage: Stage, impl: Impl) -> Curve:
         note=CURVE_NOTES[(stage, impl)],
         summary=f"Live bytes on rank 0 through the step: measured peak {_bytes(measured_peak)}, "
         f"the model's {_bytes(model_peak)}.",
+        coincide=f"The lines coincide: within {_bytes(gap)} of each other at every moment, so the measured line "
+        "hides the model's dashed one."
+        if hidden
+        else "",
     )
 
 

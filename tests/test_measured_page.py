@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from fastapi.testclient import TestClient
 
@@ -89,8 +92,8 @@ def test_an_htmx_request_gets_the_section_alone(client: TestClient) -> None:
 @pytest.mark.parametrize(
     ("url", "said"),
     [
-        ("/measured?stage=dp&impl=fsdp2", "fsdp2 was not measured for dp: choose ddp"),
-        ("/measured?stage=zero1&impl=fsdp1", "choose zero-redundancy"),
+        ("/measured?stage=dp&impl=fsdp2", "impl=fsdp2 was not measured for data parallelism: choose ddp."),
+        ("/measured?stage=zero1&impl=fsdp1", "impl=fsdp1 was not measured for ZeRO-1: choose zero-redundancy."),
         ("/measured?impl=deepspeed", "“impl”"),
         ("/measured?stage=zero4", "“stage”"),
     ],
@@ -98,7 +101,9 @@ def test_an_htmx_request_gets_the_section_alone(client: TestClient) -> None:
 def test_bad_input_is_a_422_page_that_says_why(client: TestClient, url: str, said: str) -> None:
     response = client.get(url)
     assert response.status_code == 422
-    assert said in text(dom(response.text), ".notice-message")
+    message = text(dom(response.text), ".notice-message")
+    assert said in message
+    assert "value error" not in message.lower()
 
 
 def test_the_page_links_to_the_stage_measured(client: TestClient) -> None:
@@ -122,3 +127,76 @@ def test_the_api_serves_the_snapshot_and_the_comparison(client: TestClient) -> N
     schema = client.get("/openapi.json").json()
     assert "/api/measured" in schema["paths"]
     assert "MeasuredOut" in schema["components"]["schemas"]
+
+
+MEASURED = [
+    "/measured",
+    "/measured?stage=zero1",
+    "/measured?stage=zero2",
+    "/measured?stage=zero2&impl=fsdp2",
+    "/measured?stage=zero3",
+    "/measured?stage=zero3&impl=fsdp2",
+]
+
+
+@pytest.mark.parametrize("url", MEASURED)
+def test_every_table_cell_is_labelled_with_its_column_for_narrow_screens(client: TestClient, url: str) -> None:
+    tree = dom(client.get(url).text)
+    for table in ("#ranks", ".curve-table"):
+        headers = [th.get_text(strip=True) for th in tree.select(f"{table} thead th")]
+        for row in tree.select(f"{table} tbody tr"):
+            cells = row.select("td")
+            assert cells
+            # The row's own header is the first column; each td is labelled with the header above it.
+            assert [td.get("data-label") for td in cells] == headers[1:]
+
+
+def test_ddp_says_its_gradients_are_bucket_views_and_what_the_default_adds(client: TestClient) -> None:
+    for url in ("/measured", "/measured?stage=zero1"):
+        tree = dom(client.get(url).text)
+        assert "gradient_as_bucket_view=True" in text(tree, "#measured-heading")
+        # With the default, the gradients again in the buckets: 4 B × 32,768 weights = 131,072 B.
+        assert "another 131,072 B" in text(tree, "#pattern")
+
+
+@pytest.mark.parametrize(
+    ("url", "coincide"),
+    [
+        ("/measured", "within 32 B"),  # DDP: 8 step counters
+        ("/measured?stage=zero1", "within 4 B"),
+        ("/measured?stage=zero3&impl=fsdp2", "within 32 B"),
+        ("/measured?stage=zero3", None),
+        ("/measured?stage=zero2", None),
+        ("/measured?stage=zero2&impl=fsdp2", None),
+    ],
+)
+def test_the_caption_says_when_the_measured_line_hides_the_model(
+    client: TestClient, url: str, coincide: str | None
+) -> None:
+    tree = dom(client.get(url).text)
+    found = tree.select_one(".curve-coincide")
+    if coincide is None:
+        assert found is None
+    else:
+        assert found is not None
+        assert f"The lines coincide: {coincide}" in found.get_text()
+
+
+def test_the_fsdp1_curve_says_it_is_not_the_models_and_gives_both_peaks(client: TestClient) -> None:
+    tree = dom(client.get("/measured?stage=zero3").text)
+    assert text(tree, ".curve-note").startswith("Not the model's shape.")
+    # Measured peak: 65,540 B at rest + the whole model's weights and gradients, 2 × 131,072 B.
+    assert "measured peak 327,684 B, the model's 98,304 B" in text(tree, "figcaption")
+    rows = tree.select(".curve-table tbody tr")
+    assert [td.get_text() for td in rows[16].select("td")] == ["98,304 B", "327,684 B"]
+
+
+def test_projector_hides_columns_only_in_the_main_pages_cost_table() -> None:
+    css = (Path(__file__).resolve().parents[1] / "static" / "app.css").read_text()
+    projector = css[css.index(".theme-projector .table-wrap") : css.index("/* Print */")]
+    hiding = [rule for rule in re.findall(r"([^{}]+)\{\s*display:\s*none", projector) if "th:nth-child" in rule]
+    assert hiding
+    for rule in hiding:
+        for selector in rule.split(","):
+            # The measured page's tables are .figures too; a rule on .figures alone would hide their headers.
+            assert ".cost-table" in selector, selector

@@ -322,6 +322,11 @@ class Agreement:
         return max(abs(r.unexplained) for r in self.ranks)
 
     @property
+    def curve_gap(self) -> int:
+        """The largest distance between the measured live bytes and the model's over the step, in bytes."""
+        return max(abs(point.measured - point.model) for point in self.curve)
+
+    @property
     def ratio(self) -> Fraction:
         """Measured bytes over model bytes, summed over ranks: 1 is exact."""
         return Fraction(sum(r.measured for r in self.ranks), sum(r.model for r in self.ranks))
@@ -429,8 +434,12 @@ CURVE_NOTES: dict[tuple[Stage, Impl], str] = {
         "Flat, as the model draws: the weights and gradients stay whole on every rank; only Adam's moments are split."
     ),
     (Stage.ZERO2, Impl.FSDP1): (
-        "With one flat parameter, SHARD_GRAD_OP gathers all 8 layers before the first one runs and keeps them until "
-        "the backward pass ends: a plateau of the whole model, where the model adds one layer's gradients at a time."
+        "Not the model's shape. With one flat parameter the only FSDP unit is the root: SHARD_GRAD_OP gathers all 8 "
+        "layers before the first one runs and keeps them until the backward pass ends, a plateau of the whole model's "
+        "weights where the model's ZeRO-2 keeps them whole anyway. In the backward pass each layer's gradients appear "
+        "as autograd computes them, and all 8 stay, in no .grad, until the last is made: only then does FSDP1 sum them "
+        "into the flat parameter's gradient and reduce-scatter it. So the line climbs layer by layer to its peak at "
+        "Backward 0, the whole model's weights and gradients, where the model holds one layer's gradients at a time."
     ),
     (Stage.ZERO2, Impl.FSDP2): (
         "fully_shard gathers each layer as the forward pass reaches it and keeps it (no reshard after forward), so the "
@@ -438,8 +447,13 @@ CURVE_NOTES: dict[tuple[Stage, Impl], str] = {
         "freed once it is done, so the line steps down: ZeRO-2's gradients leaving."
     ),
     (Stage.ZERO3, Impl.FSDP1): (
-        "With one flat parameter, FULL_SHARD gathers all 8 layers at once, forward and backward: the whole model, not "
-        "one layer, sits on every rank while it computes. Wrap each layer as its own unit to gather one at a time."
+        "Not the model's shape. With one flat parameter the only FSDP unit is the root, and FSDP1 does not free the "
+        "root's parameters after forward: FULL_SHARD gathers all 8 layers once, before layer 0 runs, and keeps them "
+        "until the backward pass ends, the whole model where the model gathers one layer at a time. In the backward "
+        "pass each layer's gradients appear as autograd computes them, and all 8 stay, in no .grad, until the last "
+        "is made; then FSDP1 sums them into the flat parameter's gradient and reduce-scatters it. The peak, at "
+        "Backward 0, is the whole model's weights and gradients. Wrap each layer as its own unit to gather one "
+        "at a time."
     ),
     (Stage.ZERO3, Impl.FSDP2): (
         "fully_shard gathers one layer, uses it and frees it: the gathered layer appears and disappears, forward and "
@@ -450,10 +464,16 @@ CURVE_NOTES: dict[tuple[Stage, Impl], str] = {
 
 
 PATTERN_NOTES: dict[Impl, str] = {
-    Impl.DDP: "Every rank holds every band of every layer, as the model draws.",
+    Impl.DDP: (
+        "Every rank holds every band of every layer, as the model draws. DDP is built with "
+        "gradient_as_bucket_view=True, so the gradients are views into DDP's communication buckets; with its default "
+        "(False) each rank would keep the gradients twice, in .grad and in the buckets: another 131,072 B here."
+    ),
     Impl.ZERO_REDUNDANCY: (
         "ZeroRedundancyOptimizer partitions the parameters greedily by size, each to the rank with the fewest bytes "
-        "so far. With 8 equal layers that is one layer per rank, layer i on rank i: the model's picture."
+        "so far. With 8 equal layers that is one layer per rank, layer i on rank i: the model's picture. DDP is built "
+        "with gradient_as_bucket_view=True; with its default (False) each rank would keep the gradients a second "
+        "time in DDP's buckets: another 131,072 B here."
     ),
     Impl.FSDP1: (
         "FSDP1 flattens all 8 layers into one buffer and cuts it into 8 contiguous slices: rank i's slice is exactly "

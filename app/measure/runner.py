@@ -8,7 +8,9 @@ state; during the second, module hooks record each rank's live bytes at every la
 backward; after it, every parameter, gradient and optimizer tensor is recorded, layer by layer.
 
 Bytes are counted by storage, not by tensor: views into one flat buffer (FSDP1's flat parameter,
-DDP's gradient bucket) count once, and a storage FSDP has freed (resized to 0) counts 0.
+DDP's gradient bucket) count once, and a storage FSDP has freed (resized to 0) counts 0. Under FSDP1
+the layers' gradients live in autograd, in no .grad, until the whole backward pass has produced them:
+a hook on each layer's backward node keeps them in view, so the live bytes count them as they appear.
 """
 
 from __future__ import annotations
@@ -43,8 +45,8 @@ RECIPE = "fp32-adam"
 
 # (stage, implementation, title): the order the snapshot lists them and the command reports them.
 ARRANGEMENTS: tuple[tuple[str, str, str], ...] = (
-    ("dp", "ddp", "DDP with Adam"),
-    ("zero1", "zero-redundancy", "DDP with ZeroRedundancyOptimizer (Adam)"),
+    ("dp", "ddp", "DDP (gradient_as_bucket_view=True) with Adam"),
+    ("zero1", "zero-redundancy", "DDP (gradient_as_bucket_view=True) with ZeroRedundancyOptimizer (Adam)"),
     ("zero2", "fsdp1", "FSDP1 SHARD_GRAD_OP, one flat parameter"),
     ("zero2", "fsdp2", "FSDP2 fully_shard(reshard_after_forward=False)"),
     ("zero3", "fsdp1", "FSDP1 FULL_SHARD, one flat parameter"),
@@ -118,10 +120,11 @@ def _fsdp_extras(model: nn.Module) -> Iterator[torch.Tensor | None]:
             yield None if unsharded is None else unsharded.grad
 
 
-def live_bytes(model: nn.Module, optimizer: torch.optim.Optimizer) -> int:
+def live_bytes(model: nn.Module, optimizer: torch.optim.Optimizer, in_flight: Iterable[torch.Tensor] = ()) -> int:
     """Bytes of model state a rank holds now: parameters (sharded and gathered), gradients, optimizer state.
 
-    Activations are left out, as the app's model leaves them out.
+    `in_flight` are gradients autograd has computed but not yet put in any parameter's .grad (FSDP1's
+    per-layer gradients during backward). Activations are left out, as the app's model leaves them out.
     """
 
     def tensors() -> Iterator[torch.Tensor | None]:
@@ -129,6 +132,7 @@ def live_bytes(model: nn.Module, optimizer: torch.optim.Optimizer) -> int:
             yield param
             yield param.grad
         yield from _fsdp_extras(model)
+        yield from in_flight
         for state in _optimizer_state(optimizer).values():
             yield from (value for value in state.values() if isinstance(value, torch.Tensor))
 
@@ -214,6 +218,44 @@ def at_rest(wrapped: nn.Module, optimizer: torch.optim.Optimizer, rank: int) -> 
     return {"layers": layers, "counters": counters, "storage": _storage_bytes(every)}
 
 
+def _weight_slot(node: Any, weight: torch.Tensor) -> int:
+    """Which of a layer's backward node's gradients is its weight's: the input that leads to the weight.
+
+    F.linear multiplies by the weight transposed, so the weight's node may be one step further on.
+    """
+    target = weight.grad_fn
+    for slot, (after, _) in enumerate(node.next_functions):
+        if after is None:
+            continue
+        if after is target or any(further is target for further, _ in after.next_functions):
+            return slot
+    raise RuntimeError(f"no gradient for the weight among {node.next_functions}")
+
+
+def _catch_gradients(layer: nn.Module, index: int, in_flight: dict[int, torch.Tensor]) -> Callable[..., None]:
+    """A forward hook for FSDP1: keep the layer's weight gradient from the moment autograd computes it.
+
+    FSDP1 hands each layer a view of its one flat parameter; the views' gradients are summed into the
+    flat parameter's gradient only once the whole backward pass has produced them all, so until then no
+    .grad holds them. A hook on the layer's own backward node (which computes the input's gradient and
+    the weight's together, before the layer's backward hook fires) sees the weight's as it is made.
+    """
+
+    def on_output(_layer: nn.Module, _inputs: object, output: torch.Tensor) -> None:
+        node = output.grad_fn
+        assert node is not None
+        slot = _weight_slot(node, _weight(layer))
+
+        def keep(grad_inputs: tuple[torch.Tensor | None, ...], _grad_outputs: object) -> None:
+            grad = grad_inputs[slot]
+            if grad is not None:
+                in_flight[index] = grad  # by layer: each counted once
+
+        node.register_hook(keep)
+
+    return on_output
+
+
 def _step(wrapped: nn.Module, optimizer: torch.optim.Optimizer, batch: torch.Tensor) -> None:
     wrapped(batch).pow(2).mean().backward()
     optimizer.step()
@@ -228,10 +270,13 @@ def measure_arrangement(stage: str, impl: str, rank: int) -> dict[str, Any]:
     _step(wrapped, optimizer, batches[0])
     optimizer.zero_grad(set_to_none=False)  # the gradient buffers stay, as they do between real steps
     phases: list[dict[str, Any]] = [{"part": "start", "layer": None, "bytes": live_bytes(wrapped, optimizer)}]
+    # FSDP1's gradients computed in backward but not yet in the flat parameter's .grad, by layer.
+    in_flight: dict[int, torch.Tensor] = {}
 
     def hook(part: str, index: int) -> Callable[..., None]:
         def record(*_: object) -> None:
-            phases.append({"part": part, "layer": index, "bytes": live_bytes(wrapped, optimizer)})
+            nbytes = live_bytes(wrapped, optimizer, in_flight.values())
+            phases.append({"part": part, "layer": index, "bytes": nbytes})
 
         return record
 
@@ -241,11 +286,16 @@ def measure_arrangement(stage: str, impl: str, rank: int) -> dict[str, Any]:
         # backward (once its gradients exist, before FSDP reshards them).
         handles.append(layer.register_forward_pre_hook(hook("forward", index)))
         handles.append(layer.register_full_backward_hook(hook("backward", index)))
+        if impl == "fsdp1":
+            handles.append(layer.register_forward_hook(_catch_gradients(layer, index, in_flight)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # full backward hooks on wrapped modules warn about in-place views
         wrapped(batches[1]).pow(2).mean().backward()
     for handle in handles:
         handle.remove()
+    # The backward pass has summed them into the flat parameter's gradient (and FSDP has reduced it):
+    # the references kept here are all that is left of them.
+    in_flight.clear()
     phases.append({"part": "after-backward", "layer": None, "bytes": live_bytes(wrapped, optimizer)})
     optimizer.step()
     phases.append({"part": "after-update", "layer": None, "bytes": live_bytes(wrapped, optimizer)})

@@ -13,7 +13,7 @@ from fractions import Fraction
 import pytest
 
 from app.domain.bands import Band
-from app.domain.measured import IMPLS, Impl, Reason, SnapshotError, compare, parse, phase_of
+from app.domain.measured import CURVE_NOTES, IMPLS, Impl, Reason, SnapshotError, compare, parse, phase_of
 from app.domain.sharding import CellState
 from app.domain.stages import Stage
 from app.measure import SNAPSHOT
@@ -110,10 +110,43 @@ def test_zero2_fsdp2_climbs_in_forward_and_steps_down_as_gradients_leave() -> No
     assert [a - b for a, b in itertools.pairwise(backward)] == [4 * LAYER] * 7
 
 
-def test_fsdp1_with_one_flat_parameter_gathers_the_whole_model() -> None:
+@pytest.mark.parametrize("stage", [Stage.ZERO2, Stage.ZERO3])
+def test_fsdp1_with_one_flat_parameter_gathers_the_whole_model_and_its_gradients_pile_up(stage: Stage) -> None:
+    curve = _curve(stage, Impl.FSDP1)
+    # At rest both stages hold 16 B × P/8 (all four bands of 1/8, fp32 Adam) + 4 B of one step counter.
+    rest = 16 * LAYER + 4
+    measured = [m for _, _, m in curve]
+    # Forward: the one unit, the root, gathers all 8 layers' fp32 weights (4 B × P) and keeps them.
+    assert measured[:9] == [rest] + [rest + 4 * P] * 8
+    # Backward: each layer's fp32 gradients (4 B × 4,096) appear as autograd computes them, and stay
+    # until the last: layer 7's first, then 6 ... 0.
+    assert measured[9:17] == [rest + 4 * P + k * 4 * LAYER for k in range(1, 9)]
+    assert measured[17:] == [rest, rest]
+    # The peak, at Backward 0: the whole model's weights and gradients gathered, 327,684 B.
+    assert max(measured) == measured[16] == 65_540 + 131_072 + 131_072
+
+
+def test_fsdp1_curves_are_not_the_models_and_the_notes_do_not_say_they_are() -> None:
+    # The model's ZeRO-3 peak: 16 B × P/8 + one layer's weights and gradients (8 B × 4,096) = 98,304 B.
+    zero3 = compare(SNAP, SNAP.arrangement(Stage.ZERO3, Impl.FSDP1))
+    assert max(p.model for p in zero3.curve) == 98_304
+    assert zero3.curve_gap == 327_684 - 98_304
+    # The model's ZeRO-2 peak: its 180,224 B at rest + one layer's gradients, 16,384 B = 196,608 B.
+    zero2 = compare(SNAP, SNAP.arrangement(Stage.ZERO2, Impl.FSDP1))
+    assert max(p.model for p in zero2.curve) == 196_608
+    assert zero2.curve_gap == 327_684 - 196_608
     for stage in (Stage.ZERO2, Stage.ZERO3):
-        measured = [m for _, _, m in _curve(stage, Impl.FSDP1)]
-        assert measured[1:17] == [measured[0] + 4 * P] * 16
+        note = CURVE_NOTES[(stage, Impl.FSDP1)]
+        assert note.startswith("Not the model's shape.")
+        assert "as the model draws" not in note
+        assert "gradients appear" in note
+
+
+def test_the_curves_that_do_agree_differ_only_by_the_step_counters() -> None:
+    gaps = {(m.stage, m.impl): compare(SNAP, m).curve_gap for m in SNAP.arrangements}
+    assert gaps[(Stage.DP, Impl.DDP)] == 32
+    assert gaps[(Stage.ZERO1, Impl.ZERO_REDUNDANCY)] == 4
+    assert gaps[(Stage.ZERO3, Impl.FSDP2)] == 32
 
 
 def test_measured_moments_sit_on_the_models_phases() -> None:
