@@ -19,6 +19,8 @@ from urllib.parse import parse_qsl
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
+from app.paths import route_path
+
 FINGERPRINT = "v"
 """The query parameter that carries an asset's content hash."""
 
@@ -96,7 +98,8 @@ class StaticAssets:
         """Answer one request for an asset."""
         assert scope["type"] == "http"
         method = scope["method"]
-        asset = self.assets.get(_asset_name(scope))
+        # Below the mount, Starlette's root_path ends in "/static": what is left is the file's name.
+        asset = self.assets.get(route_path(scope).lstrip("/"))
         if method not in {"GET", "HEAD"}:
             await _plain(send, 405, b"Method not allowed.\n", [(b"allow", b"GET, HEAD")])
             return
@@ -127,13 +130,6 @@ class StaticAssets:
             response_headers.append((b"content-encoding", b"gzip"))
         await send({"type": "http.response.start", "status": 200, "headers": response_headers})
         await send({"type": "http.response.body", "body": b"" if method == "HEAD" else body})
-
-
-def _asset_name(scope: Scope) -> str:
-    # Starlette's Mount leaves the part below the mount in scope["path"] relative to root_path.
-    path: str = scope["path"]
-    root: str = scope.get("root_path", "")
-    return path[len(root) :].lstrip("/") if path.startswith(root) else path.lstrip("/")
 
 
 async def _plain(send: Send, status: int, body: bytes, extra: list[tuple[bytes, bytes]]) -> None:

@@ -17,6 +17,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.assets import accepts_gzip, not_modified
 from app.config import DEFAULT_CACHE_BYTES
+from app.paths import route_path
 
 DEFAULT_MAX_BYTES = DEFAULT_CACHE_BYTES
 """About 250 pages with their gzip forms: every stage and phase of a lecture's few runs."""
@@ -92,7 +93,7 @@ class ResponseCache:
     def _cacheable(self, scope: Scope) -> bool:
         if scope["type"] != "http" or scope["method"] not in {"GET", "HEAD"}:
             return False
-        path: str = scope["path"][len(scope.get("root_path", "")) :] or "/"
+        path = route_path(scope)
         return path in self.paths or path.startswith(self.prefixes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

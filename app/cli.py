@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.config import DEFAULT_LIMIT, LIMIT_ENV, ConfigError, Settings
+from app.config import DEFAULT_LIMIT, LIMIT_ENV, ConfigError, Settings, quoted
 from app.domain.architecture import ModelName
 from app.domain.bands import RecipeName
 from app.domain.quantities import ByteUnit
@@ -19,7 +19,7 @@ def _port(text: str) -> int:
     try:
         port = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{_safe(text)} is not a port number") from None
+        raise argparse.ArgumentTypeError(f"{quoted(text, limit=None)} is not a port number") from None
     if not 0 <= port <= 65535:
         raise argparse.ArgumentTypeError(f"{port} is not between 0 and 65535")
     return port
@@ -27,7 +27,7 @@ def _port(text: str) -> int:
 
 def _positive(text: str) -> int:
     if not (text.isdigit() and 0 < len(text) < 7 and int(text) > 0):
-        raise argparse.ArgumentTypeError(f"{_safe(text)} is not a whole number from 1 to 999999")
+        raise argparse.ArgumentTypeError(f"{quoted(text, limit=None)} is not a whole number from 1 to 999999")
     return int(text)
 
 
@@ -35,15 +35,10 @@ def _seconds(text: str) -> float:
     try:
         seconds = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{_safe(text)} is not a number of seconds") from None
+        raise argparse.ArgumentTypeError(f"{quoted(text, limit=None)} is not a number of seconds") from None
     if not 0.1 <= seconds <= 300:
         raise argparse.ArgumentTypeError(f"{seconds:g} is not between 0.1 and 300 seconds")
     return seconds
-
-
-def _safe(text: str) -> str:
-    """Text from the command line, quoted so that no escape sequence in it reaches the terminal raw."""
-    return repr(text) if text.isprintable() else ascii(text)
 
 
 def parser() -> argparse.ArgumentParser:

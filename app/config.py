@@ -63,15 +63,15 @@ class Settings:
         for source in sources:
             if source.lower().startswith(REFUSED_SCHEMES):
                 raise ConfigError(
-                    f"{FRAME_ANCESTORS_ENV}: {_shown(source)} names no site that could embed the page; "
+                    f"{FRAME_ANCESTORS_ENV}: {quoted(source)} names no site that could embed the page; "
                     "use https: or an origin such as https://*.example.edu"
                 )
             port = _PORT.search(source)
             if port and port.group(1) != "*" and not 0 < int(port.group(1)) <= 65535:
-                raise ConfigError(f"{FRAME_ANCESTORS_ENV}: {_shown(source)} has no valid port (1-65535)")
+                raise ConfigError(f"{FRAME_ANCESTORS_ENV}: {quoted(source)} has no valid port (1-65535)")
             if not _SOURCE.match(source):
                 raise ConfigError(
-                    f"{FRAME_ANCESTORS_ENV}: {_shown(source)} is not a CSP source expression "
+                    f"{FRAME_ANCESTORS_ENV}: {quoted(source)} is not a CSP source expression "
                     "(examples: * 'self' 'none' https: https://*.example.edu)"
                 )
         if "'none'" in sources and len(sources) > 1:
@@ -86,10 +86,10 @@ class Settings:
         elif limit.isdigit() and len(limit) < 10:
             limit_concurrency = int(limit)
         else:
-            raise ConfigError(f"{LIMIT_ENV}={_shown(limit)} is not a whole number of at least 1, or 'none'")
+            raise ConfigError(f"{LIMIT_ENV}={quoted(limit)} is not a whole number of at least 1, or 'none'")
         cache = environ.get(CACHE_ENV, str(DEFAULT_CACHE_BYTES // 2**20)).strip()
         if not (cache.isdigit() and len(cache) < 6):
-            raise ConfigError(f"{CACHE_ENV}={_shown(cache)} is not a whole number of megabytes (0 turns the cache off)")
+            raise ConfigError(f"{CACHE_ENV}={quoted(cache)} is not a whole number of megabytes (0 turns the cache off)")
         return cls(
             frame_ancestors=environ.get(FRAME_ANCESTORS_ENV, DEFAULT_FRAME_ANCESTORS).strip(),
             limit_concurrency=limit_concurrency,
@@ -100,7 +100,11 @@ class Settings:
 _PORT = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?[^/:]*:(\d+|\*)(?:/|$)", re.IGNORECASE)
 
 
-def _shown(text: str) -> str:
-    """A setting quoted for a message: control characters and escapes shown, never sent to a terminal raw."""
-    shown = repr(text[:80]) if text.isprintable() else ascii(text[:80])
-    return shown + (" …" if len(text) > 80 else "")
+def quoted(text: str, limit: int | None = 80) -> str:
+    """Text quoted for a message: control characters and escapes shown, never sent to a terminal raw.
+
+    Past `limit` characters (None: no limit) it is cut, with an ellipsis.
+    """
+    cut = text if limit is None else text[:limit]
+    shown = repr(cut) if cut.isprintable() else ascii(cut)
+    return shown + (" …" if len(cut) < len(text) else "")

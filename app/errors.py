@@ -22,6 +22,7 @@ from app.domain.quantities import ambiguity
 from app.domain.scenario import resolve
 from app.inputs import FIELD_HINTS, NOT_MEASURED, SIZE_FIELDS, EmbedQuery, PageQuery, SetAside, set_aside
 from app.links import embed_links, stage_links
+from app.paths import is_api_path, route_path
 from app.templating import render, replace_history
 from app.view_models import Links, PageView
 from app.views import embed_view, error_view, page_view, with_problems
@@ -73,10 +74,7 @@ def _is_api(request: Request) -> bool:
     route = request.scope.get("route")
     if isinstance(route, APIRoute):
         return API_TAG in route.tags
-    root = str(request.scope.get("root_path", ""))
-    path = request.url.path
-    relative = path[len(root) :] if root and path.startswith(root) else path
-    return relative == "/api" or relative.startswith(("/api/", "/openapi"))
+    return is_api_path(route_path(request.scope))
 
 
 async def validation_error(request: Request, exc: Exception) -> Response:

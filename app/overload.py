@@ -12,6 +12,8 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from app.paths import is_api_path, route_path
+
 RETRY_AFTER_SECONDS = 1
 BUSY_PAGE = (
     b'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Busy \xc2\xb7 ZeRO Bands</title></head>\n'
@@ -47,7 +49,7 @@ class ConcurrencyLimit:
 
 
 async def _busy(scope: Scope, send: Send) -> None:
-    api = scope["path"].startswith(scope.get("root_path", "") + "/api/")
+    api = is_api_path(route_path(scope))
     body, media = (BUSY_JSON, b"application/json") if api else (BUSY_PAGE, b"text/html; charset=utf-8")
     headers = [
         (b"content-type", media),

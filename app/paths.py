@@ -1,8 +1,10 @@
-"""Where the templates and static files are, installed or in a source checkout."""
+"""Where things are: the templates and static files, and a request's path below the app's prefix."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 _PACKAGE = Path(__file__).resolve().parent
 
@@ -21,3 +23,19 @@ def resource_dir(name: str) -> Path:
 
 TEMPLATES_DIR = resource_dir("templates")
 STATIC_DIR = resource_dir("static")
+
+
+def route_path(scope: Mapping[str, Any]) -> str:
+    """The request's path below the prefix the app is mounted under (`root_path`), '/' at least.
+
+    ASGI servers put the prefix in `path` too; where one does not, the path is already relative.
+    """
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    relative = path[len(root) :] if root and path.startswith(root) else path
+    return relative or "/"
+
+
+def is_api_path(path: str) -> bool:
+    """Whether a path below the prefix asks for JSON: the API and its schema."""
+    return path == "/api" or path.startswith(("/api/", "/openapi"))

@@ -6,15 +6,7 @@ import pytest
 from playwright.sync_api import Page
 
 from tests.browser.conftest import settled
-
-MEASURED = [
-    "/measured",
-    "/measured?stage=zero1",
-    "/measured?stage=zero2",
-    "/measured?stage=zero2&impl=fsdp2",
-    "/measured?stage=zero3",
-    "/measured?stage=zero3&impl=fsdp2",
-]
+from tests.test_measured_page import MEASURED
 
 # How many header cells are shown in the table's head, and how many cells are shown in each body row.
 VISIBLE = """table => {
