@@ -4,21 +4,25 @@ Every file under static/ is read once at start-up. Its address carries a hash of
 (`/static/app.css?v=1a2b3c4d5e6f`), so a new release changes the address and a browser never
 keeps an old stylesheet beside a new page: that address may be cached for good (`immutable`).
 The same file asked for without the hash, or with an old one, is still served, with `no-cache`.
-The gzip form is made once, at the highest level, and never again per request.
+Our own stylesheet and scripts are minified as they are read (rcssmin, rjsmin: comments and
+spaces only, no renaming), so the source keeps its comments and the wire does not carry them. The
+brotli and gzip forms are made once, at their highest levels, and never again per request.
 """
 
 from __future__ import annotations
 
-import gzip
 import hashlib
 import mimetypes
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import parse_qsl
 
+import rcssmin  # type: ignore[import-untyped]
+import rjsmin  # type: ignore[import-untyped]
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
+from app.encodings import GZIP, PREFERENCE, choose, compress
 from app.paths import route_path
 
 FINGERPRINT = "v"
@@ -28,49 +32,55 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 REVALIDATE = "no-cache"
 
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
-# Below this a gzip body saves less than its own header costs.
-_MIN_GZIP = 512
+# Below this a compressed body saves less than its own header costs.
+_MIN_COMPRESS = 256
 
 
 @dataclass(frozen=True)
 class Asset:
-    """One static file, its fingerprint, and both forms of its body."""
+    """One static file as served, its fingerprint, and its compressed forms."""
 
     name: str
     media_type: str
     body: bytes
-    gzipped: bytes | None
+    """As served: minified for our own CSS and scripts, as on disk for the rest."""
     digest: str
-    """The first 12 hex digits of the content's SHA-256."""
+    """The first 12 hex digits of the served body's SHA-256."""
+    forms: dict[str, bytes] = field(default_factory=dict)
+    """Coding ("br", "gzip") to the body in it; empty for files too small or not text."""
 
-    def etag(self, gzipped: bool) -> str:
-        """A strong validator per form: the gzip body is different bytes, so it has its own."""
-        return f'"{self.digest}-gz"' if gzipped else f'"{self.digest}"'
+    @property
+    def gzipped(self) -> bytes | None:
+        """The gzip form, if it has one."""
+        return self.forms.get(GZIP)
+
+    def etag(self, coding: str | None) -> str:
+        """A strong validator per form: each compressed body is different bytes, so it has its own."""
+        return f'"{self.digest}-{coding}"' if coding else f'"{self.digest}"'
+
+
+def minified(name: str, body: bytes) -> bytes:
+    """Our own stylesheet and scripts without comments and spare spaces; anything else as it is."""
+    if name.endswith(".css"):
+        return str(rcssmin.cssmin(body.decode())).encode()
+    if name.endswith(".js") and not name.endswith(".min.js"):
+        return str(rjsmin.jsmin(body.decode())).encode()
+    return body
 
 
 def load(directory: Path) -> dict[str, Asset]:
-    """Every file directly under `directory`, read and compressed once."""
+    """Every file directly under `directory`, read, minified and compressed once."""
     assets: dict[str, Asset] = {}
     for path in sorted(directory.iterdir()):
         if not path.is_file():
             continue
-        body = path.read_bytes()
+        body = minified(path.name, path.read_bytes())
         media_type = _TYPES.get(path.suffix) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        compressible = media_type.startswith(("text/", "image/svg")) and len(body) >= _MIN_GZIP
-        # mtime=0: the same bytes from every worker and every start, so every worker gives one ETag.
-        gzipped = gzip.compress(body, compresslevel=9, mtime=0) if compressible else None
+        compressible = media_type.startswith(("text/", "image/svg")) and len(body) >= _MIN_COMPRESS
+        forms = {coding: compress(body, coding) for coding in PREFERENCE} if compressible else {}
         digest = hashlib.sha256(body).hexdigest()[:12]
-        assets[path.name] = Asset(path.name, media_type, body, gzipped, digest)
+        assets[path.name] = Asset(path.name, media_type, body, digest, forms)
     return assets
-
-
-def accepts_gzip(headers: Headers) -> bool:
-    """Whether the client takes gzip (a q=0 refusal counts as no)."""
-    for part in headers.get("accept-encoding", "").split(","):
-        coding, _, params = part.strip().partition(";")
-        if coding.strip().lower() in {"gzip", "*"}:
-            return params.replace(" ", "").lower() not in {"q=0", "q=0.0", "q=0.00", "q=0.000"}
-    return False
 
 
 def not_modified(headers: Headers, etag: str) -> bool:
@@ -85,7 +95,7 @@ def not_modified(headers: Headers, etag: str) -> bool:
 
 
 class StaticAssets:
-    """An ASGI app for /static: GET and HEAD, fingerprinted URLs, 304s, gzip made in advance."""
+    """An ASGI app for /static: GET and HEAD, fingerprinted URLs, 304s, brotli and gzip made in advance."""
 
     def __init__(self, directory: Path) -> None:
         self.assets = load(directory)
@@ -109,8 +119,8 @@ class StaticAssets:
         headers = Headers(scope=scope)
         query = dict(parse_qsl(scope.get("query_string", b"").decode("latin-1")))
         fresh = query.get(FINGERPRINT) == asset.digest
-        use_gzip = asset.gzipped is not None and accepts_gzip(headers)
-        etag = asset.etag(use_gzip)
+        coding = choose(headers, tuple(asset.forms))
+        etag = asset.etag(coding)
         common = [
             (b"cache-control", (IMMUTABLE if fresh else REVALIDATE).encode()),
             (b"etag", etag.encode()),
@@ -120,14 +130,14 @@ class StaticAssets:
             await send({"type": "http.response.start", "status": 304, "headers": common})
             await send({"type": "http.response.body", "body": b""})
             return
-        body = asset.gzipped if use_gzip and asset.gzipped is not None else asset.body
+        body = asset.forms[coding] if coding else asset.body
         response_headers = [
             (b"content-type", asset.media_type.encode()),
             (b"content-length", str(len(body)).encode()),
             *common,
         ]
-        if use_gzip:
-            response_headers.append((b"content-encoding", b"gzip"))
+        if coding:
+            response_headers.append((b"content-encoding", coding.encode()))
         await send({"type": "http.response.start", "status": 200, "headers": response_headers})
         await send({"type": "http.response.body", "body": b"" if method == "HEAD" else body})
 

@@ -1,31 +1,30 @@
 // Keyboard movement inside the grid: one tab stop, arrow keys between cells (a roving tabindex).
-// Delegated from the document, so it keeps working after htmx swaps the widget.
+// Delegated from the document, so it keeps working after htmx swaps the widget. A cell's place is
+// read from the page itself (its card, its column, its row), so cells carry no coordinates.
 "use strict";
 
 (function () {
-  function find(grid, card, weight, band) {
-    return grid.querySelector(
-      '.cell[data-card="' + card + '"][data-weight="' + weight + '"][data-band="' + band + '"]'
-    );
+  function columns(grid) {
+    return Array.from(grid.querySelectorAll(".card .plot > .column:not(.gap)"));
   }
 
   function target(grid, cell, key) {
-    const card = Number(cell.dataset.card);
-    const weight = Number(cell.dataset.weight);
-    // The column's own cells give the band order, as the server drew it.
-    const bands = Array.from(cell.closest(".column").children, function (el) { return el.dataset.band; });
-    const b = bands.indexOf(cell.dataset.band);
-    const cards = grid.querySelectorAll(".card").length;
-    const weights = cell.closest(".plot").children.length;
-    let c = card, w = weight, band = b;
-    if (key === "ArrowRight") { w += 1; if (w >= weights) { w = 0; c = (c + 1) % cards; } }
-    else if (key === "ArrowLeft") { w -= 1; if (w < 0) { w = weights - 1; c = (c - 1 + cards) % cards; } }
-    else if (key === "ArrowDown") { band = Math.min(b + 1, bands.length - 1); }
-    else if (key === "ArrowUp") { band = Math.max(b - 1, 0); }
-    else if (key === "Home") { w = 0; }
-    else if (key === "End") { w = weights - 1; }
+    const column = cell.parentElement;
+    const row = Array.prototype.indexOf.call(column.children, cell);
+    const all = columns(grid);
+    const here = all.indexOf(column);
+    const plot = column.parentElement;
+    const inCard = all.filter(function (c) { return c.parentElement === plot; });
+    let to = here, r = row;
+    if (key === "ArrowRight") { to = (here + 1) % all.length; }
+    else if (key === "ArrowLeft") { to = (here - 1 + all.length) % all.length; }
+    else if (key === "ArrowDown") { r = Math.min(row + 1, column.children.length - 1); }
+    else if (key === "ArrowUp") { r = Math.max(row - 1, 0); }
+    else if (key === "Home") { to = all.indexOf(inCard[0]); }
+    else if (key === "End") { to = all.indexOf(inCard[inCard.length - 1]); }
     else { return null; }
-    return find(grid, c, w, bands[band]);
+    const cells = all[to].children;
+    return cells[Math.min(r, cells.length - 1)] || null;
   }
 
   document.addEventListener("keydown", function (event) {

@@ -14,6 +14,7 @@ from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
 from hypothesis import settings
 
+from app.assets import minified
 from app.main import create_app
 from app.paths import STATIC_DIR
 
@@ -66,6 +67,39 @@ def unversioned(url: str) -> str:
     """An asset's address without its fingerprint, after checking the fingerprint is its content's hash."""
     path, _, query = url.partition("?")
     name = path.rpartition("/static/")[2]
-    expected = hashlib.sha256((STATIC_DIR / name).read_bytes()).hexdigest()[:12]
+    expected = hashlib.sha256(minified(name, (STATIC_DIR / name).read_bytes())).hexdigest()[:12]
     assert query == f"v={expected}", url
     return path
+
+
+_STATES = {"solid", "partial", "dashed"}
+_HOLDINGS = {"held", "partial", "gathered", "sent", "dashed"}
+
+
+def cell_facts(cell: Tag) -> dict[str, str]:
+    """What a grid cell says of itself, read as a browser would.
+
+    Card and weight come from its section and column; band, state and (in a step) holding from its classes.
+    """
+    classes = [str(c) for c in cell.get("class") or []]
+    card = cell.find_parent("section", class_="card")
+    column = cell.find_parent(class_="column")
+    assert card is not None, cell
+    assert column is not None, cell
+    holding = classes[4] if len(classes) > 4 and classes[4] in _HOLDINGS else ""
+    return {
+        "card": str(card["data-card-index"]),
+        "weight": str(column["data-weight"]),
+        "band": next(c.removeprefix("band-") for c in classes if c.startswith("band-")),
+        "state": next(c for c in classes if c in _STATES),
+        "holding": holding,
+    }
+
+
+def cell_selector(card: int | None = None, weight: int | None = None, band: str | None = None) -> str:
+    """A CSS selector for the grid's cells on that card, weight and band (any, where None)."""
+    return (
+        "#grid section.card" + (f'[data-card-index="{card}"]' if card is not None else "")
+        + " .column" + (f'[data-weight="{weight}"]' if weight is not None else "")
+        + " > .cell" + (f".band-{band}" if band is not None else "")
+    )  # fmt: skip

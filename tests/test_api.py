@@ -29,7 +29,7 @@ def test_layout_uses_the_dom_contract_fields(client: TestClient, stage: str, das
 
 
 def test_layout_matches_the_page_cell_for_cell(client: TestClient) -> None:
-    from tests.conftest import dom
+    from tests.conftest import cell_facts, dom
 
     for stage in Stage:
         api = {
@@ -37,8 +37,8 @@ def test_layout_matches_the_page_cell_for_cell(client: TestClient) -> None:
             for c in client.get(f"/api/layout?stage={stage}").json()["cells"]
         }
         page = {
-            (int(str(c["data-card"])), int(str(c["data-weight"])), str(c["data-band"])): c["data-state"]
-            for c in dom(client.get(f"/?stage={stage}").text).select("#grid .cell")
+            (int(f["card"]), int(f["weight"]), f["band"]): f["state"]
+            for f in map(cell_facts, dom(client.get(f"/?stage={stage}").text).select("#grid .cell"))
         }
         assert api == page
 

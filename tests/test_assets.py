@@ -1,23 +1,30 @@
-"""Static assets: fingerprinted addresses, a year's caching, precompressed gzip, 304s and HEAD."""
+"""Static assets: minified, fingerprinted addresses, a year's caching, precompressed brotli and gzip, 304s and HEAD."""
 
 from __future__ import annotations
 
-import gzip
 import hashlib
+import re
 
 import pytest
 from fastapi.testclient import TestClient
+from starlette.datastructures import Headers
 
-from app.assets import IMMUTABLE, accepts_gzip
+from app.assets import IMMUTABLE, minified
+from app.encodings import choose, decompress
 from app.paths import STATIC_DIR
 from tests.conftest import dom
 
 GZIP = {"Accept-Encoding": "gzip"}
+BR = {"Accept-Encoding": "gzip, deflate, br, zstd"}
 IDENTITY = {"Accept-Encoding": "identity"}
 
 
+def _served(name: str) -> bytes:
+    return minified(name, (STATIC_DIR / name).read_bytes())
+
+
 def _digest(name: str) -> str:
-    return hashlib.sha256((STATIC_DIR / name).read_bytes()).hexdigest()[:12]
+    return hashlib.sha256(_served(name)).hexdigest()[:12]
 
 
 def test_every_asset_the_page_uses_is_fingerprinted_and_kept_for_a_year(client: TestClient) -> None:
@@ -30,7 +37,7 @@ def test_every_asset_the_page_uses_is_fingerprinted_and_kept_for_a_year(client: 
         response = client.get(url, headers=IDENTITY)
         assert response.status_code == 200
         assert response.headers["cache-control"] == IMMUTABLE
-        assert response.content == (STATIC_DIR / name).read_bytes()
+        assert response.content == _served(name)
 
 
 @pytest.mark.parametrize("query", ["", "?v=000000000000"])
@@ -40,36 +47,50 @@ def test_an_address_without_the_current_fingerprint_must_be_revalidated(client: 
     assert response.headers["cache-control"] == "no-cache"
 
 
-def test_gzip_is_made_in_advance_and_has_its_own_etag(client: TestClient) -> None:
+@pytest.mark.parametrize(("headers", "coding"), [(GZIP, "gzip"), (BR, "br")])
+def test_each_coding_is_made_in_advance_and_has_its_own_etag(
+    client: TestClient, headers: dict[str, str], coding: str
+) -> None:
     plain = client.get("/static/app.css", headers=IDENTITY)
-    packed = client.get("/static/app.css", headers=GZIP)
+    packed = client.get("/static/app.css", headers=headers)
     assert "content-encoding" not in plain.headers
-    assert packed.headers["content-encoding"] == "gzip"
-    # httpx decodes the body: it is the file again, from fewer bytes on the wire.
-    assert packed.content == plain.content == (STATIC_DIR / "app.css").read_bytes()
+    assert packed.headers["content-encoding"] == coding
+    # httpx decodes the body: it is the served file again, from fewer bytes on the wire.
+    assert packed.content == plain.content == _served("app.css")
     assert int(packed.headers["content-length"]) < len(plain.content) / 3
     assert plain.headers["etag"] == f'"{_digest("app.css")}"'
-    assert packed.headers["etag"] == f'"{_digest("app.css")}-gz"'
+    assert packed.headers["etag"] == f'"{_digest("app.css")}-{coding}"'
     assert packed.headers["vary"] == "Accept-Encoding"
 
 
-@pytest.mark.parametrize("headers", [IDENTITY, GZIP])
+def test_brotli_is_smaller_than_gzip_on_htmx(client: TestClient) -> None:
+    # Why brotli is worth a dependency: on the largest file of the first load.
+    name = next(p.name for p in STATIC_DIR.glob("htmx-*.min.js"))
+    sizes = {
+        c: int(client.get(f"/static/{name}", headers=h).headers["content-length"])
+        for c, h in [("gz", GZIP), ("br", BR)]
+    }
+    assert sizes["br"] < 0.95 * sizes["gz"]
+
+
+@pytest.mark.parametrize("headers", [IDENTITY, GZIP, BR])
 def test_a_matching_etag_gets_304_without_a_body(client: TestClient, headers: dict[str, str]) -> None:
-    first = client.get("/static/grid.js", headers=headers)
-    again = client.get("/static/grid.js", headers={**headers, "If-None-Match": first.headers["etag"]})
+    first = client.get("/static/step.js", headers=headers)
+    again = client.get("/static/step.js", headers={**headers, "If-None-Match": first.headers["etag"]})
     assert again.status_code == 304
     assert again.content == b""
     assert again.headers["etag"] == first.headers["etag"]
-    # The other form's tag does not match this one.
-    other = first.headers["etag"].removesuffix('-gz"') + ('"' if first.headers["etag"].endswith('-gz"') else '-gz"')
-    assert client.get("/static/grid.js", headers={**headers, "If-None-Match": other}).status_code == 200
+    # Another form's tag does not match this one.
+    tags = {f'"{_digest("step.js")}{suffix}"' for suffix in ("", "-gzip", "-br")}
+    for other in tags - {first.headers["etag"]}:
+        assert client.get("/static/step.js", headers={**headers, "If-None-Match": other}).status_code == 200
 
 
 def test_head_gives_the_headers_alone(client: TestClient) -> None:
     response = client.head("/static/app.css", headers=IDENTITY)
     assert response.status_code == 200
     assert response.content == b""
-    assert int(response.headers["content-length"]) == (STATIC_DIR / "app.css").stat().st_size
+    assert int(response.headers["content-length"]) == len(_served("app.css"))
 
 
 @pytest.mark.parametrize(
@@ -90,19 +111,42 @@ def test_what_is_not_an_asset(client: TestClient, method: str, path: str, status
 
 @pytest.mark.parametrize(
     ("header", "expected"),
-    [("gzip", True), ("br, gzip;q=0.8", True), ("*", True), ("gzip;q=0", False), ("identity", False), ("", False)],
+    [
+        ("gzip", "gzip"),
+        ("gzip, deflate, br, zstd", "br"),
+        ("br;q=0, gzip;q=0.8", "gzip"),
+        ("*", "br"),
+        ("*, br;q=0", "gzip"),
+        ("gzip;q=0", None),
+        ("identity", None),
+        ("", None),
+    ],
 )
-def test_accept_encoding(header: str, expected: bool) -> None:
-    from starlette.datastructures import Headers
-
-    assert accepts_gzip(Headers({"accept-encoding": header})) is expected
+def test_accept_encoding(header: str, expected: str | None) -> None:
+    assert choose(Headers({"accept-encoding": header})) == expected
 
 
-def test_the_gzip_body_is_the_same_bytes_every_time() -> None:
-    # mtime=0 in the header: two workers, or two starts, give byte-identical bodies and one ETag.
+def test_the_compressed_bodies_are_the_same_bytes_every_time() -> None:
+    # gzip's mtime=0, brotli's no timestamp: two workers, or two starts, give byte-identical bodies and one ETag.
     from app.assets import load
 
     first, second = load(STATIC_DIR)["app.css"], load(STATIC_DIR)["app.css"]
-    assert first.gzipped == second.gzipped
-    assert first.gzipped is not None
-    assert gzip.decompress(first.gzipped) == (STATIC_DIR / "app.css").read_bytes()
+    assert first.forms == second.forms
+    assert set(first.forms) == {"br", "gzip"}
+    for coding, body in first.forms.items():
+        assert decompress(body, coding) == _served("app.css")
+
+
+def _comments(text: str) -> str:
+    return re.sub(r"/\*.*?\*/", "", text, flags=re.S)
+
+
+@pytest.mark.parametrize("name", ["app.css", "step.js", "tools.js"])
+def test_minifying_drops_comments_and_spaces_and_keeps_every_rule(name: str) -> None:
+    source = (STATIC_DIR / name).read_text()
+    served = _served(name).decode()
+    assert len(served) < 0.8 * len(source)
+    assert "/*" not in served
+    assert "\n//" not in served
+    # Every rule or block survives: the braces outside comments are the same in number.
+    assert served.count("{") == _comments(source).count("{") > 20

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from app.domain.bands import Band
 from app.domain.stages import Stage
-from tests.conftest import dom, one, text, unversioned
+from tests.conftest import cell_facts, cell_selector, dom, one, text, unversioned
 
 HX = {"HX-Request": "true"}
 RESTORE = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
@@ -102,25 +102,26 @@ def test_grid_cells(client: TestClient, stage: Stage, solid: list[int], headers:
     grid = tree.select_one("#grid")
     assert grid is not None
     assert grid["data-stage"] == stage.value
-    cells = grid.select("[data-card][data-weight][data-band][data-state]")
+    cells = [cell_facts(c) for c in grid.select(".cell")]
     assert len(cells) == 8 * 8 * 4
-    assert {(c["data-card"], c["data-weight"], c["data-band"]) for c in cells} == {
+    assert {(c["card"], c["weight"], c["band"]) for c in cells} == {
         (str(card), str(weight), band.value) for card in range(8) for weight in range(8) for band in Band
     }
-    counts = [sum(1 for c in cells if c["data-band"] == band and c["data-state"] == "solid") for band in Band]
+    counts = [sum(1 for c in cells if c["band"] == band and c["state"] == "solid") for band in Band]
     assert counts == solid
-    assert {c["data-state"] for c in cells} <= {"solid", "dashed"}
+    assert {c["state"] for c in cells} <= {"solid", "dashed"}
 
 
 def test_every_cell_names_its_card_weight_band_and_holder(client: TestClient) -> None:
     cells = _page(client, Stage.ZERO1).select("#grid .cell")
     for cell in cells:
         label = str(cell["aria-label"])
+        facts = cell_facts(cell)
         assert cell["role"] == "img"
-        assert f"GPU {cell['data-card']}, weight {cell['data-weight']}," in label
-        if cell["data-state"] == "dashed":
-            assert f"GPU {cell['data-weight']} holds it on this weight's behalf" in label
-    dashed_master = _page(client, Stage.ZERO1).select_one('.cell[data-card="2"][data-weight="5"][data-band="master"]')
+        assert f"GPU {facts['card']}, weight {facts['weight']}," in label
+        if facts["state"] == "dashed":
+            assert f"GPU {facts['weight']} holds it on this weight's behalf" in label
+    dashed_master = _page(client, Stage.ZERO1).select_one(cell_selector(2, 5, "master"))
     assert dashed_master is not None
     assert dashed_master["aria-label"] == (
         "GPU 2, weight 5, Master copy (fp32, 4 B): not stored here. GPU 5 holds it on this weight's behalf."
@@ -234,6 +235,7 @@ def test_page_head_loads_only_local_assets_and_configures_htmx(client: TestClien
     scripts = [unversioned(str(s["src"])) for s in tree.select("script")]
     assert scripts == [
         "/static/htmx-2.0.11.min.js",
+        "/static/swap.js",
         "/static/grid.js",
         "/static/step.js",
         "/static/keys.js",

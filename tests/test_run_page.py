@@ -9,7 +9,7 @@ import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
-from tests.conftest import dom, one, text
+from tests.conftest import cell_facts, dom, one, text
 
 
 def _page(client: TestClient, query: str, headers: dict[str, str] | None = None) -> BeautifulSoup:
@@ -43,7 +43,7 @@ def test_grid_draws_every_card_up_to_sixteen_then_a_sample(
     tree = _page(client, f"gpus={gpus}&stage=zero1")
     grid = one(tree, "#grid")
     assert grid["data-gpus"] == str(gpus)
-    drawn = {cell["data-card"] for cell in grid.select(".cell")}
+    drawn = {cell_facts(cell)["card"] for cell in grid.select(".cell")}
     assert len(drawn) == cards
     assert len(grid.select(".cell")) == cards * weights * 4
     gaps = grid.select(".card-gap")
@@ -61,7 +61,7 @@ def test_totals_stay_exact_on_a_sampled_grid(client: TestClient) -> None:
 
 def test_a_band_of_zero_bytes_disappears(client: TestClient) -> None:
     tree = _page(client, "recipe=fp32-adam&stage=zero2")
-    assert {c["data-band"] for c in tree.select("#grid .cell")} == {"weights", "gradients", "moments"}
+    assert {cell_facts(c)["band"] for c in tree.select("#grid .cell")} == {"weights", "gradients", "moments"}
     assert [text(li, "strong") for li in tree.select(".legend ul.bands li")] == ["Weights", "Gradients", "Adam moments"]
     assert "(4 : 4 : 8)" in text(tree, ".legend p")
 

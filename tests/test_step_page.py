@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import dom, one, text
+from tests.conftest import cell_facts, cell_selector, dom, one, text
 
 
 def _page(client: TestClient, query: str, headers: dict[str, str] | None = None) -> BeautifulSoup:
@@ -37,11 +37,11 @@ def test_zero3_forward_column_2_shows_the_gathered_weights(client: TestClient, h
     assert text(panel, "h3") == "Phase 3 of 20 Forward pass, column 2"
     assert text(panel, "#tally strong") == "0.375P"
     assert one(panel, ".transfer figcaption").get_text() == "all-gather of column 2's weights: 0.125P"
-    weights = tree.select('#grid .cell[data-weight="2"][data-band="weights"]')
-    assert [c["data-holding"] for c in weights] == ["gathered", "gathered", "held"] + ["gathered"] * 5
+    weights = tree.select(cell_selector(weight=2, band="weights"))
+    assert [cell_facts(c)["holding"] for c in weights] == ["gathered", "gathered", "held"] + ["gathered"] * 5
     # Exactly the cells the text names are ringed: column 2's weights, on every card.
     assert tree.select("#grid .cell.active") == weights
-    assert {c["data-holding"] for c in tree.select('#grid .cell[data-weight="3"][data-band="weights"]')} == {
+    assert {cell_facts(c)["holding"] for c in tree.select(cell_selector(weight=3, band="weights"))} == {
         "held",
         "dashed",
     }
@@ -49,8 +49,8 @@ def test_zero3_forward_column_2_shows_the_gathered_weights(client: TestClient, h
 
 def test_gradients_made_for_another_card_are_drawn_as_sent(client: TestClient) -> None:
     tree = _page(client, "stage=zero2&phase=9")
-    gradients = tree.select('#grid .cell[data-weight="7"][data-band="gradients"]')
-    assert [c["data-holding"] for c in gradients] == ["sent"] * 7 + ["held"]
+    gradients = tree.select(cell_selector(weight=7, band="gradients"))
+    assert [cell_facts(c)["holding"] for c in gradients] == ["sent"] * 7 + ["held"]
     assert "computed here, then reduce-scattered to GPU 7" in str(gradients[0]["aria-label"])
     keys = [text(li, "strong") for li in tree.select(".legend ul.states li")]
     # With 8 GPUs every card holds whole columns: no part-filled cell, so no key for one.
@@ -102,8 +102,8 @@ def test_a_run_on_64_gpus_is_stepped_on_its_own_cards(client: TestClient) -> Non
     assert {text(card, ".card-sub") for card in tree.select("#grid .card")} == {"now 7.0 GiB · peak 7.0 GiB"}
     assert text(tree, "table.figures tr[data-stage=zero3] td.per-gpu") == "7.0 GiB"
     # GPU 1 holds the second eighth of column 0, drawn as a strip; GPUs 0-7 hold column 0.
-    strip = one(tree, '#grid .cell[data-card="1"][data-weight="0"][data-band="master"]')
-    assert strip["data-holding"] == "partial"
+    strip = one(tree, cell_selector(1, 0, "master"))
+    assert cell_facts(strip)["holding"] == "partial"
     assert {"from-6", "to-12"} <= set(strip["class"])
     assert "holds its slice, 1/8 of the column; GPUs 0–7 hold the rest" in str(strip["aria-label"])
 

@@ -8,7 +8,7 @@ import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
-from tests.conftest import dom, one, text
+from tests.conftest import cell_facts, dom, one, text
 
 
 def _get(client: TestClient, query: str, path: str = "/", status: int = 200) -> BeautifulSoup:
@@ -30,15 +30,16 @@ def test_coming_from_zero1_marks_the_gradients_other_cards_no_longer_keep(client
     changed = tree.select("#grid .cell.changed")
     # One band, 8 cards, the 7 weights each card does not hold.
     assert len(changed) == 56
-    assert {c["data-band"] for c in changed} == {"gradients"}
-    assert all(c["data-state"] == "dashed" and c["data-card"] != c["data-weight"] for c in changed)
+    facts = [cell_facts(c) for c in changed]
+    assert {f["band"] for f in facts} == {"gradients"}
+    assert all(f["state"] == "dashed" and f["card"] != f["weight"] for f in facts)
 
 
 def test_going_back_marks_the_cells_filled_again(client: TestClient) -> None:
     tree = _get(client, "stage=dp&from=zero3&gpus=4")
     changed = tree.select("#grid .cell.changed")
     assert len(changed) == 4 * 4 * 3  # every band, 4 cards, 3 weights held elsewhere
-    assert {c["data-state"] for c in changed} == {"solid"}
+    assert {cell_facts(c)["state"] for c in changed} == {"solid"}
     # ZeRO-3 on 4 cards keeps 16/4 = 4; data parallelism all 16.
     assert "each card adds 12.00 to its 4.00 bytes per weight (now 16.00)" in text(tree, "#change-note")
 

@@ -26,8 +26,17 @@ BANDS = ["weights", "gradients", "master", "moments"]
 TITLES = {"dp": "Data parallelism", "zero1": "ZeRO-1", "zero2": "ZeRO-2", "zero3": "ZeRO-3"}
 
 
+# The focused cell's card, weight, band and state, read as a reader's browser has them: from its
+# card, its column and its classes.
+ACTIVE_CELL = """() => {
+  const c = document.activeElement;
+  return [c.closest(".card").dataset.cardIndex, c.parentElement.dataset.weight,
+          c.classList[1].replace("band-", ""), c.classList[2]];
+}"""
+
+
 def solid_counts(page: Page) -> list[int]:
-    return [page.locator(f'#grid .cell[data-band="{band}"][data-state="solid"]').count() for band in BANDS]
+    return [page.locator(f"#grid .cell.band-{band}.solid").count() for band in BANDS]
 
 
 def test_switching_swaps_the_grid_and_back_forward_land_on_the_right_stage(
@@ -103,15 +112,12 @@ def test_keyboard_moves_between_cells_and_each_names_itself(page: Page, server: 
     # The form comes before the grid; from its last control, Tab enters the grid.
     page.focus('#run-form button[type="submit"]')
     page.keyboard.press("Tab")
-    active = "document.activeElement.dataset"
-    assert page.evaluate(f"[{active}.card, {active}.weight, {active}.band]") == ["0", "0", "weights"]
+    assert page.evaluate(ACTIVE_CELL)[:3] == ["0", "0", "weights"]
 
     page.keyboard.press("ArrowRight")
     for _ in range(3):
         page.keyboard.press("ArrowDown")
-    assert page.evaluate(f"[{active}.card, {active}.weight, {active}.band, {active}.state]") == [
-        "0", "1", "moments", "dashed"
-    ]  # fmt: skip
+    assert page.evaluate(ACTIVE_CELL) == ["0", "1", "moments", "dashed"]
     tip = page.evaluate("getComputedStyle(document.activeElement, '::after').content")
     assert "GPU 0, weight 1, Adam moments" in tip
     assert "GPU 1 holds it on this weight's behalf" in tip
@@ -124,7 +130,7 @@ def test_keyboard_moves_between_cells_and_each_names_itself(page: Page, server: 
 
 def test_hover_shows_the_cell_details(page: Page, server: str) -> None:
     page.goto(server + "/?stage=zero3")
-    cell = page.locator('#grid .cell[data-card="4"][data-weight="6"][data-band="weights"]')
+    cell = page.locator('#grid [data-card-index="4"] .column[data-weight="6"] > .cell.band-weights')
     cell.hover()
     tip = cell.evaluate("el => getComputedStyle(el, '::after').content")
     assert "GPU 4, weight 6, Weights (bf16, 2 B): not stored here. GPU 6 holds it" in tip
@@ -272,16 +278,16 @@ def test_stepping_through_zero3_from_the_keyboard(page: Page, server: str, watch
         expect(page).to_have_url(f"{server}/?stage=zero3&phase={phase}")
         expect(page.locator("#tally strong")).to_have_text(tally)
         layer = phase - 1
-        gathered = page.locator('#grid .cell[data-holding="gathered"]')
+        gathered = page.locator("#grid .cell.gathered")
         expect(gathered).to_have_count(7)  # the layer's weights on every card but its owner
-        expect(page.locator(f'#grid .cell[data-holding="gathered"][data-weight="{layer}"]')).to_have_count(7)
+        expect(page.locator(f'#grid .column[data-weight="{layer}"] > .cell.gathered')).to_have_count(7)
 
     page.keyboard.press("ArrowLeft")
     expect(panel).to_have_attribute("data-phase", "2")
     page.keyboard.press("End")
     expect(panel).to_have_attribute("data-phase", "20")
     expect(page.locator("#tally strong")).to_have_text("3P")
-    expect(page.locator('#grid .cell[data-holding="gathered"]')).to_have_count(0)
+    expect(page.locator("#grid .cell.gathered")).to_have_count(0)
     page.keyboard.press("Home")
     expect(panel).to_have_attribute("data-phase", "0")
     assert page.evaluate("window.__sameDocument") is True
@@ -340,3 +346,42 @@ def test_stepping_without_javascript_is_one_phase_per_page_load(browser: Browser
     page.click(".phase-form button")
     expect(page.locator("#step")).to_have_attribute("data-phase", "9")
     context.close()
+
+
+# The widget as the server draws it: every cell's classes and name, and the texts a reader sees.
+_DRAWN = """() => {
+  const w = document.getElementById("widget");
+  return {
+    cells: Array.from(w.querySelectorAll("#grid .cell"), c => [c.className, c.getAttribute("aria-label")]),
+    text: w.innerText,
+    links: Array.from(w.querySelectorAll("[hx-get]"), a => a.getAttribute("hx-get")),
+  };
+}"""
+
+
+@pytest.mark.parametrize(
+    ("start", "click"),
+    [
+        ("/?stage=dp", "#switch-zero3"),  # another arrangement: other states and names
+        ("/?stage=zero3&phase=2", "#step-next"),  # the next phase of a step: other holdings and rings
+        ("/?stage=zero2&phase=4", "#step-leave"),  # out of the step: other columns, labels and bars
+    ],
+)
+def test_a_swap_changes_only_what_differs_and_ends_as_the_server_draws_it(
+    page: Page, server: str, start: str, click: str
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(server + start)
+    settled(page)
+    page.evaluate("() => { window.__cell = document.querySelector('#grid .cell'); }")
+    with page.expect_request(lambda r: r.headers.get("hx-request") == "true") as request:
+        page.click(click)
+    expect(page).not_to_have_url(server + start)
+    settled(page)
+    patched = page.evaluate(_DRAWN)
+    # Patched in place: the first cell is the same element, restyled and renamed.
+    assert page.evaluate("() => window.__cell === document.querySelector('#grid .cell')") is True
+    # The address htmx asked for, loaded afresh as a page: what the patched widget must now equal.
+    page.goto(request.value.url)
+    settled(page)
+    assert patched == page.evaluate(_DRAWN)

@@ -128,7 +128,7 @@ def test_every_band_edge_stands_out_from_the_card(browser: Browser, server: str,
     for band, state in [(b, s) for b in ("weights", "gradients", "master", "moments") for s in ("solid", "dashed")]:
         if band == "weights" and state == "dashed":
             continue  # ZeRO-2 keeps every weight on every card
-        edge = _style(page, f'#grid .cell[data-band="{band}"][data-state="{state}"]', "border-top-color")
+        edge = _style(page, f"#grid .cell.band-{band}.{state}", "border-top-color")
         assert contrast(edge, card) >= 3, (band, state, edge, card)
     page.close()
 
@@ -175,11 +175,11 @@ def test_print_fits_one_page_without_controls(page: Page, server: str, stage: st
         expect(page.locator(shown)).to_be_visible()
     # Filled cells print as filled even without background graphics: their colours are kept, and
     # their border is thick, unlike a gap's thin dashes.
-    solid = '#grid .cell[data-state="solid"]'
+    solid = "#grid .cell.solid"
     assert _style(page, solid, "print-color-adjust") == "exact"
     assert float(_style(page, solid, "border-top-width")[:-2]) >= 3
     if stage != "dp":  # data parallelism has no gaps
-        assert _style(page, '#grid .cell[data-state="dashed"]', "border-top-style") == "dashed"
+        assert _style(page, "#grid .cell.dashed", "border-top-style") == "dashed"
     assert _pdf_pages(page.pdf(format=paper)) == 1
     if stage == "zero1" and paper == "A4" and not run:
         page.set_viewport_size({"width": 718, "height": 1047})
