@@ -35,6 +35,11 @@ _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=ut
 # Below this a compressed body saves less than its own header costs.
 _MIN_COMPRESS = 256
 
+BUNDLES = {"app.js": ("swap.js", "grid.js", "step.js", "keys.js", "tools.js")}
+"""Scripts every page with the widget runs, served as one file in this order: one request and one
+compressed stream instead of five (brotli finds what they share). Each stays its own module under
+static/, and is still served alone."""
+
 
 @dataclass(frozen=True)
 class Asset:
@@ -68,18 +73,24 @@ def minified(name: str, body: bytes) -> bytes:
     return body
 
 
+def bundled(directory: Path, parts: tuple[str, ...]) -> bytes:
+    """The scripts `parts`, minified, one after the other (each ends its last statement)."""
+    return b"\n".join(minified(name, (directory / name).read_bytes()).rstrip(b";\n") + b";" for name in parts)
+
+
+def _asset(name: str, body: bytes) -> Asset:
+    media_type = _TYPES.get(Path(name).suffix) or mimetypes.guess_type(name)[0] or "application/octet-stream"
+    compressible = media_type.startswith(("text/", "image/svg")) and len(body) >= _MIN_COMPRESS
+    forms = {coding: compress(body, coding) for coding in PREFERENCE} if compressible else {}
+    return Asset(name, media_type, body, hashlib.sha256(body).hexdigest()[:12], forms)
+
+
 def load(directory: Path) -> dict[str, Asset]:
-    """Every file directly under `directory`, read, minified and compressed once."""
-    assets: dict[str, Asset] = {}
-    for path in sorted(directory.iterdir()):
-        if not path.is_file():
-            continue
-        body = minified(path.name, path.read_bytes())
-        media_type = _TYPES.get(path.suffix) or mimetypes.guess_type(path.name)[0] or "application/octet-stream"
-        compressible = media_type.startswith(("text/", "image/svg")) and len(body) >= _MIN_COMPRESS
-        forms = {coding: compress(body, coding) for coding in PREFERENCE} if compressible else {}
-        digest = hashlib.sha256(body).hexdigest()[:12]
-        assets[path.name] = Asset(path.name, media_type, body, digest, forms)
+    """Every file directly under `directory`, read, minified and compressed once; and the bundles."""
+    assets = {path.name: _asset(path.name, minified(path.name, path.read_bytes()))
+              for path in sorted(directory.iterdir()) if path.is_file()}  # fmt: skip
+    for name, parts in BUNDLES.items():
+        assets[name] = _asset(name, bundled(directory, parts))
     return assets
 
 

@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from starlette.types import ASGIApp, Message
 
-from app.assets import FINGERPRINT
+from app.assets import BUNDLES, FINGERPRINT, bundled
 from app.config import Settings
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
@@ -216,7 +216,7 @@ class _Rewriter(HTMLParser):
         # An asset's fingerprint only tells a browser's cache when it changed; the copy has one version.
         if absolute.path.startswith(STATIC_PREFIX) and parts.query.partition("=")[0] in {"", FINGERPRINT}:
             asset = absolute.path.removeprefix(STATIC_PREFIX)
-            if (STATIC_DIR / asset).is_file():
+            if (STATIC_DIR / asset).is_file() or asset in BUNDLES:
                 target = f"{STATIC_OUT}/{asset}"
                 return urlunsplit(("", "", relative(target, self.source), "", parts.fragment))
             self.missing.add(app_path)
@@ -442,6 +442,8 @@ def export(out: Path, urls: Sequence[str] | None = None, app: ASGIApp | None = N
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(body)
         shutil.copytree(STATIC_DIR, out / STATIC_OUT, dirs_exist_ok=True)
+        for bundle, parts in BUNDLES.items():
+            (out / STATIC_OUT / bundle).write_bytes(bundled(STATIC_DIR, parts))
     except OSError as error:
         raise ExportError(f"could not write {error.filename or out}: {error.strerror or error}") from None
     written = [out / name for name in files] + [p for p in (out / STATIC_OUT).rglob("*") if p.is_file()]

@@ -38,6 +38,19 @@
     next.focus();
   });
 
+  // The rings round what changed hold for 1.5 s, then fade (app.css, .rings-fade; not under reduced
+  // motion). A patched swap keeps the grid element but resets its classes, so each new arrangement
+  // starts its own wait; the last one's pending fade is dropped.
+  let fade = 0;
+  function fadeRingsLater() {
+    clearTimeout(fade);
+    const grid = document.getElementById("grid");
+    if (!grid || !grid.querySelector(".cell.changed")) { return; }
+    fade = setTimeout(function () { grid.classList.add("rings-fade"); }, 1500);
+  }
+  document.addEventListener("DOMContentLoaded", fadeRingsLater);
+  document.addEventListener("htmx:afterSettle", fadeRingsLater);
+
   // A click or tap focuses a cell too; keep the single tab stop where the person is.
   document.addEventListener("focusin", function (event) {
     const cell = event.target instanceof Element ? event.target.closest("#grid .cell") : null;

@@ -21,14 +21,31 @@
     return true;
   }
 
+  // Whether an attribute is one htmx reads when it wires up an element (hx-get, hx-trigger, …).
+  function wiring(name) { return name.startsWith("hx-") || name.startsWith("data-hx-"); }
+
+  // Returns whether any of htmx's own attributes changed, so the element must be wired up again.
   function copyAttributes(old, fresh) {
-    for (let i = old.attributes.length - 1; i >= 0; i--) {
-      const name = old.attributes[i].name;
-      if (!fresh.hasAttribute(name)) { old.removeAttribute(name); }
+    let rewired = false;
+    const wanted = fresh.attributes;
+    for (let i = 0; i < wanted.length; i++) {
+      const attr = wanted[i];
+      if (old.getAttribute(attr.name) !== attr.value) {
+        old.setAttribute(attr.name, attr.value);
+        rewired = rewired || wiring(attr.name);
+      }
     }
-    for (const attr of fresh.attributes) {
-      if (old.getAttribute(attr.name) !== attr.value) { old.setAttribute(attr.name, attr.value); }
+    // Now `old` has every attribute of `fresh`: only if it has more are there any to remove.
+    const had = old.attributes;
+    if (had.length === wanted.length) { return rewired; }
+    for (let i = had.length - 1; i >= 0; i--) {
+      const name = had[i].name;
+      if (!fresh.hasAttribute(name)) {
+        old.removeAttribute(name);
+        rewired = rewired || wiring(name);
+      }
     }
+    return rewired;
   }
 
   function alike(old, fresh) {
@@ -39,18 +56,24 @@
   }
 
   // Make `old` look like `fresh`, in place where the two are alike, by replacement where not.
-  function patch(old, fresh) {
+  // `wire` collects what htmx must process: elements put in whole, and kept ones whose hx- changed.
+  function patch(old, fresh, wire) {
     if (old.nodeType !== Node.ELEMENT_NODE) {
       if (old.nodeValue !== fresh.nodeValue) { old.nodeValue = fresh.nodeValue; }
       return;
     }
-    copyAttributes(old, fresh);
+    if (copyAttributes(old, fresh)) { wire.push(old); }
     let o = old.firstChild;
     let f = fresh.firstChild;
     while (o && f) {
       const nextOld = o.nextSibling;
       const nextFresh = f.nextSibling;
-      if (alike(o, f)) { patch(o, f); } else { old.replaceChild(f, o); }
+      if (alike(o, f)) {
+        patch(o, f, wire);
+      } else {
+        old.replaceChild(f, o);
+        if (f.nodeType === Node.ELEMENT_NODE) { wire.push(f); }
+      }
       o = nextOld;
       f = nextFresh;
     }
@@ -65,10 +88,11 @@
         target.replaceWith(fragment);
         return fresh ? [fresh] : [];
       }
-      patch(target, fresh);
-      // htmx processes what it is given: the widget, whose links may now point elsewhere and
-      // whose replaced parts are new.
-      return [target];
+      const wire = [];
+      patch(target, fresh, wire);
+      // htmx wires up what it is given (and fires htmx:load on it): only what is new or now points
+      // elsewhere, not the 800 elements that are as they were.
+      return wire;
     }
   });
 

@@ -14,7 +14,7 @@ from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
 from hypothesis import settings
 
-from app.assets import minified
+from app.assets import BUNDLES, bundled, minified
 from app.main import create_app
 from app.paths import STATIC_DIR
 
@@ -63,11 +63,18 @@ def text(tree: Tag, selector: str) -> str:
     return " ".join(one(tree, selector).get_text(" ").split())
 
 
+def served(name: str) -> bytes:
+    """A static asset as the app serves it: minified, or a bundle of several."""
+    if name in BUNDLES:
+        return bundled(STATIC_DIR, BUNDLES[name])
+    return minified(name, (STATIC_DIR / name).read_bytes())
+
+
 def unversioned(url: str) -> str:
     """An asset's address without its fingerprint, after checking the fingerprint is its content's hash."""
     path, _, query = url.partition("?")
     name = path.rpartition("/static/")[2]
-    expected = hashlib.sha256(minified(name, (STATIC_DIR / name).read_bytes())).hexdigest()[:12]
+    expected = hashlib.sha256(served(name)).hexdigest()[:12]
     assert query == f"v={expected}", url
     return path
 

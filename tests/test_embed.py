@@ -221,4 +221,4 @@ def test_full_screen_is_offered_by_script_with_a_note_for_when_it_is_forbidden(c
     # Hidden until static/tools.js finds full screen allowed; otherwise the note shows instead.
     assert button.has_attr("hidden")
     assert one(tree, "#fullscreen-note").has_attr("hidden")
-    assert "/static/tools.js" in [unversioned(str(s["src"])) for s in tree.select("script")]
+    assert "/static/app.js" in [unversioned(str(s["src"])) for s in tree.select("script")]

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from app import cli
 from app import export as export_module
+from app.assets import BUNDLES, minified
 from app.config import Settings
 from app.domain.step import LAST_PHASE
 from app.export import (
@@ -242,10 +243,13 @@ def test_the_export_has_every_page_json_and_asset(site: Path) -> None:
     names = {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
     pages = _exported_pages()
     json = {"api/memory.json", "api/stages.json", "api/layout.json", "api/measured.json", "openapi.json"}
-    assets = {f"static/{p.name}" for p in STATIC_DIR.iterdir()}
+    assets = {f"static/{p.name}" for p in STATIC_DIR.iterdir()} | {f"static/{name}" for name in BUNDLES}
     assert names == pages | json | assets | {"favicon.ico"}
     for asset in STATIC_DIR.iterdir():
         assert (site / "static" / asset.name).read_bytes() == asset.read_bytes()
+    # The bundle the pages load, with each of its modules in it.
+    bundle = (site / "static" / "app.js").read_bytes()
+    assert all(minified(name, (STATIC_DIR / name).read_bytes()).rstrip(b";\n") in bundle for name in BUNDLES["app.js"])
 
 
 def test_every_internal_address_in_every_page_resolves_to_a_file(site: Path, pages: dict[Path, BeautifulSoup]) -> None:
@@ -327,7 +331,7 @@ def test_the_command_writes_the_site_and_says_how_much(
     nbytes = sum(p.stat().st_size for p in files)
     out = capsys.readouterr()
     assert out.out.startswith(f"Wrote {len(files):,} files ({nbytes:,} bytes) to {tmp_path}: 2 pages")
-    assert len(files) == 2 + len(list(STATIC_DIR.iterdir()))
+    assert len(files) == 2 + len(list(STATIC_DIR.iterdir())) + len(BUNDLES)
     header, *listed = out.err.splitlines()
     # The count it gives is the list it prints, and the list names the pages left out.
     assert header == f"{len(listed)} linked addresses are not in the copy and show as plain text:"

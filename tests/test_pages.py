@@ -235,11 +235,7 @@ def test_page_head_loads_only_local_assets_and_configures_htmx(client: TestClien
     scripts = [unversioned(str(s["src"])) for s in tree.select("script")]
     assert scripts == [
         "/static/htmx-2.0.11.min.js",
-        "/static/swap.js",
-        "/static/grid.js",
-        "/static/step.js",
-        "/static/keys.js",
-        "/static/tools.js",
+        "/static/app.js",
     ]
     assert all(not s.string for s in tree.select("script"))
     assert [unversioned(str(link["href"])) for link in tree.select("link[rel~=stylesheet]")] == ["/static/app.css"]

@@ -104,7 +104,7 @@ def test_fit_sentence_when_it_fits_and_none_without_a_card(client: TestClient) -
 
 def test_keys_script_hint_and_help_dialog(client: TestClient) -> None:
     tree = _get(client, "stage=dp")
-    assert one(tree, 'script[src^="/static/keys.js?v="]').has_attr("defer")
+    assert one(tree, 'script[src^="/static/app.js?v="]').has_attr("defer")
     assert text(tree, ".keys-hint") == "Press ? for keys"
     dialog = one(tree, "dialog#keys-help")
     keys = [" ".join(dt.get_text(" ").split()) for dt in dialog.select("dt")]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, expect
@@ -127,14 +129,29 @@ def test_a_new_card_size_is_said_as_the_fit_verdict(page: Page, server: str, wat
     watch.assert_clean(page)
 
 
+RING = re.compile(r"rgb\(\d+, \d+, \d+\) 0px 0px 0px 4px$")
+"""A changed cell's outer ring, in the page's ink: drawn (an invisible ring would be rgba(…, 0))."""
+
+
 @pytest.mark.parametrize("reduced", ["reduce", "no-preference"])
-def test_the_marks_animate_only_without_reduced_motion(page: Page, server: str, reduced: str) -> None:
+def test_the_rings_fade_after_a_while_only_without_reduced_motion(page: Page, server: str, reduced: str) -> None:
     page.emulate_media(reduced_motion=reduced)  # type: ignore[arg-type]
-    page.goto(server + "/?stage=zero2&from=zero1")
+    page.goto(server + "/?stage=dp")
+    page.click("#switch-zero1")
     cell = page.locator("#grid .cell.changed").first
-    expect(cell).to_have_css("animation-name", "none" if reduced == "reduce" else "changed-ring")
+    expect(cell).to_have_css("box-shadow", RING)
+    page.wait_for_timeout(1000)
+    expect(cell).to_have_css("box-shadow", RING, timeout=100)  # still held after a second
     if reduced == "reduce":
-        expect(cell).not_to_have_css("box-shadow", "none")
+        page.wait_for_timeout(2500)
+        expect(cell).to_have_css("box-shadow", RING, timeout=100)  # and for good
+    else:
+        expect(cell).to_have_css("box-shadow", re.compile(r"rgba\(0, 0, 0, 0\) 0px 0px 0px 4px$"), timeout=4000)
+        expect(cell).to_have_css("transition-property", "box-shadow")
+    # A new arrangement rings its own changes afresh, whatever the last one's fade had reached.
+    page.click("#switch-zero2")
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero2")
+    expect(page.locator("#grid .cell.changed").first).to_have_css("box-shadow", RING)
 
 
 def test_compare_fits_1280_works_without_javascript_and_passes_axe(page: Page, server: str, watch: Watch) -> None:
