@@ -21,7 +21,7 @@ from app.encodings import GZIP, PREFERENCE, Effort, choose, compress, decompress
 from app.paths import route_path
 
 DEFAULT_MAX_BYTES = DEFAULT_CACHE_BYTES
-"""About 3,000 compressed pages and fragments (8 kB each): every stage and phase of a lecture's runs."""
+"""About 2,000 compressed pages and fragments (8 kB each): every stage and phase of a lecture's runs."""
 
 # What a cached body depends on besides the address: the htmx headers (a fragment or the page, a
 # pushed or replaced address) and the host, which the "Embed this" panel writes into its snippets.

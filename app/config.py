@@ -13,7 +13,7 @@ MAX_FRAME_ANCESTORS_LENGTH = 2048
 # Schemes that name no place a page can be framed from, only code or inline content.
 REFUSED_SCHEMES = ("javascript:", "data:", "vbscript:", "blob:", "filesystem:")
 CACHE_ENV = "ZERO_BANDS_CACHE_MB"
-DEFAULT_CACHE_BYTES = 24 * 2**20
+DEFAULT_CACHE_BYTES = 16 * 2**20
 LIMIT_ENV = "ZERO_BANDS_LIMIT_CONCURRENCY"
 DEFAULT_LIMIT = 32
 """Requests in progress per worker past which the next gets a 503 at once. A cached answer is in

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Any
 
+from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
 from app.links import template_url_for
 from app.paths import TEMPLATES_DIR
+from app.view_models import ColumnView
 
 # htmx settings that keep it inside a strict CSP and make back/forward ask the server.
 HTMX_CONFIG: dict[str, Any] = {
@@ -45,6 +48,27 @@ templates = Jinja2Templates(directory=TEMPLATES_DIR)
 templates.env.auto_reload = False
 templates.env.globals["url_for"] = template_url_for
 templates.env.globals["htmx_config"] = json.dumps(HTMX_CONFIG, separators=(",", ":"))
+
+# Each drawn column's cells, as the `cells` macro of _widget.html renders them, by column object.
+# Columns are immutable and built once for each stage, cluster and recipe (views.card_columns), so
+# a run with another model size reuses their markup: the 256 cells are the page's one hot loop.
+# Keyed by identity, not by value (hashing four cells of a dozen fields costs more than it saves);
+# the weak reference drops an entry when its column goes, and guards against a reused id.
+_CELLS: dict[int, tuple[weakref.ref[ColumnView], Markup]] = {}
+
+
+def cells_markup(column: ColumnView) -> Markup:
+    """A column's cells, rendered once for each column object."""
+    key = id(column)
+    entry = _CELLS.get(key)
+    if entry is not None and entry[0]() is column:
+        return entry[1]
+    markup = Markup(templates.env.get_template("_widget.html").module.cells(column))  # type: ignore[attr-defined]
+    _CELLS[key] = (weakref.ref(column, lambda _: _CELLS.pop(key, None)), markup)
+    return markup
+
+
+templates.env.globals["cells_markup"] = cells_markup
 
 
 def wants_fragment(request: Request) -> bool:

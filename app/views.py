@@ -130,6 +130,20 @@ def _columns(grid: Layout, card: int, tab_stop: bool, moved: Change | None = Non
     return tuple(columns)
 
 
+# A card's cells depend on the stage, the cluster and the recipe (and the stage left), not on the
+# model's size: a class trying other sizes on the same cluster gets them built once. Pure
+# functions of hashable inputs; the bounds keep them to a few MB.
+_layout = lru_cache(maxsize=64)(layout)
+
+
+@lru_cache(maxsize=512)
+def card_columns(
+    stage: Stage, gpus: int, recipe: Recipe, card: int, tab_stop: bool, moved: Change | None
+) -> tuple[ColumnView, ...]:
+    """One drawn card's columns of cells (see `_columns`), built once for each set of inputs."""
+    return _columns(_layout(stage, gpus, recipe), card, tab_stop, moved)
+
+
 def _verdict(row: StageReport, units: ByteUnit) -> str:
     if row.fits is None or row.headroom_bytes is None:
         return ""
@@ -149,7 +163,7 @@ def rest_cards(
     scenario: Scenario, stage: Stage, row: StageReport, scale: Fraction, moved: Change | None = None
 ) -> tuple[CardView | CardGap, ...]:
     """The cards of `stage` at rest, each bar drawn to `scale`; `moved` marks the cells a switch changed."""
-    grid = layout(stage, scenario.run.gpus, scenario.recipe)
+    grid = _layout(stage, scenario.run.gpus, scenario.recipe)
     bar = _rest_bar(scenario, row, scale)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(grid.shown):
@@ -159,7 +173,7 @@ def rest_cards(
             CardView(
                 index=card,
                 title=f"GPU {card:,}",
-                columns=_columns(grid, card, tab_stop=position == 0, moved=moved),
+                columns=card_columns(stage, grid.gpus, grid.recipe, card, position == 0, moved),
                 held_bytes=grid.held_bytes(card),
                 full_bytes=grid.full_bytes,
                 bytes_per_weight=f"{per_weight(row.bytes_per_weight)} B/weight",
