@@ -8,7 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 FRAME_ANCESTORS_ENV = "ZERO_BANDS_FRAME_ANCESTORS"
-DEFAULT_FRAME_ANCESTORS = "*"
+DEFAULT_FRAME_ANCESTORS = "* file:"
+"""Any web page, and a page opened from disk (a slide deck): in CSP, `*` matches network schemes only."""
 MAX_FRAME_ANCESTORS_LENGTH = 2048
 # Schemes that name no place a page can be framed from, only code or inline content.
 REFUSED_SCHEMES = ("javascript:", "data:", "vbscript:", "blob:", "filesystem:")

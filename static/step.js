@@ -76,6 +76,8 @@
   let focusAfter = null;
   // A control whose replacement may land elsewhere (the step beside the cards on a wide screen)
   // names it in data-keep-place: the page scrolls by the difference, so it appears where it was clicked.
+  // A field of a form keeps its own place: on a phone the grid above the run form grows and shrinks
+  // with the run (16 cards, or 1,024 drawn as 8), and the field being typed in must stay in view.
   let keepPlace = null;
   document.addEventListener("htmx:beforeRequest", function (event) {
     busy = true;
@@ -83,6 +85,10 @@
     focusAfter = elt instanceof HTMLElement ? elt.dataset.focusAfter || null : null;
     keepPlace = elt instanceof HTMLElement && elt.dataset.keepPlace
       ? { id: elt.dataset.keepPlace, top: elt.getBoundingClientRect().top } : null;
+    const active = document.activeElement;
+    if (!keepPlace && elt instanceof HTMLFormElement && active && active.id && elt.contains(active)) {
+      keepPlace = { id: active.id, top: active.getBoundingClientRect().top };
+    }
   });
 
   function restorePlace() {

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pytest
 from bs4 import BeautifulSoup
@@ -129,6 +129,30 @@ def test_notes_for_what_was_set_aside(client: TestClient) -> None:
     assert "Llama 3 8B has 8,030,261,248 weights" in text(tree, ".notes")
     tree = _page(client, "model=custom&params=1B&largest_layer=2B")
     assert "bigger than the whole model" in text(tree, ".notes")
+
+
+def test_a_value_the_form_shows_read_only_is_not_sent_back_as_if_typed(client: TestClient) -> None:
+    # Choosing another model sends the form: a read-only count (the last model's) must not come back
+    # as "the count entered", nor a preset recipe's bytes as bytes entered.
+    form = one(_page(client, "model=llama-3-8b"), "#run-form")
+    assert one(form, "#f-params").has_attr("readonly")
+    assert not one(form, "#f-params").has_attr("name")
+    assert [i.get("name") for i in form.select(".bands-field input")] == [None] * 4
+    # What a browser sends when the model is changed: every named field as it stands, the new model.
+    sent = {str(i["name"]): str(i.get("value", "")) for i in form.select("input[name]")}
+    for select in form.select("select[name]"):
+        chosen = select.select_one("option[selected]") or select.select_one("option")
+        sent[str(select["name"])] = str(chosen["value"]) if chosen else ""
+    sent["model"] = "llama-3.1-405b"
+    tree = _page(client, urlencode(sent))
+    assert one(tree, "#grid")
+    assert not tree.select(".notes")
+    # Typed, they are sent: a custom model's count, a custom recipe's bytes.
+    form = one(_page(client, "model=custom&params=5B&recipe=custom"), "#run-form")
+    assert one(form, "#f-params")["name"] == "params"
+    assert [i.get("name") for i in form.select(".bands-field input")] == [
+        "weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes"
+    ]  # fmt: skip
 
 
 def test_stage_links_keep_the_run(client: TestClient) -> None:

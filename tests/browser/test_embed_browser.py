@@ -257,3 +257,15 @@ def test_axe_finds_no_accessibility_violations_in_the_embed(page: Page, server: 
     page.goto(server + path)
     results = Axe().run(page)
     assert results.violations_count == 0, results.generate_report()
+
+
+def test_a_page_opened_from_disk_can_frame_it(page: Page, server: str, tmp_path: Path) -> None:
+    # A teacher's slide deck is often a file: page; CSP's `*` alone matches network schemes only.
+    deck = tmp_path / "deck.html"
+    frame = f'<iframe id=deck src="{server}/embed?stage=zero3" width=760 height=500 title=deck></iframe>'
+    deck.write_text(_lesson(frame))
+    refused: list[str] = []
+    page.on("console", lambda message: refused.append(message.text))
+    page.goto(deck.as_uri())
+    expect(page.frame_locator("#deck").locator("#grid")).to_have_attribute("data-stage", "zero3")
+    assert not [text for text in refused if "frame-ancestors" in text]

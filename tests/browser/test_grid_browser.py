@@ -385,3 +385,21 @@ def test_a_swap_changes_only_what_differs_and_ends_as_the_server_draws_it(
     page.goto(request.value.url)
     settled(page)
     assert patched == page.evaluate(_DRAWN)
+
+
+@pytest.mark.parametrize("width", [390, 1280])
+@pytest.mark.parametrize(("gpus", "cards"), [(16, 16), (1024, 8)])
+def test_cards_keep_their_bars_in_line(page: Page, server: str, width: int, gpus: int, cards: int) -> None:
+    # With 16 columns every other weight is labelled, and the card's own (odd on odd cards) too:
+    # each axis keeps both label rows. Titles take the widest one's room ("GPU 15", "GPU 1,023"), so
+    # totals break alike. Every card stands as tall and the bars line up.
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto(f"{server}/?stage=zero1&gpus={gpus}")
+    heights = page.evaluate("Array.from(document.querySelectorAll('#grid .axis'), a => a.offsetHeight)")
+    assert len(heights) == cards
+    assert max(heights) - min(heights) <= 0.5
+    tops = page.evaluate(
+        "Array.from(document.querySelectorAll('#grid .card'), c => c.querySelector('.bar').getBoundingClientRect().top"
+        " - c.getBoundingClientRect().top)"
+    )
+    assert max(tops) - min(tops) <= 0.5

@@ -271,3 +271,40 @@ def test_axis_labels_and_drop_downs_are_whole(
         else [str(w) for w in range(16) if w % 2 == 0]
     )
     watch.assert_clean(page)
+
+
+@pytest.mark.parametrize("gpus", ["16", "1024", "1"])
+def test_the_field_being_typed_in_stays_in_view_when_the_grid_above_changes_size(
+    page: Page, server: str, watch: Watch, gpus: str
+) -> None:
+    # On a phone the run form is under the grid: 16 cards are twice as tall as 8, 1,024 drawn as 8.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(server + "/?stage=zero2")
+    field = page.locator("#f-gpus")
+    field.scroll_into_view_if_needed()
+    top = _top(page, "#f-gpus")
+    field.fill(gpus)
+    field.press("Enter")
+    expect(page.locator("#grid")).to_have_attribute("data-gpus", gpus)
+    settled(page)
+    assert page.evaluate("document.activeElement.id") == "f-gpus"
+    assert abs(_top(page, "#f-gpus") - top) <= 10
+    watch.assert_clean(page)
+
+
+def test_back_lands_where_the_reader_was_not_at_the_footer(page: Page, server: str) -> None:
+    # Back is restored from the server (htmx keeps no snapshots): the whole body is swapped, and the
+    # browser has already scrolled to where the reader was on that entry.
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(server + "/?stage=zero1")
+    page.evaluate("scrollTo(0, 250)")
+    page.click("#switch-zero2")
+    expect(page).to_have_url(server + "/?stage=zero2")
+    page.evaluate("scrollTo(0, 0)")
+    page.click("#switch-zero3")
+    expect(page).to_have_url(server + "/?stage=zero3")
+    page.go_back()
+    page.go_back()
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero1")
+    settled(page)
+    assert page.evaluate("window.scrollY") <= 400

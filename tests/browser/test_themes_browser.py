@@ -341,3 +341,23 @@ def test_forced_colours_keep_every_state_apart(browser: Browser, server: str) ->
     assert looks["ringed"][4] != "none"
     assert looks["held"][4] == "none"
     page.close()
+
+
+# Each card's total against its card: how far past the card's inner right edge it reaches (px).
+_OVERFLOW = """() => Array.from(document.querySelectorAll('#grid .card'), card => {
+  const total = card.querySelector('.card-total');
+  if (!total) { return 0; }
+  const c = card.getBoundingClientRect(), t = total.getBoundingClientRect();
+  return Math.max(0, t.right - (c.right - parseFloat(getComputedStyle(card).paddingRight)));
+})"""
+
+
+@pytest.mark.parametrize("width", [1280, 1440, 1920])
+@pytest.mark.parametrize("stage", ["dp", "zero3"])
+def test_projector_card_totals_stay_inside_their_cards(page: Page, server: str, width: int, stage: str) -> None:
+    # The projector's larger type in four cards a row at 1280: "128 B of 128 B" once ran past the edge.
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto(f"{server}/?stage={stage}&theme=projector")
+    overflow = page.evaluate(_OVERFLOW)
+    assert len(overflow) == 8
+    assert max(overflow) <= 0.5
