@@ -22,7 +22,7 @@ import rjsmin  # type: ignore[import-untyped]
 from starlette.datastructures import Headers
 from starlette.types import Receive, Scope, Send
 
-from app.encodings import GZIP, PREFERENCE, choose, compress
+from app.encodings import PREFERENCE, choose, compress
 from app.paths import route_path
 
 FINGERPRINT = "v"
@@ -53,11 +53,6 @@ class Asset:
     """The first 12 hex digits of the served body's SHA-256."""
     forms: dict[str, bytes] = field(default_factory=dict)
     """Coding ("br", "gzip") to the body in it; empty for files too small or not text."""
-
-    @property
-    def gzipped(self) -> bytes | None:
-        """The gzip form, if it has one."""
-        return self.forms.get(GZIP)
 
     def etag(self, coding: str | None) -> str:
         """A strong validator per form: each compressed body is different bytes, so it has its own."""

@@ -66,11 +66,6 @@ class Cached:
         coding, stored = next(iter(self.forms.items()))
         return decompress(stored, coding)
 
-    @property
-    def gzipped(self) -> bytes | None:
-        """The gzip form, if it has been made."""
-        return self.forms.get(GZIP)
-
 
 def _key(scope: Scope) -> tuple[object, ...]:
     wanted = dict.fromkeys(KEY_HEADERS, b"")

@@ -33,11 +33,11 @@ class Effort(Enum):
     """A static file, made once at start-up."""
 
 
-def accepted(headers: Headers) -> frozenset[str]:
-    """The codings the client's Accept-Encoding takes (a q=0 refusal counts as no; `*` means any)."""
+def accepted(header: str) -> frozenset[str]:
+    """The codings an Accept-Encoding value takes (a q=0 refusal counts as no; `*` means any)."""
     taken: set[str] = set()
     refused: set[str] = set()
-    for part in headers.get("accept-encoding", "").split(","):
+    for part in header.split(","):
         coding, _, params = part.strip().partition(";")
         name = coding.strip().lower()
         (refused if params.replace(" ", "").lower() in _REFUSED else taken).add(name)
@@ -54,7 +54,7 @@ def choose(headers: Headers, offered: Sequence[str] = PREFERENCE) -> str | None:
 @functools.lru_cache(maxsize=256)
 def _choose(header: str, offered: tuple[str, ...]) -> str | None:
     # Browsers send one of a handful of headers: parse each once, not on every request.
-    taken = accepted(Headers({"accept-encoding": header}))
+    taken = accepted(header)
     return next((coding for coding in PREFERENCE if coding in offered and coding in taken), None)
 
 

@@ -19,12 +19,8 @@ BR = {"Accept-Encoding": "gzip, deflate, br, zstd"}
 IDENTITY = {"Accept-Encoding": "identity"}
 
 
-def _served(name: str) -> bytes:
-    return served(name)
-
-
 def _digest(name: str) -> str:
-    return hashlib.sha256(_served(name)).hexdigest()[:12]
+    return hashlib.sha256(served(name)).hexdigest()[:12]
 
 
 def test_every_asset_the_pages_use_is_fingerprinted_and_kept_for_a_year(client: TestClient) -> None:
@@ -43,7 +39,7 @@ def test_every_asset_the_pages_use_is_fingerprinted_and_kept_for_a_year(client: 
         response = client.get(url, headers=IDENTITY)
         assert response.status_code == 200
         assert response.headers["cache-control"] == IMMUTABLE
-        assert response.content == _served(name)
+        assert response.content == served(name)
 
 
 @pytest.mark.parametrize("query", ["", "?v=000000000000"])
@@ -62,7 +58,7 @@ def test_each_coding_is_made_in_advance_and_has_its_own_etag(
     assert "content-encoding" not in plain.headers
     assert packed.headers["content-encoding"] == coding
     # httpx decodes the body: it is the served file again, from fewer bytes on the wire.
-    assert packed.content == plain.content == _served("app.css")
+    assert packed.content == plain.content == served("app.css")
     assert int(packed.headers["content-length"]) < len(plain.content) / 3
     assert plain.headers["etag"] == f'"{_digest("app.css")}"'
     assert packed.headers["etag"] == f'"{_digest("app.css")}-{coding}"'
@@ -96,7 +92,7 @@ def test_head_gives_the_headers_alone(client: TestClient) -> None:
     response = client.head("/static/app.css", headers=IDENTITY)
     assert response.status_code == 200
     assert response.content == b""
-    assert int(response.headers["content-length"]) == len(_served("app.css"))
+    assert int(response.headers["content-length"]) == len(served("app.css"))
 
 
 @pytest.mark.parametrize(
@@ -140,7 +136,7 @@ def test_the_compressed_bodies_are_the_same_bytes_every_time() -> None:
     assert first.forms == second.forms
     assert set(first.forms) == {"br", "gzip"}
     for coding, body in first.forms.items():
-        assert decompress(body, coding) == _served("app.css")
+        assert decompress(body, coding) == served("app.css")
 
 
 def _comments(text: str) -> str:
@@ -150,12 +146,12 @@ def _comments(text: str) -> str:
 @pytest.mark.parametrize("name", ["app.css", "step.js", "tools.js"])
 def test_minifying_drops_comments_and_spaces_and_keeps_every_rule(name: str) -> None:
     source = (STATIC_DIR / name).read_text()
-    served = _served(name).decode()
-    assert len(served) < 0.8 * len(source)
-    assert "/*" not in served
-    assert "\n//" not in served
+    minified_text = served(name).decode()
+    assert len(minified_text) < 0.8 * len(source)
+    assert "/*" not in minified_text
+    assert "\n//" not in minified_text
     # Every rule or block survives: the braces outside comments are the same in number.
-    assert served.count("{") == _comments(source).count("{") > 20
+    assert minified_text.count("{") == _comments(source).count("{") > 20
 
 
 def test_the_widget_scripts_are_one_file_of_each_module_in_order(client: TestClient) -> None:
