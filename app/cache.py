@@ -76,6 +76,13 @@ def _key(scope: Scope) -> tuple[object, ...]:
             *wanted.values())  # fmt: skip
 
 
+def _varies_beyond_key(headers: tuple[tuple[bytes, bytes], ...]) -> bool:
+    # A response that depends on a header the key leaves out (a 422 redrawn from the page on the
+    # screen) would be given to the next client with another value of it: not kept.
+    named = {n.strip().lower() for k, v in headers if k == b"vary" for n in v.split(b",")}
+    return bool(named - set(KEY_HEADERS) - {b"accept-encoding", b""})
+
+
 def _effort(scope: Scope) -> Effort:
     # A full page is a first load, sent to a whole room: worth 15 ms once for 12 % fewer bytes each
     # time. A fragment answers a click, which should not wait for it.
@@ -144,7 +151,11 @@ class ResponseCache:
         kept = tuple(
             (k.lower(), v) for k, v in start.get("headers", []) if k.lower() not in {b"content-length", b"etag"}
         )
-        keep = status in CACHEABLE_STATUS and not any(k in {b"set-cookie", b"content-encoding"} for k, _ in kept)
+        keep = (
+            status in CACHEABLE_STATUS
+            and not any(k in {b"set-cookie", b"content-encoding"} for k, _ in kept)
+            and not _varies_beyond_key(kept)
+        )
         body = b"".join(chunks)
         content_type = next((v for k, v in kept if k == b"content-type"), b"")
         if len(body) >= _MIN_COMPRESS and content_type.startswith(COMPRESSIBLE):

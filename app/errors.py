@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -98,25 +99,46 @@ async def validation_error(request: Request, exc: Exception) -> Response:
     return render(request, "index.html", "widget", view, status_code=422)
 
 
+def _on_screen(request: Request) -> dict[str, str]:
+    """The query of the page the person was looking at when they sent this one.
+
+    htmx names it in HX-Current-URL; a form sent without JavaScript, in Referer. Only the same page
+    of the same host counts: another site's or another route's parameters mean nothing here.
+    """
+    sent = request.headers.get("HX-Current-URL") or request.headers.get("Referer") or ""
+    shown = urlsplit(sent)
+    if (shown.netloc, shown.path) != (request.url.netloc, request.url.path):
+        return {}
+    return dict(parse_qsl(shown.query))
+
+
+def _kept_in_place(response: Response) -> Response:
+    # The body depends on the page on the screen: a shared cache must not give it to another. And
+    # the address stays that of the run still drawn, not of the typo (htmx would put it there).
+    response.headers["Vary"] = f"{response.headers['Vary']}, HX-Current-URL, Referer"
+    response.headers["HX-Replace-Url"] = "false"
+    return response
+
+
 def _page_set_aside(request: Request) -> Response:
     """The page for the valid part of the request, the rest set aside and said so.
 
-    A bad form field keeps the whole widget, with what was typed and the reason beside that field;
-    a bad stage or phase gets a notice, and the switcher still carries the run.
+    A bad form field keeps the whole widget as it was on the screen, with what was typed and the
+    reason beside that field; a bad stage or phase gets a notice, and the switcher still carries the run.
     """
-    kept = set_aside(request.query_params)
+    kept = set_aside(request.query_params, shown=_on_screen(request))
     view = _set_aside_view(kept.query, stage_links(request, kept.query), kept)
-    return render(request, "index.html", "widget", view, status_code=422)
+    return _kept_in_place(render(request, "index.html", "widget", view, status_code=422))
 
 
 def _embed_set_aside(request: Request) -> Response:
     """The embed for the valid part of the request, as the page does it; a bad `controls` is a notice."""
-    kept = set_aside(request.query_params, EmbedQuery)
+    kept = set_aside(request.query_params, EmbedQuery, shown=_on_screen(request))
     query = kept.query
     assert isinstance(query, EmbedQuery)
     view = _set_aside_view(query, embed_links(request, query), kept)
     view = replace(view, embed=embed_view(query.controls, query.calculator))
-    return replace_history(render(request, "index.html", "widget", view, status_code=422))
+    return _kept_in_place(replace_history(render(request, "index.html", "widget", view, status_code=422)))
 
 
 def _set_aside_view(query: PageQuery, link: Links, kept: SetAside) -> PageView:

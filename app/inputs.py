@@ -228,9 +228,18 @@ class SetAside:
         return any(e["loc"][1] not in RunQuery.model_fields for e in self.errors)
 
 
-def set_aside(params: Mapping[str, str], model: type[PageQuery] = PageQuery) -> SetAside:
-    """Read a page's (or an embed's) query parameters, setting aside (treating as not given) each invalid one."""
+def set_aside(
+    params: Mapping[str, str], model: type[PageQuery] = PageQuery, shown: Mapping[str, str] | None = None
+) -> SetAside:
+    """Read a page's (or an embed's) query parameters, setting aside each invalid one.
+
+    An invalid field of the run form takes its value in `shown` (the run on the screen when the
+    form was sent), so a typo redraws nothing: 0 GPUs typed over 16 keeps the 16 cards drawn. A
+    field `shown` lacks, or holds no better, is treated as not given.
+    """
     data = dict(params)
+    fallback = {k: v for k, v in (shown or {}).items() if k in RunQuery.model_fields}
+    fell_back: set[str] = set()
     problems: list[FieldProblem] = []
     errors: list[dict[str, Any]] = []
     while True:
@@ -242,8 +251,13 @@ def set_aside(params: Mapping[str, str], model: type[PageQuery] = PageQuery) -> 
                 raise
             for name, error in rejected.items():
                 typed = data.pop(name)
+                if name in fell_back:
+                    continue  # the value on the screen was no better: reported already, as typed
                 errors.append({**error, "loc": ("query", name)})
                 if name in RunQuery.model_fields:
                     problems.append(FieldProblem(name, typed, _field_message(name, error, typed)))
+                if name in fallback and fallback[name] != typed:
+                    data[name] = fallback[name]
+                    fell_back.add(name)
         else:
             return SetAside(query, tuple(problems), tuple(errors))

@@ -68,7 +68,11 @@
     while (o && f) {
       const nextOld = o.nextSibling;
       const nextFresh = f.nextSibling;
-      if (alike(o, f)) {
+      // Most of the widget is as it was (the form, the key, most cells): the browser's own
+      // comparison of a subtree is far quicker than walking it here.
+      if (o.isEqualNode(f)) {
+        // Nothing to do.
+      } else if (alike(o, f)) {
         patch(o, f, wire);
       } else {
         old.replaceChild(f, o);

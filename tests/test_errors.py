@@ -245,6 +245,56 @@ def test_set_aside_keeps_the_valid_and_records_the_rest() -> None:
     assert (clean.problems, clean.errors, clean.notice) == ((), (), False)
 
 
+def test_an_invalid_field_takes_the_value_on_the_screen_once() -> None:
+    kept = set_aside({"stage": "zero1", "gpus": "0", "params": "7B"}, shown={"gpus": "16", "params": "1B"})
+    # Only the invalid field falls back; what was typed is still what the form shows and explains.
+    assert (kept.query.gpus, kept.query.params) == (16, "7B")
+    assert [(p.name, p.typed) for p in kept.problems] == [("gpus", "0")]
+    assert [e["loc"] for e in kept.errors] == [("query", "gpus")]
+    # A value on the screen that is no better is not given, and not reported a second time.
+    worse = set_aside({"gpus": "0"}, shown={"gpus": "abc"})
+    assert (worse.query.gpus, [p.typed for p in worse.problems], len(worse.errors)) == (8, ["0"], 1)
+    # Only the run form's fields: the stage shown is not a fallback for a bad stage.
+    assert set_aside({"stage": "zero9"}, shown={"stage": "zero3"}).query.stage == Stage.DP
+
+
+SHOWN_16 = "http://testserver/?stage=zero2&gpus=16"
+
+
+@pytest.mark.parametrize(
+    ("headers", "gpus"),
+    [
+        ({"HX-Request": "true", "HX-Current-URL": SHOWN_16}, "16"),
+        ({"Referer": SHOWN_16}, "16"),  # the form sent without JavaScript
+        ({"HX-Request": "true"}, "8"),
+        ({"HX-Request": "true", "HX-Current-URL": "http://elsewhere.example/?gpus=16"}, "8"),
+        ({"Referer": "http://testserver/compare?gpus=16"}, "8"),
+        ({"Referer": "http://testserver/?gpus=-3"}, "8"),
+    ],
+    ids=["htmx", "no-js", "nothing-shown", "another-site", "another-page", "shown-invalid"],
+)
+def test_a_typo_in_the_gpus_redraws_the_run_on_the_screen_not_the_default(
+    client: TestClient, headers: dict[str, str], gpus: str
+) -> None:
+    response = client.get("/", params={"stage": "zero2", "gpus": "0"}, headers=headers)
+    assert response.status_code == 422
+    tree = dom(response.text)
+    assert one(tree, "#grid")["data-gpus"] == gpus
+    assert len(tree.select("#grid .card")) == int(gpus)
+    assert _problem(tree, "#f-gpus") == ("0", "Enter a whole number of GPUs between 1 and 4096.")
+    assert {"hx-current-url", "referer"} <= {v.strip().lower() for v in response.headers["vary"].split(",")}
+    # The address stays the run's on the screen; htmx would otherwise put the typo there.
+    assert response.headers["hx-replace-url"] == "false"
+
+
+def test_the_answer_to_a_typo_is_not_cached_for_the_next_screen(client: TestClient) -> None:
+    def drawn(shown: str) -> str:
+        headers = {"HX-Request": "true", "HX-Current-URL": f"http://testserver/?gpus={shown}"}
+        return str(one(dom(client.get("/?gpus=0", headers=headers).text), "#grid")["data-gpus"])
+
+    assert [drawn("16"), drawn("32"), drawn("16")] == ["16", "32", "16"]
+
+
 def test_the_api_explains_a_pattern_mismatch_in_a_sentence_without_the_pattern(client: TestClient) -> None:
     body = client.get("/api/memory", params={"params": "thirty billion"}).json()
     assert [d["msg"] for d in body["detail"]] == [

@@ -269,3 +269,20 @@ def test_a_page_opened_from_disk_can_frame_it(page: Page, server: str, tmp_path:
     page.goto(deck.as_uri())
     expect(page.frame_locator("#deck").locator("#grid")).to_have_attribute("data-stage", "zero3")
     assert not [text for text in refused if "frame-ancestors" in text]
+
+
+_KEY_COLUMNS = """() => [...document.querySelectorAll('.legend .key')].map(
+  k => getComputedStyle(k).gridTemplateColumns.split(' ').length)"""
+
+
+@pytest.mark.parametrize("path", ["/embed?stage=zero2&theme=projector", "/embed?stage=zero3&phase=2&theme=projector"])
+def test_a_projector_embed_on_a_wide_screen_keeps_its_key_readable(page: Page, server: str, path: str) -> None:
+    # Opened alone at 1280 (a teacher's tab): the key's three parts had two columns each, a word a line,
+    # and the full-screen button sat in an empty cell of the layout, half way down.
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(server + path)
+    assert page.evaluate(_KEY_COLUMNS) == [1, 1, 1]
+    button, switcher = page.locator("#fullscreen").bounding_box(), page.locator(".switcher").bounding_box()
+    assert button is not None
+    assert switcher is not None
+    assert button["y"] + button["height"] <= switcher["y"]

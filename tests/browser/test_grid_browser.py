@@ -249,6 +249,29 @@ def test_describing_a_run_updates_grid_bars_and_verdicts(page: Page, server: str
     watch.assert_clean(page)
 
 
+def test_a_typo_in_the_run_form_keeps_the_run_on_the_screen(page: Page, server: str, watch: Watch) -> None:
+    page.goto(server + "/?stage=zero2&gpus=16")
+    grid = page.locator("#grid")
+    page.fill("#f-gpus", "0")
+    page.press("#f-gpus", "Tab")
+    expect(page.locator("#f-gpus")).to_have_attribute("aria-invalid", "true")
+    # The 16 cards stay drawn (not the 8 of the default) and the address stays theirs.
+    expect(grid).to_have_attribute("data-gpus", "16")
+    expect(page.locator("#grid .card")).to_have_count(16)
+    expect(page).to_have_url(f"{server}/?stage=zero2&gpus=16")
+    settled(page)
+    # A second change while the typo stands still draws the run on the screen, with the new model.
+    page.select_option("#f-model", "llama-3-8b")
+    expect(page.locator("table.figures caption")).to_contain_text("Llama 3 8B")
+    expect(grid).to_have_attribute("data-gpus", "16")
+    settled(page)
+    page.fill("#f-gpus", "32")
+    page.press("#f-gpus", "Tab")
+    expect(grid).to_have_attribute("data-gpus", "32")
+    expect(page.locator("#f-gpus")).not_to_have_attribute("aria-invalid", "true")
+    watch.assert_clean(page, allow_status={422})  # the two answers to the typo
+
+
 def test_the_run_form_works_without_javascript(browser: Browser, server: str) -> None:
     context = browser.new_context(java_script_enabled=False)
     page = context.new_page()

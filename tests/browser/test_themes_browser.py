@@ -361,3 +361,22 @@ def test_projector_card_totals_stay_inside_their_cards(page: Page, server: str, 
     overflow = page.evaluate(_OVERFLOW)
     assert len(overflow) == 8
     assert max(overflow) <= 0.5
+
+
+@pytest.mark.parametrize("width", [1181, 1280, 1920])
+def test_projector_cost_table_stays_put_from_stage_to_stage(page: Page, server: str, width: int) -> None:
+    # The note of what changed runs from none to four lines; the table under it once moved 100 px a click.
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto(f"{server}/?stage=dp&theme=projector")
+    table = page.locator("table.figures")
+    tops: list[int] = []
+    for stage in ["dp", "zero1", "zero2", "zero3", "dp", "zero3", "zero1"]:
+        if stage != "dp" or tops:
+            page.click(f"#switch-{stage}")
+            expect(page.locator("#grid")).to_have_attribute("data-stage", stage)
+            settled(page)
+        box = table.bounding_box()
+        assert box is not None
+        tops.append(round(box["y"]))
+    assert page.locator("#change-note").count() == 1  # a note was there to push the table
+    assert max(tops) - min(tops) <= 1, tops
