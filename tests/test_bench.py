@@ -31,6 +31,14 @@ def test_the_render_benchmark_reports_every_request_and_its_exit_code_tells_the_
     assert code == (1 if any(v == "MISS" for v, _ in verdicts) else 0)
 
 
+def test_the_split_of_a_never_seen_run_times_each_step_where_the_route_calls_it() -> None:
+    # A step the route stopped calling by that name would time nothing: its figure would be 0.
+    parts = render.split(12)
+    assert list(parts) == ["view", "template", "compression", "other", "total"]
+    assert all(parts[name] > 0 for name in ("view", "template", "compression", "other"))
+    assert parts["total"] > parts["view"] + parts["template"]
+
+
 SERVE_FIGURES = [
     "cached fragment",
     "static asset",
