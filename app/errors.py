@@ -23,6 +23,7 @@ from app.domain.quantities import ambiguity
 from app.domain.scenario import resolve
 from app.inputs import FIELD_HINTS, NOT_MEASURED, SIZE_FIELDS, EmbedQuery, PageQuery, SetAside, set_aside
 from app.links import embed_links, stage_links
+from app.pages import with_way_out
 from app.paths import is_api_path, route_path
 from app.templating import render, replace_history
 from app.view_models import Links, PageView
@@ -112,23 +113,27 @@ def _on_screen(request: Request) -> dict[str, str]:
     return dict(parse_qsl(shown.query))
 
 
-def _kept_in_place(response: Response) -> Response:
-    # The body depends on the page on the screen: a shared cache must not give it to another. And
-    # the address stays that of the run still drawn, not of the typo (htmx would put it there).
+def _varies_on_screen(response: Response) -> Response:
+    # The body depends on the page on the screen: a shared cache must not give it to another.
     response.headers["Vary"] = f"{response.headers['Vary']}, HX-Current-URL, Referer"
-    response.headers["HX-Replace-Url"] = "false"
     return response
 
 
 def _page_set_aside(request: Request) -> Response:
     """The page for the valid part of the request, the rest set aside and said so.
 
-    A bad form field keeps the whole widget as it was on the screen, with what was typed and the
-    reason beside that field; a bad stage or phase gets a notice, and the switcher still carries the run.
+    A bad form field keeps the run on the screen for that field, with what was typed and the reason
+    beside it; the rest of the form is drawn, and the address (htmx puts it in the bar) and the
+    "Embed this" panel name the run drawn. A bad stage or phase gets a notice, and the switcher
+    still carries the run.
     """
     kept = set_aside(request.query_params, shown=_on_screen(request))
-    view = _set_aside_view(kept.query, stage_links(request, kept.query), kept)
-    return _kept_in_place(render(request, "index.html", "widget", view, status_code=422))
+    link = stage_links(request, kept.query)
+    view = _set_aside_view(kept.query, link, kept)
+    if not kept.notice:
+        view = with_way_out(request, view, kept.query, link)
+    push = None if kept.notice else link(kept.query.stage)
+    return _varies_on_screen(render(request, "index.html", "widget", view, status_code=422, push_url=push))
 
 
 def _embed_set_aside(request: Request) -> Response:
@@ -136,9 +141,13 @@ def _embed_set_aside(request: Request) -> Response:
     kept = set_aside(request.query_params, EmbedQuery, shown=_on_screen(request))
     query = kept.query
     assert isinstance(query, EmbedQuery)
-    view = _set_aside_view(query, embed_links(request, query), kept)
+    link = embed_links(request, query)
+    view = _set_aside_view(query, link, kept)
     view = replace(view, embed=embed_view(query.controls, query.calculator))
-    return _kept_in_place(replace_history(render(request, "index.html", "widget", view, status_code=422)))
+    push = None if kept.notice else link(query.stage)
+    return _varies_on_screen(
+        replace_history(render(request, "index.html", "widget", view, status_code=422, push_url=push))
+    )
 
 
 def _set_aside_view(query: PageQuery, link: Links, kept: SetAside) -> PageView:

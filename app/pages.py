@@ -16,6 +16,7 @@ from app.links import absolute_links, embed_links, path_for, stage_links
 from app.measured_view import measured_view, theme_of
 from app.paths import STATIC_DIR
 from app.templating import render, replace_history
+from app.view_models import Links, PageView
 from app.views import embed_view, page_view, share_view
 
 router = APIRouter(include_in_schema=False)
@@ -28,13 +29,17 @@ def page(request: Request, query: Annotated[PageQuery, Query()]) -> HTMLResponse
     inputs, link = query.inputs(), stage_links(request, query)
     compare = path_for(request, "compare")
     view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous, compare)
+    return render(request, "index.html", "widget", with_way_out(request, view, query, link), push_url=link(query.stage))
+
+
+def with_way_out(request: Request, view: PageView, query: PageQuery, link: Links) -> PageView:
+    """The page's ways elsewhere: the "Embed this" panel for the run drawn, and the measured page."""
     script = str(request.url_for("static", path="embed.js"))
     share = share_view(
         query.stage, absolute_links(request, link, "page"), absolute_links(request, link, "embed"), script
     )
     measured = path_for(request, "measured") + "?" + urlencode({"stage": query.stage.value, **theme_of(query.theme)})
-    view = replace(view, share=share, measured_href=measured)
-    return render(request, "index.html", "widget", view, push_url=link(query.stage))
+    return replace(view, share=share, measured_href=measured)
 
 
 @router.api_route("/embed", methods=["GET", "HEAD"], name="embed", response_class=HTMLResponse)

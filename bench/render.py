@@ -28,6 +28,7 @@ import gzip
 import statistics
 import time
 from collections.abc import Callable, MutableMapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 from unittest import mock
@@ -135,7 +136,10 @@ def split(requests: int) -> dict[str, float]:
                 await get(f"stage=zero2&params={1_000_003 + 7_919 * i}")
             return time.perf_counter() - start
 
-    total = asyncio.run(load())
+    # A loop of its own, on a thread of its own: the caller may be inside a running loop (pytest with
+    # Playwright's sync API is).
+    with ThreadPoolExecutor(1) as thread:
+        total = thread.submit(lambda: asyncio.run(load())).result()
     figures = {name: spent[name] * 1e3 / requests for name, _, _ in SPLIT}
     figures["other"] = total * 1e3 / requests - sum(figures.values())
     figures["total"] = total * 1e3 / requests

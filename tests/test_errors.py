@@ -283,8 +283,22 @@ def test_a_typo_in_the_gpus_redraws_the_run_on_the_screen_not_the_default(
     assert len(tree.select("#grid .card")) == int(gpus)
     assert _problem(tree, "#f-gpus") == ("0", "Enter a whole number of GPUs between 1 and 4096.")
     assert {"hx-current-url", "referer"} <= {v.strip().lower() for v in response.headers["vary"].split(",")}
-    # The address stays the run's on the screen; htmx would otherwise put the typo there.
-    assert response.headers["hx-replace-url"] == "false"
+    # The address and the share link name the run drawn, not the typo (htmx would put that in the bar).
+    drawn = "/?stage=zero2" + ("" if gpus == "8" else f"&gpus={gpus}")
+    assert response.headers.get("hx-push-url") == (drawn if "HX-Request" in headers else None)
+    assert one(tree, "#share-link")["href"] == "http://testserver" + drawn
+
+
+def test_other_fields_changed_beside_a_typo_are_drawn_and_the_address_follows(client: TestClient) -> None:
+    # The form sends every field: a new model and card memory with 0 still in the GPUs field.
+    headers = {"HX-Request": "true", "HX-Current-URL": "http://testserver/?stage=zero2&gpus=64", "ZB-History": "replace"}
+    response = client.get("/?stage=zero2&gpus=0&model=llama-3-8b&capacity=80GiB", headers=headers)
+    tree = dom(response.text)
+    assert one(tree, "#grid")["data-gpus"] == "64"
+    assert "Llama 3 8B" in text(tree, "table.figures caption")
+    drawn = "/?stage=zero2&model=llama-3-8b&gpus=64&capacity=80GiB"
+    assert response.headers["hx-replace-url"] == drawn
+    assert one(tree, "#share-link")["href"] == "http://testserver" + drawn
 
 
 def test_the_answer_to_a_typo_is_not_cached_for_the_next_screen(client: TestClient) -> None:

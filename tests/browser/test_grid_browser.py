@@ -255,15 +255,19 @@ def test_a_typo_in_the_run_form_keeps_the_run_on_the_screen(page: Page, server: 
     page.fill("#f-gpus", "0")
     page.press("#f-gpus", "Tab")
     expect(page.locator("#f-gpus")).to_have_attribute("aria-invalid", "true")
-    # The 16 cards stay drawn (not the 8 of the default) and the address stays theirs.
+    # The 16 cards stay drawn (not the 8 of the default) and the address names them, as the form sent
+    # the run (the model named), not the typo.
     expect(grid).to_have_attribute("data-gpus", "16")
     expect(page.locator("#grid .card")).to_have_count(16)
-    expect(page).to_have_url(f"{server}/?stage=zero2&gpus=16")
+    expect(page).to_have_url(f"{server}/?stage=zero2&model=seed-30b&gpus=16")
     settled(page)
     # A second change while the typo stands still draws the run on the screen, with the new model.
     page.select_option("#f-model", "llama-3-8b")
     expect(page.locator("table.figures caption")).to_contain_text("Llama 3 8B")
     expect(grid).to_have_attribute("data-gpus", "16")
+    # The address and the share link follow the run drawn: the new model, the 16 GPUs still shown.
+    expect(page).to_have_url(f"{server}/?stage=zero2&model=llama-3-8b&gpus=16")
+    expect(page.locator("#share-link")).to_have_attribute("href", f"{server}/?stage=zero2&model=llama-3-8b&gpus=16")
     settled(page)
     page.fill("#f-gpus", "32")
     page.press("#f-gpus", "Tab")
