@@ -18,22 +18,49 @@
   // is already going: queue it, and follow it once the new links are in place.
   function press(which) {
     if (busy) {
-      if (pending.length < MAX_PENDING) { pending.push(which); }
+      wait("step-" + which);
       return;
     }
-    go(which);
+    go("step-" + which);
   }
 
-  function go(which) {
-    const link = document.getElementById("step-" + which);
+  // What waits for the swap on its way: the ids of the links to follow, in order. Steps each count;
+  // an arrangement replaces one still waiting, as the last one chosen is the one wanted.
+  function wait(id) {
+    if (id.startsWith("switch-")) {
+      for (let i = pending.length - 1; i >= 0; i--) {
+        if (pending[i].startsWith("switch-")) { pending.splice(i, 1); }
+      }
+    }
+    if (pending.length < MAX_PENDING) { pending.push(id); }
+  }
+
+  let replaying = false;
+
+  function go(id) {
+    const link = document.getElementById(id);
     // At either end the control stays on the page, disabled, so that focus has somewhere to stay.
     if (!link || link.getAttribute("aria-disabled") === "true") { return false; }
     // A key pressed right after a swap can beat htmx to the new links; processing them first keeps
     // the move an htmx swap instead of a full page load.
     if (window.htmx) { window.htmx.process(link); }
-    link.click();
+    replaying = true;
+    try { link.click(); } finally { replaying = false; }
     return true;
   }
+
+  // A click on one of the widget's links while a swap is on its way would be dropped (hx-sync on
+  // <main>: one swap at a time, so the address always names what is shown): it waits its turn
+  // like a key. Seen first, on the way down, so htmx's own listener on the link never hears it.
+  document.addEventListener("click", function (event) {
+    if (!busy || replaying || event.button !== 0) { return; }
+    if (event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) { return; }  // a new tab or window
+    const link = event.target instanceof Element ? event.target.closest("#widget a[hx-get][id]") : null;
+    if (!link || link.getAttribute("aria-disabled") === "true") { return; }
+    event.preventDefault();
+    event.stopImmediatePropagation();
+    wait(link.id);
+  }, true);
 
   function setPlaying(on) {
     playing = on;
@@ -51,7 +78,7 @@
     timer = setTimeout(function () {
       timer = null;
       if (!playing) { return; }
-      if (!go("next")) { setPlaying(false); }
+      if (!go("step-next")) { setPlaying(false); }
     }, DELAY_MS);
   }
 
@@ -80,7 +107,6 @@
   // with the run (16 cards, or 1,024 drawn as 8), and the field being typed in must stay in view.
   let keepPlace = null;
   document.addEventListener("htmx:beforeRequest", function (event) {
-    busy = true;
     const elt = event.detail && event.detail.elt;
     focusAfter = elt instanceof HTMLElement ? elt.dataset.focusAfter || null : null;
     keepPlace = elt instanceof HTMLElement && elt.dataset.keepPlace
@@ -102,10 +128,31 @@
     if (Math.abs(moved) > 8) { window.scrollBy(0, moved); }
   }
 
-  // A request that fails or is dropped swaps nothing: forget the queue rather than replay it.
-  document.addEventListener("htmx:afterRequest", function (event) {
-    if (!(event.detail && event.detail.successful)) { busy = false; pending.length = 0; }
+  // Busy from the moment a request is sent until its XHR has ended: by then htmx has swapped and
+  // settled (no delays are configured). Told by the XHR itself, which always ends, and not by
+  // htmx's events on the element that asked, which the swap may have taken out of the page.
+  let inflight = 0;
+  document.addEventListener("htmx:beforeSend", function (event) {
+    const xhr = event.detail && event.detail.xhr;
+    if (!(xhr instanceof XMLHttpRequest)) { return; }
+    inflight += 1;
+    busy = true;
+    xhr.addEventListener("loadend", function () {
+      inflight -= 1;
+      // A request that failed or was cut off swaps nothing: forget the queue rather than replay it.
+      const swapped = (xhr.status >= 200 && xhr.status < 400) || xhr.status === 422;
+      if (!swapped) { pending.length = 0; }
+      // htmx lets go of the request after this turn (hx-sync would drop a click before then).
+      setTimeout(afterSwap, 0);
+    });
   });
+
+  function afterSwap() {
+    if (inflight > 0) { return; }  // a newer request replaced this one: its own end comes later
+    if (pending.length) { drain(); return; }
+    busy = false;
+    if (playing) { schedule(); }
+  }
 
   function restoreFocus() {
     const wanted = focusAfter;
@@ -119,6 +166,8 @@
   // The next queued move that goes somewhere; the queue is done when none is left.
   function drain() {
     while (pending.length) {
+      // Not busy while it clicks: the click starts the next swap, which makes it busy again.
+      busy = false;
       if (go(pending.shift())) { return; }
     }
     busy = false;
@@ -128,12 +177,13 @@
     restorePlace();
     restoreFocus();
     prepare();
-    if (!panel()) { busy = false; setPlaying(false); pending.length = 0; return; }
-    // htmx settles before it lets go of the request, and a click before then would be dropped
-    // (hx-sync): follow the queue once this turn of the event loop is over, still busy till then.
-    if (pending.length) { setTimeout(drain, 0); return; }
-    busy = false;
-    if (playing) { schedule(); }
+    if (!panel()) {
+      setPlaying(false);
+      // Steps have nowhere to go once the step is left; a link chosen elsewhere still does.
+      for (let i = pending.length - 1; i >= 0; i--) {
+        if (pending[i].startsWith("step-")) { pending.splice(i, 1); }
+      }
+    }
   });
 
   document.addEventListener("keydown", function (event) {

@@ -78,3 +78,44 @@ def test_the_step_legend_shows_each_cell_as_the_grid_draws_it(page: Page, server
     ring = page.evaluate("getComputedStyle(document.querySelector('.legend .swatch.active')).boxShadow")
     assert ring == page.evaluate("getComputedStyle(document.querySelector('#grid .cell.active')).boxShadow")
     watch.assert_clean(page)
+
+
+def _slow_network(page: Page, latency_ms: int) -> None:
+    # Every request takes this long: a swap is still on its way when the next click comes.
+    cdp = page.context.new_cdp_session(page)
+    cdp.send("Network.enable")
+    cdp.send(
+        "Network.emulateNetworkConditions",
+        {"offline": False, "latency": latency_ms, "downloadThroughput": -1, "uploadThroughput": -1},
+    )
+
+
+def test_clicks_on_next_during_a_swap_all_count(page: Page, server: str, watch: Watch) -> None:
+    page.goto(f"{server}/?stage=zero3&phase=0")
+    _slow_network(page, 300)
+    for _ in range(5):
+        page.click("#step-next")
+        page.wait_for_timeout(60)
+    expect(page.locator("#step")).to_have_attribute("data-phase", "5", timeout=10_000)
+    settled(page)
+    page.wait_for_timeout(800)  # nothing queued is still to come
+    expect(page.locator("#step")).to_have_attribute("data-phase", "5")
+    assert _phase_in_address(page) == "5"
+    watch.assert_clean(page)
+
+
+def test_the_last_arrangement_chosen_during_a_swap_wins(page: Page, server: str, watch: Watch) -> None:
+    page.goto(f"{server}/?stage=dp&gpus=22")
+    _slow_network(page, 400)
+    page.keyboard.press("1")
+    page.wait_for_timeout(100)
+    page.click("#switch-zero2")  # both while ZeRO-1 is on its way: ZeRO-2 is dropped for ZeRO-3
+    page.keyboard.press("3")
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero3", timeout=10_000)
+    settled(page)
+    page.wait_for_timeout(900)
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero3")
+    assert parse_qs(urlsplit(page.url).query)["stage"] == ["zero3"]
+    asked = [parse_qs(urlsplit(r.url).query)["stage"][0] for r in watch.requests if r.resource_type == "xhr"]
+    assert asked == ["zero1", "zero3"]
+    watch.assert_clean(page)
