@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import weakref
+from collections.abc import Callable
 from typing import Any
 
+from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -43,11 +46,34 @@ HISTORY_HEADER = "ZB-History"
 # These headers decide the body or the history header, so a cache must key on them.
 VARY = f"HX-Request, HX-History-Restore-Request, {HISTORY_HEADER}"
 
+
+class _Unindented(FileSystemLoader):
+    """Templates without the indentation that keeps them readable here.
+
+    A browser collapses a newline and the spaces after it into one space, as it does a newline
+    alone, so the page looks the same; it is a tenth smaller, 200 bytes of every first load once
+    compressed. (No template holds a <pre>, and the one <textarea> gets its text from a variable.)
+    """
+
+    def get_source(self, environment: Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
+        """The template's source, each line's leading spaces and tabs taken off."""
+        source, filename, uptodate = super().get_source(environment, template)
+        return _INDENT.sub("", source), filename, uptodate
+
+
+_INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
+
 templates = Jinja2Templates(directory=TEMPLATES_DIR)
+templates.env.loader = _Unindented(TEMPLATES_DIR)
 # Templates do not change while the app runs: no stat of the file on every render.
 templates.env.auto_reload = False
 templates.env.globals["url_for"] = template_url_for
-templates.env.globals["htmx_config"] = json.dumps(HTMX_CONFIG, separators=(",", ":"))
+HTMX_CONFIG_JSON = json.dumps(HTMX_CONFIG, separators=(",", ":"))
+# For an attribute in single quotes: the JSON's double quotes stay as they are, 4 bytes fewer each
+# than &#34; on every first load. Nothing in it needs escaping there but these, escaped anyway.
+templates.env.globals["htmx_config"] = Markup(
+    HTMX_CONFIG_JSON.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;")
+)
 
 # Each drawn column's cells, as the `cells` macro of _widget.html renders them, by column object.
 # Columns are immutable and built once for each stage, cluster and recipe (views.card_columns), so

@@ -18,7 +18,7 @@ from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse
 
 from app.paths import STATIC_DIR
 from app.server import serve
-from app.templating import templates
+from app.templating import HTMX_CONFIG_JSON
 
 app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
 STAGES = ("dp", "zero1", "zero2", "zero3")
@@ -44,7 +44,7 @@ async def floor(stage: str = "dp") -> str:
         f' hx-target="#grid" hx-swap="outerHTML" hx-push-url="/floor?stage={s}">{s}</a> '
         for s in STAGES
     )
-    config = escape(str(templates.env.globals["htmx_config"]))
+    config = escape(HTMX_CONFIG_JSON)
     return (
         f'<!doctype html><html lang="en"><head><meta charset="utf-8"><title>floor</title>'
         f'<meta name="htmx-config" content="{config}"><script src="/floor/htmx.js"></script></head>'

@@ -291,7 +291,8 @@ def test_a_typo_in_the_gpus_redraws_the_run_on_the_screen_not_the_default(
 
 def test_other_fields_changed_beside_a_typo_are_drawn_and_the_address_follows(client: TestClient) -> None:
     # The form sends every field: a new model and card memory with 0 still in the GPUs field.
-    headers = {"HX-Request": "true", "HX-Current-URL": "http://testserver/?stage=zero2&gpus=64", "ZB-History": "replace"}
+    shown = "http://testserver/?stage=zero2&gpus=64"
+    headers = {"HX-Request": "true", "HX-Current-URL": shown, "ZB-History": "replace"}
     response = client.get("/?stage=zero2&gpus=0&model=llama-3-8b&capacity=80GiB", headers=headers)
     tree = dom(response.text)
     assert one(tree, "#grid")["data-gpus"] == "64"

@@ -13,7 +13,7 @@ from app.domain.stages import Stage
 from app.templating import _CELLS, cells_markup, templates
 from app.view_models import CellView, ColumnView
 from app.views import card_columns
-from tests.conftest import dom
+from tests.conftest import dom, one
 
 
 def _macro(column: ColumnView) -> Markup:
@@ -60,3 +60,18 @@ def test_a_column_that_goes_takes_its_markup_with_it_and_an_equal_one_is_rendere
     assert key not in _CELLS
     # A new column, whatever id it gets, is rendered from its own cells.
     assert 'aria-label="second"' in cells_markup(column("second"))
+
+
+def test_pages_are_sent_without_the_templates_indentation() -> None:
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    with TestClient(create_app()) as client:
+        for path in ["/?stage=zero3", "/?stage=zero2&phase=3", "/compare", "/measured", "/embed"]:
+            html = client.get(path).text
+            indented = [line for line in html.splitlines() if line[:1] in {" ", "\t"}]
+            assert indented == [], (path, indented[:3])
+    # The one place whitespace shows, the snippet to copy, keeps its own lines.
+    snippet = one(dom(client.get("/?stage=zero1").text), "#embed-snippet").get_text()
+    assert "\n<script" in snippet
