@@ -33,7 +33,9 @@ def security_headers(settings: Settings) -> dict[str, str]:
     return {
         "Content-Security-Policy": content_security_policy(settings),
         "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": "no-referrer",
+        # Nothing to another site; to this one the page a form was sent from, which a run form sent
+        # without JavaScript needs to keep the run on the screen beside a typo.
+        "Referrer-Policy": "same-origin",
         "Cross-Origin-Opener-Policy": "same-origin",
         "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
     }

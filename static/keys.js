@@ -44,9 +44,11 @@
     }
   });
 
+  // Always a click, even on the tab marked current: during a swap the mark is the old page's, and
+  // step.js decides (a click while a swap is on its way waits its turn; the stage shown, none).
   function switchTo(stage) {
     const link = document.getElementById("switch-" + stage);
-    if (!link || link.getAttribute("aria-current") === "page") { return; }
+    if (!link) { return; }
     if (window.htmx) { window.htmx.process(link); }
     link.click();
   }

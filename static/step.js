@@ -39,8 +39,9 @@
 
   function go(id) {
     const link = document.getElementById(id);
-    // At either end the control stays on the page, disabled, so that focus has somewhere to stay.
-    if (!link || link.getAttribute("aria-disabled") === "true") { return false; }
+    // At either end the control stays on the page, disabled, so that focus has somewhere to stay;
+    // the stage shown is where the page already is.
+    if (!link || link.getAttribute("aria-disabled") === "true" || current(link)) { return false; }
     // A key pressed right after a swap can beat htmx to the new links; processing them first keeps
     // the move an htmx swap instead of a full page load.
     if (window.htmx) { window.htmx.process(link); }
@@ -52,14 +53,18 @@
   // A click on one of the widget's links while a swap is on its way would be dropped (hx-sync on
   // <main>: one swap at a time, so the address always names what is shown): it waits its turn
   // like a key. Seen first, on the way down, so htmx's own listener on the link never hears it.
+  // Not busy, a click on the stage shown does nothing: asked again, it would come back without
+  // the marks of what changed (and a double click is two clicks).
+  function current(link) { return link.getAttribute("aria-current") === "page"; }
+
   document.addEventListener("click", function (event) {
-    if (!busy || replaying || event.button !== 0) { return; }
+    if (replaying || event.button !== 0) { return; }
     if (event.ctrlKey || event.metaKey || event.shiftKey || event.altKey) { return; }  // a new tab or window
     const link = event.target instanceof Element ? event.target.closest("#widget a[hx-get][id]") : null;
-    if (!link || link.getAttribute("aria-disabled") === "true") { return; }
+    if (!link || link.getAttribute("aria-disabled") === "true" || (!busy && !current(link))) { return; }
     event.preventDefault();
     event.stopImmediatePropagation();
-    wait(link.id);
+    if (busy) { wait(link.id); }
   }, true);
 
   function setPlaying(on) {
@@ -135,11 +140,24 @@
   document.addEventListener("htmx:beforeSend", function (event) {
     const xhr = event.detail && event.detail.xhr;
     if (!(xhr instanceof XMLHttpRequest)) { return; }
+    const elt = event.detail.elt;
     inflight += 1;
     busy = true;
+    // Cut off by a newer request (the run form replaces what is on its way): a link's click is
+    // followed again after it, so a stage or a step chosen just before a change of the run still counts.
+    let aborted = false;
+    xhr.addEventListener("abort", function () { aborted = true; });
     xhr.addEventListener("loadend", function () {
       inflight -= 1;
-      // A request that failed or was cut off swaps nothing: forget the queue rather than replay it.
+      if (aborted) {
+        const later = (id) => id.startsWith("switch-") && pending.some((p) => p.startsWith("switch-"));
+        if (elt instanceof HTMLAnchorElement && elt.id && !later(elt.id) && pending.length < MAX_PENDING) {
+          pending.unshift(elt.id);  // before what was chosen after it; a stage chosen later wins
+        }
+        setTimeout(afterSwap, 0);
+        return;
+      }
+      // A request that failed swaps nothing: forget the queue rather than replay it.
       const swapped = (xhr.status >= 200 && xhr.status < 400) || xhr.status === 422;
       if (!swapped) { pending.length = 0; }
       // htmx lets go of the request after this turn (hx-sync would drop a click before then).

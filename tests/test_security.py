@@ -25,7 +25,7 @@ def test_every_response_carries_the_headers(client: TestClient, path: str) -> No
     assert "unsafe-inline" not in headers["content-security-policy"]
     assert "unsafe-eval" not in headers["content-security-policy"]
     assert headers["x-content-type-options"] == "nosniff"
-    assert headers["referrer-policy"] == "no-referrer"
+    assert headers["referrer-policy"] == "same-origin"
     assert "x-frame-options" not in headers
     assert "server" not in headers
 

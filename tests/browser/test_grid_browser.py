@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.server
+import re
 import threading
 from collections.abc import Iterator
 from functools import partial
@@ -274,6 +275,20 @@ def test_a_typo_in_the_run_form_keeps_the_run_on_the_screen(page: Page, server: 
     expect(grid).to_have_attribute("data-gpus", "32")
     expect(page.locator("#f-gpus")).not_to_have_attribute("aria-invalid", "true")
     watch.assert_clean(page, allow_status={422})  # the two answers to the typo
+
+
+def test_a_typo_without_javascript_keeps_the_run_on_the_screen(browser: Browser, server: str) -> None:
+    # The browser names the page the form was sent from (Referrer-Policy same-origin): its 16 GPUs stay.
+    context = browser.new_context(java_script_enabled=False)
+    page = context.new_page()
+    page.goto(server + "/?stage=zero2&gpus=16")
+    page.fill("#f-gpus", "0")
+    page.click('#run-form button[type="submit"]')
+    expect(page.locator("#f-gpus")).to_have_attribute("aria-invalid", "true")
+    expect(page.locator("#grid")).to_have_attribute("data-gpus", "16")
+    expect(page.locator("#grid .card")).to_have_count(16)
+    expect(page.locator("#share-link")).to_have_attribute("href", re.compile(r"gpus=16"))
+    context.close()
 
 
 def test_the_run_form_works_without_javascript(browser: Browser, server: str) -> None:

@@ -119,3 +119,69 @@ def test_the_last_arrangement_chosen_during_a_swap_wins(page: Page, server: str,
     asked = [parse_qs(urlsplit(r.url).query)["stage"][0] for r in watch.requests if r.resource_type == "xhr"]
     assert asked == ["zero1", "zero3"]
     watch.assert_clean(page)
+
+
+def _without_htmx_abort_notices(watch: Watch) -> None:
+    # htmx logs the request the form's replaced (hx-sync replace) as an error: that is the design here.
+    watch.console_errors[:] = [
+        e for e in watch.console_errors if not e.startswith(("htmx:afterRequest", "htmx:sendAbort"))
+    ]
+
+
+def test_a_stage_chosen_just_before_a_change_of_the_run_still_counts(page: Page, server: str, watch: Watch) -> None:
+    page.goto(f"{server}/?stage=dp&gpus=16")
+    _slow_network(page, 350)
+    page.click("#switch-zero3")
+    page.select_option("#f-model", "llama-3-8b")  # the form's request replaces the tab's on its way
+    expect(page.locator("table.figures caption")).to_contain_text("Llama 3 8B", timeout=10_000)
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero3", timeout=10_000)
+    settled(page)
+    page.wait_for_timeout(800)
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero3")
+    assert parse_qs(urlsplit(page.url).query)["stage"] == ["zero3"]
+    _without_htmx_abort_notices(watch)
+    watch.assert_clean(page)
+
+
+def test_steps_pressed_around_a_change_of_the_run_all_count(page: Page, server: str, watch: Watch) -> None:
+    page.goto(f"{server}/?stage=zero2&gpus=16&phase=3")
+    _slow_network(page, 350)
+    page.click("#step-next")
+    page.click("#step-next")
+    page.fill("#f-gpus", "32")
+    page.press("#f-gpus", "Tab")
+    expect(page.locator("#grid")).to_have_attribute("data-gpus", "32", timeout=10_000)
+    expect(page.locator("#step")).to_have_attribute("data-phase", "5", timeout=10_000)
+    settled(page)
+    page.wait_for_timeout(800)
+    expect(page.locator("#step")).to_have_attribute("data-phase", "5")
+    assert _phase_in_address(page) == "5"
+    _without_htmx_abort_notices(watch)
+    watch.assert_clean(page)
+
+
+def test_a_key_for_the_stage_shown_before_a_swap_still_counts(page: Page, server: str, watch: Watch) -> None:
+    page.goto(f"{server}/?stage=dp&gpus=16")
+    _slow_network(page, 350)
+    page.keyboard.press("1")
+    page.wait_for_timeout(100)
+    page.keyboard.press("0")  # data parallelism is marked current on the old page, but ZeRO-1 is coming
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "dp", timeout=10_000)
+    settled(page)
+    page.wait_for_timeout(800)
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "dp")
+    assert parse_qs(urlsplit(page.url).query)["stage"] == ["dp"]
+    watch.assert_clean(page)
+
+
+def test_a_double_click_on_a_tab_keeps_the_marks_of_what_changed(page: Page, server: str, watch: Watch) -> None:
+    page.goto(f"{server}/?stage=dp")
+    page.dblclick("#switch-zero2")
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero2")
+    settled(page)
+    page.wait_for_timeout(500)
+    assert page.locator("#grid .cell.changed").count() > 0
+    expect(page.locator("#change-note")).not_to_be_empty()
+    asked = [parse_qs(urlsplit(r.url).query)["stage"][0] for r in watch.requests if r.resource_type == "xhr"]
+    assert asked == ["zero2"]
+    watch.assert_clean(page)
