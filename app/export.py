@@ -48,6 +48,9 @@ SLIDER_NOTE = "In this static copy, step with the links or the arrow keys: the s
 MISSING_NOTE = "Not in this static copy: this view needs the live app."
 DROPPED = {"embed-this": "To embed this view in a course page, take the snippet from the live app (run zero-bands)."}
 """Elements left out of the copy, by id, with the note that stands in their place."""
+INLINED = {"keys-help-slot": "keys.html"}
+"""Slots the app fills on demand, by id, with the static file the copy puts in their place: a
+static host answers an htmx request with the whole file, not what the slot asks for."""
 FILE_SCRIPT = "export.js"
 """Turns htmx off on file:// pages, where a browser refuses its requests: links load whole pages."""
 
@@ -235,6 +238,10 @@ class _Rewriter(HTMLParser):
         values = dict(attrs)
         if self.dropping is not None:
             self.depth += tag == self.dropping and not closed
+            return
+        if values.get("id") in INLINED and not closed:
+            self._emit((STATIC_DIR / INLINED[values["id"] or ""]).read_text())
+            self.dropping, self.depth = tag, 1
             return
         if values.get("id") in DROPPED and not closed:
             # Its snippets name the live app's address, which a static copy does not have.

@@ -64,12 +64,30 @@
 
   let returnTo = null;
 
+  let fetching = false;
+
   function openHelp() {
     const dialog = document.getElementById("keys-help");
-    if (!dialog || dialog.open || !dialog.showModal) { return; }
+    if (!dialog) {
+      // Not on the page until first asked for: htmx fetches it (static/keys.html) into its slot.
+      if (!fetching && document.getElementById("keys-help-slot") && window.htmx) {
+        fetching = true;
+        returnTo = document.activeElement;
+        window.htmx.trigger(document.body, "keys-help");
+      }
+      return;
+    }
+    if (dialog.open || !dialog.showModal) { return; }
     returnTo = document.activeElement;
     dialog.showModal();
   }
+
+  document.addEventListener("htmx:load", function (event) {
+    const dialog = event.target;
+    if (!fetching || !(dialog instanceof HTMLDialogElement) || dialog.id !== "keys-help") { return; }
+    fetching = false;
+    dialog.showModal();
+  });
 
   document.addEventListener("close", function (event) {
     if (!(event.target instanceof HTMLDialogElement) || event.target.id !== "keys-help") { return; }

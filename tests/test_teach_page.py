@@ -107,7 +107,13 @@ def test_keys_script_hint_and_help_dialog(client: TestClient) -> None:
     tree = _get(client, "stage=dp")
     assert one(tree, 'script[src^="/static/app.js?v="]').has_attr("defer")
     assert text(tree, ".keys-hint") == "Press ? for keys"
-    dialog = one(tree, "dialog#keys-help")
+    # The list itself is fetched when ? is first pressed: from the address the page names, with htmx.
+    assert tree.select("dialog") == []
+    slot = one(tree, "#keys-help-slot")
+    assert (slot["hx-trigger"], slot["hx-swap"]) == ("keys-help from:body", "outerHTML")
+    response = client.get(str(slot["hx-get"]))
+    assert response.headers["content-type"].startswith("text/html")
+    dialog = one(dom(response.text), "dialog#keys-help")
     keys = [" ".join(dt.get_text(" ").split()) for dt in dialog.select("dt")]
     assert keys == ["0 1 2 3", "← →", "Home End", "Space", "f", "?", "Esc"]
     assert one(dialog, "form[method=dialog] button").get_text() == "Close"
