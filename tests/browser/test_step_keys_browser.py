@@ -90,16 +90,21 @@ def _slow_network(page: Page, latency_ms: int) -> None:
     )
 
 
+def _ends_on(page: Page, selector: str, attribute: str, value: str) -> None:
+    """The swaps settle on `value`, and nothing still queued moves the page on afterwards."""
+    expect(page.locator(selector)).to_have_attribute(attribute, value, timeout=10_000)
+    settled(page)
+    page.wait_for_timeout(800)
+    expect(page.locator(selector)).to_have_attribute(attribute, value)
+
+
 def test_clicks_on_next_during_a_swap_all_count(page: Page, server: str, watch: Watch) -> None:
     page.goto(f"{server}/?stage=zero3&phase=0")
     _slow_network(page, 300)
     for _ in range(5):
         page.click("#step-next")
         page.wait_for_timeout(60)
-    expect(page.locator("#step")).to_have_attribute("data-phase", "5", timeout=10_000)
-    settled(page)
-    page.wait_for_timeout(800)  # nothing queued is still to come
-    expect(page.locator("#step")).to_have_attribute("data-phase", "5")
+    _ends_on(page, "#step", "data-phase", "5")
     assert _phase_in_address(page) == "5"
     watch.assert_clean(page)
 
@@ -111,10 +116,7 @@ def test_the_last_arrangement_chosen_during_a_swap_wins(page: Page, server: str,
     page.wait_for_timeout(100)
     page.click("#switch-zero2")  # both while ZeRO-1 is on its way: ZeRO-2 is dropped for ZeRO-3
     page.keyboard.press("3")
-    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero3", timeout=10_000)
-    settled(page)
-    page.wait_for_timeout(900)
-    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero3")
+    _ends_on(page, "#grid", "data-stage", "zero3")
     assert parse_qs(urlsplit(page.url).query)["stage"] == ["zero3"]
     asked = [parse_qs(urlsplit(r.url).query)["stage"][0] for r in watch.requests if r.resource_type == "xhr"]
     assert asked == ["zero1", "zero3"]
@@ -134,10 +136,7 @@ def test_a_stage_chosen_just_before_a_change_of_the_run_still_counts(page: Page,
     page.click("#switch-zero3")
     page.select_option("#f-model", "llama-3-8b")  # the form's request replaces the tab's on its way
     expect(page.locator("table.figures caption")).to_contain_text("Llama 3 8B", timeout=10_000)
-    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero3", timeout=10_000)
-    settled(page)
-    page.wait_for_timeout(800)
-    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero3")
+    _ends_on(page, "#grid", "data-stage", "zero3")
     assert parse_qs(urlsplit(page.url).query)["stage"] == ["zero3"]
     _without_htmx_abort_notices(watch)
     watch.assert_clean(page)
@@ -151,10 +150,7 @@ def test_steps_pressed_around_a_change_of_the_run_all_count(page: Page, server: 
     page.fill("#f-gpus", "32")
     page.press("#f-gpus", "Tab")
     expect(page.locator("#grid")).to_have_attribute("data-gpus", "32", timeout=10_000)
-    expect(page.locator("#step")).to_have_attribute("data-phase", "5", timeout=10_000)
-    settled(page)
-    page.wait_for_timeout(800)
-    expect(page.locator("#step")).to_have_attribute("data-phase", "5")
+    _ends_on(page, "#step", "data-phase", "5")
     assert _phase_in_address(page) == "5"
     _without_htmx_abort_notices(watch)
     watch.assert_clean(page)
@@ -166,10 +162,7 @@ def test_a_key_for_the_stage_shown_before_a_swap_still_counts(page: Page, server
     page.keyboard.press("1")
     page.wait_for_timeout(100)
     page.keyboard.press("0")  # data parallelism is marked current on the old page, but ZeRO-1 is coming
-    expect(page.locator("#grid")).to_have_attribute("data-stage", "dp", timeout=10_000)
-    settled(page)
-    page.wait_for_timeout(800)
-    expect(page.locator("#grid")).to_have_attribute("data-stage", "dp")
+    _ends_on(page, "#grid", "data-stage", "dp")
     assert parse_qs(urlsplit(page.url).query)["stage"] == ["dp"]
     watch.assert_clean(page)
 
