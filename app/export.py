@@ -11,6 +11,7 @@ is the static file's own. Forms cannot work without the app: they are disabled, 
 from __future__ import annotations
 
 import asyncio
+import functools
 import html
 import posixpath
 import re
@@ -53,6 +54,12 @@ INLINED = {"keys-help-slot": "keys.html"}
 static host answers an htmx request with the whole file, not what the slot asks for."""
 FILE_SCRIPT = "export.js"
 """Turns htmx off on file:// pages, where a browser refuses its requests: links load whole pages."""
+
+
+@functools.cache
+def _static_text(name: str) -> str:
+    # Put in every page of the copy: read once.
+    return (STATIC_DIR / name).read_text()
 
 
 class ExportError(Exception):
@@ -240,7 +247,7 @@ class _Rewriter(HTMLParser):
             self.depth += tag == self.dropping and not closed
             return
         if values.get("id") in INLINED and not closed:
-            self._emit((STATIC_DIR / INLINED[values["id"] or ""]).read_text())
+            self._emit(_static_text(INLINED[values["id"] or ""]))
             self.dropping, self.depth = tag, 1
             return
         if values.get("id") in DROPPED and not closed:

@@ -46,6 +46,8 @@ HISTORY_HEADER = "ZB-History"
 # These headers decide the body or the history header, so a cache must key on them.
 VARY = f"HX-Request, HX-History-Restore-Request, {HISTORY_HEADER}"
 
+_INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
+
 
 class _Unindented(FileSystemLoader):
     """Templates without the indentation that keeps them readable here.
@@ -60,8 +62,6 @@ class _Unindented(FileSystemLoader):
         source, filename, uptodate = super().get_source(environment, template)
         return _INDENT.sub("", source), filename, uptodate
 
-
-_INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
 
 templates = Jinja2Templates(directory=TEMPLATES_DIR)
 templates.env.loader = _Unindented(TEMPLATES_DIR)

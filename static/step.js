@@ -27,12 +27,15 @@
   // What waits for the swap on its way: the ids of the links to follow, in order. Steps each count;
   // an arrangement replaces one still waiting, as the last one chosen is the one wanted.
   function wait(id) {
-    if (id.startsWith("switch-")) {
-      for (let i = pending.length - 1; i >= 0; i--) {
-        if (pending[i].startsWith("switch-")) { pending.splice(i, 1); }
-      }
-    }
+    if (id.startsWith("switch-")) { forget("switch-"); }
     if (pending.length < MAX_PENDING) { pending.push(id); }
+  }
+
+  // Drop the waiting links whose ids start with `prefix`.
+  function forget(prefix) {
+    for (let i = pending.length - 1; i >= 0; i--) {
+      if (pending[i].startsWith(prefix)) { pending.splice(i, 1); }
+    }
   }
 
   let replaying = false;
@@ -154,12 +157,9 @@
         if (elt instanceof HTMLAnchorElement && elt.id && !later(elt.id) && pending.length < MAX_PENDING) {
           pending.unshift(elt.id);  // before what was chosen after it; a stage chosen later wins
         }
-        setTimeout(afterSwap, 0);
-        return;
+      } else if (!((xhr.status >= 200 && xhr.status < 400) || xhr.status === 422)) {
+        pending.length = 0;  // a request that failed swaps nothing: forget the queue rather than replay it
       }
-      // A request that failed swaps nothing: forget the queue rather than replay it.
-      const swapped = (xhr.status >= 200 && xhr.status < 400) || xhr.status === 422;
-      if (!swapped) { pending.length = 0; }
       // htmx lets go of the request after this turn (hx-sync would drop a click before then).
       setTimeout(afterSwap, 0);
     });
@@ -198,9 +198,7 @@
     if (!panel()) {
       setPlaying(false);
       // Steps have nowhere to go once the step is left; a link chosen elsewhere still does.
-      for (let i = pending.length - 1; i >= 0; i--) {
-        if (pending[i].startsWith("step-")) { pending.splice(i, 1); }
-      }
+      forget("step-");
     }
   });
 
