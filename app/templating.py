@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 import re
-import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from functools import lru_cache
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader
@@ -16,7 +16,6 @@ from starlette.templating import Jinja2Templates
 
 from app.links import template_url_for
 from app.paths import TEMPLATES_DIR
-from app.view_models import ColumnView
 
 # htmx settings that keep it inside a strict CSP and make back/forward ask the server. (Requests
 # to this origin only, selfRequestsOnly, is htmx 2's default: not repeated in every page's bytes.)
@@ -75,26 +74,61 @@ templates.env.globals["htmx_config"] = Markup(
     HTMX_CONFIG_JSON.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;")
 )
 
-# Each drawn column's cells, as the `cells` macro of _widget.html renders them, by column object.
-# Columns are immutable and built once for each stage, cluster and recipe (views.card_columns), so
-# a run with another model size reuses their markup: the 256 cells are the page's one hot loop.
-# Keyed by identity, not by value (hashing four cells of a dozen fields costs more than it saves);
-# the weak reference drops an entry when its column goes, and guards against a reused id.
-_CELLS: dict[int, tuple[weakref.ref[ColumnView], Markup]] = {}
+
+class _Same:
+    """An object as a cache key by identity, not by value, and kept alive while the key is.
+
+    Hashing a card's 32 cells of a dozen fields each would cost more than rendering them saves;
+    an identity is free, and holding the object means its id cannot be reused while cached.
+    """
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
 
 
-def cells_markup(column: ColumnView) -> Markup:
-    """A column's cells, rendered once for each column object."""
-    key = id(column)
-    entry = _CELLS.get(key)
-    if entry is not None and entry[0]() is column:
-        return entry[1]
-    markup = Markup(templates.env.get_template("_widget.html").module.cells(column))  # type: ignore[attr-defined]
-    _CELLS[key] = (weakref.ref(column, lambda _: _CELLS.pop(key, None)), markup)
-    return markup
+# About 9 kB a card's plot (measured): 1,024 entries stay under 10 MB. Bars are smaller still.
+@lru_cache(maxsize=1024)
+def _rendered(macro: str, same: _Same) -> Markup:
+    return Markup(getattr(templates.env.get_template("_widget.html").module, macro)(same.obj))
 
 
-templates.env.globals["cells_markup"] = cells_markup
+def rendered(macro: str, obj: object) -> Markup:
+    """`macro` of _widget.html applied to `obj`, rendered once for each object.
+
+    For immutable view parts built once and shared: a card's columns are built once for each
+    stage, cluster and recipe (views.card_columns), so a run of another model size reuses their
+    markup, and every card at rest shows the same bar object. These are the page's hot loops.
+    """
+    return _rendered(macro, _Same(obj))
+
+
+templates.env.globals["rendered"] = rendered
+
+
+@lru_cache(maxsize=256)
+def _cached(macro: str, args: tuple[Hashable, ...]) -> Markup:
+    return Markup(getattr(templates.env.get_template("_widget.html").module, macro)(*args))
+
+
+def cached(macro: str, *args: Hashable) -> Markup:
+    """`macro` of _widget.html applied to `args`, rendered once for each set of equal arguments.
+
+    For macros that read nothing but their arguments, whose arguments are few and small and
+    often the same: the form's drop-downs and the legend change with the recipe or the choice,
+    not with the model's size.
+    """
+    return _cached(macro, args)
+
+
+templates.env.globals["cached"] = cached
 
 
 def wants_fragment(request: Request) -> bool:

@@ -165,6 +165,9 @@ def rest_cards(
     """The cards of `stage` at rest, each bar drawn to `scale`; `moved` marks the cells a switch changed."""
     grid = _layout(stage, scenario.run.gpus, scenario.recipe)
     bar = _rest_bar(scenario, row, scale)
+    # Every card at rest holds as much as every other: its figures are printed once, shown on each.
+    bytes_per_weight = f"{per_weight(row.bytes_per_weight)} B/weight"
+    model_bytes = scenario.units.show(row.per_gpu_bytes)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(grid.shown):
         if hidden := _hidden_before(grid.shown, position):
@@ -176,8 +179,8 @@ def rest_cards(
                 columns=card_columns(stage, grid.gpus, grid.recipe, card, position == 0, moved),
                 held_bytes=grid.held_bytes(card),
                 full_bytes=grid.full_bytes,
-                bytes_per_weight=f"{per_weight(row.bytes_per_weight)} B/weight",
-                model_bytes=scenario.units.show(row.per_gpu_bytes),
+                bytes_per_weight=bytes_per_weight,
+                model_bytes=model_bytes,
                 bar=bar,
             )
         )

@@ -309,3 +309,20 @@ def test_bytes_per_weight_times_the_count_stays_within_half_a_percent(nbytes: Fr
 )
 def test_percentages_keep_three_figures(part: Fraction, shown: str) -> None:
     assert percent(part) == shown
+
+
+@given(st.fractions(min_value=-(10**15), max_value=10**15), st.integers(min_value=0, max_value=12))
+def test_sizes_round_half_up_on_the_exact_value(nbytes: Fraction, decimals: int) -> None:
+    # Decimal's own half-up rounding, with precision to spare, is the reference the printing must match.
+    from decimal import ROUND_HALF_UP, Decimal, localcontext
+
+    unit = ByteUnit.GB
+    value = nbytes / unit.size
+    if value == 0 or abs(value) < 1:
+        return  # below one unit the decimals are chosen by significance, tested above
+    with localcontext() as ctx:
+        ctx.prec = 200
+        exact = Decimal(value.numerator) / Decimal(value.denominator)
+        expected = abs(exact).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
+    sign = "-" if value < 0 and expected != 0 else ""
+    assert unit.show(nbytes, decimals) == f"{sign}{expected:,} GB"
