@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import weakref
+from typing import Any
+
 from jinja2 import pass_context
 from jinja2.runtime import Context
 from starlette.requests import Request
@@ -10,6 +13,26 @@ from app.assets import StaticAssets
 from app.inputs import EmbedQuery, PageQuery, RunQuery
 from app.view_models import Links
 
+# Each router's path for a route name and its parameters: routes do not change while the app runs,
+# and finding one walks the route list (a page asks for a dozen). By the router's identity (routers
+# are not hashable); the weak reference tells a router from a later one given the same id.
+_Paths = dict[tuple[str, tuple[tuple[str, str], ...]], str]
+_ROUTE_PATHS: dict[int, tuple[weakref.ref[Any], _Paths]] = {}
+
+
+def _route_path(request: Request, name: str, path_params: dict[str, str]) -> str:
+    """The route's path below the app's root, as `request.url_for` finds it."""
+    router = request.scope.get("router") or request.scope["app"]
+    entry = _ROUTE_PATHS.get(id(router))
+    if entry is None or entry[0]() is not router:
+        entry = _ROUTE_PATHS[id(router)] = (weakref.ref(router), {})
+    paths: _Paths = entry[1]
+    key = (name, tuple(sorted(path_params.items())))
+    found = paths.get(key)
+    if found is None:
+        found = paths[key] = str(router.url_path_for(name, **path_params))
+    return found
+
 
 def path_for(request: Request, name: str, /, **path_params: str) -> str:
     """The root-relative path of a named route, prefix included.
@@ -17,7 +40,9 @@ def path_for(request: Request, name: str, /, **path_params: str) -> str:
     Never scheme or host, which a TLS-terminating proxy or an iframe's parent may see differently.
     A static asset's path carries its fingerprint, so browsers may keep it for good.
     """
-    path = request.url_for(name, **path_params).path
+    # The prefix as Starlette's url_for takes it: the top-level app's root path.
+    root = request.scope.get("app_root_path", request.scope.get("root_path", ""))
+    path = root.rstrip("/") + _route_path(request, name, path_params)
     if name == "static":
         assets: StaticAssets = request.app.state.assets
         return f"{path}?{assets.fingerprint(path_params['path'])}"
@@ -46,6 +71,11 @@ def embed_links(request: Request, query: PageQuery) -> Links:
     return Links(path_for(request, "embed"), page.run, page.phase, options, page.theme)
 
 
+def absolute_url_for(request: Request, name: str, /, **path_params: str) -> str:
+    """The absolute address (scheme, host and prefix) of a named route, as `request.url_for` gives it."""
+    return str(request.base_url).rstrip("/") + _route_path(request, name, path_params)
+
+
 def absolute_links(request: Request, links: Links, name: str) -> Links:
     """The same links made absolute (scheme, host and prefix) on the route `name`: for a snippet pasted elsewhere."""
-    return Links(str(request.url_for(name)), links.run, links.phase, links.keep, links.theme)
+    return Links(absolute_url_for(request, name), links.run, links.phase, links.keep, links.theme)

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ValidationError
 from app.compare_view import compare_view
 from app.domain.scenario import resolve
 from app.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery
-from app.links import absolute_links, embed_links, path_for, stage_links
+from app.links import absolute_links, absolute_url_for, embed_links, path_for, stage_links
 from app.measured_view import measured_view, theme_of
 from app.paths import STATIC_DIR
 from app.templating import render, replace_history
@@ -57,7 +57,7 @@ async def page(request: Request, query: Annotated[PageQuery, Depends(query_of(Pa
 
 def with_way_out(request: Request, view: PageView, query: PageQuery, link: Links) -> PageView:
     """The page's ways elsewhere: the "Embed this" panel for the run drawn, and the measured page."""
-    script = str(request.url_for("static", path="embed.js"))
+    script = absolute_url_for(request, "static", path="embed.js")
     share = share_view(
         query.stage, absolute_links(request, link, "page"), absolute_links(request, link, "embed"), script
     )

@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from functools import cached_property
 from urllib.parse import urlencode
 
 from app.domain.bands import Band, BandSpec, Recipe
@@ -61,10 +62,17 @@ class Links:
         """The address of `stage` with the same run, at the same moment of the step."""
         return self.at(stage, self.phase)
 
+    @cached_property
+    def _encoded(self) -> tuple[str, str]:
+        # The run and the options, encoded once: a page writes some twenty addresses of one run.
+        run, options = urlencode(self.run), urlencode(self.options)
+        return (f"&{run}" if run else ""), (f"&{options}" if options else "")
+
     def at(self, stage: Stage, phase: int | None) -> str:
         """The address of `stage` with the same run at `phase` (None: at rest)."""
-        moment = {} if phase is None else {"phase": str(phase)}
-        return f"{self.page}?{urlencode({'stage': stage.value, **dict(self.run), **moment, **dict(self.options)})}"
+        run, options = self._encoded
+        moment = "" if phase is None else f"&phase={phase}"
+        return f"{self.page}?{urlencode({'stage': stage.value})}{run}{moment}{options}"
 
     def switch(self, stage: Stage, current: Stage | None) -> str:
         """The address of `stage`, with a `from` hint naming the stage shown so the page can mark what changed."""

@@ -16,7 +16,8 @@ from markupsafe import escape
 from app.bars import bar_view
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.bands import RECIPES, Band, Recipe, RecipeName
-from app.domain.change import Change, change
+from app.domain.change import Change
+from app.domain.change import change as _change
 from app.domain.communication import transfers
 from app.domain.fit import UNKNOWN_LAYER_RULE, StageReport, layer_exceeds_card, layer_extra, report
 from app.domain.hardware import CARDS
@@ -24,7 +25,8 @@ from app.domain.quantities import ByteUnit, per_weight, percent
 from app.domain.quantities import count_label as params_label
 from app.domain.scenario import Inputs, Scenario, resolve
 from app.domain.sharding import Cell, CellState, Layout, layout
-from app.domain.stages import Stage, explanation
+from app.domain.stages import Stage
+from app.domain.stages import explanation as _explanation
 from app.step_view import step_view
 from app.view_models import (
     BandField,
@@ -134,6 +136,9 @@ def _columns(grid: Layout, card: int, tab_stop: bool, moved: Change | None = Non
 # model's size: a class trying other sizes on the same cluster gets them built once. Pure
 # functions of hashable inputs; the bounds keep them to a few MB.
 _layout = lru_cache(maxsize=64)(layout)
+# So are what a switch changes and a stage's explanation: built once, for every model size.
+change = lru_cache(maxsize=256)(_change)
+explanation = lru_cache(maxsize=256)(_explanation)
 
 
 @lru_cache(maxsize=512)

@@ -76,12 +76,18 @@ class Layout:
     cells: tuple[Cell, ...]
     # Every view walks the grid card by card, so the cells are grouped once.
     _by_card: dict[int, tuple[Cell, ...]] = field(init=False, repr=False, compare=False)
+    _held: dict[int, int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         grouped: dict[int, list[Cell]] = {}
         for cell in self.cells:
             grouped.setdefault(cell.card, []).append(cell)
         object.__setattr__(self, "_by_card", {card: tuple(cells) for card, cells in grouped.items()})
+        held = {
+            card: sum(self.recipe.nbytes(c.band) for c in cells if c.state is CellState.SOLID)
+            for card, cells in self._by_card.items()
+        }
+        object.__setattr__(self, "_held", held)
 
     @property
     def weights(self) -> int:
@@ -99,7 +105,7 @@ class Layout:
 
     def held_bytes(self, card: int) -> int:
         """Bytes a card stores for the drawn weights: the sum of its solid cells."""
-        return sum(self.recipe.nbytes(cell.band) for cell in self.card_cells(card) if cell.state is CellState.SOLID)
+        return self._held.get(card, 0)
 
     @property
     def full_bytes(self) -> int:
