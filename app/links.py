@@ -41,7 +41,7 @@ def path_for(request: Request, name: str, /, **path_params: str) -> str:
     A static asset's path carries its fingerprint, so browsers may keep it for good.
     """
     # The prefix as Starlette's url_for takes it: the top-level app's root path.
-    root = request.scope.get("app_root_path", request.scope.get("root_path", ""))
+    root: str = request.scope.get("app_root_path", request.scope.get("root_path", ""))
     path = root.rstrip("/") + _route_path(request, name, path_params)
     if name == "static":
         assets: StaticAssets = request.app.state.assets
