@@ -72,13 +72,14 @@ class Links:
         """The address of `stage` with the same run at `phase` (None: at rest)."""
         run, options = self._encoded
         moment = "" if phase is None else f"&phase={phase}"
-        return f"{self.page}?{urlencode({'stage': stage.value})}{run}{moment}{options}"
+        # A stage's value is a plain word (dp, zero1...): nothing in it to encode.
+        return f"{self.page}?stage={stage.value}{run}{moment}{options}"
 
     def switch(self, stage: Stage, current: Stage | None) -> str:
         """The address of `stage`, with a `from` hint naming the stage shown so the page can mark what changed."""
         if current is None or current is stage:
             return self(stage)
-        return f"{self(stage)}&{urlencode({'from': current.value})}"
+        return f"{self(stage)}&from={current.value}"
 
 
 @dataclass(frozen=True)
@@ -265,7 +266,8 @@ class FormView:
 
     def problem(self, name: str) -> FieldProblem | None:
         """The problem with the field `name`, if it has one."""
-        return next((p for p in self.problems if p.name == name), None)
+        # Asked for each of the form's eleven fields, and there is rarely a problem at all.
+        return next((p for p in self.problems if p.name == name), None) if self.problems else None
 
 
 @dataclass(frozen=True)

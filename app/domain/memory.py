@@ -8,6 +8,7 @@ as DeepSpeed and FSDP pad their flat buffers to a multiple of N.
 from __future__ import annotations
 
 from fractions import Fraction
+from functools import lru_cache
 
 from app.domain.bands import MIXED_ADAM, Band, Recipe
 from app.domain.stages import Stage
@@ -16,6 +17,8 @@ DEFAULT_GPUS = 8
 DEFAULT_PARAMS = 30 * 10**9
 
 
+# A page asks for every stage's figure several times over; there are few stages, clusters and recipes.
+@lru_cache(maxsize=1024)
 def bytes_per_weight(stage: Stage, gpus: int = DEFAULT_GPUS, recipe: Recipe = MIXED_ADAM) -> Fraction:
     """Bytes one card keeps per weight of the model: whole bands plus 1/N of sharded ones."""
     if gpus < 1:

@@ -111,9 +111,13 @@ _BINARY_POWER = {"G": "2³⁰", "T": "2⁴⁰"}
 
 def _decimals_for(value: Fraction, figures: int, at_least: int) -> int:
     """Decimals that show `figures` significant figures of a positive value, and no fewer than `at_least`."""
+    return _decimals_of(value.numerator, value.denominator, figures, at_least)
+
+
+def _decimals_of(numerator: int, denominator: int, figures: int, at_least: int) -> int:
     # On the numerator and denominator: whole-number arithmetic, several times faster than Fraction's,
     # and a page formats a few dozen figures.
-    top, bottom = abs(value.numerator), value.denominator * 10 ** (figures - 1)
+    top, bottom = abs(numerator), denominator * 10 ** (figures - 1)
     decimals = at_least
     while top * 10**decimals < bottom:
         decimals += 1
@@ -122,10 +126,14 @@ def _decimals_for(value: Fraction, figures: int, at_least: int) -> int:
 
 def _fixed(value: Fraction, decimals: int) -> str:
     """A value with exactly `decimals` decimals, rounded half up on the exact value (no float)."""
-    # floor(|n|/d * 10^decimals + 1/2), in whole numbers.
-    numerator, denominator = abs(value.numerator) * 10**decimals, value.denominator
-    digits = str((2 * numerator + denominator) // (2 * denominator))
-    sign = "-" if value < 0 and digits.strip("0") else ""
+    return _fixed_of(value.numerator, value.denominator, decimals)
+
+
+def _fixed_of(numerator: int, denominator: int, decimals: int) -> str:
+    # floor(|n|/d * 10^decimals + 1/2), in whole numbers; the denominator is positive.
+    scaled = abs(numerator) * 10**decimals
+    digits = str((2 * scaled + denominator) // (2 * denominator))
+    sign = "-" if numerator < 0 and digits.strip("0") else ""
     if decimals == 0:
         return f"{sign}{int(digits):,}"
     digits = digits.rjust(decimals + 1, "0")
@@ -156,12 +164,14 @@ class ByteUnit(StrEnum):
 
     def show(self, nbytes: Fraction | int, decimals: int = 1) -> str:
         """E.g. '153.7 GiB'; below one unit two significant figures ('0.0073 GiB'), and '0 GiB' for nothing."""
-        value = Fraction(nbytes) / self.size
-        if value == 0:
+        # nbytes / size as a whole-number numerator and denominator: no Fraction built (see _fixed_of).
+        numerator, denominator = nbytes.numerator, nbytes.denominator * self.size
+        if numerator == 0:
             return f"0 {self.value}"
         # Below one unit a fixed number of decimals would print 0.0 for a layer or a sliver.
-        shown = _fixed(value, decimals if abs(value) >= 1 else _decimals_for(value, 2, decimals))
-        return f"{shown} {self.value}"
+        if abs(numerator) < denominator:
+            decimals = _decimals_of(numerator, denominator, 2, decimals)
+        return f"{_fixed_of(numerator, denominator, decimals)} {self.value}"
 
 
 def _amount(text: str, grammar: re.Pattern[str], units: dict[str, int], what: str, examples: str) -> Fraction:
