@@ -8,6 +8,7 @@ already gets a 304. The cache is bounded in bytes, least recently used first out
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -114,9 +115,12 @@ class ResponseCache:
         self.prefixes = prefixes
         self.max_bytes = max_bytes
         self.entries: OrderedDict[tuple[object, ...], Cached] = OrderedDict()
+        # Renders under way, by key: a room clicking the same new stage at once waits for one.
+        self.flights: dict[tuple[object, ...], asyncio.Future[Cached | None]] = {}
         self.used = 0
         self.hits = 0
         self.misses = 0
+        self.joined = 0
 
     def _cacheable(self, scope: Scope) -> bool:
         if scope["type"] != "http" or scope["method"] not in {"GET", "HEAD"}:
@@ -131,15 +135,37 @@ class ResponseCache:
             return
         key = _key(scope)
         entry = self.entries.get(key)
-        if entry is None:
+        if entry is not None:
+            self.hits += 1
+            self.entries.move_to_end(key)
+        elif key in self.flights:
+            self.joined += 1
+            entry = await self.flights[key]
+            if entry is None:  # that render depended on more than the key, or failed: make our own
+                self.misses += 1
+                entry, _ = await self._render(scope, receive)
+        else:
             self.misses += 1
+            entry = await self._lead(key, scope, receive)
+        await self._answer(key, entry, scope, send)
+
+    async def _lead(self, key: tuple[object, ...], scope: Scope, receive: Receive) -> Cached:
+        """Render, and give the render to the requests for the same key that arrive meanwhile.
+
+        A room clicking the same new stage at once then costs one render, not one a student.
+        """
+        flight: asyncio.Future[Cached | None] = asyncio.get_running_loop().create_future()
+        self.flights[key] = flight
+        shared: Cached | None = None
+        try:
             entry, keep = await self._render(scope, receive)
             if keep:
                 self._keep(key, entry)
-        else:
-            self.hits += 1
-            self.entries.move_to_end(key)
-        await self._answer(key, entry, scope, send)
+                shared = entry
+            return entry
+        finally:
+            del self.flights[key]
+            flight.set_result(shared)
 
     async def _render(self, scope: Scope, receive: Receive) -> tuple[Cached, bool]:
         """The response as the app gives it, and whether it may be kept."""
@@ -189,6 +215,13 @@ class ResponseCache:
             self.used -= dropped.size
 
     async def _answer(self, key: tuple[object, ...], entry: Cached, scope: Scope, send: Send) -> None:
+        if entry.status not in CACHEABLE_STATUS:
+            # Never kept (a 503 while busy, a failure): as the app gave it, with no validator to reuse it by.
+            body = entry.body
+            headers = [*entry.headers, (b"content-length", str(len(body)).encode())]
+            await send({"type": "http.response.start", "status": entry.status, "headers": headers})
+            await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+            return
         request = Headers(scope=scope)
         coding = choose(request, PREFERENCE) if entry.compressed else None
         etag = f'{entry.etag[:-1]}-{coding}"' if coding else entry.etag

@@ -35,12 +35,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     errors.install(app)
     # 256 labelled cells make a ~100 kB page that compresses about tenfold: it matters on classroom Wi-Fi.
     app.add_middleware(GZipMiddleware, minimum_size=1024)
+    # A limit on the work in progress: inside the cache, so an answer from memory (or one waiting
+    # for a render of the same page already under way) is never refused; inside the headers, so a
+    # 503 carries them.
+    app.add_middleware(ConcurrencyLimit, limit=settings.limit_concurrency)
     # Pages and JSON are pure functions of their address: rendered once, then served from memory.
     if settings.cache_bytes:
         pure = frozenset({"/", "/embed", "/compare", "/measured", "/openapi.json"})
         app.add_middleware(ResponseCache, paths=pure, prefixes=("/api/",), max_bytes=settings.cache_bytes)
-    # Outside the cache, so even a cached answer counts; inside the headers, so a 503 carries them.
-    app.add_middleware(ConcurrencyLimit, limit=settings.limit_concurrency)
     app.add_middleware(SecurityHeadersMiddleware, settings=settings)
     return app
 

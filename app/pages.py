@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import Annotated, TypeVar
@@ -36,6 +37,11 @@ def query_of(model: type[M]) -> Callable[[Request], Awaitable[M]]:
     """
 
     async def read(request: Request) -> M:
+        # A page renders on the event loop without awaiting (a render is CPU work: a thread would
+        # only add hand-offs). Before it holds the loop, the requests read with this one get to
+        # count themselves in the concurrency limit (app/overload.py); otherwise each would see a
+        # count of one, and a crowd would queue unseen instead of hearing 503 at once.
+        await asyncio.sleep(0)
         try:
             return model.model_validate(dict(request.query_params))
         except ValidationError as error:

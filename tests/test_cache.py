@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from app.cache import ResponseCache
 from app.main import create_app
@@ -126,3 +126,52 @@ def _middlewares(client: TestClient) -> list[object]:
         found.append(app)
         app = getattr(app, "app", None)
     return found
+
+
+def _render_counting(renders: list[str], shareable: bool) -> object:
+    import asyncio
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        renders.append(scope["query_string"].decode())
+        await asyncio.sleep(0.01)  # a render in progress, as the others arrive
+        headers = [(b"content-type", b"text/plain")]
+        if not shareable:
+            headers.append((b"vary", b"Referer"))  # depends on more than the key: never given to another
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"drawn " + scope["query_string"]})
+
+    return app
+
+
+@pytest.mark.parametrize(("shareable", "renders_expected"), [(True, 1), (False, 10)])
+def test_requests_for_a_page_being_rendered_wait_for_that_render(shareable: bool, renders_expected: int) -> None:
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    renders: list[str] = []
+    cache = ResponseCache(_render_counting(renders, shareable), paths=frozenset({"/"}))  # type: ignore[arg-type]
+
+    async def call(query: bytes) -> bytes:
+        sent: list[Message] = []
+
+        async def send(message: Message) -> None:
+            sent.append(message)
+
+        async def receive() -> Message:
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        scope = {"type": "http", "method": "GET", "path": "/", "root_path": "", "query_string": query, "headers": []}
+        await cache(scope, receive, send)
+        body: bytes = sent[1]["body"]
+        return body
+
+    async def room() -> list[bytes]:
+        return await asyncio.gather(*(call(b"stage=zero3") for _ in range(10)), call(b"stage=dp"))
+
+    with ThreadPoolExecutor(1) as pool:
+        bodies = pool.submit(asyncio.run, room()).result(timeout=30)
+    assert bodies == [b"drawn stage=zero3"] * 10 + [b"drawn stage=dp"]
+    # A room asking for one new page at once costs one render, unless the page depends on more than its address.
+    assert renders.count("stage=zero3") == renders_expected
+    assert renders.count("stage=dp") == 1
+    assert cache.flights == {}
