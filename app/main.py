@@ -41,7 +41,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(ConcurrencyLimit, limit=settings.limit_concurrency)
     # Pages and JSON are pure functions of their address: rendered once, then served from memory.
     if settings.cache_bytes:
-        pure = frozenset({"/", "/embed", "/compare", "/measured", "/openapi.json"})
+        pure = frozenset({"/", "/embed", "/compare", "/measured", "/share", "/openapi.json"})
         app.add_middleware(ResponseCache, paths=pure, prefixes=("/api/",), max_bytes=settings.cache_bytes)
     app.add_middleware(SecurityHeadersMiddleware, settings=settings)
     return app

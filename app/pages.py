@@ -21,7 +21,7 @@ from app.measured_view import measured_view, theme_of
 from app.paths import STATIC_DIR
 from app.templating import render, replace_history
 from app.view_models import Links, PageView
-from app.views import embed_view, page_view, share_view
+from app.views import embed_view, page_view, share_page_view
 
 router = APIRouter(include_in_schema=False)
 
@@ -63,12 +63,17 @@ async def page(request: Request, query: Annotated[PageQuery, Depends(query_of(Pa
 
 def with_way_out(request: Request, view: PageView, query: PageQuery, link: Links) -> PageView:
     """The page's ways elsewhere: the "Embed this" panel for the run drawn, and the measured page."""
-    script = absolute_url_for(request, "static", path="embed.js")
-    share = share_view(
-        query.stage, absolute_links(request, link, "page"), absolute_links(request, link, "embed"), script
-    )
+    share = replace(link, page=path_for(request, "share"))(query.stage)
     measured = path_for(request, "measured") + "?" + urlencode({"stage": query.stage.value, **theme_of(query.theme)})
-    return replace(view, share=share, measured_href=measured)
+    return replace(view, share_href=share, measured_href=measured)
+
+
+@router.api_route("/share", methods=["GET", "HEAD"], name="share", response_class=HTMLResponse)
+def share(request: Request, query: Annotated[PageQuery, Depends(query_of(PageQuery))]) -> HTMLResponse:
+    """The "Embed this" panel for one view of a run: its snippets and share link, with absolute addresses."""
+    link, script = stage_links(request, query), absolute_url_for(request, "static", path="embed.js")
+    page, embed = absolute_links(request, link, "page"), absolute_links(request, link, "embed")
+    return render(request, "share.html", "share", share_page_view(query.stage, link, page, embed, script))
 
 
 @router.api_route("/embed", methods=["GET", "HEAD"], name="embed", response_class=HTMLResponse)

@@ -383,8 +383,9 @@ class PageView:
     """The same view in the other theme (a whole page load: the theme styles the page, not the widget)."""
     embed: EmbedView | None = None
     """Set when the widget is drawn alone, inside another site's page."""
-    share: ShareView | None = None
-    """The "Embed this" panel, on the page only."""
+    share_href: str = ""
+    """Where the "Embed this" panel comes from when it is opened (on the page only): its snippets name
+    the app's absolute address, which every page would otherwise carry in its first load."""
 
 
 @dataclass(frozen=True)
@@ -428,6 +429,17 @@ class ShareView:
     def chosen(self) -> EmbedSnippet:
         """The snippet shown first."""
         return next(s for s in self.snippets if s.selected)
+
+
+@dataclass(frozen=True)
+class SharePageView:
+    """The "Embed this" panel: swapped into the page's when opened, or a page of its own without JavaScript."""
+
+    title: str
+    share: ShareView
+    back_href: str
+    """The view the panel embeds."""
+    theme: Theme = Theme.DEFAULT
 
 
 def legend(recipe: Recipe) -> tuple[BandSpec, ...]:

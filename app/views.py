@@ -45,6 +45,7 @@ from app.view_models import (
     Narration,
     Option,
     PageView,
+    SharePageView,
     ShareView,
     StageLink,
     StageView,
@@ -480,3 +481,9 @@ def share_view(stage: Stage, page: Links, embed: Links, script: str) -> ShareVie
         )
         snippets.append(EmbedSnippet(controls, label, url, html, controls == "stages"))
     return ShareView(link=page(stage), snippets=tuple(snippets))
+
+
+def share_page_view(stage: Stage, link: Links, page: Links, embed: Links, script: str) -> SharePageView:
+    """The "Embed this" panel for `stage` of the run `link` keeps, with a way back to that view."""
+    title = f"Embed {stage.info.title} · {APP_NAME}"
+    return SharePageView(title, share_view(stage, page, embed, script), link(stage), link.theme)

@@ -110,3 +110,16 @@ def cell_selector(card: int | None = None, weight: int | None = None, band: str 
         + " .column" + (f'[data-weight="{weight}"]' if weight is not None else "")
         + " > .cell" + (f".band-{band}" if band is not None else "")
     )  # fmt: skip
+
+
+def opened_panel(client: TestClient, page: Tag, headers: dict[str, str] | None = None) -> BeautifulSoup:
+    """The "Embed this" panel as the page loads it when opened: the fragment its hx-get names.
+
+    The panel's link for a browser without JavaScript must name the same address.
+    """
+    panel = one(page, "details#embed-this")
+    href = str(panel["hx-get"])
+    assert one(panel, "#embed-open")["href"] == href
+    response = client.get(href, headers={"HX-Request": "true", **(headers or {})})
+    assert response.status_code == 200
+    return dom(response.text)

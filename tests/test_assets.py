@@ -25,7 +25,7 @@ def _digest(name: str) -> str:
 
 def test_every_asset_the_pages_use_is_fingerprinted_and_kept_for_a_year(client: TestClient) -> None:
     urls: set[str] = set()
-    for page in ["/", "/?theme=projector", "/embed", "/compare", "/measured"]:
+    for page in ["/", "/?theme=projector", "/embed", "/compare", "/measured", "/share"]:
         tree = dom(client.get(page).text)
         urls |= {str(t["src"]) for t in tree.select("script[src]")}
         urls |= {str(t["href"]) for t in tree.select("link[href]")}

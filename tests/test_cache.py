@@ -8,7 +8,7 @@ from starlette.types import Message, Receive, Scope, Send
 
 from app.cache import ResponseCache
 from app.main import create_app
-from tests.conftest import dom
+from tests.conftest import dom, one, opened_panel
 
 HX = {"HX-Request": "true"}
 GZIP = {"Accept-Encoding": "gzip"}
@@ -19,6 +19,7 @@ CASES = [
     ("fragment", "/?stage=zero2&gpus=16", HX),
     ("embed", "/embed?stage=zero3&phase=4", {}),
     ("compare", "/compare?left=dp&right=zero3", {}),
+    ("share", "/share?stage=zero2&gpus=16", HX),
     ("api", "/api/memory?gpus=64&capacity=80GB", {}),
     ("schema", "/openapi.json", {}),
 ]
@@ -51,10 +52,11 @@ def test_the_page_and_its_fragment_and_both_encodings_have_their_own_etags(clien
 
 def test_the_host_is_part_of_the_key(client: TestClient) -> None:
     # The "Embed this" snippet is absolute: a page asked for under another name must not get this one's.
-    first = dom(client.get("/?stage=zero1", headers={"Host": "a.example"}).text)
-    second = dom(client.get("/?stage=zero1", headers={"Host": "b.example"}).text)
-    assert "a.example" in str(first.select_one("#share-link"))
-    assert "b.example" in str(second.select_one("#share-link"))
+    page = dom(client.get("/?stage=zero1").text)
+    first = opened_panel(client, page, {"Host": "a.example"})
+    second = opened_panel(client, page, {"Host": "b.example"})
+    assert str(one(first, "#share-link")["href"]).startswith("http://a.example/")
+    assert str(one(second, "#share-link")["href"]).startswith("http://b.example/")
 
 
 @pytest.mark.parametrize(("name", "url", "headers"), CASES)
@@ -70,7 +72,7 @@ def test_two_workers_give_the_same_bytes_and_etags(name: str, url: str, headers:
 def test_every_get_route_answers_head_with_the_headers_alone(client: TestClient) -> None:
     documented = [path for path, ops in client.get("/openapi.json").json()["paths"].items() if "get" in ops]
     assert len(documented) >= 4
-    pages = ["/", "/embed", "/compare", "/favicon.ico", "/openapi.json", "/static/app.css"]
+    pages = ["/", "/embed", "/compare", "/measured", "/share", "/favicon.ico", "/openapi.json", "/static/app.css"]
     for path in [*documented, *pages]:
         got, head = client.get(path, headers=IDENTITY), client.head(path, headers=IDENTITY)
         assert head.status_code == got.status_code == 200, path

@@ -8,7 +8,7 @@ import pytest
 from bs4 import Tag
 from fastapi.testclient import TestClient
 
-from tests.conftest import dom, one, text, unversioned
+from tests.conftest import dom, one, opened_panel, text, unversioned
 
 HTMX = {"HX-Request": "true"}
 
@@ -158,10 +158,12 @@ def _snippet(tree: Tag) -> tuple[Tag, Tag]:
 
 
 def test_the_page_offers_a_snippet_for_exactly_what_it_shows(client: TestClient) -> None:
-    tree = dom(client.get("/?stage=zero3&phase=6&gpus=16&model=llama-3-70b&capacity=80GB").text)
-    panel = one(tree, "details#embed-this")
-    assert text(panel, "summary") == "Embed this"
-    frame, script = _snippet(tree)
+    page = dom(client.get("/?stage=zero3&phase=6&gpus=16&model=llama-3-70b&capacity=80GB").text)
+    assert text(page, "details#embed-this summary") == "Embed this"
+    # The page carries only the way to the panel, loaded when opened.
+    assert page.select("#embed-snippet") == []
+    panel = opened_panel(client, page)
+    frame, script = _snippet(panel)
     src = urlsplit(str(frame["src"]))
     assert (src.scheme, src.netloc, src.path) == ("http", "testserver", "/embed")
     assert _query(str(frame["src"])) == {
@@ -185,7 +187,8 @@ def test_the_page_offers_a_snippet_for_exactly_what_it_shows(client: TestClient)
 
 
 def test_the_snippet_can_be_had_for_each_choice_of_controls(client: TestClient) -> None:
-    tree = dom(client.get("/?stage=zero1").text)
+    page = dom(client.get("/?stage=zero1").text)
+    tree = opened_panel(client, page)
     options = one(tree, "#embed-controls").select("option")
     assert [o["value"] for o in options] == ["stages", "step", "none"]
     assert [o.has_attr("selected") for o in options] == [True, False, False]
@@ -194,8 +197,8 @@ def test_the_snippet_can_be_had_for_each_choice_of_controls(client: TestClient) 
         expected = [] if option["value"] == "stages" else [option["value"]]
         assert _query(str(frame["src"])).get("controls", []) == expected
         assert option["data-url"] == frame["src"]
-    # No inline style on the page itself: the snippet's style attribute is text for the teacher.
-    assert tree.select("[style]") == []
+    # No inline style on the page or the panel: the snippet's style attribute is text for the teacher.
+    assert page.select("[style]") == tree.select("[style]") == []
 
 
 def test_the_snippet_is_absolute_under_a_prefix() -> None:
@@ -206,8 +209,9 @@ def test_the_snippet_is_absolute_under_a_prefix() -> None:
 
     outer = Starlette(routes=[Mount("/course/zero", app=create_app())])
     with TestClient(outer, base_url="https://school.example") as prefixed:
-        tree = dom(prefixed.get("/course/zero/?stage=zero2").text)
-        frame, script = _snippet(tree)
+        page = dom(prefixed.get("/course/zero/?stage=zero2").text)
+        assert one(page, "#embed-this")["hx-get"] == "/course/zero/share?stage=zero2"
+        frame, script = _snippet(opened_panel(prefixed, page))
         assert frame["src"] == "https://school.example/course/zero/embed?stage=zero2"
         assert script["src"] == "https://school.example/course/zero/static/embed.js"
         embedded = dom(prefixed.get("/course/zero/embed?stage=zero2").text)
@@ -222,3 +226,38 @@ def test_full_screen_is_offered_by_script_with_a_note_for_when_it_is_forbidden(c
     assert button.has_attr("hidden")
     assert one(tree, "#fullscreen-note").has_attr("hidden")
     assert "/static/app.js" in [unversioned(str(s["src"])) for s in tree.select("script")]
+
+
+@pytest.mark.parametrize("theme", ["default", "projector"])
+def test_without_javascript_the_panel_opens_as_a_page_of_its_own(client: TestClient, theme: str) -> None:
+    themed = "" if theme == "default" else "&theme=projector"
+    page = dom(client.get(f"/?stage=zero1&gpus=16{themed}").text)
+    link = one(page, "#embed-open")
+    response = client.get(str(link["href"]))
+    assert response.status_code == 200
+    tree = dom(response.text)
+    assert one(tree, "html")["class"] == [f"theme-{theme}"]
+    assert text(tree, "h1") == "ZeRO Bands"
+    assert text(tree, "h2") == "Embed this view"
+    # The way back is to the view the panel embeds, and the snippet embeds that same view.
+    back = str(one(tree, "#share-back")["href"])
+    assert _query(back) == {"stage": ["zero1"], "gpus": ["16"], **({"theme": ["projector"]} if themed else {})}
+    frame, _ = _snippet(tree)
+    assert _query(str(frame["src"])) == {"stage": ["zero1"], "gpus": ["16"]}
+    # No script on it: the snippet is in a text box to select; the Copy button needs the page's script.
+    assert tree.select("script") == []
+    assert one(tree, "#embed-copy").has_attr("hidden")
+
+
+def test_the_panel_is_fetched_on_its_own_and_never_pushes_an_address(client: TestClient) -> None:
+    page = dom(client.get("/?stage=zero2&phase=3").text)
+    panel = one(page, "details#embed-this")
+    # Opened, it loads into its body; its request is its own, so it never waits on (or drops) a click.
+    assert (panel["hx-trigger"], panel["hx-target"], panel["hx-swap"], panel["hx-sync"]) == (
+        "toggle", "#embed-body", "innerHTML", "this:replace",
+    )  # fmt: skip
+    response = client.get(str(panel["hx-get"]), headers={"HX-Request": "true"})
+    assert "hx-push-url" not in response.headers
+    assert dom(response.text).select("html, h2, #share-back") == []
+    frame, _ = _snippet(dom(response.text))
+    assert _query(str(frame["src"])) == {"stage": ["zero2"], "phase": ["3"]}

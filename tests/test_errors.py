@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from app.domain.stages import Stage
 from app.errors import describe
 from app.inputs import set_aside
-from tests.conftest import dom, one, text
+from tests.conftest import dom, one, opened_panel, text
 
 BAD_STAGES = ["zero9", "", "ZERO1", "<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "%ff", "x" * 5000]
 
@@ -286,7 +286,7 @@ def test_a_typo_in_the_gpus_redraws_the_run_on_the_screen_not_the_default(
     # The address and the share link name the run drawn, not the typo (htmx would put that in the bar).
     drawn = "/?stage=zero2" + ("" if gpus == "8" else f"&gpus={gpus}")
     assert response.headers.get("hx-push-url") == (drawn if "HX-Request" in headers else None)
-    assert one(tree, "#share-link")["href"] == "http://testserver" + drawn
+    assert one(opened_panel(client, tree), "#share-link")["href"] == "http://testserver" + drawn
 
 
 def test_other_fields_changed_beside_a_typo_are_drawn_and_the_address_follows(client: TestClient) -> None:
@@ -299,7 +299,7 @@ def test_other_fields_changed_beside_a_typo_are_drawn_and_the_address_follows(cl
     assert "Llama 3 8B" in text(tree, "table.figures caption")
     drawn = "/?stage=zero2&model=llama-3-8b&gpus=64&capacity=80GiB"
     assert response.headers["hx-replace-url"] == drawn
-    assert one(tree, "#share-link")["href"] == "http://testserver" + drawn
+    assert one(opened_panel(client, tree), "#share-link")["href"] == "http://testserver" + drawn
 
 
 def test_the_answer_to_a_typo_is_not_cached_for_the_next_screen(client: TestClient) -> None:

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 
 from app.domain.bands import Band
 from app.domain.stages import Stage
-from tests.conftest import cell_facts, cell_selector, dom, one, text, unversioned
+from tests.conftest import cell_facts, cell_selector, dom, one, opened_panel, text, unversioned
 
 HX = {"HX-Request": "true"}
 RESTORE = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
@@ -264,12 +264,10 @@ def test_app_mounted_under_a_prefix_links_under_it() -> None:
     outer = Starlette(routes=[Mount("/course/zero", app=create_app())])
     with TestClient(outer) as prefixed:
         tree = dom(prefixed.get("/course/zero/?stage=zero1").text)
-    # The "Embed this" panel's links are absolute, for pasting elsewhere; every other one is root-relative.
-    shared = tree.select("#embed-this [href]")
+        # The "Embed this" panel's links are absolute, for pasting elsewhere; every other one is root-relative.
+        shared = opened_panel(prefixed, tree).select("[href]")
     assert shared
     assert all(str(tag["href"]).startswith("http://testserver/course/zero/") for tag in shared)
-    for tag in shared:
-        tag.decompose()
     urls = [
         str(tag.get("href") or tag.get("src") or tag.get("hx-get")) for tag in tree.select("[href], [src], [hx-get]")
     ]

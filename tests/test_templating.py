@@ -11,7 +11,7 @@ from app.domain.stages import Stage
 from app.templating import rendered, templates
 from app.view_models import CellView, ColumnView
 from app.views import card_columns
-from tests.conftest import dom, one
+from tests.conftest import dom, one, opened_panel
 
 
 def _macro(name: str, obj: object) -> Markup:
@@ -67,10 +67,10 @@ def test_pages_are_sent_without_the_templates_indentation() -> None:
     from app.main import create_app
 
     with TestClient(create_app()) as client:
-        for path in ["/?stage=zero3", "/?stage=zero2&phase=3", "/compare", "/measured", "/embed"]:
+        for path in ["/?stage=zero3", "/?stage=zero2&phase=3", "/compare", "/measured", "/embed", "/share"]:
             html = client.get(path).text
             indented = [line for line in html.splitlines() if line[:1] in {" ", "\t"}]
             assert indented == [], (path, indented[:3])
-    # The one place whitespace shows, the snippet to copy, keeps its own lines.
-    snippet = one(dom(client.get("/?stage=zero1").text), "#embed-snippet").get_text()
+        # The one place whitespace shows, the snippet to copy, keeps its own lines.
+        snippet = one(opened_panel(client, dom(client.get("/?stage=zero1").text)), "#embed-snippet").get_text()
     assert "\n<script" in snippet

@@ -34,6 +34,8 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 def _snippet(server: str, path: str, controls: str) -> str:
     """The snippet the app's own "Embed this" panel offers for `path` with `controls`."""
     with urllib.request.urlopen(server + path) as response:
+        panel = one(dom(response.read().decode()), "#embed-this")["hx-get"]
+    with urllib.request.urlopen(server + str(panel)) as response:
         tree = dom(response.read().decode())
     option = one(tree, f'#embed-controls option[value="{controls}"]')
     return str(option["data-snippet"])

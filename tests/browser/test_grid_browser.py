@@ -268,7 +268,7 @@ def test_a_typo_in_the_run_form_keeps_the_run_on_the_screen(page: Page, server: 
     expect(grid).to_have_attribute("data-gpus", "16")
     # The address and the share link follow the run drawn: the new model, the 16 GPUs still shown.
     expect(page).to_have_url(f"{server}/?stage=zero2&model=llama-3-8b&gpus=16")
-    expect(page.locator("#share-link")).to_have_attribute("href", f"{server}/?stage=zero2&model=llama-3-8b&gpus=16")
+    expect(page.locator("#embed-this")).to_have_attribute("hx-get", "/share?stage=zero2&model=llama-3-8b&gpus=16")
     settled(page)
     page.fill("#f-gpus", "32")
     page.press("#f-gpus", "Tab")
@@ -287,7 +287,7 @@ def test_a_typo_without_javascript_keeps_the_run_on_the_screen(browser: Browser,
     expect(page.locator("#f-gpus")).to_have_attribute("aria-invalid", "true")
     expect(page.locator("#grid")).to_have_attribute("data-gpus", "16")
     expect(page.locator("#grid .card")).to_have_count(16)
-    expect(page.locator("#share-link")).to_have_attribute("href", re.compile(r"gpus=16"))
+    expect(page.locator("#embed-open")).to_have_attribute("href", re.compile(r"gpus=16"))
     context.close()
 
 
