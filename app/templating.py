@@ -94,10 +94,21 @@ class _Same:
         return isinstance(other, _Same) and other.obj is self.obj
 
 
-# About 9 kB a card's plot (measured): 1,024 entries stay under 10 MB. Bars are smaller still.
+def _macro(macro: str, obj: object) -> Markup:
+    return Markup(getattr(templates.env.get_template("_widget.html").module, macro)(obj))
+
+
+# A card's plot is about 9 kB (measured) and serves every run on its cluster: 1,024 stay under 10 MB.
 @lru_cache(maxsize=1024)
-def _rendered(macro: str, same: _Same) -> Markup:
-    return Markup(getattr(templates.env.get_template("_widget.html").module, macro)(same.obj))
+def _lasting(macro: str, same: _Same) -> Markup:
+    return _macro(macro, same.obj)
+
+
+# A part of one view (the bar all its cards share) is wanted while that view renders: a few suffice,
+# and a worker does not keep a thousand runs' bars after a rush of new ones.
+@lru_cache(maxsize=32)
+def _brief(macro: str, same: _Same) -> Markup:
+    return _macro(macro, same.obj)
 
 
 def rendered(macro: str, obj: object) -> Markup:
@@ -105,12 +116,18 @@ def rendered(macro: str, obj: object) -> Markup:
 
     For immutable view parts built once and shared: a card's columns are built once for each
     stage, cluster and recipe (views.card_columns), so a run of another model size reuses their
-    markup, and every card at rest shows the same bar object. These are the page's hot loops.
+    markup. These are the page's hot loop.
     """
-    return _rendered(macro, _Same(obj))
+    return _lasting(macro, _Same(obj))
+
+
+def rendered_in_view(macro: str, obj: object) -> Markup:
+    """As `rendered`, for a part that one view shows several times (every card at rest shows one bar)."""
+    return _brief(macro, _Same(obj))
 
 
 templates.env.globals["rendered"] = rendered
+templates.env.globals["rendered_in_view"] = rendered_in_view
 
 
 @lru_cache(maxsize=256)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from markupsafe import Markup
 
 from app.domain.bands import RECIPES, Recipe
 from app.domain.stages import Stage
-from app.templating import rendered, templates
+from app.templating import rendered, rendered_in_view, templates
 from app.view_models import CellView, ColumnView
 from app.views import card_columns
 from tests.conftest import dom, one, opened_panel
@@ -47,7 +50,8 @@ def test_a_cached_plot_is_what_the_macro_renders(
         assert [span["aria-label"] for span in drawn] == [cell.label for cell in column.cells]
 
 
-def test_a_new_object_is_never_given_another_ones_markup() -> None:
+@pytest.mark.parametrize("render", [rendered, rendered_in_view])
+def test_a_new_object_is_never_given_another_ones_markup(render: Callable[[str, object], Markup]) -> None:
     from app.domain.bands import Band
     from app.domain.sharding import CellState
 
@@ -58,7 +62,7 @@ def test_a_new_object_is_never_given_another_ones_markup() -> None:
     # Far more objects than the cache holds, each dropped at once: ids are reused, entries evicted.
     for i in range(3000):
         label = f"cell {i}"
-        assert one(dom(str(rendered("plot", columns(label)))), "span.cell")["aria-label"] == label
+        assert one(dom(str(render("plot", columns(label)))), "span.cell")["aria-label"] == label
 
 
 def test_pages_are_sent_without_the_templates_indentation() -> None:
