@@ -44,6 +44,8 @@
     const panel = document.getElementById("embed-this");
     const copy = document.getElementById("embed-copy");
     if (copy) { copy.hidden = false; }
+    const choice = document.getElementById("embed-controls-field");
+    if (choice) { choice.hidden = false; }
     if (panel && embedOpen) { panel.open = true; }
     const select = document.getElementById("embed-controls");
     if (select && controls !== null) { select.value = controls; choose(select); }

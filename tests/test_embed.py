@@ -244,9 +244,15 @@ def test_without_javascript_the_panel_opens_as_a_page_of_its_own(client: TestCli
     assert _query(back) == {"stage": ["zero1"], "gpus": ["16"], **({"theme": ["projector"]} if themed else {})}
     frame, _ = _snippet(tree)
     assert _query(str(frame["src"])) == {"stage": ["zero1"], "gpus": ["16"]}
-    # No script on it: the snippet is in a text box to select; the Copy button needs the page's script.
-    assert tree.select("script") == []
+    # The Copy button and the choice of controls need the page's script: hidden until it runs, and the
+    # hint says how to choose in the frame's address instead.
     assert one(tree, "#embed-copy").has_attr("hidden")
+    assert one(tree, "#embed-controls-field").has_attr("hidden")
+    assert "controls=" in text(tree, "#embed-controls-hint")
+    assert [unversioned(str(s["src"])) for s in tree.select("script")] == [
+        "/static/htmx-2.0.11.min.js",
+        "/static/app.js",
+    ]
 
 
 def test_the_panel_is_fetched_on_its_own_and_never_pushes_an_address(client: TestClient) -> None:
