@@ -13,6 +13,7 @@ import pytest
 from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
 from hypothesis import settings
+from starlette.types import ASGIApp, Message
 
 from app.assets import BUNDLES, bundled, minified
 from app.main import create_app
@@ -123,3 +124,26 @@ def opened_panel(client: TestClient, page: Tag, headers: dict[str, str] | None =
     response = client.get(href, headers={"HX-Request": "true", **(headers or {})})
     assert response.status_code == 200
     return dom(response.text)
+
+
+async def asgi_get(app: ASGIApp, query: str, headers: list[tuple[bytes, bytes]] | None = None) -> list[Message]:
+    """GET / with `query` straight through an ASGI app, as a server calls it; the messages it sent.
+
+    For tests of what happens when requests arrive together, which a test client sends one by one.
+    """
+    sent: list[Message] = []
+
+    async def send(message: Message) -> None:
+        sent.append(message)
+
+    async def receive() -> Message:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+        "path": "/", "raw_path": b"/", "query_string": query.encode(), "root_path": "",
+        "headers": [(b"host", b"testserver"), *(headers or [])], "client": ("127.0.0.1", 9),
+        "server": ("127.0.0.1", 80),
+    }  # fmt: skip
+    await app(scope, receive, send)
+    return sent

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 from fastapi.testclient import TestClient
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
 from app.cache import ResponseCache
 from app.main import create_app
-from tests.conftest import dom, one, opened_panel
+from tests.conftest import asgi_get, dom, one, opened_panel
 
 HX = {"HX-Request": "true"}
 GZIP = {"Accept-Encoding": "gzip"}
@@ -154,17 +154,7 @@ def test_requests_for_a_page_being_rendered_wait_for_that_render(shareable: bool
     cache = ResponseCache(_render_counting(renders, shareable), paths=frozenset({"/"}))  # type: ignore[arg-type]
 
     async def call(query: bytes) -> bytes:
-        sent: list[Message] = []
-
-        async def send(message: Message) -> None:
-            sent.append(message)
-
-        async def receive() -> Message:
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        scope = {"type": "http", "method": "GET", "path": "/", "root_path": "", "query_string": query, "headers": []}
-        await cache(scope, receive, send)
-        body: bytes = sent[1]["body"]
+        body: bytes = (await asgi_get(cache, query.decode()))[1]["body"]
         return body
 
     async def room() -> list[bytes]:

@@ -18,6 +18,7 @@ from app.config import Settings
 from app.overload import ConcurrencyLimit
 from app.security import security_headers
 from tests.browser.conftest import serving, zero_bands_command
+from tests.conftest import asgi_get
 
 SECURITY = {k.lower() for k in security_headers(Settings())}
 
@@ -93,22 +94,7 @@ def test_a_crowd_of_new_runs_meets_the_limit_and_a_crowd_of_cached_ones_does_not
     app = create_app(Settings(limit_concurrency=3))
 
     async def call(query: str) -> int:
-        sent: list[Message] = []
-
-        async def send(message: Message) -> None:
-            sent.append(message)
-
-        async def receive() -> Message:
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        scope = {
-            "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
-            "path": "/", "raw_path": b"/", "query_string": query.encode(), "root_path": "",
-            "headers": [(b"host", b"testserver"), (b"hx-request", b"true")], "client": ("127.0.0.1", 9),
-            "server": ("127.0.0.1", 80),
-        }  # fmt: skip
-        await app(scope, receive, send)
-        return int(sent[0]["status"])
+        return int((await asgi_get(app, query, [(b"hx-request", b"true")]))[0]["status"])
 
     async def scenario() -> tuple[list[int], list[int]]:
         fresh = await asyncio.gather(*(call(f"stage=zero2&params={10**6 + i}") for i in range(10)))
