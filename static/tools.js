@@ -90,6 +90,12 @@
   document.addEventListener("change", function (event) {
     const select = event.target instanceof HTMLSelectElement && event.target.id === "embed-controls" ? event.target : null;
     if (select) { controls = select.value; choose(select); }
+    // "Another model" starts from the count of the model shown, ready to edit: the read-only field
+    // holds it, and is sent only now (a preset brings its own count, so it is otherwise not sent).
+    if (event.target instanceof HTMLSelectElement && event.target.id === "f-model" && event.target.value === "custom") {
+      const count = document.getElementById("f-params");
+      if (count instanceof HTMLInputElement && count.readOnly) { count.name = "params"; }
+    }
   });
 
   // "toggle" does not bubble: listen while it comes down.

@@ -275,3 +275,25 @@ def test_app_mounted_under_a_prefix_links_under_it() -> None:
     # An in-page link (the skip link, "#grid") stays on whatever address the page has.
     assert all(url.startswith(("/course/zero/", "#")) for url in urls), urls
     assert any(not url.startswith("#") for url in urls)
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["/?stage=zero2", "/?stage=zero2&from=zero1", "/?stage=zero3&from=dp", "/?stage=dp&from=zero3",
+     "/?stage=zero1&from=zero1", "/?stage=zero2&from=zero1&gpus=1", "/?stage=zero2&phase=3"],
+)  # fmt: skip
+def test_the_legend_explains_the_rings_round_what_a_switch_changed_whenever_they_are_drawn(
+    client: TestClient, query: str
+) -> None:
+    tree = dom(client.get(query, headers={"HX-Request": "true"}).text)
+    ringed = [li for li in tree.select(".legend ul.states li") if li.get_text(" ", strip=True).startswith("Ringed")]
+    if tree.select("#grid .cell.changed"):
+        [entry] = ringed
+        # It names the mechanism: the switch of arrangement just made, not the step's phase.
+        assert "switch" in entry.get_text(" ", strip=True)
+        assert "phase" not in entry.get_text(" ", strip=True)
+    elif tree.select("#step"):
+        [entry] = ringed
+        assert "phase" in entry.get_text(" ", strip=True)
+    else:
+        assert ringed == []

@@ -46,6 +46,8 @@ def test_grid_draws_every_card_up_to_sixteen_then_a_sample(
     drawn = {cell_facts(cell)["card"] for cell in grid.select(".cell")}
     assert len(drawn) == cards
     assert len(grid.select(".cell")) == cards * weights * 4
+    # Its heading counts the cards as the table does, thousands separated.
+    assert text(grid, "#grid-heading") == f"What each of the {gpus:,} cards holds under ZeRO-1"
     gaps = grid.select(".card-gap")
     assert len(gaps) == (1 if gpus > 16 else 0)
     if gpus > 16:

@@ -250,6 +250,24 @@ def test_describing_a_run_updates_grid_bars_and_verdicts(page: Page, server: str
     watch.assert_clean(page)
 
 
+def test_another_model_starts_from_the_count_of_the_model_shown(page: Page, server: str, watch: Watch) -> None:
+    page.goto(server + "/?stage=zero3&model=llama-3-70b&gpus=16")
+    count = page.locator("#f-params")
+    expect(count).to_have_value("70553706496")
+    expect(count).to_have_attribute("readonly", "")
+    page.select_option("#f-model", "custom")
+    # The custom model keeps the 70B count, now editable, and the figures stay those of 70B weights.
+    expect(page).to_have_url(f"{server}/?stage=zero3&model=custom&params=70553706496&gpus=16")
+    expect(count).to_have_value("70553706496")
+    expect(count).not_to_have_attribute("readonly", "")
+    expect(page.locator("table.figures caption")).to_contain_text("Custom model, 70,553,706,496 weights, on 16 GPUs")
+    settled(page)
+    page.fill("#f-params", "13B")
+    page.press("#f-params", "Enter")
+    expect(page.locator("table.figures caption")).to_contain_text("13,000,000,000 weights")
+    watch.assert_clean(page)
+
+
 def test_a_typo_in_the_run_form_keeps_the_run_on_the_screen(page: Page, server: str, watch: Watch) -> None:
     page.goto(server + "/?stage=zero2&gpus=16")
     grid = page.locator("#grid")
