@@ -294,8 +294,6 @@ class StageView:
     notes: tuple[str, ...]
     step: StepView | None = None
     change: str = ""
-    ringed: bool = False
-    """Whether cells are ringed as changed by the switch of stage (a switch on one card changes none)."""
     """What changed on every card since the stage the person came from; blank without one."""
     narration: Narration | None = None
     """What the polite live region says after a swap."""

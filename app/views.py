@@ -356,8 +356,6 @@ def stage_view(
         notes=scenario.notes,
         step=stepping,
         change="" if moved is None else moved.sentence,
-        # As Change.cell_changes rings them: some cell changes wherever a band does, on more than one card.
-        ringed=moved is not None and bool(moved.bands) and run.gpus > 1,
         narration=narration(stage, scenario, chosen, moved, stepping),
     )
 

@@ -105,6 +105,30 @@
     }
   }, true);
 
+  // A refused or lost request would change nothing on the screen, and a student clicks again into
+  // the void: say why, seen at the foot of the window and heard through the live region.
+  let troubleTimer = 0;
+  function trouble(message) {
+    const note = document.getElementById("request-trouble");
+    if (!note) { return; }
+    clearTimeout(troubleTimer);
+    note.textContent = message;
+    note.hidden = !message;
+    if (message) {
+      document.getElementById("narration").textContent = message;
+      troubleTimer = setTimeout(trouble, 8000, "");
+    }
+  }
+
+  document.addEventListener("htmx:responseError", function (event) {
+    const status = event.detail.xhr.status;
+    trouble(status === 503 ? "Busy: many people are using it at once. Try again in a second."
+      : [400, 414, 431].includes(status) ? "Refused: is a value far too long?"
+      : "The server answered error " + status + ". Try again.");
+  });
+  document.addEventListener("htmx:sendError", function () { trouble("No answer from the server: check the connection."); });
+  document.addEventListener("htmx:afterSwap", function () { trouble(""); });
+
   document.addEventListener("fullscreenchange", prepareFullscreen);
   document.addEventListener("htmx:afterSettle", prepare);
   document.addEventListener("DOMContentLoaded", prepare);

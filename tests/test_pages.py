@@ -282,18 +282,20 @@ def test_app_mounted_under_a_prefix_links_under_it() -> None:
     ["/?stage=zero2", "/?stage=zero2&from=zero1", "/?stage=zero3&from=dp", "/?stage=dp&from=zero3",
      "/?stage=zero1&from=zero1", "/?stage=zero2&from=zero1&gpus=1", "/?stage=zero2&phase=3"],
 )  # fmt: skip
-def test_the_legend_explains_the_rings_round_what_a_switch_changed_whenever_they_are_drawn(
+def test_the_rings_round_what_a_switch_changed_are_explained_whenever_they_are_drawn(
     client: TestClient, query: str
 ) -> None:
     tree = dom(client.get(query, headers={"HX-Request": "true"}).text)
-    ringed = [li for li in tree.select(".legend ul.states li") if li.get_text(" ", strip=True).startswith("Ringed")]
-    if tree.select("#grid .cell.changed"):
-        [entry] = ringed
-        # It names the mechanism: the switch of arrangement just made, not the step's phase.
-        assert "switch" in entry.get_text(" ", strip=True)
-        assert "phase" not in entry.get_text(" ", strip=True)
-    elif tree.select("#step"):
-        [entry] = ringed
-        assert "phase" in entry.get_text(" ", strip=True)
-    else:
-        assert ringed == []
+    said = [li.get_text(" ", strip=True) for li in tree.select(".legend ul.states li")]
+    ringed = [s for s in said if s.startswith("Ringed")]
+    if tree.select("#step"):
+        # In the step the legend's ring is the phase's: what it works on.
+        assert ringed == ["Ringed : what this phase works on."]
+        assert tree.select("#grid .cell.changed") == []
+        return
+    assert ringed == []
+    # At rest the note under the cards says what a ring is, on every page (so it never moves what is
+    # below it): a cell the last switch of arrangement changed.
+    note = text(tree, "#grid .grid-note")
+    assert "switch of arrangement" in note
+    assert "ringed" in note

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Browser, Page, Route, expect
 
 from tests.browser.conftest import Watch, _free_port, screenshot, settled
 
@@ -463,3 +463,37 @@ def test_cards_keep_their_bars_in_line(page: Page, server: str, width: int, gpus
         " - c.getBoundingClientRect().top)"
     )
     assert max(tops) - min(tops) <= 0.5
+
+
+@pytest.mark.parametrize(
+    ("trouble", "said"),
+    [("busy", "Busy"), ("too-long", "far too long"), ("unreachable", "No answer from the server")],
+)
+def test_a_click_the_server_refuses_says_why_and_the_next_that_works_clears_it(
+    page: Page, server: str, trouble: str, said: str
+) -> None:
+    page.goto(server + "/?stage=zero2")
+    settled(page)
+
+    def refuse(route: Route) -> None:
+        if trouble == "unreachable":
+            route.abort("connectionrefused")
+        elif trouble == "busy":
+            route.fulfill(status=503, headers={"Retry-After": "1"}, body="busy", content_type="text/html")
+        else:
+            route.fulfill(status=400, body="Invalid HTTP request received.", content_type="text/plain")
+
+    page.route(lambda url: "stage=zero3" in url, refuse)
+    page.locator("#table-wrap, .table-wrap").first.scroll_into_view_if_needed()  # wherever the page is scrolled
+    page.click("#row-zero3")
+    note = page.locator("#request-trouble")
+    expect(note).to_be_visible()
+    expect(note).to_contain_text(said)
+    expect(page.locator("#narration")).to_contain_text(said)  # heard too
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero2")  # and nothing else changed
+    assert page.evaluate("(() => { const r = document.getElementById('request-trouble').getBoundingClientRect();"
+                         " return r.top >= 0 && r.bottom <= window.innerHeight; })()")  # fmt: skip
+    page.unroute_all()
+    page.click("#row-zero1")
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero1")
+    expect(note).to_be_hidden()
