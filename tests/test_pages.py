@@ -293,9 +293,12 @@ def test_the_rings_round_what_a_switch_changed_are_explained_whenever_they_are_d
         assert ringed == ["Ringed : what this phase works on."]
         assert tree.select("#grid .cell.changed") == []
         return
-    assert ringed == []
-    # At rest the note under the cards says what a ring is, on every page (so it never moves what is
-    # below it): a cell the last switch of arrangement changed.
+    # At rest a ring is a cell the last switch of arrangement changed, said on every page (so it never
+    # moves what is below it): in the note under the cards, and in the key for the projector, whose
+    # note is off the screen (the stylesheets show one or the other).
     note = text(tree, "#grid .grid-note")
     assert "switch of arrangement" in note
     assert "ringed" in note
+    [entry] = ringed
+    assert "switch of arrangement" in entry
+    assert one(tree, ".legend li.ring-entry .swatch.active")

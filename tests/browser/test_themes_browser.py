@@ -394,3 +394,20 @@ def test_what_is_under_the_note_of_what_changed_stays_put_from_stage_to_stage(
         tops.append(round(box["y"]))
     assert page.locator("#change-note").count() == 1  # a note was there to push the table
     assert max(tops) - min(tops) <= 1, tops
+
+
+@pytest.mark.parametrize(("theme", "in_key", "in_note"), [("default", False, True), ("projector", True, False)])
+def test_what_a_ring_means_is_on_the_screen_in_either_theme(
+    page: Page, server: str, theme: str, in_key: bool, in_note: bool
+) -> None:
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    page.goto(f"{server}/?stage=zero2&from=zero1&theme={theme}")
+    entry, note = page.locator(".legend .ring-entry"), page.locator("#grid .grid-note")
+    if in_key:
+        expect(entry).to_be_visible()
+    else:
+        expect(entry).to_be_hidden()
+    # The projector keeps the note under the cards for screen readers only: clipped to nothing.
+    box = note.bounding_box()
+    assert box is not None
+    assert (box["width"] > 10) is in_note
