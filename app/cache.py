@@ -87,6 +87,12 @@ async def _compress(body: bytes, coding: str, effort: Effort) -> bytes:
     return await anyio.to_thread.run_sync(compress, body, coding, effort)
 
 
+async def _send(send: Send, scope: Scope, status: int, headers: list[tuple[bytes, bytes]], body: bytes) -> None:
+    # A HEAD request gets the headers a GET would, and no body.
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+
+
 def _varies_beyond_key(headers: tuple[tuple[bytes, bytes], ...]) -> bool:
     # A response that depends on a header the key leaves out (a 422 redrawn from the page on the
     # screen) would be given to the next client with another value of it: not kept.
@@ -120,7 +126,6 @@ class ResponseCache:
         self.used = 0
         self.hits = 0
         self.misses = 0
-        self.joined = 0
 
     def _cacheable(self, scope: Scope) -> bool:
         if scope["type"] != "http" or scope["method"] not in {"GET", "HEAD"}:
@@ -139,7 +144,6 @@ class ResponseCache:
             self.hits += 1
             self.entries.move_to_end(key)
         elif key in self.flights:
-            self.joined += 1
             entry = await self.flights[key]
             if entry is None:  # that render depended on more than the key, or failed: make our own
                 self.misses += 1
@@ -219,8 +223,7 @@ class ResponseCache:
             # Never kept (a 503 while busy, a failure): as the app gave it, with no validator to reuse it by.
             body = entry.body
             headers = [*entry.headers, (b"content-length", str(len(body)).encode())]
-            await send({"type": "http.response.start", "status": entry.status, "headers": headers})
-            await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+            await _send(send, scope, entry.status, headers, body)
             return
         request = Headers(scope=scope)
         coding = choose(request, PREFERENCE) if entry.compressed else None
@@ -234,15 +237,13 @@ class ResponseCache:
         validators = [(b"etag", etag.encode()), (b"cache-control", b"no-cache")] + ([(b"vary", vary)] if vary else [])
         if entry.status == 200 and not_modified(request, etag):
             kept = [(k, v) for k, v in headers if k not in {b"content-type"}]
-            await send({"type": "http.response.start", "status": 304, "headers": kept + validators})
-            await send({"type": "http.response.body", "body": b""})
+            await _send(send, scope, 304, kept + validators, b"")
             return
         body = await self._form(key, entry, coding, _effort(scope)) if coding else entry.body
         headers += [*validators, (b"content-length", str(len(body)).encode())]
         if coding:
             headers.append((b"content-encoding", coding.encode()))
-        await send({"type": "http.response.start", "status": entry.status, "headers": headers})
-        await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+        await _send(send, scope, entry.status, headers, body)
 
     async def _form(self, key: tuple[object, ...], entry: Cached, coding: str, effort: Effort) -> bytes:
         """The body in `coding`, made once from the identity body if no client asked for it before."""

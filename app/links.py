@@ -15,7 +15,7 @@ from app.view_models import Links
 
 # Each router's path for a route name and its parameters: routes do not change while the app runs,
 # and finding one walks the route list (a page asks for a dozen). By the router's identity (routers
-# are not hashable); the weak reference tells a router from a later one given the same id.
+# are not hashable); the weak reference drops the entry when its router goes.
 _Paths = dict[tuple[str, tuple[tuple[str, str], ...]], str]
 _ROUTE_PATHS: dict[int, tuple[weakref.ref[Any], _Paths]] = {}
 
@@ -25,7 +25,9 @@ def _route_path(request: Request, name: str, path_params: dict[str, str]) -> str
     router = request.scope.get("router") or request.scope["app"]
     entry = _ROUTE_PATHS.get(id(router))
     if entry is None or entry[0]() is not router:
-        entry = _ROUTE_PATHS[id(router)] = (weakref.ref(router), {})
+        ident = id(router)
+        # An app that goes (as tests' do) takes its entry with it.
+        entry = _ROUTE_PATHS[ident] = (weakref.ref(router, lambda _: _ROUTE_PATHS.pop(ident, None)), {})
     paths: _Paths = entry[1]
     key = (name, tuple(sorted(path_params.items())))
     found = paths.get(key)

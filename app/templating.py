@@ -94,8 +94,8 @@ class _Same:
         return isinstance(other, _Same) and other.obj is self.obj
 
 
-def _macro(macro: str, obj: object) -> Markup:
-    return Markup(getattr(templates.env.get_template("_widget.html").module, macro)(obj))
+def _macro(macro: str, *args: object) -> Markup:
+    return Markup(getattr(templates.env.get_template("_widget.html").module, macro)(*args))
 
 
 # A card's plot is about 9 kB (measured) and serves every run on its cluster: 1,024 stay under 10 MB.
@@ -132,7 +132,7 @@ templates.env.globals["rendered_in_view"] = rendered_in_view
 
 @lru_cache(maxsize=256)
 def _cached(macro: str, args: tuple[Hashable, ...]) -> Markup:
-    return Markup(getattr(templates.env.get_template("_widget.html").module, macro)(*args))
+    return _macro(macro, *args)
 
 
 def cached(macro: str, *args: Hashable) -> Markup:
