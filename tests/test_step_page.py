@@ -76,6 +76,27 @@ def test_controls_are_real_links_that_keep_the_run(client: TestClient) -> None:
     assert hidden == {"stage": "zero1", "model": "llama-3-8b"}
 
 
+@pytest.mark.parametrize(("path", "bar"), [("/", True), ("/embed", False)], ids=["page", "embed"])
+def test_the_phase_buttons_are_one_group_kept_in_reach_on_the_page(client: TestClient, path: str, bar: bool) -> None:
+    # On the page the group becomes a bar at the foot of a narrow window (app.css .step-bar); an
+    # embed's frame is as tall as its content, so there it stays in the panel.
+    response = client.get(f"{path}?stage=zero3&phase=2&controls=step")
+    assert response.status_code == 200
+    group = one(dom(response.text), ".step-controls > .step-nav")
+    assert (group["role"], group["aria-label"]) == ("group", "Phases")
+    assert ("step-bar" in group["class"]) is bar
+    buttons = group.select(":scope > .step-button")
+    assert [b["id"] for b in buttons] == ["step-first", "step-prev", "step-play", "step-next", "step-last"]
+    # Each keeps a name that says where it goes, whatever of its word a narrow bar hides.
+    names = {b["id"]: b.get("aria-label") for b in buttons}
+    assert names == {"step-first": "First phase", "step-prev": "Previous phase", "step-play": None,
+                     "step-next": "Next phase", "step-last": "Last phase"}  # fmt: skip
+    words = {b["id"]: text(b, ".step-word") for b in buttons if b.select_one(".step-word")}
+    assert words == {"step-first": "First", "step-prev": "Previous", "step-next": "Next", "step-last": "Last"}
+    shown = [" ".join(b.get_text(" ").split()) for b in buttons]
+    assert shown == ["« First", "◀ Previous", "▶ Play", "Next ▶", "Last »"]
+
+
 def test_ends_have_no_link_past_them(client: TestClient) -> None:
     # The control stays, disabled but focusable, so focus has somewhere to stay; it links nowhere.
     for phase, controls in [(0, ["#step-first", "#step-prev"]), (20, ["#step-next", "#step-last"])]:

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import FloatRect, Frame, Page, expect
 
 from tests.browser.conftest import Watch, _free_port, settled
@@ -308,3 +309,112 @@ def test_back_lands_where_the_reader_was_not_at_the_footer(page: Page, server: s
     expect(page.locator("#grid")).to_have_attribute("data-stage", "zero1")
     settled(page)
     assert page.evaluate("window.scrollY") <= 400
+
+
+# Where a box is against the window and the step's bar: (top, bottom, the bar's top or the window's foot).
+_PLACE = """(selector) => {
+  const box = document.querySelector(selector).getBoundingClientRect();
+  const bar = document.querySelector('.step-nav').getBoundingClientRect();
+  const fixed = getComputedStyle(document.querySelector('.step-nav')).position === 'fixed';
+  return [box.top, box.bottom, fixed ? bar.top : innerHeight];
+}"""
+
+# The ringed cells (what the phase works on) that can be seen: inside the window, clear of the bar.
+_SEEN_ACTIVE = """() => {
+  const bar = document.querySelector('.step-nav');
+  const foot = getComputedStyle(bar).position === 'fixed' ? bar.getBoundingClientRect().top : innerHeight;
+  return [...document.querySelectorAll('#grid .cell.active')]
+    .filter(c => { const r = c.getBoundingClientRect(); return r.top >= 0 && r.bottom <= foot; })
+    .map(c => c.closest('.column').dataset.weight);
+}"""
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "theme"),
+    [
+        (390, 844, "default"),
+        (360, 740, "default"),
+        (768, 1024, "default"),
+        (1024, 768, "projector"),
+        (1280, 800, "default"),
+    ],
+)
+def test_next_is_in_reach_while_the_cards_are_watched(
+    page: Page, server: str, watch: Watch, width: int, height: int, theme: str
+) -> None:
+    # A student scrolls down to the cards, then steps: Next must be on the screen with them (on a
+    # phone the panel that holds it is 700 px above the cards), and pressing it must show the cards
+    # changing, not move them away.
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}/?stage=zero3&phase=2&theme={theme}")
+    page.evaluate("document.getElementById('grid').scrollIntoView()")
+    settled(page)
+    assert page.evaluate("window.scrollY") > 0 or width >= 1280
+    grid_top = _top(page, "#grid")
+    for phase in (3, 4):
+        top, bottom, _ = page.evaluate(_PLACE, "#step-next")
+        assert top >= 0, f"Next is above the screen at phase {phase - 1}"
+        assert bottom <= height, f"Next is below the screen at phase {phase - 1}"
+        seen = page.evaluate(_SEEN_ACTIVE)
+        assert seen, f"no cell the phase works on is in view at phase {phase - 1}"
+        page.click("#step-next")
+        expect(page.locator("#step")).to_have_attribute("data-phase", str(phase))
+        settled(page)
+        assert abs(_top(page, "#grid") - grid_top) <= 2, "the cards moved"
+        # The ring moved on to the next column of the model, and it is in view.
+        now = page.evaluate(_SEEN_ACTIVE)
+        assert now
+        assert set(now) != set(seen)
+    watch.assert_clean(page)
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (768, 1024)])
+def test_nothing_focused_hides_under_the_step_bar(
+    page: Page, server: str, watch: Watch, width: int, height: int
+) -> None:
+    # WCAG 2.4.11: every control, tabbed to from the top of the page, and every cell, reached with the
+    # arrow keys, is scrolled clear of the bar at the foot of the window.
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}/?stage=zero2&phase=7")
+    settled(page)
+    hidden: list[str] = []
+
+    def check() -> str:
+        where: list[Any] = page.evaluate(
+            """() => {
+              const el = document.activeElement, bar = document.querySelector('.step-nav');
+              const r = el.getBoundingClientRect();
+              return [el.id || el.getAttribute('aria-label') || el.tagName, bar.contains(el), r.bottom,
+                      bar.getBoundingClientRect().top];
+            }"""
+        )
+        name, in_bar, bottom, bar_top = where
+        if name != "BODY" and not in_bar and bottom > bar_top + 0.5:
+            hidden.append(name)
+        return str(name)
+
+    page.evaluate("scrollTo(0, 0)")
+    for _ in range(80):
+        page.keyboard.press("Tab")
+        if check() == "BODY":
+            break
+    page.focus("#grid .cell[tabindex='0']")
+    for _ in range(page.locator("#grid .cell").count()):
+        page.keyboard.press("ArrowRight")
+        check()
+    assert hidden == []
+    # And the page's end can be read above the bar.
+    page.evaluate("scrollTo(0, document.documentElement.scrollHeight)")
+    _, bottom, foot = page.evaluate(_PLACE, ".colophon")
+    assert bottom <= foot
+    watch.assert_clean(page)
+
+
+def test_axe_finds_nothing_wrong_with_the_step_bar_on_a_phone(page: Page, server: str) -> None:
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.goto(f"{server}/?stage=zero3&phase=9&capacity=80GiB")
+    page.evaluate("document.getElementById('grid').scrollIntoView()")
+    settled(page)
+    assert page.evaluate("getComputedStyle(document.querySelector('.step-nav')).position") == "fixed"
+    results = Axe().run(page)
+    assert results.violations_count == 0, results.generate_report()
