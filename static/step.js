@@ -111,14 +111,16 @@
   let focusAfter = null;
   // A control whose replacement may land elsewhere (the step beside the cards on a wide screen)
   // names it in data-keep-place: the page scrolls by the difference, so it appears where it was clicked.
-  // A field of a form keeps its own place: on a phone the grid above the run form grows and shrinks
-  // with the run (16 cards, or 1,024 drawn as 8), and the field being typed in must stay in view.
+  // Any other link keeps its own place: on a phone the note of what changed comes above the table,
+  // and a row tapped there would otherwise move down under the finger. A field of a form keeps its
+  // own place too: on a phone the grid above the run form grows and shrinks with the run (16 cards,
+  // or 1,024 drawn as 8), and the field being typed in must stay in view.
   let keepPlace = null;
   document.addEventListener("htmx:beforeRequest", function (event) {
     const elt = event.detail && event.detail.elt;
     focusAfter = elt instanceof HTMLElement ? elt.dataset.focusAfter || null : null;
-    keepPlace = elt instanceof HTMLElement && elt.dataset.keepPlace
-      ? { id: elt.dataset.keepPlace, top: elt.getBoundingClientRect().top } : null;
+    const keep = elt instanceof HTMLElement ? elt.dataset.keepPlace || (elt instanceof HTMLAnchorElement && elt.id) : null;
+    keepPlace = keep ? { id: keep, top: elt.getBoundingClientRect().top } : null;
     const active = document.activeElement;
     if (!keepPlace && elt instanceof HTMLFormElement && active && active.id && elt.contains(active)) {
       keepPlace = { id: active.id, top: active.getBoundingClientRect().top };
@@ -192,7 +194,9 @@
   }
 
   document.addEventListener("htmx:afterSettle", function () {
-    restorePlace();
+    // After every other listener of this event (tools.js shows the widget's tools again above the
+    // clicked control), still before the frame is drawn: htmx dispatches it from its own script.
+    queueMicrotask(restorePlace);
     restoreFocus();
     prepare();
     if (!panel()) {

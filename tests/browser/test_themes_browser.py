@@ -411,3 +411,19 @@ def test_what_a_ring_means_is_on_the_screen_in_either_theme(
     box = note.bounding_box()
     assert box is not None
     assert (box["width"] > 10) is in_note
+
+
+@pytest.mark.parametrize("width", [1280, 1920])
+def test_projector_step_buttons_make_one_row_and_the_keys_close_is_big(page: Page, server: str, width: int) -> None:
+    # In the projector's narrow panel "Last »" once wrapped alone under the others; and the list of
+    # keys' Close kept the browser's small default button.
+    page.set_viewport_size({"width": width, "height": 1080 if width == 1920 else 800})
+    page.goto(f"{server}/?stage=zero3&phase=2&theme=projector")
+    tops = [page.locator(f"#step-{rel}").evaluate(BOX)[1] for rel in ("first", "prev", "play", "next", "last")]
+    assert max(tops) - min(tops) <= 1, tops
+    page.keyboard.press("?")
+    close = page.locator("#keys-close")
+    expect(close).to_be_visible()
+    left, top, right, bottom = close.evaluate(BOX)
+    assert right - left >= 44
+    assert bottom - top >= 32
