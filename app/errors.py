@@ -137,14 +137,22 @@ def _page_set_aside(request: Request) -> Response:
 
 
 def _embed_set_aside(request: Request) -> Response:
-    """The embed for the valid part of the request, as the page does it; a bad `controls` is a notice."""
+    """The embed for the valid part of the request, as the page does it; a bad `controls` is a notice.
+
+    So is a bad field of the run in an embed without the calculator: there is no form to say it
+    beside, and a picture of the default run in its place would be a wrong figure in a course page.
+    """
     kept = set_aside(request.query_params, EmbedQuery, shown=_on_screen(request))
     query = kept.query
     assert isinstance(query, EmbedQuery)
     link = embed_links(request, query)
-    view = _set_aside_view(query, link, kept)
+    unseen = bool(kept.problems) and not query.calculator and not kept.notice
+    if unseen:
+        view = error_view(describe(kept.errors, show_input=True), link, query.stage)
+    else:
+        view = _set_aside_view(query, link, kept)
     view = replace(view, embed=embed_view(query.controls, query.calculator))
-    push = None if kept.notice else link(query.stage)
+    push = None if kept.notice or unseen else link(query.stage)
     return _varies_on_screen(
         replace_history(render(request, "index.html", "widget", view, status_code=422, push_url=push))
     )

@@ -64,13 +64,14 @@ def gpus_label(gpus: int) -> str:
     return f"{gpus:,} GPU{'' if gpus == 1 else 's'}"
 
 
-def cell_label(cell: Cell, recipe: Recipe) -> str:
-    """What a person hovering, focusing or listening to a cell is told."""
+def cell_label(cell: Cell, recipe: Recipe, sharded: bool) -> str:
+    """What a person hovering, focusing or listening to a cell is told; `sharded`: whether the stage shards its band."""
     spec = recipe.spec(cell.band)
     where = f"GPU {cell.card}, weight {cell.weight}, {spec.label} ({spec.precision}, {spec.nbytes} B)"
     if cell.state is CellState.DASHED:
         return f"{where}: not stored here. GPU {cell.holder} holds it on this weight's behalf."
-    if cell.holder == cell.card:
+    # A band the stage keeps whole is every card's own copy, on the card responsible for the weight too.
+    if sharded and cell.holder == cell.card:
         return f"{where}: stored on this card, which is responsible for weight {cell.weight}."
     return f"{where}: stored on this card; every card keeps its own copy."
 
@@ -121,7 +122,7 @@ def _columns(grid: Layout, card: int, tab_stop: bool, moved: Change | None = Non
                         state=c.state,
                         holder=c.holder,
                         nbytes=recipe.nbytes(c.band),
-                        label=cell_label(c, recipe),
+                        label=cell_label(c, recipe, c.band in grid.stage.sharded),
                         # One tab stop for the whole grid; the arrow keys move within it.
                         focusable=c is first,
                         changed=moved is not None and moved.cell_changes(c.card, c.weight, c.band, grid.gpus),

@@ -112,15 +112,28 @@
   // A control whose replacement may land elsewhere (the step beside the cards on a wide screen)
   // names it in data-keep-place: the page scrolls by the difference, so it appears where it was clicked.
   // Any other link keeps its own place: on a phone the note of what changed comes above the table,
-  // and a row tapped there would otherwise move down under the finger. A field of a form keeps its
-  // own place too: on a phone the grid above the run form grows and shrinks with the run (16 cards,
-  // or 1,024 drawn as 8), and the field being typed in must stay in view.
+  // and a row tapped there would otherwise move down under the finger. A button of the step's bar
+  // at the foot of a narrow window never moves: it keeps the cards in place instead, when they are
+  // in view (the text of a phase above them is not always as tall as the last one's). A field of a
+  // form keeps its own place too: on a phone the grid above the run form grows and shrinks with the
+  // run (16 cards, or 1,024 drawn as 8), and the field being typed in must stay in view.
   let keepPlace = null;
+  function placeKept(elt) {
+    if (elt.dataset.keepPlace || !(elt instanceof HTMLAnchorElement) || !elt.id) {
+      return elt.dataset.keepPlace ? { id: elt.dataset.keepPlace, top: elt.getBoundingClientRect().top } : null;
+    }
+    const bar = elt.closest(".step-bar");
+    if (!bar || getComputedStyle(bar).position !== "fixed") {
+      return { id: elt.id, top: elt.getBoundingClientRect().top };
+    }
+    const cards = document.getElementById("grid");
+    const box = cards && cards.getBoundingClientRect();
+    return box && box.top < bar.getBoundingClientRect().top && box.bottom > 0 ? { id: "grid", top: box.top } : null;
+  }
   document.addEventListener("htmx:beforeRequest", function (event) {
     const elt = event.detail && event.detail.elt;
     focusAfter = elt instanceof HTMLElement ? elt.dataset.focusAfter || null : null;
-    const keep = elt instanceof HTMLElement ? elt.dataset.keepPlace || (elt instanceof HTMLAnchorElement && elt.id) : null;
-    keepPlace = keep ? { id: keep, top: elt.getBoundingClientRect().top } : null;
+    keepPlace = elt instanceof HTMLElement ? placeKept(elt) : null;
     const active = document.activeElement;
     if (!keepPlace && elt instanceof HTMLFormElement && active && active.id && elt.contains(active)) {
       keepPlace = { id: active.id, top: active.getBoundingClientRect().top };

@@ -151,6 +151,29 @@ def test_a_typo_in_an_embeds_calculator_keeps_the_embed(client: TestClient) -> N
     assert "hx-push-url" not in response.headers
 
 
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("model=llama-3-70b&gpus=0&capacity=80GiB", "gpus"),
+        ("capacity=banana", "capacity"),
+        ("params=<script>", "params"),
+    ],
+)
+def test_a_bad_run_in_an_embed_without_the_calculator_is_said_not_drawn(
+    client: TestClient, query: str, named: str
+) -> None:
+    # Nothing in such an embed could say a value was set aside: drawing the default run instead
+    # would put a wrong figure in the course page. It says what was wrong, and draws nothing.
+    response = client.get(f"/embed?stage=zero2&{query}")
+    assert response.status_code == 422
+    tree = dom(response.text)
+    assert f"“{named}”" in text(tree, ".notice-message")
+    assert tree.select("#grid, .cost-table, .headline") == []
+    assert tree.select("script:not([src])") == []
+    switch = one(tree, "#switch-zero3")
+    assert urlsplit(str(switch["href"])).path == "/embed"
+
+
 def _snippet(tree: Tag) -> tuple[Tag, Tag]:
     """The iframe and script of the snippet in the panel's text box, parsed as a teacher's page would."""
     pasted = dom(one(tree, "#embed-snippet").get_text())

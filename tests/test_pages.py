@@ -230,6 +230,29 @@ def test_responsible_weight_is_marked_only_when_something_is_sharded(client: Tes
     assert [m.get_text() for m in marked] == [str(i) for i in range(8)]
 
 
+@pytest.mark.parametrize(
+    ("stage", "sharded"),
+    [
+        (Stage.DP, set()),
+        (Stage.ZERO1, {"master", "moments"}),
+        (Stage.ZERO2, {"gradients", "master", "moments"}),
+        (Stage.ZERO3, {"weights", "gradients", "master", "moments"}),
+    ],
+)
+def test_a_cell_claims_responsibility_only_for_a_band_the_stage_splits(
+    client: TestClient, stage: Stage, sharded: set[str]
+) -> None:
+    # On the card responsible for a weight (card i, weight i), a band the stage keeps whole is still
+    # every card's own copy: under data parallelism no card is responsible for anything.
+    tree = _page(client, stage)
+    for card in range(8):
+        for cell in tree.select(cell_selector(card, card)):
+            band, label = cell_facts(cell)["band"], str(cell["aria-label"])
+            assert label.endswith(
+                f"which is responsible for weight {card}." if band in sharded else "every card keeps its own copy."
+            ), label
+
+
 def test_page_head_loads_only_local_assets_and_configures_htmx(client: TestClient) -> None:
     tree = dom(client.get("/").text)
     scripts = [unversioned(str(s["src"])) for s in tree.select("script")]

@@ -429,3 +429,30 @@ def test_axe_finds_nothing_wrong_with_the_step_bar_on_a_phone(page: Page, server
     assert page.evaluate("getComputedStyle(document.querySelector('.step-nav')).position") == "fixed"
     results = Axe().run(page)
     assert results.violations_count == 0, results.generate_report()
+
+
+@pytest.mark.parametrize(("width", "height"), [(390, 844), (360, 740)])
+@pytest.mark.parametrize("stage", ["zero3", "dp"])
+def test_stepping_from_the_bar_never_moves_the_cards(
+    page: Page, server: str, watch: Watch, width: int, height: int, stage: str
+) -> None:
+    # The text of a phase above the cards is not always as tall as the last one's (ZeRO-3's backward
+    # phases draw two transfers): pressed in the bar, Next keeps the cards where they are, through
+    # every phase, and the bar names the phase shown, as the heading does.
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}/?stage={stage}&phase=0")
+    page.evaluate("document.getElementById('grid').scrollIntoView()")
+    settled(page)
+    top = _top(page, "#grid")
+    for phase in range(LAST_PHASE + 1):
+        expect(page.locator("#step")).to_have_attribute("data-phase", str(phase))
+        settled(page)
+        assert abs(_top(page, "#grid") - top) <= 2, f"the cards moved at phase {phase}"
+        heading = " ".join(page.locator("#step-heading").inner_text().split())
+        where = page.locator(".step-bar .step-where")
+        expect(where).to_be_visible()
+        count = f"Phase {phase} of {LAST_PHASE}"
+        assert " ".join(where.inner_text().split()) == heading.replace(f"{count} ", f"{count}: ", 1)
+        if phase < LAST_PHASE:
+            page.click("#step-next")
+    watch.assert_clean(page)
