@@ -48,6 +48,8 @@ class CompareView:
     back_href: str
     capacity: str | None
     theme: Theme = Theme.DEFAULT
+    notes: tuple[str, ...] = ()
+    """What the run drawn is not quite what was asked, as the page says it (a count set aside, a layer too big)."""
 
 
 def _address(base: str, left: Stage, right: Stage, run: tuple[tuple[str, str], ...]) -> str:
@@ -123,4 +125,5 @@ def compare_view(
         back_href=f"{page}?{urlencode({'stage': left.value, **dict(run)})}",
         capacity=None if run_.capacity is None else units.show(run_.capacity),
         theme=theme,
+        notes=scenario.notes,
     )

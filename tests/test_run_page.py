@@ -263,3 +263,9 @@ def test_an_exponent_typed_into_the_address_reads_although_its_plus_arrives_as_a
     api = client.get(f"/api/memory?params={params}&capacity=1e+11")
     assert api.status_code == 200
     assert (api.json()["inputs"]["params"], api.json()["inputs"]["capacity"]) == (7_500_000_000, 10**11)
+
+
+@pytest.mark.parametrize(("gpus", "said"), [("1", "out of 1 weight × 16 B"), ("2", "out of 2 weights × 16 B")])
+def test_the_note_under_the_cards_counts_its_weights_in_words(client: TestClient, gpus: str, said: str) -> None:
+    note = text(dom(client.get(f"/?stage=dp&gpus={gpus}").text), "#grid .grid-note")
+    assert said in note

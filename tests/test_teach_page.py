@@ -188,3 +188,23 @@ def test_the_page_links_to_compare(client: TestClient, stage: str, left: str, ri
     href = str(one(_get(client, f"stage={stage}&gpus=16"), "#compare-link")["href"])
     assert urlsplit(href).path == "/compare"
     assert _query(href) == {"left": [left], "right": [right], "gpus": ["16"]}
+
+
+@pytest.mark.parametrize(
+    ("run", "noted"),
+    [
+        ("largest_layer=1T", True),
+        ("model=llama-3-70b&params=5B", True),
+        ("model=custom", True),
+        ("gpus=16&largest_layer=2B&capacity=80GiB", False),
+    ],
+)
+def test_compare_says_what_the_page_says_of_the_run(client: TestClient, run: str, noted: bool) -> None:
+    # One run, one story: what the page notes of the run drawn (a count set aside, a layer bigger than
+    # the model), the side-by-side page notes too.
+    def notes(tree: BeautifulSoup, selector: str) -> list[str]:
+        return [" ".join(li.get_text(" ").split()) for li in tree.select(selector)]
+
+    page = notes(dom(client.get(f"/?stage=zero1&{run}").text), ".notes li")
+    assert bool(page) is noted
+    assert notes(dom(client.get(f"/compare?left=zero1&right=zero3&{run}").text), "#compare .notes li") == page
