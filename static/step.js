@@ -119,9 +119,8 @@
   // run (16 cards, or 1,024 drawn as 8), and the field being typed in must stay in view.
   let keepPlace = null;
   function placeKept(elt) {
-    if (elt.dataset.keepPlace || !(elt instanceof HTMLAnchorElement) || !elt.id) {
-      return elt.dataset.keepPlace ? { id: elt.dataset.keepPlace, top: elt.getBoundingClientRect().top } : null;
-    }
+    if (elt.dataset.keepPlace) { return { id: elt.dataset.keepPlace, top: elt.getBoundingClientRect().top }; }
+    if (!(elt instanceof HTMLAnchorElement) || !elt.id) { return null; }
     const bar = elt.closest(".step-bar");
     if (!bar || getComputedStyle(bar).position !== "fixed") {
       return { id: elt.id, top: elt.getBoundingClientRect().top };

@@ -332,6 +332,15 @@ def test_back_lands_where_the_reader_was_not_at_the_footer(page: Page, server: s
     assert page.evaluate("window.scrollY") <= 400
 
 
+def _at_the_cards(page: Page, width: int, height: int, url: str) -> float:
+    """Open `url` in a window of that size scrolled to the cards, as a student watching them; their top."""
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(url)
+    page.evaluate("document.getElementById('grid').scrollIntoView()")
+    settled(page)
+    return _top(page, "#grid")
+
+
 # Where a box is against the window and the step's bar: (top, bottom, the bar's top or the window's foot).
 _PLACE = """(selector) => {
   const box = document.querySelector(selector).getBoundingClientRect();
@@ -366,12 +375,8 @@ def test_next_is_in_reach_while_the_cards_are_watched(
     # A student scrolls down to the cards, then steps: Next must be on the screen with them (on a
     # phone the panel that holds it is 700 px above the cards), and pressing it must show the cards
     # changing, not move them away.
-    page.set_viewport_size({"width": width, "height": height})
-    page.goto(f"{server}/?stage=zero3&phase=2&theme={theme}")
-    page.evaluate("document.getElementById('grid').scrollIntoView()")
-    settled(page)
+    grid_top = _at_the_cards(page, width, height, f"{server}/?stage=zero3&phase=2&theme={theme}")
     assert page.evaluate("window.scrollY") > 0 or width >= 1280
-    grid_top = _top(page, "#grid")
     for phase in (3, 4):
         top, bottom, _ = page.evaluate(_PLACE, "#step-next")
         assert top >= 0, f"Next is above the screen at phase {phase - 1}"
@@ -432,10 +437,7 @@ def test_nothing_focused_hides_under_the_step_bar(
 
 
 def test_axe_finds_nothing_wrong_with_the_step_bar_on_a_phone(page: Page, server: str) -> None:
-    page.set_viewport_size({"width": 390, "height": 844})
-    page.goto(f"{server}/?stage=zero3&phase=9&capacity=80GiB")
-    page.evaluate("document.getElementById('grid').scrollIntoView()")
-    settled(page)
+    _at_the_cards(page, 390, 844, f"{server}/?stage=zero3&phase=9&capacity=80GiB")
     assert page.evaluate("getComputedStyle(document.querySelector('.step-nav')).position") == "fixed"
     results = Axe().run(page)
     assert results.violations_count == 0, results.generate_report()
@@ -449,11 +451,7 @@ def test_stepping_from_the_bar_never_moves_the_cards(
     # The text of a phase above the cards is not always as tall as the last one's (ZeRO-3's backward
     # phases draw two transfers): pressed in the bar, Next keeps the cards where they are, through
     # every phase, and the bar names the phase shown, as the heading does.
-    page.set_viewport_size({"width": width, "height": height})
-    page.goto(f"{server}/?stage={stage}&phase=0")
-    page.evaluate("document.getElementById('grid').scrollIntoView()")
-    settled(page)
-    top = _top(page, "#grid")
+    top = _at_the_cards(page, width, height, f"{server}/?stage={stage}&phase=0")
     for phase in range(LAST_PHASE + 1):
         expect(page.locator("#step")).to_have_attribute("data-phase", str(phase))
         settled(page)
