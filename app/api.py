@@ -9,8 +9,7 @@ from fastapi import APIRouter, Query
 from app.domain.fit import Run, report
 from app.domain.scenario import resolve
 from app.domain.sharding import layout
-from app.domain.stages import Stage
-from app.inputs import RunQuery, StepQuery
+from app.inputs import LayoutQuery, RunQuery, StepQuery
 from app.measured_view import shipped_snapshot
 from app.schemas import LayoutOut, MeasuredOut, MemoryOut, StageRow, StepOut
 
@@ -27,9 +26,14 @@ def stages() -> list[StageRow]:
 
 
 @router.get("/layout", name="api_layout")
-def grid_layout(stage: Stage = Stage.DP) -> LayoutOut:
-    """Every cell of the 8 × 8 × 4 grid for one stage: solid where the card holds the state."""
-    return LayoutOut.of(layout(stage))
+def grid_layout(query: Annotated[LayoutQuery, Query()]) -> LayoutOut:
+    """Every drawn cell of one stage's grid for a run (8 GPUs by default), as the page draws it.
+
+    A card per GPU and a weight per card, 4 bands each: solid where the card holds the state. Up to
+    16 GPUs all are drawn; more, the first four and the last four.
+    """
+    run = resolve(query.inputs()).run
+    return LayoutOut.of(layout(query.stage, run.gpus, run.recipe))
 
 
 @router.get("/memory", name="api_memory", response_model_exclude_none=True)

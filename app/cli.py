@@ -12,7 +12,7 @@ from app.config import DEFAULT_LIMIT, LIMIT_ENV, ConfigError, Settings, quoted
 from app.domain.architecture import ModelName
 from app.domain.bands import RecipeName
 from app.domain.quantities import ByteUnit
-from app.server import DEFAULT_HEADER_TIMEOUT, serve
+from app.server import serve
 
 
 def _port(text: str) -> int:
@@ -31,16 +31,6 @@ def _positive(text: str) -> int:
     return int(text)
 
 
-def _seconds(text: str) -> float:
-    try:
-        seconds = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{quoted(text, limit=None)} is not a number of seconds") from None
-    if not 0.1 <= seconds <= 300:
-        raise argparse.ArgumentTypeError(f"{seconds:g} is not between 0.1 and 300 seconds")
-    return seconds
-
-
 def parser() -> argparse.ArgumentParser:
     """The command line: serving options, and the `table` subcommand."""
     p = argparse.ArgumentParser(prog="zero-bands", description="Serve ZeRO Bands, the ZeRO sharding grid.")
@@ -54,10 +44,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--limit-concurrency", type=_positive, default=None,
         help=f"requests in progress per worker past which the next gets a 503 at once (default: {DEFAULT_LIMIT})",
-    )  # fmt: skip
-    p.add_argument(
-        "--header-timeout", type=_seconds, default=DEFAULT_HEADER_TIMEOUT,
-        help="seconds a client has to send its request's headers before the connection is closed (default: 5)",
     )  # fmt: skip
     p.add_argument("--access-log", action="store_true", help="log every request (off by default: it costs time)")
     commands = p.add_subparsers(dest="command", metavar="{table,export,measure}")
@@ -193,10 +179,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         Settings.from_env()
     except ConfigError as error:
         parser().exit(2, f"zero-bands: {error}\n")
-    serve(
-        args.host, args.port, args.root_path, workers=args.workers, access_log=args.access_log,
-        header_timeout=args.header_timeout,
-    )  # fmt: skip
+    serve(args.host, args.port, args.root_path, workers=args.workers, access_log=args.access_log)
 
 
 if __name__ == "__main__":

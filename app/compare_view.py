@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from fractions import Fraction
 from urllib.parse import urlencode
 
+from app.bars import shared_scale
 from app.domain.bands import BandSpec
 from app.domain.change import change
 from app.domain.fit import report
@@ -74,7 +74,8 @@ def compare_view(
     rows = {r.stage: r for r in report(scenario.run)}
     run_, units = scenario.run, scenario.units
     peaks = max(rows[left].peak_bytes, rows[right].peak_bytes)
-    scale = Fraction(
+    # One linear scale for both sides, so the two bars compare.
+    scale = shared_scale(
         max(run_.capacity, peaks) if run_.capacity is not None else max(r.peak_bytes for r in rows.values())
     )
 

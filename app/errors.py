@@ -22,12 +22,13 @@ from app.api import API_TAG
 from app.domain.quantities import ambiguity
 from app.domain.scenario import resolve
 from app.inputs import FIELD_HINTS, NOT_MEASURED, SIZE_FIELDS, EmbedQuery, PageQuery, SetAside, set_aside
-from app.links import embed_links, stage_links
-from app.pages import with_way_out
+from app.links import embed_links, path_for, stage_links
+from app.pages import form_first, with_way_out
 from app.paths import is_api_path, route_path
+from app.set_aside_view import set_aside_view
 from app.templating import render, replace_history
 from app.view_models import Links, PageView
-from app.views import embed_view, error_view, page_view, with_problems
+from app.views import compare_href, embed_view, error_view, page_view, with_problems
 
 _MAX_SHOWN = 40
 _LOCATIONS = {"query": "query parameter", "path": "path", "header": "header", "body": "body", "option": "option"}
@@ -96,8 +97,13 @@ async def validation_error(request: Request, exc: Exception) -> Response:
         return _page_set_aside(request)
     if route == "embed":
         return _embed_set_aside(request)
-    view = error_view(describe(errors, show_input=True), stage_links(request))
+    view = error_view(describe(errors, show_input=True), stage_links(request), None, *_ways_on(request))
     return render(request, "index.html", "widget", view, status_code=422)
+
+
+def _ways_on(request: Request) -> tuple[str, str]:
+    """The side-by-side and the measured pages, bare: an error page keeps the widget's other links."""
+    return path_for(request, "compare"), path_for(request, "measured")
 
 
 def _on_screen(request: Request) -> dict[str, str]:
@@ -129,9 +135,9 @@ def _page_set_aside(request: Request) -> Response:
     """
     kept = set_aside(request.query_params, shown=_on_screen(request))
     link = stage_links(request, kept.query)
-    view = _set_aside_view(kept.query, link, kept)
-    if not kept.notice:
-        view = with_way_out(request, view, kept.query, link)
+    compare = compare_href(path_for(request, "compare"), kept.query.stage, link.kept)
+    view = _set_aside_view(kept.query, link, kept, form_first(request), compare)
+    view = with_way_out(request, view, kept.query, link)
     push = None if kept.notice else link(kept.query.stage)
     return _varies_on_screen(render(request, "index.html", "widget", view, status_code=422, push_url=push))
 
@@ -150,7 +156,7 @@ def _embed_set_aside(request: Request) -> Response:
     if unseen:
         view = error_view(describe(kept.errors, show_input=True), link, query.stage)
     else:
-        view = _set_aside_view(query, link, kept)
+        view = _set_aside_view(query, link, kept, form_first(request))
     view = replace(view, embed=embed_view(query.controls, query.calculator))
     push = None if kept.notice or unseen else link(query.stage)
     return _varies_on_screen(
@@ -158,18 +164,25 @@ def _embed_set_aside(request: Request) -> Response:
     )
 
 
-def _set_aside_view(query: PageQuery, link: Links, kept: SetAside) -> PageView:
+def _set_aside_view(query: PageQuery, link: Links, kept: SetAside, first: bool, compare: str = "") -> PageView:
     """The view for the valid rest of a request.
 
     A notice for a bad stage, phase or embed option; else the widget with the bad form fields marked.
+    When the form comes `first` (a link was followed, or the form under such a message was sent), the
+    top of the widget also says which values were set aside and what the picture is of instead.
+    `compare` is the side-by-side page for the run, on the page (an embed's links stay in the embed).
     """
     if kept.notice:
         stage_ok = all(e["loc"][1] != "stage" for e in kept.errors)
-        view = error_view(describe(kept.errors, show_input=True), link, query.stage if stage_ok else None)
-    else:
-        inputs = query.inputs()
-        view = with_problems(page_view(query.stage, link, resolve(inputs), inputs, query.phase), kept.problems)
-    return view
+        message = describe(kept.errors, show_input=True)
+        return error_view(message, link, query.stage if stage_ok else None, compare)
+    inputs = query.inputs()
+    scenario = resolve(inputs)
+    view = with_problems(page_view(query.stage, link, scenario, inputs, query.phase), kept.problems)
+    if not first:
+        return replace(view, compare_href=compare)
+    said = set_aside_view(kept.problems, scenario, kept.fell_back) if kept.problems else None
+    return replace(view, compare_href=compare, set_aside=said, form_first=True)
 
 
 _HTTP_MESSAGES = {
@@ -185,7 +198,8 @@ async def http_error(request: Request, exc: Exception) -> Response:
     headers = dict(exc.headers or {})
     if _is_api(request):
         return JSONResponse({"message": message, "detail": message}, status_code=exc.status_code, headers=headers)
-    response = render(request, "index.html", "widget", error_view(message, stage_links(request)), exc.status_code)
+    view = error_view(message, stage_links(request), None, *_ways_on(request))
+    response = render(request, "index.html", "widget", view, exc.status_code)
     response.headers.update(headers)
     return response
 

@@ -80,9 +80,11 @@ def default_urls() -> list[str]:
     urls += [f"/compare?left={left.value}&right={right.value}&theme=projector" for left in Stage for right in Stage]
     # Every arrangement measured in PyTorch, in both themes: the page links to them.
     measured = [f"/measured?stage={stage.value}" for stage in Stage]
-    measured += [f"/measured?stage={stage}&impl=fsdp2" for stage in ("zero2", "zero3")]
+    measured += [f"/measured?stage={stage}&impl=fsdp1" for stage in ("zero2", "zero3")]
     urls += measured + [f"{url}&theme=projector" for url in measured]
     urls += ["/api/memory", "/api/stages", "/api/layout", "/api/measured", "/openapi.json"]
+    # Each page's footer links to the layout of the stage it draws.
+    urls += [f"/api/layout?stage={stage.value}" for stage in Stage]
     # Browsers ask for it on pages that name no icon, the JSON among them.
     urls += ["/favicon.ico"]
     return urls

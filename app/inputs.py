@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 from app.domain.architecture import ModelName
 from app.domain.bands import MAX_CUSTOM_BAND_BYTES, RecipeName
 from app.domain.fit import MAX_GPUS
-from app.domain.measured import IMPLS, Impl
+from app.domain.measured import IMPLS, Impl, default_impl
 from app.domain.memory import DEFAULT_GPUS
 from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, ambiguity, parse_bytes, parse_count
 from app.domain.scenario import Inputs
@@ -110,6 +110,12 @@ class StepQuery(RunQuery):
     phase: int = Field(0, ge=0, le=LAST_PHASE, description="0: at rest; 1-8 forward; 9-16 backward; 17-20 after.")
 
 
+class LayoutQuery(RunQuery):
+    """The grid of one stage for a run: its cards and its recipe's bands; the rest of the run is checked, not used."""
+
+    stage: Stage = Field(Stage.DP, description="The arrangement.")
+
+
 class PageQuery(RunQuery):
     """The page's parameters: a run, the stage to draw, and a moment of the step."""
 
@@ -140,7 +146,8 @@ class MeasuredQuery(BaseModel):
 
     stage: Stage = Field(Stage.DP, description="The arrangement.")
     impl: Impl | None = Field(
-        None, description="ddp (dp), zero-redundancy (zero1), fsdp1 or fsdp2 (zero2, zero3); none: the stage's first."
+        None,
+        description="ddp (dp), zero-redundancy (zero1), fsdp1 or fsdp2 (zero2, zero3); none: fsdp2 for zero2, zero3.",
     )
     theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
 
@@ -165,7 +172,7 @@ class MeasuredQuery(BaseModel):
     @property
     def chosen(self) -> Impl:
         """The implementation to show."""
-        return self.impl or IMPLS[self.stage][0]
+        return self.impl or default_impl(self.stage)
 
 
 class Controls(StrEnum):
@@ -221,6 +228,8 @@ class SetAside:
     """The run form's fields that were set aside, with what was typed."""
     errors: tuple[dict[str, Any], ...]
     """Every rejected parameter's error, located as FastAPI locates them (("query", name))."""
+    fell_back: frozenset[str] = frozenset()
+    """The rejected fields drawn with the value on the screen instead of their default."""
 
     @property
     def notice(self) -> bool:
@@ -260,4 +269,5 @@ def set_aside(
                     data[name] = fallback[name]
                     fell_back.add(name)
         else:
-            return SetAside(query, tuple(problems), tuple(errors))
+            drawn_from_screen = frozenset(n for n in fell_back if n in query.model_fields_set)
+            return SetAside(query, tuple(problems), tuple(errors), drawn_from_screen)

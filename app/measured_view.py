@@ -11,6 +11,7 @@ from urllib.parse import urlencode
 from app.domain.bands import BandSpec
 from app.domain.measured import (
     CURVE_NOTES,
+    FSDP1_DIFFERENCES,
     IMPLS,
     PATTERN_NOTES,
     Agreement,
@@ -18,6 +19,7 @@ from app.domain.measured import (
     Impl,
     Snapshot,
     compare,
+    default_impl,
     parse,
 )
 from app.domain.sharding import CellState
@@ -105,6 +107,8 @@ class MeasuredView:
     theme: Theme
     stage_links: tuple[StageLink, ...]
     impl_links: tuple[StageLink, ...]
+    impl_note: str
+    """Where both FSDPs were measured: how FSDP1 differs, in one sentence; otherwise empty."""
     precision: str
     model_cards: tuple[MeasuredCard, ...]
     measured_cards: tuple[MeasuredCard, ...]
@@ -195,7 +199,7 @@ def theme_of(theme: Theme) -> dict[str, str]:
 
 def _address(base: str, stage: Stage, impl: Impl | None, theme: Theme) -> str:
     query = {"stage": stage.value}
-    if impl is not None and impl is not IMPLS[stage][0]:
+    if impl is not None and impl is not default_impl(stage):
         query["impl"] = impl.value
     if theme is not Theme.DEFAULT:
         query["theme"] = theme.value
@@ -239,6 +243,7 @@ def measured_view(
         impl_links=tuple(
             StageLink(stage, i.label, "", _address(base, stage, i, theme), i is impl) for i in IMPLS[stage]
         ),
+        impl_note=FSDP1_DIFFERENCES.get(stage, ""),
         precision=(
             f"Measured in {snap.precision} on {snap.world_size} CPU ranks (gloo, torch {snap.torch}), so the model "
             f"beside it is {snap.recipe.title} ({'/'.join(str(s.nbytes) for s in snap.recipe.specs)} B per weight): "

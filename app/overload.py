@@ -4,10 +4,14 @@ A lecture hall clicking at the same moment should wait milliseconds, or hear "bu
 retry: never sit for seconds in a queue while the server works through it. The count is per worker
 process; the 503 carries `Retry-After` and, since it passes through the security middleware
 outside this one, the same headers as every other response.
+
+uvicorn's own `limit_concurrency` is not used: it counts open connections as well as requests, so
+a hall of kept-alive browsers would be refused pages the cache holds (docs/architecture.md, "Serving").
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -43,6 +47,11 @@ class ConcurrencyLimit:
             return
         self.active += 1
         try:
+            # A page renders on the event loop without awaiting (CPU work: a thread would only add
+            # hand-offs). Yield once before it holds the loop, so that the requests read in the same
+            # turn count themselves in first; otherwise each would see a count of one, and a crowd
+            # would queue unseen instead of hearing 503 at once.
+            await asyncio.sleep(0)
             await self.app(scope, receive, send)
         finally:
             self.active -= 1

@@ -19,7 +19,7 @@ from app.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery
 from app.links import absolute_links, absolute_url_for, embed_links, path_for, stage_links
 from app.measured_view import measured_view, theme_of
 from app.paths import STATIC_DIR
-from app.templating import render, replace_history
+from app.templating import FORM_FIRST_HEADER, render, replace_history, wants_fragment
 from app.view_models import Links, PageView
 from app.views import embed_view, page_view, share_page_view
 
@@ -58,22 +58,43 @@ async def page(request: Request, query: Annotated[PageQuery, Depends(query_of(Pa
     inputs, link = query.inputs(), stage_links(request, query)
     compare = path_for(request, "compare")
     view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous, compare)
+    view = replace(view, form_first=form_first(request) and wants_fragment(request))
     return render(request, "index.html", "widget", with_way_out(request, view, query, link), push_url=link(query.stage))
+
+
+def form_first(request: Request) -> bool:
+    """Whether the run form stands first, under the message, as it does for a bad link.
+
+    A whole page is a link followed (or a form sent without JavaScript): its reader looks at the top.
+    A swap keeps the form where it stood: a keystroke answered with a bad value would otherwise move
+    the form away from under the typing.
+    """
+    return not wants_fragment(request) or request.headers.get(FORM_FIRST_HEADER) == "1"
 
 
 def with_way_out(request: Request, view: PageView, query: PageQuery, link: Links) -> PageView:
     """The page's ways elsewhere: the "Embed this" panel for the run drawn, and the measured page."""
     share = replace(link, page=path_for(request, "share"))(query.stage)
     measured = path_for(request, "measured") + "?" + urlencode({"stage": query.stage.value, **theme_of(query.theme)})
-    return replace(view, share_href=share, measured_href=measured)
+    # The JSON of the same run: its parameters, not the page's phase, embed options or theme.
+    layout = Links(path_for(request, "api_layout"), link.run)(query.stage)
+    memory = path_for(request, "api_memory") + (f"?{urlencode(link.run)}" if link.run else "")
+    return replace(view, share_href=share, measured_href=measured, memory_href=memory, layout_href=layout)
 
 
 @router.api_route("/share", methods=["GET", "HEAD"], name="share", response_class=HTMLResponse)
-def share(request: Request, query: Annotated[PageQuery, Depends(query_of(PageQuery))]) -> HTMLResponse:
-    """The "Embed this" panel for one view of a run: its snippets and share link, with absolute addresses."""
+def share(request: Request, query: Annotated[EmbedQuery, Depends(query_of(EmbedQuery))]) -> HTMLResponse:
+    """The "Embed this" panel for one view of a run: its snippets and share link, with absolute addresses.
+
+    The embed's options (`controls`, `calculator`) choose the snippet shown first, so that the choice
+    works as links where there is no JavaScript for the drop-down.
+    """
     link, script = stage_links(request, query), absolute_url_for(request, "static", path="embed.js")
     page, embed = absolute_links(request, link, "page"), absolute_links(request, link, "embed")
-    return render(request, "share.html", "share", share_page_view(query.stage, link, page, embed, script))
+    chosen = (query.controls.value, query.calculator)
+    panel = replace(link, page=path_for(request, "share"))
+    view = share_page_view(query.stage, link, page, embed, script, chosen, panel)
+    return render(request, "share.html", "share", view)
 
 
 @router.api_route("/embed", methods=["GET", "HEAD"], name="embed", response_class=HTMLResponse)
@@ -81,7 +102,8 @@ def embed(request: Request, query: Annotated[EmbedQuery, Depends(query_of(EmbedQ
     """The widget alone, for another site's page: the page's parameters, and what to show around it."""
     inputs, link = query.inputs(), embed_links(request, query)
     view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous)
-    embedded = replace(view, embed=embed_view(query.controls, query.calculator))
+    first = form_first(request) and wants_fragment(request)
+    embedded = replace(view, embed=embed_view(query.controls, query.calculator), form_first=first)
     return replace_history(render(request, "index.html", "widget", embedded, push_url=link(query.stage)))
 
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from typing import Any
+
+from pydantic import BaseModel, Field, GetJsonSchemaHandler, SerializerFunctionWrapHandler, model_serializer
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
 
 from app.domain.architecture import ModelName
 from app.domain.bands import Band, Recipe
@@ -125,8 +129,22 @@ class MemoryRow(BaseModel):
     max_params_that_fit: int | None = Field(
         None,
         description="Largest model whose peak fits, by the same test as fits, with the largest layer unchanged "
-        "(only with a capacity; absent when not even one largest layer fits).",
+        "(only with a capacity; null when not even a model of one largest layer fits).",
     )
+
+    @model_serializer(mode="wrap")
+    def _null_when_nothing_fits(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # /api/memory leaves out every None (without a capacity there is no fit to tell), but with a
+        # capacity "not even one largest layer fits" is an answer: null, not a field gone missing.
+        data: dict[str, Any] = handler(self)
+        if self.fits is not None:
+            data.setdefault("max_params_that_fit", None)
+        return data
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # The schema of its fields, as without the serializer above: its return type says only "a dict".
+        return handler({key: value for key, value in schema.items() if key != "serialization"})
 
     @classmethod
     def of(cls, row: StageReport) -> MemoryRow:

@@ -6,10 +6,9 @@ import itertools
 from fractions import Fraction
 
 from app.bars import bar_view
-from app.domain.bands import BandSpec
+from app.domain.bands import Band, BandSpec
 from app.domain.columns import COLUMNS, Column
 from app.domain.communication import Collective
-from app.domain.fit import UNKNOWN_LAYER_RULE
 from app.domain.scenario import Scenario
 from app.domain.sharding import shown_indices
 from app.domain.stages import Stage
@@ -25,7 +24,7 @@ from app.domain.step import (
     share,
     step,
 )
-from app.domain.step_text import cards_text, explanation
+from app.domain.step_text import cards_text, detail, explanation
 from app.view_models import (
     CardGap,
     CardView,
@@ -37,6 +36,10 @@ from app.view_models import (
     TransferView,
     legend,
 )
+
+UNKNOWN_LAYER_NOTE = "Largest layer unknown: the figures leave out the layer in hand (see ZeRO-3's limit below)."
+LAYER_BANDS = frozenset({Band.WEIGHTS, Band.GRADIENTS})
+"""The bands a card holds whole for the layer in hand when a stage splits them."""
 
 SHARE_STEPS = 48
 """A partial cell's strip is drawn in 48ths of the column (static/app.css has a class for each)."""
@@ -148,14 +151,12 @@ def _step_cell(phase: Phase, card: int, column: Column, spec: BandSpec, focusabl
     )
 
 
-def _step_cards(
-    scenario: Scenario, phases: tuple[Phase, ...], phase: Phase, scale: Fraction
-) -> tuple[CardView | CardGap, ...]:
+def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> tuple[CardView | CardGap, ...]:
     run, units, recipe = scenario.run, scenario.units, scenario.recipe
     columns = scenario.columns
     peak = peak_so_far(phases, phase.index)
     now = phase.live_bytes
-    bar = bar_view(scenario, phase.stage, scale, phase.extra, peak, "Peak so far on one card")
+    bar = bar_view(scenario, phase.stage, phase.extra, peak, "Peak so far on one card")
     specs = legend(recipe)
     shown = shown_indices(run.gpus)
     cards: list[CardView | CardGap] = []
@@ -180,14 +181,25 @@ def _step_cards(
                 index=card,
                 title=f"GPU {card:,}",
                 columns=view_columns,
-                held_bytes=0,
-                full_bytes=0,
                 bytes_per_weight=f"now {units.show(now)}",
                 model_bytes=f"peak {units.show(peak)}",
                 bar=bar,
             )
         )
     return tuple(cards)
+
+
+def _layers(scenario: Scenario) -> str:
+    """What the step's columns stand for."""
+    if scenario.equal_layers and scenario.run.largest_layer is not None:
+        return (
+            f"In the step the model is {COLUMNS} equal layers of {scenario.run.largest_layer:,} weights, "
+            "one a column, first to last."
+        )
+    return (
+        f"In the step the {COLUMNS} columns are the model in eighths, first layer to last; a layer cut by a "
+        "column's edge counts in both."
+    )
 
 
 def _relation(gpus: int) -> str:
@@ -203,7 +215,7 @@ def _relation(gpus: int) -> str:
 
 
 def step_view(
-    stage: Stage, scenario: Scenario, link: Links, index: int, scale: Fraction
+    stage: Stage, scenario: Scenario, link: Links, index: int
 ) -> tuple[StepView, tuple[CardView | CardGap, ...]]:
     """One phase of the step: the panel, and the cards as they are at that moment."""
     run = scenario.run
@@ -212,12 +224,13 @@ def step_view(
     phase = phases[index]
     nodes = _nodes(shown_indices(run.gpus), run.gpus)
     hidden = (("stage", stage.value), *link.kept)
-    cards = _step_cards(scenario, phases, phase, scale)
+    cards = _step_cards(scenario, phases, phase)
     view = StepView(
         index=index,
         last=LAST_PHASE,
         title=phase.title,
         explanation=explanation(phase, run.recipe, columns),
+        more=detail(phase, columns),
         transfers=tuple(_transfer_view(t, nodes, run.gpus) for t in phase.transfers),
         tally=p_units(phase.tally_p),
         total=p_units(phases[-1].tally_p),
@@ -228,9 +241,11 @@ def step_view(
         rest_href=link.at(stage, None),
         hidden=hidden,
         action=link.page,
-        note=UNKNOWN_LAYER_RULE if run.largest_layer is None else "",
+        # Said where a layer in hand would be counted, had it a size.
+        note=UNKNOWN_LAYER_NOTE if run.largest_layer is None and (phase.sharded & LAYER_BANDS) else "",
         columns=tuple(f"{column.index}: {column.label}" for column in columns),
         relation=_relation(run.gpus),
+        layers=_layers(scenario),
         partial=any(
             cell.holding is Holding.PARTIAL
             for card in cards

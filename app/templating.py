@@ -42,8 +42,12 @@ HTMX_CONFIG: dict[str, Any] = {
 # (the run form: arrowing through a drop-down must not fill the history).
 HISTORY_HEADER = "ZB-History"
 
+# Sent by the run form while it stands first, under the message of a bad link (templates/index.html):
+# the answer keeps it there, so the field being corrected does not move away under the typing.
+FORM_FIRST_HEADER = "ZB-Form-First"
+
 # These headers decide the body or the history header, so a cache must key on them.
-VARY = f"HX-Request, HX-History-Restore-Request, {HISTORY_HEADER}"
+VARY = f"HX-Request, HX-History-Restore-Request, {HISTORY_HEADER}, {FORM_FIRST_HEADER}"
 
 _INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
 

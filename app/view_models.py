@@ -152,6 +152,10 @@ class BarView:
 
     segments: tuple[Segment, ...]
     capacity_x: float | None
+    rest_x: float | None
+    """Where the state at rest ends, marked when something is drawn beyond it."""
+    broken: bool
+    """Whether the part at rest is drawn shortened, behind a break, so that one layer shows."""
     label: str
     verdict: str
     fits: bool | None
@@ -164,8 +168,6 @@ class CardView:
     index: int
     title: str
     columns: tuple[ColumnView, ...]
-    held_bytes: int
-    full_bytes: int
     bytes_per_weight: str
     model_bytes: str
     bar: BarView
@@ -238,6 +240,29 @@ class FieldProblem:
 
 
 @dataclass(frozen=True)
+class SetAsideField:
+    """A field of the run set aside, as the message at the top of the widget names it."""
+
+    label: str
+    """The form's label for it: "GPUs"."""
+    typed: str
+    """What was given, shortened; escaped when rendered."""
+    message: str
+    """What would be accepted, as a sentence: "Enter a whole number of GPUs between 1 and 4096."."""
+    field_id: str
+    """The form field's id, to go and correct it."""
+
+
+@dataclass(frozen=True)
+class SetAsideView:
+    """What the top of the widget says when values of the run were set aside, and what is drawn instead."""
+
+    fields: tuple[SetAsideField, ...]
+    drawn: str
+    """What the picture is of: "Drawn without gpus=0: 8 GPUs, the default."."""
+
+
+@dataclass(frozen=True)
 class FormView:
     """The run the person describes, as the form shows it."""
 
@@ -287,7 +312,6 @@ class StageView:
     cards: tuple[CardView | CardGap, ...]
     axis_digits: int
     sampled: bool
-    full_bytes_per_weight: int
     rows: tuple[TableRow, ...]
     capacity: str | None
     boundary: Boundary
@@ -295,8 +319,18 @@ class StageView:
     step: StepView | None = None
     change: str = ""
     """What changed on every card since the stage the person came from; blank without one."""
+    bar_note: str = ""
+    """What the bars under the cards are drawn to."""
+    bar_keys: tuple[str, ...] = ()
+    """What of one layer the bars draw: "gathered" (weights assembled), "sent" (gradients computed)."""
     narration: Narration | None = None
     """What the polite live region says after a swap."""
+
+    @property
+    def model_per_gpu(self) -> str:
+        """The table's heading for one card's bytes: '30B model per GPU', '7-weight model per GPU'."""
+        size = self.params_label if self.params_label[-1:].isalpha() else f"{self.params_label}-weight"
+        return f"{size} model per GPU"
 
 
 @dataclass(frozen=True)
@@ -353,6 +387,10 @@ class StepView:
     hidden: tuple[tuple[str, str], ...]
     """The fields the phase slider sends with the phase: the stage and the run."""
     note: str = ""
+    more: str = ""
+    """The longer explanation, one "More" away."""
+    layers: str = ""
+    """What the columns are: the model in eighths, or the lesson's 8 equal layers."""
     columns: tuple[str, ...] = ()
     """What each of the 8 columns stands for, e.g. '5: layers 51–61 of 80'."""
     relation: str = ""
@@ -374,6 +412,8 @@ class PageView:
     content: StageView | None = None
     error: str | None = None
     step_href: str = ""
+    step_enter_href: str = ""
+    """The step's phase 1, where → and PageDown go at rest (static/step.js): its first move, not its start."""
     compare_href: str = ""
     measured_href: str = ""
     """The same stage measured in PyTorch (8 ranks, the toy model); on the page only."""
@@ -386,6 +426,14 @@ class PageView:
     share_href: str = ""
     """Where the "Embed this" panel comes from when it is opened (on the page only): its snippets name
     the app's absolute address, which every page would otherwise carry in its first load."""
+    set_aside: SetAsideView | None = None
+    """Values of the run that were set aside, said at the top of the widget (a bad link, not a keystroke)."""
+    form_first: bool = False
+    """The run form straight under that message, before the picture, and kept there while it is corrected."""
+    memory_href: str = ""
+    """The footer's "same figures as JSON": /api/memory for the run drawn; empty, the bare address (an error)."""
+    layout_href: str = ""
+    """And /api/layout for the stage and run drawn; empty, the bare address."""
 
 
 @dataclass(frozen=True)
@@ -409,13 +457,23 @@ class EmbedView:
 
 @dataclass(frozen=True)
 class EmbedSnippet:
-    """The HTML a teacher pastes to embed the view shown, with one choice of controls."""
+    """The HTML a teacher pastes to embed the view shown, with one choice of controls and of the calculator."""
 
     controls: str
     label: str
     url: str
     html: str
     selected: bool
+    calculator: bool = False
+
+
+@dataclass(frozen=True)
+class EmbedChoice:
+    """A link to the panel with another choice, for a browser without JavaScript (which has no drop-down)."""
+
+    label: str
+    href: str
+    current: bool
 
 
 @dataclass(frozen=True)
@@ -424,11 +482,22 @@ class ShareView:
 
     link: str
     snippets: tuple[EmbedSnippet, ...]
+    """One for each choice of controls and calculator, the calculator's after the others."""
+    choices: tuple[EmbedChoice, ...] = ()
+    """The choice of controls as links, then the calculator's."""
+    calculator_choices: tuple[EmbedChoice, ...] = ()
 
     @property
     def chosen(self) -> EmbedSnippet:
         """The snippet shown first."""
         return next(s for s in self.snippets if s.selected)
+
+    @property
+    def options(self) -> tuple[tuple[EmbedSnippet, EmbedSnippet], ...]:
+        """The choice of controls, each with its snippet without the calculator and with it."""
+        plain = [s for s in self.snippets if not s.calculator]
+        full = {s.controls: s for s in self.snippets if s.calculator}
+        return tuple((s, full[s.controls]) for s in plain)
 
 
 @dataclass(frozen=True)

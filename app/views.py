@@ -7,21 +7,20 @@ templates only lay things out and tests can check the same values the page shows
 from __future__ import annotations
 
 from dataclasses import replace
-from fractions import Fraction
 from functools import lru_cache
 from urllib.parse import urlencode
 
 from markupsafe import escape
 
-from app.bars import bar_view
+from app.bars import BarScale, bar_note, bar_view
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.bands import RECIPES, Band, Recipe, RecipeName
 from app.domain.change import Change
 from app.domain.change import change as _change
 from app.domain.communication import transfers
-from app.domain.fit import UNKNOWN_LAYER_RULE, StageReport, layer_exceeds_card, layer_extra, report
+from app.domain.fit import UNKNOWN_LAYER_RULE, Run, StageReport, layer_exceeds_card, layer_extra, report
 from app.domain.hardware import CARDS
-from app.domain.quantities import ByteUnit, per_weight, percent
+from app.domain.quantities import LARGEST_COUNT, ByteUnit, per_weight, percent
 from app.domain.quantities import count_label as params_label
 from app.domain.scenario import Inputs, Scenario, resolve
 from app.domain.sharding import Cell, CellState, Layout, layout
@@ -36,6 +35,7 @@ from app.view_models import (
     CardView,
     CellView,
     ColumnView,
+    EmbedChoice,
     EmbedSnippet,
     EmbedView,
     FieldProblem,
@@ -159,17 +159,17 @@ def _verdict(row: StageReport, units: ByteUnit) -> str:
     return f"Does not fit: {units.show(-row.headroom_bytes)} over."
 
 
-def _rest_bar(scenario: Scenario, row: StageReport, scale: Fraction) -> BarView:
+def _rest_bar(scenario: Scenario, row: StageReport, scale: BarScale | None) -> BarView:
     run = scenario.run
     extra = layer_extra(row.stage, run, run.largest_layer, backward=True)
-    bar = bar_view(scenario, row.stage, scale, extra, row.peak_bytes, "Peak memory on one card")
+    bar = bar_view(scenario, row.stage, extra, row.peak_bytes, "Peak memory on one card", scale)
     return replace(bar, verdict=_verdict(row, scenario.units), fits=row.fits)
 
 
 def rest_cards(
-    scenario: Scenario, stage: Stage, row: StageReport, scale: Fraction, moved: Change | None = None
+    scenario: Scenario, stage: Stage, row: StageReport, scale: BarScale | None = None, moved: Change | None = None
 ) -> tuple[CardView | CardGap, ...]:
-    """The cards of `stage` at rest, each bar drawn to `scale`; `moved` marks the cells a switch changed."""
+    """The cards of `stage` at rest, each bar to `scale` (else the stage's own); `moved` marks what a switch changed."""
     grid = _layout(stage, scenario.run.gpus, scenario.recipe)
     bar = _rest_bar(scenario, row, scale)
     # Every card at rest holds as much as every other: its figures are printed once, shown on each.
@@ -184,8 +184,6 @@ def rest_cards(
                 index=card,
                 title=f"GPU {card:,}",
                 columns=card_columns(stage, grid.gpus, grid.recipe, card, position == 0, moved),
-                held_bytes=grid.held_bytes(card),
-                full_bytes=grid.full_bytes,
                 bytes_per_weight=bytes_per_weight,
                 model_bytes=model_bytes,
                 bar=bar,
@@ -224,6 +222,9 @@ def _max_model(row: StageReport) -> str | None:
         return None
     if row.max_params_that_fit is None:
         return "none: one layer alone is too big"
+    if row.max_params_that_fit > LARGEST_COUNT:
+        # More than the form reads: its largest count fits, and that is as far as it can say.
+        return f"at least {params_label(_floor_significant(LARGEST_COUNT))} weights"
     # Rounded down, so the figure shown, entered as a model, still fits.
     return f"{params_label(_floor_significant(row.max_params_that_fit))} weights"
 
@@ -315,6 +316,12 @@ def _capacity_text(capacity: int) -> str:
     return str(capacity)
 
 
+def bar_keys(stage: Stage, run: Run) -> tuple[str, ...]:
+    """What of one layer a stage's bars draw: its largest layer's, at the peak, has the most."""
+    extra = layer_extra(stage, run, run.largest_layer, backward=True)
+    return (*(("gathered",) if extra.gathered else ()), *(("sent",) if extra.computed else ()))
+
+
 def stage_view(
     stage: Stage, scenario: Scenario, link: Links, phase: int | None = None, previous: Stage | None = None
 ) -> StageView:
@@ -323,19 +330,13 @@ def stage_view(
     rows = report(run)
     by_stage = {r.stage: r for r in rows}
     chosen = by_stage[stage]
-    # Against the card when there is one; otherwise one scale for every stage, so switching shows
-    # the bars shrink.
-    if run.capacity is not None:
-        scale = Fraction(max(run.capacity, chosen.peak_bytes))
-    else:
-        scale = Fraction(max(r.peak_bytes for r in rows))
     cards: tuple[CardView | CardGap, ...]
     stepping = None
     moved = None if previous is None or previous is stage else change(previous, stage, run.recipe, run.gpus)
     if phase is None:
-        cards = rest_cards(scenario, stage, chosen, scale, moved)
+        cards = rest_cards(scenario, stage, chosen, moved=moved)
     else:
-        stepping, cards = step_view(stage, scenario, link, phase, scale)
+        stepping, cards = step_view(stage, scenario, link, phase)
     return StageView(
         stage=stage,
         info=stage.info,
@@ -350,13 +351,14 @@ def stage_view(
         axis_digits=len(str(run.gpus - 1)),
         cards=cards,
         sampled=any(isinstance(card, CardGap) for card in cards),
-        full_bytes_per_weight=run.recipe.total,
         rows=table_rows(stage, link, rows, scenario),
         capacity=None if run.capacity is None else units.show(run.capacity),
         boundary=boundary(scenario),
         notes=scenario.notes,
         step=stepping,
         change="" if moved is None else moved.sentence,
+        bar_note=bar_note(scenario, stage),
+        bar_keys=bar_keys(stage, run),
         narration=narration(stage, scenario, chosen, moved, stepping),
     )
 
@@ -417,6 +419,7 @@ def page_view(
         form=replace(form_view(scenario, stage, inputs or Inputs(), phase), action=link.page, keep=link.options),
         content=stage_view(stage, scenario, link, phase, previous),
         step_href=link.at(stage, 0),
+        step_enter_href=link.at(stage, 1),
         compare_href=compare_href(compare, stage, link.kept) if compare else "",
         theme=link.theme,
         theme_href=link.themed(link.theme.other).at(stage, phase),
@@ -435,13 +438,21 @@ def with_problems(view: PageView, problems: tuple[FieldProblem, ...]) -> PageVie
     return replace(view, form=replace(view.form, problems=problems, more_open=more_open))
 
 
-def error_view(message: str, link: LinkFor, current: Stage | None = None) -> PageView:
-    """The page when the request could not be understood: the message, and a way on."""
+def error_view(
+    message: str, link: LinkFor, current: Stage | None = None, compare_href: str = "", measured_href: str = ""
+) -> PageView:
+    """The page when the request could not be understood: the message, and the ways on.
+
+    The switcher always; on the page, the side-by-side page and the measured one too (`compare_href`,
+    `measured_href`), as every other page of the widget offers them.
+    """
     return PageView(
         title=f"Not understood · {APP_NAME}",
         links=stage_links(current, link),
         legend=legend(DEFAULT_SCENARIO.recipe),
         error=message,
+        compare_href=compare_href,
+        measured_href=measured_href,
         theme=link.theme if isinstance(link, Links) else Theme.DEFAULT,
     )
 
@@ -464,27 +475,66 @@ def embed_view(controls: str, calculator: bool) -> EmbedView:
     return EmbedView(controls=controls, calculator=calculator)
 
 
-def share_view(stage: Stage, page: Links, embed: Links, script: str) -> ShareView:
+def _embed_options(controls: str, calculator: bool) -> tuple[tuple[str, str], ...]:
+    """An embed's options in its address, as the embed's own links keep them (`EmbedQuery.options`)."""
+    return (
+        *((("controls", controls),) if controls != "stages" else ()),
+        *((("calculator", "1"),) if calculator else ()),
+    )
+
+
+def share_view(
+    stage: Stage,
+    page: Links,
+    embed: Links,
+    script: str,
+    chosen: tuple[str, bool] = ("stages", False),
+    panel: Links | None = None,
+) -> ShareView:
     """The "Embed this" panel for the view shown.
 
     `page` and `embed` build absolute addresses (the request's scheme, host and prefix) of the page
     and the embed with the same run and phase; `script` is the host script's absolute address.
+    `chosen` is the controls and calculator whose snippet is shown first; `panel`, when given, builds
+    the panel's own address, for links to the other choices that need no JavaScript.
     """
     title = f"{APP_NAME}: {stage.info.title}"
     snippets = []
-    for controls, label in _CONTROL_LABELS.items():
-        keep = () if controls == "stages" else (("controls", controls),)
-        url = replace(embed, keep=keep, theme=Theme.DEFAULT)(stage)
-        html = (
-            f'<iframe src="{escape(url)}" title="{escape(title)}" width="100%" height="{EMBED_HEIGHT}"'
-            ' style="border:0;max-width:800px" allow="fullscreen" loading="lazy" data-zero-bands></iframe>\n'
-            f'<script src="{escape(script)}" defer></script>'
-        )
-        snippets.append(EmbedSnippet(controls, label, url, html, controls == "stages"))
-    return ShareView(link=page(stage), snippets=tuple(snippets))
+    for calculator in (False, True):
+        for controls, label in _CONTROL_LABELS.items():
+            url = replace(embed, keep=_embed_options(controls, calculator), theme=Theme.DEFAULT)(stage)
+            html = (
+                f'<iframe src="{escape(url)}" title="{escape(title)}" width="100%" height="{EMBED_HEIGHT}"'
+                ' style="border:0;max-width:800px" allow="fullscreen" loading="lazy" data-zero-bands></iframe>\n'
+                f'<script src="{escape(script)}" defer></script>'
+            )
+            snippets.append(EmbedSnippet(controls, label, url, html, (controls, calculator) == chosen, calculator))
+    choices: tuple[EmbedChoice, ...] = ()
+    calculators: tuple[EmbedChoice, ...] = ()
+    if panel is not None:
+        controls_now, calculator_now = chosen
+
+        def choice(label: str, controls: str, calculator: bool) -> EmbedChoice:
+            href = replace(panel, keep=_embed_options(controls, calculator))(stage)
+            return EmbedChoice(label, href, (controls, calculator) == chosen)
+
+        choices = tuple(choice(label, c, calculator_now) for c, label in _CONTROL_LABELS.items())
+        calculators = (choice("Without", controls_now, False), choice("With", controls_now, True))
+    return ShareView(page(stage), tuple(snippets), choices, calculators)
 
 
-def share_page_view(stage: Stage, link: Links, page: Links, embed: Links, script: str) -> SharePageView:
-    """The "Embed this" panel for `stage` of the run `link` keeps, with a way back to that view."""
+def share_page_view(
+    stage: Stage,
+    link: Links,
+    page: Links,
+    embed: Links,
+    script: str,
+    chosen: tuple[str, bool] = ("stages", False),
+    panel: Links | None = None,
+) -> SharePageView:
+    """The "Embed this" panel for `stage` of the run `link` keeps, with a way back to that view.
+
+    `chosen` and `panel` as `share_view` takes them.
+    """
     title = f"Embed {stage.info.title} · {APP_NAME}"
-    return SharePageView(title, share_view(stage, page, embed, script), link(stage), link.theme)
+    return SharePageView(title, share_view(stage, page, embed, script, chosen, panel), link(stage), link.theme)

@@ -1,6 +1,7 @@
 // Page-wide shortcuts and the one polite live region.
-// 0-3 switch the arrangement, f toggles full screen, ? opens the list of keys (step.js has the
-// arrows, Home, End and space). None fires while typing in a field or with Ctrl, Alt or Meta.
+// 0-3 switch the arrangement, f toggles full screen, b or . blanks the screen, ? opens the list of
+// keys (step.js has the arrows, PageUp, PageDown, Home, End and space). None fires while typing in a
+// field or with Ctrl, Alt or Meta.
 // After every swap #narration is re-filled with one sentence: the stage change, else the phase,
 // else the fit verdict; the region itself is outside the swapped widget, so it is never replaced.
 "use strict";
@@ -62,6 +63,18 @@
     if (target && target.requestFullscreen) { target.requestFullscreen().catch(function () {}); }
   }
 
+  // Blank, as presentation software does: black over the whole window (app.css: <main>'s, so full
+  // screen too). Any key or click brings the picture back, and does nothing else.
+  function blanked(on) { return document.documentElement.classList.toggle("blanked", on); }
+  function unblank(event) {
+    if (!document.documentElement.classList.contains("blanked")) { return; }
+    blanked(false);
+    event.preventDefault();
+    event.stopImmediatePropagation();
+  }
+  window.addEventListener("keydown", unblank, true);
+  window.addEventListener("click", unblank, true);
+
   let returnTo = null;
 
   let fetching = false;
@@ -109,6 +122,9 @@
       if (event.shiftKey) { return; }
       event.preventDefault();
       fullScreen();
+    } else if (event.key === "b" || event.key === "B" || event.key === ".") {
+      event.preventDefault();
+      blanked(true);
     } else if (event.key === "?") {
       event.preventDefault();
       openHelp();

@@ -1,4 +1,5 @@
-// Step controls: the keyboard, and play/pause. Every move is a click on a real link, so htmx
+// Step controls: the keyboard (a presentation clicker's PageDown and PageUp are → and ←), and
+// play/pause at the speed chosen beside Play. Every move is a click on a real link, so htmx
 // fetches one phase at a time; play waits for each swap to settle before scheduling the next,
 // and keys pressed while a swap is on its way wait their turn, so every press counts and the
 // address always names the phase shown.
@@ -6,6 +7,9 @@
 
 (function () {
   const DELAY_MS = 1400;
+  // Play's wait between phases for each choice of speed; the choice is kept on <body>, which outlives the swaps.
+  const SPEEDS = { slow: 2400, normal: DELAY_MS, fast: 700 };
+  function speed() { return SPEEDS[document.body.dataset.playSpeed] ? document.body.dataset.playSpeed : "normal"; }
   const MAX_PENDING = 21;
   let playing = false;
   let timer = null;
@@ -18,10 +22,20 @@
   // is already going: queue it, and follow it once the new links are in place.
   function press(which) {
     if (busy) {
-      wait("step-" + which);
+      wait("key-" + which);
       return;
     }
-    go("step-" + which);
+    go("key-" + which);
+  }
+
+  // A key's move is found when it is made, on the page then shown: Next, Previous and so on, but →
+  // with no Next (at rest) starts the step at its first move, and ← at phase 0 leaves it.
+  function find(id) {
+    if (!id.startsWith("key-")) { return document.getElementById(id); }
+    const which = id.slice(4);
+    const link = document.getElementById("step-" + which);
+    const instead = document.getElementById({ next: "step-enter", prev: "step-leave" }[which] || "");
+    return (!link || link.getAttribute("aria-disabled") === "true") && instead ? instead : link;
   }
 
   // What waits for the swap on its way: the ids of the links to follow, in order. Steps each count;
@@ -41,7 +55,7 @@
   let replaying = false;
 
   function go(id) {
-    const link = document.getElementById(id);
+    const link = find(id);
     // At either end the control stays on the page, disabled, so that focus has somewhere to stay;
     // the stage shown is where the page already is.
     if (!link || link.getAttribute("aria-disabled") === "true" || current(link)) { return false; }
@@ -87,7 +101,7 @@
       timer = null;
       if (!playing) { return; }
       if (!go("step-next")) { setPlaying(false); }
-    }, DELAY_MS);
+    }, SPEEDS[speed()]);
   }
 
   // The play button is rendered hidden: it only works with this script. Stepping is not animation,
@@ -98,7 +112,16 @@
     button.hidden = false;
     button.setAttribute("aria-pressed", String(playing));
     button.textContent = playing ? "⏸ Pause" : "▶ Play";
+    const choice = document.getElementById("step-speed");
+    const field = document.getElementById("step-speed-field");
+    if (choice && field) { field.hidden = false; choice.value = speed(); }
   }
+
+  document.addEventListener("change", function (event) {
+    if (event.target instanceof HTMLSelectElement && event.target.id === "step-speed") {
+      document.body.dataset.playSpeed = event.target.value;
+    }
+  });
 
   document.addEventListener("click", function (event) {
     const button = event.target instanceof Element ? event.target.closest("#step-play") : null;
@@ -219,14 +242,19 @@
   });
 
   document.addEventListener("keydown", function (event) {
-    if (!panel() || event.altKey || event.ctrlKey || event.metaKey) { return; }
+    if (event.altKey || event.ctrlKey || event.metaKey) { return; }
+    // At rest only → and PageDown, and only where the step can be watched.
+    const resting = !panel();
+    if (resting && !document.getElementById("step-enter")) { return; }
     // The list of keys (keys.js) is open: its own keys only.
     if (document.querySelector("dialog[open]")) { return; }
     const target = event.target instanceof Element ? event.target : null;
-    // Arrow keys belong to the grid and to form fields when they have focus; on a button or a
-    // link (Play, Next) they still step.
-    if (target && target.closest("#grid, input, select, textarea, summary")) { return; }
-    const moves = { ArrowLeft: "prev", ArrowRight: "next", Home: "first", End: "last" };
+    // Arrow keys belong to the grid and to form fields when they have focus, PageUp and PageDown to
+    // form fields; on a button or a link (Play, Next) they still step.
+    const paging = event.key === "PageUp" || event.key === "PageDown";
+    if (target && target.closest(paging ? "input, select, textarea" : "#grid, input, select, textarea, summary")) { return; }
+    const moves = { ArrowLeft: "prev", ArrowRight: "next", PageUp: "prev", PageDown: "next", Home: "first", End: "last" };
+    if (resting && moves[event.key] !== "next") { return; }
     if (moves[event.key]) {
       event.preventDefault();
       setPlaying(false);

@@ -13,6 +13,14 @@
   // Form fields keep their live value apart from their attributes: a changed one is replaced whole.
   const FIELDS = new Set(["INPUT", "SELECT", "TEXTAREA"]);
 
+  // But not the field being typed in (the run form answers as it is typed): patched in place, it keeps
+  // its focus, its caret and what was typed since its request was sent, and so is what holds it, even
+  // where a message beside it comes or goes. Not the phase slider, which Play moves under its focus.
+  function typedIn() {
+    const field = document.activeElement;
+    return field && field.nodeName === "INPUT" && field.type !== "range" ? field : null;
+  }
+
   function sameAttributes(a, b) {
     if (a.attributes.length !== b.attributes.length) { return false; }
     for (const attr of b.attributes) {
@@ -51,7 +59,9 @@
   function alike(old, fresh) {
     if (old.nodeType !== fresh.nodeType || old.nodeName !== fresh.nodeName) { return false; }
     if (old.nodeType !== Node.ELEMENT_NODE) { return true; }
-    if (old.childNodes.length !== fresh.childNodes.length) { return false; }
+    const field = typedIn();
+    if (field === old) { return old.id === fresh.id; }
+    if (old.childNodes.length !== fresh.childNodes.length && !(field && old.contains(field))) { return false; }
     return !FIELDS.has(old.nodeName) || sameAttributes(old, fresh);
   }
 
@@ -80,6 +90,14 @@
       }
       o = nextOld;
       f = nextFresh;
+    }
+    // Around the field being typed in, a message gone or come: the rest removed, or added.
+    while (o) { const next = o.nextSibling; old.removeChild(o); o = next; }
+    while (f) {
+      const next = f.nextSibling;
+      old.appendChild(f);
+      if (f.nodeType === Node.ELEMENT_NODE) { wire.push(f); }
+      f = next;
     }
   }
 

@@ -1,5 +1,6 @@
-// The widget's tools: full screen (page and embed), and the "Embed this" panel's copy button and
-// controls choice. Delegated from the document, so they keep working after htmx swaps the widget.
+// The widget's tools: full screen (page and embed), the "Embed this" panel's copy button and
+// controls choice, and the Weights field that makes the model "Another model" when typed in.
+// Delegated from the document, so they keep working after htmx swaps the widget.
 "use strict";
 
 (function () {
@@ -28,14 +29,20 @@
   // What the person chose in the "Embed this" panel, kept across swaps of the widget.
   let embedOpen = false;
   let controls = null;
+  let calculator = null;
 
+  // The snippet for the controls chosen, with the calculator or without: each option carries both.
   function choose(select) {
     const option = select.selectedOptions[0];
     const snippet = document.getElementById("embed-snippet");
     const url = document.getElementById("embed-url");
+    const box = document.getElementById("embed-calculator");
     if (!option || !snippet) { return; }
-    snippet.value = option.dataset.snippet || snippet.value;
-    if (url && option.dataset.url) { url.href = option.dataset.url; url.textContent = option.dataset.url; }
+    const full = box instanceof HTMLInputElement && box.checked;
+    const html = full ? option.dataset.snippetCalculator : option.dataset.snippet;
+    const address = full ? option.dataset.urlCalculator : option.dataset.url;
+    snippet.value = html || snippet.value;
+    if (url && address) { url.href = address; url.textContent = address; }
     const status = document.getElementById("embed-copy-status");
     if (status) { status.textContent = ""; }
   }
@@ -44,14 +51,31 @@
     const panel = document.getElementById("embed-this");
     const copy = document.getElementById("embed-copy");
     if (copy) { copy.hidden = false; }
+    // The drop-down and the box take the place of the links that do the same without this script.
     const choice = document.getElementById("embed-controls-field");
     if (choice) { choice.hidden = false; }
+    const full = document.getElementById("embed-calculator-field");
+    if (full) { full.hidden = false; }
+    const links = document.getElementById("embed-choices");
+    if (links) { links.hidden = true; }
     if (panel && embedOpen) { panel.open = true; }
     const select = document.getElementById("embed-controls");
-    if (select && controls !== null) { select.value = controls; choose(select); }
+    const box = document.getElementById("embed-calculator");
+    if (box instanceof HTMLInputElement && calculator !== null) { box.checked = calculator; }
+    if (select && controls !== null) { select.value = controls; }
+    if (select && (controls !== null || calculator !== null)) { choose(select); }
   }
 
-  function prepare() { prepareFullscreen(); prepareEmbedPanel(); }
+  // A preset's count is read-only without this script; with it, a count typed there is another model's.
+  function prepareWeights() {
+    const count = document.getElementById("f-params");
+    if (count instanceof HTMLInputElement && count.readOnly) {
+      count.readOnly = false;
+      count.title = "A count typed here is another model's: the model becomes “Another model”";
+    }
+  }
+
+  function prepare() { prepareFullscreen(); prepareEmbedPanel(); prepareWeights(); }
 
   async function copy(button) {
     const field = document.getElementById(button.dataset.copy || "");
@@ -90,13 +114,27 @@
   document.addEventListener("change", function (event) {
     const select = event.target instanceof HTMLSelectElement && event.target.id === "embed-controls" ? event.target : null;
     if (select) { controls = select.value; choose(select); }
-    // "Another model" starts from the count of the model shown, ready to edit: the read-only field
-    // holds it, and is sent only now (a preset brings its own count, so it is otherwise not sent).
-    if (event.target instanceof HTMLSelectElement && event.target.id === "f-model" && event.target.value === "custom") {
-      const count = document.getElementById("f-params");
-      if (count instanceof HTMLInputElement && count.readOnly) { count.name = "params"; }
+    if (event.target instanceof HTMLInputElement && event.target.id === "embed-calculator") {
+      calculator = event.target.checked;
+      const chosen = document.getElementById("embed-controls");
+      if (chosen instanceof HTMLSelectElement) { choose(chosen); }
+    }
+    // "Another model" starts from the count of the model shown, ready to edit: the field holds it,
+    // and is sent only now. A preset brings its own count: the one in the field is then not sent.
+    const count = document.getElementById("f-params");
+    if (event.target instanceof HTMLSelectElement && event.target.id === "f-model" && count instanceof HTMLInputElement) {
+      if (event.target.value === "custom") { count.name = "params"; } else { count.removeAttribute("name"); }
     }
   });
+
+  // Typing a count into Weights makes the model "Another model", before the form's request reads it.
+  document.addEventListener("input", function (event) {
+    const count = event.target;
+    const model = document.getElementById("f-model");
+    if (!(count instanceof HTMLInputElement) || count.id !== "f-params" || count.name || !model) { return; }
+    count.name = "params";
+    model.value = "custom";
+  }, true);
 
   // "toggle" does not bubble: listen while it comes down.
   document.addEventListener("toggle", function (event) {

@@ -24,6 +24,21 @@ from app.paths import STATIC_DIR
 settings.register_profile("zero-bands", deadline=None)
 settings.load_profile("zero-bands")
 
+# The slow ones, marked by where they are rather than one by one, so a new test there is marked too:
+# `pytest -m "not slow"` is the loop of under a minute for someone editing one module.
+SLOW_MODULES = frozenset(
+    {"test_quality", "test_packaging", "test_schemathesis", "test_bench", "test_export", "test_deploying"}
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark the browser, lint, wheel, schemathesis, export and benchmark tests slow."""
+    for item in items:
+        path = Path(str(item.path))
+        uses_export = "exported_site" in getattr(item, "fixturenames", ())
+        if "browser" in path.parts or path.stem in SLOW_MODULES or uses_export:
+            item.add_marker(pytest.mark.slow)
+
 
 @pytest.fixture(scope="session")
 def exported_site(tmp_path_factory: pytest.TempPathFactory) -> Path:

@@ -43,11 +43,50 @@ def test_layout_matches_the_page_cell_for_cell(client: TestClient) -> None:
         assert api == page
 
 
+@pytest.mark.parametrize(
+    ("query", "gpus", "cards", "bands"),
+    [
+        # 16 cards are all drawn: 16 × 16 cells of 4 bands.
+        ("stage=zero1&gpus=16", 16, 16, [2, 2, 4, 8]),
+        # 64 are drawn as the first four and the last four, as on the page.
+        ("stage=zero3&gpus=64&recipe=fp32-adam", 64, 8, [4, 4, 0, 8]),
+        ("stage=zero2&gpus=4&recipe=custom&weights_bytes=1&gradients_bytes=3&master_bytes=0&moments_bytes=2", 4, 4,
+         [1, 3, 0, 2]),
+    ],
+)  # fmt: skip
+def test_layout_honours_the_run_and_matches_its_page(
+    client: TestClient, query: str, gpus: int, cards: int, bands: list[int]
+) -> None:
+    from tests.conftest import cell_facts, dom
+
+    response = client.get(f"/api/layout?{query}")
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert (body["gpus"], body["weights"]) == (gpus, gpus)
+    assert [b["bytes"] for b in body["bands"]] == bands
+    assert len(body["cells"]) == cards * cards * 4
+    assert len({c["card"] for c in body["cells"]}) == cards
+    # The page draws no cell of a band that costs 0 B (fp32 Adam has no master copy); the API lists it.
+    drawn = {b["band"] for b in body["bands"] if b["bytes"] > 0}
+    api = {(c["card"], c["weight"], c["band"]): c["state"] for c in body["cells"] if c["band"] in drawn}
+    page = {
+        (int(f["card"]), int(f["weight"]), f["band"]): f["state"]
+        for f in map(cell_facts, dom(client.get(f"/?{query}").text).select("#grid .cell"))
+    }
+    assert api == page
+
+
+def test_layout_refuses_a_bad_run(client: TestClient) -> None:
+    response = client.get("/api/layout", params={"stage": "zero1", "gpus": "0"})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["query", "gpus"]
+
+
 def test_openapi_documents_the_api_and_not_the_page(client: TestClient) -> None:
     schema = client.get("/openapi.json").json()
     assert set(schema["paths"]) == {"/api/stages", "/api/layout", "/api/memory", "/api/step", "/api/measured"}
-    stage_param = schema["paths"]["/api/layout"]["get"]["parameters"][0]
-    assert stage_param["name"] == "stage"
+    layout_params = {p["name"]: p for p in schema["paths"]["/api/layout"]["get"]["parameters"]}
+    assert {"stage", "gpus", "recipe"} <= set(layout_params)
     assert set(schema["components"]["schemas"]["StageRow"]["required"]) >= {
         "stage", "bytes_per_weight", "per_gpu_bytes", "communication_p"
     }  # fmt: skip

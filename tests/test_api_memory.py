@@ -26,11 +26,14 @@ def test_zero_paper_figure_1(client: TestClient) -> None:
 
 def test_defaults_are_the_seed_run_and_capacity_fields_are_absent(client: TestClient) -> None:
     body = _memory(client)
+    # The seed's table: 16, 5.5, 3.75 and 2 B/weight × 30e9 weights.
     assert [row["per_gpu_bytes"] for row in body["stages"]] == [480e9, 165e9, 112.5e9, 60e9]
-    assert all(row["peak_bytes"] == row["per_gpu_bytes"] for row in body["stages"])
-    assert all("fits" not in row and "max_params_that_fit" not in row for row in body["stages"])
-    assert "largest_layer" not in body["inputs"]
-    assert body["inputs"]["largest_layer_source"].startswith("unknown")
+    # Its 8 equal layers of 3.75e9 weights: ZeRO-2 computes one layer's bf16 gradients (+7.5e9 B) before
+    # the reduce-scatter, ZeRO-3 also gathers its bf16 weights (+7.5e9 B); DP and ZeRO-1 add nothing.
+    assert [row["peak_bytes"] for row in body["stages"]] == [480e9, 165e9, 120e9, 75e9]
+    assert all("fits" not in row for row in body["stages"])
+    assert body["inputs"]["largest_layer"] == 3_750_000_000
+    assert body["inputs"]["largest_layer_source"] == "one of its 8 equal layers"
     assert body["notes"] == []
 
 
@@ -47,6 +50,17 @@ def test_with_a_capacity(client: TestClient) -> None:
     assert inputs["layer_exceeds_card"] is False
     assert inputs["capacity"] == 80 * 2**30
     assert [b["bytes"] for b in inputs["bands"]] == [2, 2, 4, 8]
+
+
+def test_with_a_capacity_no_model_fitting_is_null_not_absent(client: TestClient) -> None:
+    # GPT-3's largest layer is 1,812,099,072 weights: assembled with its gradients, 2 B + 2 B each,
+    # 7,248,396,288 B, more than a 1 GiB card. Not even a model of that one layer fits.
+    body = _memory(client, model="gpt-3-175b", gpus="1024", capacity="1GiB")
+    assert body["inputs"]["layer_exceeds_card"] is True
+    rows = body["stages"]
+    assert [row["fits"] for row in rows] == [False] * 4
+    assert all("max_params_that_fit" in row for row in rows)
+    assert [row["max_params_that_fit"] for row in rows] == [None] * 4
 
 
 @pytest.mark.parametrize("model", [m.value for m in ModelName if m is not ModelName.CUSTOM])

@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from bench import render
+from bench import render, serve
 
 
 def test_the_render_benchmark_reports_every_request_and_its_exit_code_tells_the_misses(
@@ -65,3 +65,65 @@ def test_the_serving_benchmark_runs_quickly_and_prints_every_figure_with_its_tar
         assert line is not None, figure
         assert line.startswith(("ok  ", "MISS")), line
         assert "(target " in line, line
+
+
+WRK_OUTPUT = """Running 1s test @ http://127.0.0.1:8771/
+  2 threads and 10 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency   764.05us  305.24us   7.41ms   87.16%
+    Req/Sec     6.65k   749.27     7.57k    77.27%
+  Latency Distribution
+     50%  676.00us
+     75%  722.00us
+     90%    1.24ms
+     99%    1.63ms
+  14553 requests in 1.10s, 1.79MB read
+  Non-2xx or 3xx responses: 12
+Requests/sec:  13226.51
+Transfer/sec:      1.63MB
+"""
+"""What wrk 4 printed on this machine for `wrk -t2 -c10 -d1s --latency` against bench.hello (and a 503 line)."""
+
+
+def test_the_wrk_parser_reads_every_figure_of_a_full_report() -> None:
+    load = serve.parse_wrk(WRK_OUTPUT)
+    assert load == serve.Load(
+        rps=13226.51, p50_ms=0.676, p99_ms=1.63, socket_errors=0, non_2xx=12, requests=14553, missing=()
+    )
+
+
+def test_wrk_output_without_its_99_percent_line_is_a_printed_miss_with_the_reason_not_a_traceback() -> None:
+    # The flaky run of issue 19: wrk's report had no 99% line, and reading it raised KeyError: '99'.
+    out = WRK_OUTPUT.replace("     99%    1.63ms\n", "")
+    load = serve.parse_wrk(out)
+    assert (load.p50_ms, load.p99_ms, load.requests) == (0.676, None, 14553)
+    assert load.missing == ("wrk printed no 99% latency line",)
+    hall, crowd = serve.hall_check(load), serve.crowd_check(load)
+    assert not hall.ok
+    assert not crowd.ok
+    printed: list[str] = []
+    code = serve.report([hall, crowd], quick=False, out=printed.append)
+    assert printed[0].startswith("MISS 300 connections on the fragment")
+    assert printed[1].startswith("MISS 1,000 connections")
+    assert all("not measured: wrk printed no 99% latency line" in line for line in printed[:2])
+    assert code == 1
+    assert serve.report([hall], quick=True, out=printed.append) == 0
+
+
+def test_an_empty_or_garbled_wrk_report_misses_every_figure_it_lacks() -> None:
+    load = serve.parse_wrk("unable to connect to 127.0.0.1:1 Connection refused")
+    assert (load.rps, load.p50_ms, load.p99_ms, load.requests) == (None, None, None, None)
+    assert len(load.missing) == 4
+    check = serve.ratio_check("cached fragment", load, [serve.parse_wrk(WRK_OUTPUT)] * 2, 0.5)
+    assert not check.ok
+    assert check.figure.startswith("not measured: wrk printed no Requests/sec line")
+    odd = serve.parse_wrk(WRK_OUTPUT.replace("99%    1.63ms", "99%    1.63xs"))
+    assert odd.p99_ms is None
+    assert odd.missing == ("wrk's 99% latency '1.63xs' is not a duration",)
+
+
+def test_a_ratio_check_compares_the_load_with_the_hello_world_beside_it() -> None:
+    hello = serve.parse_wrk(WRK_OUTPUT)
+    half = serve.parse_wrk(WRK_OUTPUT.replace("13226.51", "6613.255"))
+    assert serve.ratio_check("x", half, [hello, hello], 0.5).ok
+    assert not serve.ratio_check("x", half, [hello, hello], 0.51).ok

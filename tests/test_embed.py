@@ -290,3 +290,95 @@ def test_the_panel_is_fetched_on_its_own_and_never_pushes_an_address(client: Tes
     assert dom(response.text).select("html, h2, #share-back") == []
     frame, _ = _snippet(dom(response.text))
     assert _query(str(frame["src"])) == {"stage": ["zero2"], "phase": ["3"]}
+
+
+def _entries(tree: Tag, selector: str) -> list[str]:
+    return [" ".join(li.get_text(" ").split()) for li in tree.select(selector)]
+
+
+def test_an_embed_has_the_compact_key_and_leaves_the_full_pages_prose_to_screen_readers(client: TestClient) -> None:
+    bare = dom(client.get("/embed?stage=zero2&controls=none").text)
+    key = one(bare, ".legend")
+    assert key["class"] == ["legend", "compact-key"]
+    assert _entries(key, ".states li") == ["Filled : stored on this card", "Dashed : another card stores it"]
+    assert _entries(key, ".bands li")[0] == "Weights bf16, 2 B"
+    assert len(_entries(key, ".bands li")) == 4
+    # The bars: what they are drawn to, and only what ZeRO-2's draw (gradients, no assembled weights).
+    bars = _entries(key, ".bar-key li")
+    assert bars[0].startswith("Bar : to the peak")
+    assert bars[1:] == ["Bar, dark amber : a layer's gradients"]
+    # The picture alone: the stage's paragraph is the course page's to write; the note under the cards
+    # stays for screen readers (hidden by static/embed.css, not removed).
+    assert bare.select(".explanation") == []
+    assert bare.select("#grid .grid-note")
+    # With the switcher: the stage's paragraph, and the ring a switch leaves.
+    stages = dom(client.get("/embed?stage=zero2").text)
+    assert stages.select(".explanation")
+    assert "Ringed , for a moment: changed by a switch" in _entries(stages, ".compact-key .states li")
+    # Full screen sits beside the heading: after the switcher, before the heading.
+    order = [str(t.get("id") or t["class"][0]) for t in one(stages, "#widget").find_all(["nav", "button", "h2"])]
+    assert order == ["switcher", "fullscreen", "stage-heading"]
+    step = dom(client.get("/embed?stage=zero3&phase=5&controls=step").text)
+    states = [e.split(" :")[0] for e in _entries(step, ".compact-key .states li")]
+    assert states == ["Filled", "Striped", "Barred", "Dashed", "Ringed"]
+    assert _entries(step, ".compact-key .bar-key li")[-1] == "Bar, pale : peak so far"
+    # The full key on the page, and in the projector's embed, which has a layout of its own.
+    for path in ["/?stage=zero2", "/embed?stage=zero2&theme=projector"]:
+        assert dom(client.get(path).text).select(".compact-key") == [], path
+        assert one(dom(client.get(path).text), ".legend")["class"] == ["legend"], path
+
+
+def test_the_panel_offers_the_calculator_and_each_snippet_follows_the_choice(client: TestClient) -> None:
+    panel = opened_panel(client, dom(client.get("/?stage=zero1&gpus=16").text))
+    box = one(panel, "input#embed-calculator[type=checkbox]")
+    assert not box.has_attr("checked")
+    # Shown by static/tools.js, with the drop-down; without it, links do the same.
+    assert one(panel, "#embed-calculator-field").has_attr("hidden")
+    for option in one(panel, "#embed-controls").select("option"):
+        controls = [] if option["value"] == "stages" else [str(option["value"])]
+        for data, calculator in [("data-snippet", []), ("data-snippet-calculator", ["1"])]:
+            frame = one(dom(str(option[data])), "iframe")
+            src = _query(str(frame["src"]))
+            assert (src.get("controls", []), src.get("calculator", []), src["gpus"]) == (controls, calculator, ["16"])
+        assert option["data-url-calculator"] == one(dom(str(option["data-snippet-calculator"])), "iframe")["src"]
+
+
+def test_without_javascript_the_panels_choices_are_links(client: TestClient) -> None:
+    page = dom(client.get("/share?stage=zero1&gpus=16").text)
+    links = {a.get_text(): str(a["href"]) for a in page.select("#embed-choices a")}
+    assert links == {
+        "The stage switcher": "/share?stage=zero1&gpus=16",
+        "The stage switcher and the step's controls": "/share?stage=zero1&gpus=16&controls=step",
+        "None: just the picture": "/share?stage=zero1&gpus=16&controls=none",
+        "Without": "/share?stage=zero1&gpus=16",
+        "With": "/share?stage=zero1&gpus=16&calculator=1",
+    }
+    # Followed, a link shows its choice: the snippet, the drop-down and the box, and the links mark it.
+    chosen = dom(client.get("/share?stage=zero1&gpus=16&controls=none&calculator=1").text)
+    frame, _ = _snippet(chosen)
+    assert _query(str(frame["src"])) == {"stage": ["zero1"], "gpus": ["16"], "controls": ["none"], "calculator": ["1"]}
+    assert one(chosen, "#embed-url")["href"] == frame["src"]
+    assert one(chosen, "#embed-controls option[selected]")["value"] == "none"
+    assert one(chosen, "#embed-calculator").has_attr("checked")
+    assert [a.get_text() for a in chosen.select('#embed-choices a[aria-current="true"]')] == [
+        "None: just the picture",
+        "With",
+    ]
+    # The way back is to the page, without the embed's options.
+    assert _query(str(one(chosen, "#share-back")["href"])) == {"stage": ["zero1"], "gpus": ["16"]}
+    bad = client.get("/share?stage=zero1&controls=all")
+    assert bad.status_code == 422
+    assert "“controls”" in text(dom(bad.text), ".notice-message")
+
+
+def test_a_bad_link_to_an_embeds_calculator_says_so_first_and_stays_in_the_embed(client: TestClient) -> None:
+    response = client.get("/embed?stage=zero2&calculator=1&controls=none&gpus=0")
+    assert response.status_code == 422
+    tree = dom(response.text)
+    first = one(tree, "#widget .form-first")
+    assert [str(c.get("id")) for c in first.find_all(True, recursive=False)] == ["set-aside", "run-form"]
+    assert "“0” is not accepted" in text(first, "#set-aside")
+    assert one(first, "#run-form")["action"] == "/embed"
+    assert text(tree, "#drawn-instead") == "Drawn without gpus=0: 8 GPUs, the default."
+    # Its links stay in the embed: no way out to the site's side-by-side or measured pages.
+    assert tree.select("#compare-link, #measured-link, .masthead") == []

@@ -5,7 +5,7 @@ from __future__ import annotations
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from bs4 import BeautifulSoup
+from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
 
 from app.domain.stages import Stage
@@ -172,7 +172,8 @@ def test_a_typo_in_the_weights_keeps_the_widget_and_says_so_beside_the_field(
         "Enter a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000, or leave it blank.",
     )
     assert tree.select('[aria-invalid="true"]') == [one(tree, "#f-params")]
-    assert tree.select(".notice") == []
+    # A link followed says so at the top too; a keystroke in the form is answered beside the field only.
+    assert tree.select(".notice") == ([] if headers else [one(tree, "#set-aside")])
 
 
 def test_too_many_gpus_is_shown_not_silently_ignored(client: TestClient) -> None:
@@ -316,3 +317,133 @@ def test_the_api_explains_a_pattern_mismatch_in_a_sentence_without_the_pattern(c
         "The query parameter “params” should be a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000."
     ]
     assert "thirty" not in str(body)
+
+
+def _after_the_switcher(tree: BeautifulSoup) -> list[Tag]:
+    """The widget's elements after the stage switcher, in order (the switcher may share a part with them)."""
+    nav = one(tree, "#widget nav.switcher")
+    after = [t for t in nav.find_next_siblings() if isinstance(t, Tag)]
+    part = nav.parent
+    if isinstance(part, Tag) and part.get("id") != "widget":
+        after += [t for t in part.find_next_siblings() if isinstance(t, Tag)]
+    return after
+
+
+# A bad link: what is given, the field the form shows it in, what would be accepted, what is drawn instead.
+BAD_LINKS = [
+    ({"gpus": "0"}, "f-gpus", "GPUs", "between 1 and 4096", "8 GPUs, the default"),
+    ({"gpus": "abc"}, "f-gpus", "GPUs", "between 1 and 4096", "8 GPUs, the default"),
+    ({"params": "-1"}, "f-params", "Weights", "a number of weights", "30B weights, the default"),
+    ({"capacity": "0"}, "f-capacity", "Card memory", "a memory size", "no card memory, so no fit check"),
+    ({"stage": "zero9"}, None, "“stage”", "'dp', 'zero1', 'zero2' or 'zero3'", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "field", "named", "accepted", "drawn"),
+    BAD_LINKS,
+    ids=["gpus=0", "gpus=abc", "params=-1", "capacity=0", "stage=zero9"],
+)
+def test_a_bad_link_says_so_first_naming_the_value_and_what_is_accepted(
+    client: TestClient, query: dict[str, str], field: str | None, named: str, accepted: str, drawn: str | None
+) -> None:
+    response = client.get("/", params=query)
+    assert response.status_code == 422
+    tree = dom(response.text)
+    after = _after_the_switcher(tree)
+    # The message is the first thing after the switcher (with the form to correct it under it, in one
+    # part of the widget): the field, the value given and what is accepted.
+    message = after[0] if field is None else after[0].find(True)
+    assert isinstance(message, Tag)
+    assert "notice" in message["class"]
+    assert message.get("role") == "alert"
+    said = " ".join(message.get_text(" ").split())
+    (value,) = query.values()
+    assert f"“{value}”" in said
+    assert named in said
+    assert accepted in said
+    # The other ways on stay: the switcher, the side-by-side page, the measured one.
+    assert len(tree.select("nav.switcher a")) == 4
+    assert urlsplit(str(one(tree, "#compare-link")["href"])).path == "/compare"
+    assert urlsplit(str(one(tree, "#measured-link")["href"])).path == "/measured"
+    if field is None:
+        assert tree.select("#grid") == []
+        return
+    # Then the form, its field marked with the message beside it; then the picture, said to be drawn without it.
+    assert after[0]["class"] == ["form-first"]
+    assert [str(c.get("id")) for c in after[0].find_all(True, recursive=False)] == ["set-aside", "run-form"]
+    assert one(tree, f"#{field}") in after[0].select('#run-form [aria-invalid="true"]')
+    assert one(message, "#set-aside-fix")["href"] == f"#{field}"
+    assert text(tree, "#drawn-instead") == f"Drawn without {next(iter(query))}={value}: {drawn}."
+    stage_head = after[1]
+    assert stage_head["class"] == ["stage-head"]
+    assert stage_head.select_one("#drawn-instead") is stage_head.find(True)
+    assert tree.select(".side #run-form") == []
+
+
+def test_a_bad_value_is_said_escaped_and_shortened(client: TestClient) -> None:
+    value = '"><img src=x onerror=alert(1)>' + "x" * 200
+    tree = dom(client.get("/", params={"model": "custom", "params": value}).text)
+    notice = one(tree, "#set-aside")
+    assert notice.select("img") == [] == tree.select("img")
+    assert tree.select("script:not([src])") == []
+    said = " ".join(notice.get_text(" ").split())
+    assert '“"><img src=x onerror=alert(1)>xxxxxxxxx…”' in said
+    assert len(text(tree, "#drawn-instead")) < 120
+
+
+def test_several_values_set_aside_are_each_named(client: TestClient) -> None:
+    tree = dom(client.get("/", params={"gpus": "0", "units": "furlongs", "stage": "zero3"}).text)
+    items = [" ".join(li.get_text(" ").split()) for li in tree.select("#set-aside li")]
+    assert [i.split(":")[0].strip() for i in items] == ["GPUs", "Units"]
+    drawn = "Drawn without gpus=0 and units=furlongs: 8 GPUs, the default; GiB, the default."
+    assert text(tree, "#drawn-instead") == drawn
+    assert one(tree, "#grid")["data-stage"] == "zero3"
+
+
+def test_the_run_on_the_screen_is_said_to_be_what_is_drawn(client: TestClient) -> None:
+    # The form sent without JavaScript, over a page of 16 GPUs: the picture stays at 16, and says so.
+    tree = dom(client.get("/?stage=zero2&gpus=0", headers={"Referer": SHOWN_16}).text)
+    assert text(tree, "#drawn-instead") == "Drawn without gpus=0: 16 GPUs, as on the screen before."
+
+
+FORM_FIRST = {"HX-Request": "true", "ZB-Form-First": "1"}
+
+
+def test_a_keystroke_is_answered_beside_the_field_and_the_form_stays_where_it_stood(client: TestClient) -> None:
+    # Typed in the form at its usual place: the message beside the field, nothing moves above it.
+    typed = dom(client.get("/?stage=zero2&gpus=0", headers={"HX-Request": "true"}).text)
+    assert typed.select("#set-aside, #drawn-instead, .form-first") == []
+    assert one(typed, ".side #run-form #f-gpus")["aria-invalid"] == "true"
+    # Typed in the form under a bad link's message: it stays first, with the message, until corrected ...
+    again = client.get("/?stage=zero2&gpus=x", headers=FORM_FIRST)
+    assert again.status_code == 422
+    tree = dom(again.text)
+    first = _after_the_switcher(tree)[0]
+    assert [str(c.get("id")) for c in first.find_all(True, recursive=False)] == ["set-aside", "run-form"]
+    # ... and once corrected, the form stays first (no message): it does not move away under the typing.
+    fixed = client.get("/?stage=zero2&gpus=16", headers=FORM_FIRST)
+    assert fixed.status_code == 200
+    tree = dom(fixed.text)
+    assert tree.select("#set-aside, #drawn-instead") == []
+    assert one(tree, ".form-first #run-form")["hx-get"] == "/"
+    assert one(tree, ".form-first")["hx-headers"] == '{"ZB-Form-First": "1"}'
+    assert tree.select(".side #run-form") == []
+    # A link followed from there (the switcher's) is the page as usual; and so is the same address without
+    # the form's header, though an answer with it was just given (and cached).
+    plain = dom(client.get("/?stage=zero2&gpus=16", headers={"HX-Request": "true"}).text)
+    assert plain.select(".form-first") == []
+    assert plain.select(".side #run-form")
+    assert "ZB-Form-First" in fixed.headers["vary"]
+
+
+def test_an_error_page_without_a_picture_keeps_the_widgets_links(client: TestClient) -> None:
+    for path in ["/?stage=zero1&phase=99", "/stages/zero1", "/compare?left=zero9"]:
+        tree = dom(client.get(path).text)
+        assert tree.select(".notice"), path
+        assert str(one(tree, "#compare-link")["href"]).startswith("/compare"), path
+        assert str(one(tree, "#measured-link")["href"]).startswith("/measured"), path
+    # An embed's links stay in the embed: no way out to the site's other pages.
+    embedded = dom(client.get("/embed?stage=zero9").text)
+    assert embedded.select(".notice")
+    assert embedded.select("#compare-link, #measured-link") == []

@@ -14,6 +14,7 @@ from app import cli
 from app import export as export_module
 from app.assets import BUNDLES, minified
 from app.config import Settings
+from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
 from app.export import (
     EXPORT_HOST,
@@ -91,7 +92,7 @@ def _exported_pages() -> set[str]:
     embeds = {f"embed-{s}.html" for s in STAGES} | {f"embed-{s}-phase-{p}.html" for s in STAGES for p in phases}
     pairs = {f"compare-left-{a}_right-{b}.html" for a in STAGES for b in STAGES}
     pairs |= {f"compare-left-{a}_right-{b}_theme-projector.html" for a in STAGES for b in STAGES}
-    measured = {f"measured-{s}.html" for s in STAGES} | {f"measured-{s}-impl-fsdp2.html" for s in ("zero2", "zero3")}
+    measured = {f"measured-{s}.html" for s in STAGES} | {f"measured-{s}-impl-fsdp1.html" for s in ("zero2", "zero3")}
     measured |= {name.replace(".html", "_theme-projector.html" if "impl" in name else "-theme-projector.html")
                  for name in measured}  # fmt: skip
     return page | projector | embeds | pairs | measured
@@ -243,6 +244,7 @@ def test_the_export_has_every_page_json_and_asset(site: Path) -> None:
     names = {p.relative_to(site).as_posix() for p in site.rglob("*") if p.is_file()}
     pages = _exported_pages()
     json = {"api/memory.json", "api/stages.json", "api/layout.json", "api/measured.json", "openapi.json"}
+    json |= {f"api/layout/{stage.value}.json" for stage in Stage}
     assets = {f"static/{p.name}" for p in STATIC_DIR.iterdir()} | {f"static/{name}" for name in BUNDLES}
     assert names == pages | json | assets | {"favicon.ico"}
     for asset in STATIC_DIR.iterdir():

@@ -17,10 +17,12 @@ from tests.conftest import dom, one, text
         # 8 ranks × 8 layers × 3 bands = 192 measured cells.
         ("/measured", "dp", "ddp", 0, 0),
         ("/measured?stage=zero1", "zero1", "zero-redundancy", 0, 56),
-        ("/measured?stage=zero2", "zero2", "fsdp1", 0, 3 * 56),
-        ("/measured?stage=zero2&impl=fsdp2", "zero2", "fsdp2", 192, 0),
+        # ZeRO-2 and ZeRO-3 open on FSDP2, whose step has the model's shape; FSDP1 is asked for.
+        ("/measured?stage=zero2", "zero2", "fsdp2", 192, 0),
+        ("/measured?stage=zero2&impl=fsdp1", "zero2", "fsdp1", 0, 3 * 56),
         ("/measured?stage=zero3&impl=fsdp1", "zero3", "fsdp1", 0, 3 * 56),
-        ("/measured?stage=zero3&impl=fsdp2&theme=projector", "zero3", "fsdp2", 192, 0),
+        ("/measured?stage=zero3&theme=projector", "zero3", "fsdp2", 192, 0),
+        ("/measured?stage=zero3&impl=fsdp2", "zero3", "fsdp2", 192, 0),
     ],
 )
 def test_each_arrangement_draws_the_measured_grid_to_scale(
@@ -66,11 +68,35 @@ def test_the_agreement_names_every_difference(client: TestClient) -> None:
 
 def test_the_switches_keep_the_theme_and_the_other_fsdp_is_one_click_away(client: TestClient) -> None:
     tree = dom(client.get("/measured?stage=zero3&theme=projector").text)
-    assert one(tree, "#impl-fsdp2")["href"] == "/measured?stage=zero3&impl=fsdp2&theme=projector"
-    assert one(tree, "#impl-fsdp1")["aria-current"] == "page"
+    assert one(tree, "#impl-fsdp1")["href"] == "/measured?stage=zero3&impl=fsdp1&theme=projector"
+    assert one(tree, "#impl-fsdp2")["aria-current"] == "page"
+    assert one(tree, "#impl-fsdp2")["href"] == "/measured?stage=zero3&theme=projector"
     assert one(tree, "#measured-dp")["href"] == "/measured?stage=dp&theme=projector"
     assert one(tree, "#measured-back")["href"] == "/?stage=zero3&theme=projector"
     assert one(tree, "html")["class"] == ["theme-projector"]
+
+
+@pytest.mark.parametrize(
+    ("stage", "gathers"),
+    [("zero2", "reduce-scatter each layer's gradients as it finishes"), ("zero3", "gather one layer at a time")],
+)
+def test_zero2_and_zero3_open_on_fsdp2_and_say_in_one_sentence_how_fsdp1_differs(
+    client: TestClient, stage: str, gathers: str
+) -> None:
+    tree = dom(client.get(f"/measured?stage={stage}").text)
+    assert one(tree, "#measured")["data-impl"] == "fsdp2"
+    assert "FSDP2" in text(tree, "#measured-heading")
+    note = text(tree, "#impl-note")
+    assert note.startswith("FSDP1, one click away, wraps all 8 layers in one flat parameter")
+    assert gathers in note
+    assert note.count(". ") == 0
+    assert note.endswith(".")
+    # The same sentence on FSDP1's own page, whose curve says it is not the model's shape.
+    fsdp1 = dom(client.get(one(tree, "#impl-fsdp1")["href"]).text)  # type: ignore[arg-type]
+    assert one(fsdp1, "#measured")["data-impl"] == "fsdp1"
+    assert text(fsdp1, "#impl-note") == note
+    for other in ("/measured", "/measured?stage=zero1"):
+        assert dom(client.get(other).text).select_one("#impl-note") is None
 
 
 def test_the_curve_draws_both_lines_and_lists_the_numbers(client: TestClient) -> None:
@@ -133,9 +159,9 @@ MEASURED = [
     "/measured",
     "/measured?stage=zero1",
     "/measured?stage=zero2",
-    "/measured?stage=zero2&impl=fsdp2",
+    "/measured?stage=zero2&impl=fsdp1",
     "/measured?stage=zero3",
-    "/measured?stage=zero3&impl=fsdp2",
+    "/measured?stage=zero3&impl=fsdp1",
 ]
 
 
@@ -164,10 +190,10 @@ def test_ddp_says_its_gradients_are_bucket_views_and_what_the_default_adds(clien
     [
         ("/measured", "within 32 B"),  # DDP: 8 step counters
         ("/measured?stage=zero1", "within 4 B"),
-        ("/measured?stage=zero3&impl=fsdp2", "within 32 B"),
-        ("/measured?stage=zero3", None),
-        ("/measured?stage=zero2", None),
-        ("/measured?stage=zero2&impl=fsdp2", None),
+        ("/measured?stage=zero3", "within 32 B"),  # FSDP2
+        ("/measured?stage=zero3&impl=fsdp1", None),
+        ("/measured?stage=zero2&impl=fsdp1", None),
+        ("/measured?stage=zero2", None),  # FSDP2
     ],
 )
 def test_the_caption_says_when_the_measured_line_hides_the_model(
@@ -183,7 +209,7 @@ def test_the_caption_says_when_the_measured_line_hides_the_model(
 
 
 def test_the_fsdp1_curve_says_it_is_not_the_models_and_gives_both_peaks(client: TestClient) -> None:
-    tree = dom(client.get("/measured?stage=zero3").text)
+    tree = dom(client.get("/measured?stage=zero3&impl=fsdp1").text)
     assert text(tree, ".curve-note").startswith("Not the model's shape.")
     # Measured peak: 65,540 B at rest + the whole model's weights and gradients, 2 × 131,072 B.
     assert "measured peak 327,684 B, the model's 98,304 B" in text(tree, "figcaption")

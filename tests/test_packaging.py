@@ -1,14 +1,17 @@
-"""A non-editable install carries the templates and static files and serves them."""
+"""A non-editable install carries the templates and static files and serves them; it leans on public APIs only."""
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
+import tomllib
 import zipfile
 from pathlib import Path
 
 import pytest
+from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,3 +65,36 @@ def test_installed_wheel_serves_the_page(wheel: Path, tmp_path: Path) -> None:
     )
     assert result.returncode == 0, result.stderr
     assert str(site / "app" / "templates") in result.stdout
+
+
+def _imported_modules(path: Path) -> list[str]:
+    names = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append(node.module)
+    return names
+
+
+def _private(module: str) -> bool:
+    parts = module.split(".")
+    return any(part.startswith("_") for part in parts) or module.startswith(("uvicorn.protocols", "uvicorn.server"))
+
+
+def test_no_module_imports_a_private_module_of_a_dependency() -> None:
+    # A private module may change in any release: it is what pinned uvicorn below 0.55.
+    found = {
+        f"{path.relative_to(ROOT)}: {name}"
+        for path in (ROOT / "app").rglob("*.py")
+        for name in _imported_modules(path)
+        if name.split(".")[0] not in {"app", "__future__"} and _private(name)
+    }
+    assert found == set()
+
+
+def test_the_server_may_move_on_to_its_next_releases() -> None:
+    dependencies = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    uvicorn = next(r for r in map(Requirement, dependencies) if r.name == "uvicorn")
+    assert uvicorn.specifier.contains("0.55.0")
+    assert uvicorn.specifier.contains("0.60.1")

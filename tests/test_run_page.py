@@ -94,18 +94,87 @@ def test_verdicts_follow_the_capacity(client: TestClient, capacity: str, fits: l
     assert _table(tree, "td.max-model") == ["5.36B weights", "20.5B weights", "37.7B weights", "326B weights"]
 
 
-def test_each_card_has_a_bar_drawn_to_scale_against_the_capacity(client: TestClient) -> None:
-    tree = _page(client, "model=llama-3-8b&gpus=8&capacity=80GiB&stage=zero1")
+# Widths in percent of the bar, worked by hand; the bar runs to the stage's peak on one card.
+_LLAMA_8B, _LLAMA_8B_EMBEDDING = 8_030_261_248, 128_256 * 4096
+_BARS = [
+    # ZeRO-1 adds nothing for a layer: the bar is its state at rest, 2 + 2 + 12/8 = 5.5 B/weight,
+    # the master copy 0.5 of it. The 80 GiB card (86e9 B) is past the bar's end (44.2e9 B).
+    (
+        "model=llama-3-8b&gpus=8&capacity=80GiB&stage=zero1",
+        {"band-weights": 200 / 5.5, "band-gradients": 200 / 5.5, "band-master": 50 / 5.5, "band-moments": 100 / 5.5},
+        None,
+        False,
+        None,
+    ),
+    # The lesson's 30B in 8 layers under ZeRO-3: 60e9 B at rest and one layer of 3.75e9 weights, 7.5e9 B
+    # gathered and 7.5e9 B of gradients, a peak of 75e9 B. The layer (15e9) is under a quarter of the
+    # peak, so the part at rest is shortened to 75: weights 75 × 7.5/60, moments 75 × 30/60; the layer
+    # has the last 25, half of it each.
+    (
+        "stage=zero3",
+        {
+            "band-weights": 9.375,
+            "band-gradients": 9.375,
+            "band-master": 18.75,
+            "band-moments": 37.5,
+            "gathered": 12.5,
+            "sent": 12.5,
+        },
+        75.0,
+        True,
+        None,
+    ),
+    # Llama 3 8B on 64 cards under ZeRO-3: 16/64 B × 8.03e9 = 2.0075e9 B at rest; its largest layer, the
+    # embedding, 525.3e6 weights × 2 B gathered and × 2 B computed: 2.1013e9 B, to scale, over half the bar.
+    # A 4 GiB card (4.295e9 B) is past the peak (4.1088e9 B).
+    (
+        "model=llama-3-8b&gpus=64&stage=zero3&capacity=4GiB",
+        {
+            "band-weights": _LLAMA_8B * 2 / 64 / (_LLAMA_8B / 4 + _LLAMA_8B_EMBEDDING * 4) * 100,
+            "gathered": _LLAMA_8B_EMBEDDING * 2 / (_LLAMA_8B / 4 + _LLAMA_8B_EMBEDDING * 4) * 100,
+        },
+        _LLAMA_8B / 4 / (_LLAMA_8B / 4 + _LLAMA_8B_EMBEDDING * 4) * 100,
+        False,
+        None,
+    ),
+    # Under data parallelism the same run does not fit: 16 B × 8.03e9 = 128.5e9 B against a 64 GiB card
+    # (68.72e9 B), whose line is at 68.72 / 128.48 of the bar.
+    (
+        "model=llama-3-8b&capacity=64GiB&stage=dp",
+        {"band-master": 25.0},
+        None,
+        False,
+        64 * 2**30 / (_LLAMA_8B * 16) * 100,
+    ),
+]
+
+
+@pytest.mark.parametrize(("query", "widths", "rest_x", "broken", "capacity_x"), _BARS)
+def test_each_card_has_a_bar_drawn_to_its_stages_peak(
+    client: TestClient,
+    query: str,
+    widths: dict[str, float],
+    rest_x: float | None,
+    broken: bool,
+    capacity_x: float | None,
+) -> None:
+    tree = _page(client, query)
     bars = tree.select("#grid .card .bar svg")
     assert len(bars) == 8
     bar = bars[0]
-    widths = {str(rect["class"][0]): float(str(rect["width"])) for rect in bar.select("rect")}
-    per_gpu = 8_030_261_248 * (2 + 2 + 12 / 8)
-    # ZeRO-1 fits (44.2 GB of 80 GiB), so the bar's full width is the card.
-    assert sum(widths.values()) == pytest.approx(per_gpu / (80 * 2**30) * 100, abs=1e-3)
-    assert widths["band-master"] == pytest.approx(8_030_261_248 * 4 / 8 / (80 * 2**30) * 100, abs=1e-3)
-    assert float(str(one(bar, "line.capacity")["x1"])) == pytest.approx(100)
-    assert text(tree, "#grid .card .verdict").startswith("✓ Fits:")
+    drawn = {str(rect["class"][0]): float(str(rect["width"])) for rect in bar.select("rect")}
+    assert sum(drawn.values()) == pytest.approx(100, abs=1e-3)
+    for css, width in widths.items():
+        assert drawn[css] == pytest.approx(width, abs=1e-3), css
+    rest = bar.select("line.rest-mark")
+    assert (float(str(rest[0]["x1"])) if rest else None) == pytest.approx(rest_x, abs=1e-3)
+    assert bool(bar.select("path.break")) is broken
+    line = bar.select("line.capacity")
+    assert (float(str(line[0]["x1"])) if line else None) == pytest.approx(capacity_x, abs=1e-3)
+    note = text(tree, "#grid .grid-note")
+    assert ("shortened behind the break" in note) is broken
+    if "capacity" in query:
+        assert ("is the line" in note) is (capacity_x is not None)
 
 
 def test_zero3_bar_shows_the_gathered_layer_and_the_boundary(client: TestClient) -> None:
@@ -118,7 +187,7 @@ def test_zero3_bar_shows_the_gathered_layer_and_the_boundary(client: TestClient)
 
 
 def test_largest_layer_unknown_for_a_bare_count_then_entered(client: TestClient) -> None:
-    assert "unknown" in text(_page(client, "stage=zero3"), ".boundary-verdict")
+    assert "unknown" in text(_page(client, "stage=zero3&model=zero-7.5b"), ".boundary-verdict")
     # 2B weights × (2 + 2) bytes = 8 GB = 7.45 GiB: over a 7 GiB card, under an 8 GiB one.
     assert "can gather it" in text(_page(client, "stage=zero3&largest_layer=2B&capacity=8GiB"), ".boundary-verdict")
     tree = _page(client, "stage=zero3&largest_layer=2B&capacity=7GiB")
@@ -188,7 +257,7 @@ def test_form_shows_the_run(client: TestClient) -> None:
     tree = _page(client, "model=llama-3-70b&gpus=64&capacity=80GiB&units=GB&stage=zero2")
     form = one(tree, "form#run-form")
     assert form["hx-get"] == "/"
-    assert form["hx-trigger"] == "change delay:250ms, submit"
+    assert form["hx-trigger"] == "input changed delay:400ms, submit"
     assert one(form, 'input[name="stage"]')["value"] == "zero2"
     assert one(form, "#f-model option[selected]")["value"] == "llama-3-70b"
     assert one(form, "#f-params")["value"] == "70553706496"
@@ -231,7 +300,7 @@ def test_a_model_past_a_thousand_trillion_weights_keeps_its_t(client: TestClient
         ("llama-3.1-405b", 1024, "80GB"),
         ("llama-3-8b", 8, "16GiB"),
         ("gpt-3-175b", 64, "40GiB"),
-        ("seed-30b", 8, "24GiB"),
+        ("seed-30b", 8, "80GiB"),  # one of its layers, 3.75e9 weights, is 60 GB under data parallelism
     ],
 )
 @pytest.mark.parametrize("stage", ["dp", "zero1", "zero2", "zero3"])
@@ -265,7 +334,93 @@ def test_an_exponent_typed_into_the_address_reads_although_its_plus_arrives_as_a
     assert (api.json()["inputs"]["params"], api.json()["inputs"]["capacity"]) == (7_500_000_000, 10**11)
 
 
-@pytest.mark.parametrize(("gpus", "said"), [("1", "out of 1 weight × 16 B"), ("2", "out of 2 weights × 16 B")])
-def test_the_note_under_the_cards_counts_its_weights_in_words(client: TestClient, gpus: str, said: str) -> None:
+@pytest.mark.parametrize(("gpus", "said"), [("1", "its memory, 447.0 GiB,"), ("2", "its memory, 447.0 GiB,")])
+def test_the_note_under_the_cards_says_what_the_bar_is(client: TestClient, gpus: str, said: str) -> None:
+    # 16 B × 30e9 weights = 480e9 B = 447.0 GiB on every card under data parallelism; the picture's own
+    # scale (its 8 weights of 16 B) is not a quantity a student meets.
     note = text(dom(client.get(f"/?stage=dp&gpus={gpus}").text), "#grid .grid-note")
     assert said in note
+    assert " B." not in note
+
+
+RUN = "params=7&largest_layer=5&gpus=16&recipe=fp32-adam&units=GB"
+
+
+@pytest.mark.parametrize("headers", [{}, {"HX-Request": "true"}], ids=["page", "swap"])
+def test_the_json_links_carry_the_run_drawn_and_answer_for_it(client: TestClient, headers: dict[str, str]) -> None:
+    tree = _page(client, f"{RUN}&stage=zero3&phase=3&theme=projector", headers)
+    links = one(tree, "#json-links")
+    # A swap replaces the footer's links out of band: the footer itself is not swapped.
+    assert links.get("hx-swap-oob") == ("innerHTML" if headers else None)
+    memory, layout = one(links, "a:nth-of-type(1)")["href"], one(links, "a:nth-of-type(3)")["href"]
+    assert isinstance(memory, str)
+    assert isinstance(layout, str)
+    run = parse_qs(RUN)
+    # The run's parameters, and the stage for the layout; not the phase or the theme, which the JSON has not.
+    assert urlsplit(memory).path == "/api/memory"
+    assert parse_qs(urlsplit(memory).query) == run
+    assert urlsplit(layout).path == "/api/layout"
+    assert parse_qs(urlsplit(layout).query) == {**run, "stage": ["zero3"]}
+    inputs = client.get(memory).json()["inputs"]
+    assert (inputs["params"], inputs["gpus"], inputs["largest_layer"], inputs["recipe"]) == (7, 16, 5, "fp32-adam")
+    grid = client.get(layout).json()
+    assert (grid["stage"], grid["gpus"], [b["bytes"] for b in grid["bands"]]) == ("zero3", 16, [4, 4, 0, 8])
+
+
+def test_the_default_runs_json_links_are_the_bare_addresses(client: TestClient) -> None:
+    tree = _page(client, "")
+    assert one(tree, "#json-links a:nth-of-type(1)")["href"] == "/api/memory"
+    assert one(tree, "#json-links a:nth-of-type(3)")["href"] == "/api/layout?stage=dp"
+    assert _page(client, "stage=zero2", {"HX-Request": "true"}).select("#json-links") != []
+
+
+def test_the_headline_and_the_table_count_the_padding_each_card_really_keeps(client: TestClient) -> None:
+    # 7 weights on 16 cards, fp32 Adam (4/4/0/8 B): a slice is ⌈7/16⌉ = 1 weight, so a card keeps
+    # 1 × 16 B = 16 B under ZeRO-3, not 16/16 B per weight: 16 B / 7 = 2.29 B per weight, and
+    # 16 B of data parallelism's 7 × 16 = 112 B is 14.3% (not 1.00 B and 6.25%, which ignore padding).
+    tree = _page(client, f"{RUN}&stage=zero3")
+    headline = text(tree, ".headline")
+    assert "Each card keeps 2.29 bytes per weight" in headline
+    assert "14.3% of what data parallelism keeps" in headline
+    # The table, by hand: DP 112 B / 7 = 16.00; ZeRO-1 7 × (4 + 4) + 1 × 8 = 64 B, 9.14; ZeRO-2
+    # 7 × 4 + 1 × (4 + 8) = 40 B, 5.71; ZeRO-3 16 B, 2.29. Each times 7 is the bytes beside it.
+    assert _table(tree, "td.bpw") == ["16.00", "9.14", "5.71", "2.29"]
+    rows = client.get(f"/api/memory?{RUN}").json()["stages"]
+    assert [r["per_gpu_bytes"] for r in rows] == [112, 64, 40, 16]
+    assert [r["bytes_per_weight"] for r in rows] == [16, 64 / 7, 40 / 7, 16 / 7]
+    # With no padding (the seed run) the figures are the seed's: 16, 5.5, 3.75 and 2 B per weight.
+    seed = _page(client, "stage=zero3")
+    assert "Each card keeps 2.00 bytes per weight" in text(seed, ".headline")
+    assert "12.5% of what data parallelism keeps" in text(seed, ".headline")
+    assert _table(seed, "td.bpw") == ["16.00", "5.50", "3.75", "2.00"]
+
+
+def test_the_largest_model_that_fits_never_exceeds_what_the_form_accepts(client: TestClient) -> None:
+    # ZeRO-3 on 4,096 cards of 10¹⁵ B, 16 B per weight in all: 4,096 × 10¹⁵ / 16 = 2.56 × 10¹⁷
+    # weights would fit, but the form reads counts below 10¹⁶. Capped at its largest, cut to three
+    # figures: at least 9,990T weights, which the form accepts and which fits.
+    tree = _page(client, "params=1e15&gpus=4096&capacity=1e15&stage=zero3")
+    assert _table(tree, "td.max-model")[-1] == "at least 9,990T weights"
+    # Data parallelism's own largest is within reach, so it is the figure itself: 10¹⁵ B / 16 B = 62.5T.
+    assert _table(tree, "td.max-model")[0] == "62.5T weights"
+    entered = client.get("/?params=9,990T&gpus=4096&capacity=1e15&stage=zero3")
+    assert entered.status_code == 200
+    assert _table(dom(entered.text), "td.verdict-cell")[-1].startswith("✓ fits")
+    assert client.get("/?params=256000T&gpus=4096&capacity=1e15&stage=zero3").status_code == 422
+
+
+@pytest.mark.parametrize(
+    ("query", "heading"),
+    [
+        ("params=7", "7-weight model per GPU"),
+        ("params=1", "1-weight model per GPU"),
+        ("params=999", "999-weight model per GPU"),
+        ("params=7.5B", "7.5B model per GPU"),
+        ("", "30B model per GPU"),
+    ],
+)
+def test_the_tables_model_column_reads_as_a_phrase_for_any_size(client: TestClient, query: str, heading: str) -> None:
+    tree = _page(client, query)
+    headings = [th.get_text(strip=True) for th in tree.select("table.figures thead th")]
+    assert heading in headings
+    assert {td["data-label"] for td in tree.select("table.figures td.per-gpu")} == {heading}

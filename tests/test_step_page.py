@@ -114,13 +114,13 @@ def test_the_tally_ends_at_the_seed_figures(client: TestClient, stage: str, tall
 
 
 def test_a_run_on_64_gpus_is_stepped_on_its_own_cards(client: TestClient) -> None:
-    tree = _page(client, "stage=zero3&phase=3&gpus=64")
+    tree = _page(client, "stage=zero3&phase=3&gpus=64&model=zero-7.5b")
     cards = [card["data-card-index"] for card in tree.select("#grid .card")]
     assert cards == ["0", "1", "2", "3", "60", "61", "62", "63"]
     assert text(tree, "#grid .card-gap") == "… GPU 4 to GPU 59: the same pattern"
-    # 16 B for each of the 468,750,000 weights in a 1/64 slice: 7.0 GiB, as the table says.
-    assert {text(card, ".card-sub") for card in tree.select("#grid .card")} == {"now 7.0 GiB · peak 7.0 GiB"}
-    assert text(tree, "table.figures tr[data-stage=zero3] td.per-gpu") == "7.0 GiB"
+    # 16 B for each of the 117,187,500 weights in a 1/64 slice of 7.5B: 1.7 GiB, as the table says.
+    assert {text(card, ".card-sub") for card in tree.select("#grid .card")} == {"now 1.7 GiB · peak 1.7 GiB"}
+    assert text(tree, "table.figures tr[data-stage=zero3] td.per-gpu") == "1.7 GiB"
     # GPU 1 holds the second eighth of column 0, drawn as a strip; GPUs 0-7 hold column 0.
     strip = one(tree, cell_selector(1, 0, "master"))
     assert cell_facts(strip)["holding"] == "partial"
@@ -169,9 +169,9 @@ def test_the_step_says_what_each_column_stands_for(client: TestClient) -> None:
     assert [li.get_text() for li in tree.select(".column-key li")][4] == "4: layers 41–51 of 80"
     assert "layers 41–51 of 80" in text(tree, ".step-explanation")
     assert tree.select(".step-note") == []
-    unknown = _page(client, "stage=zero3&phase=5")
-    # The same words as the boundary box, where the table's peak is explained.
-    assert text(unknown, ".step-note") == text(unknown, ".boundary-verdict")
+    unknown = _page(client, "stage=zero3&phase=5&model=zero-7.5b")
+    assert text(unknown, ".step-note").startswith("Largest layer unknown")
+    assert "unknown" in text(unknown, ".boundary-verdict")
 
 
 @pytest.mark.parametrize("phase", ["-1", "21", "x", "1.5"])
@@ -228,3 +228,29 @@ def test_one_screen_one_story_for_any_run(client: TestClient, query: dict[str, s
     api = client.get("/api/step", params={**query, "phase": "20"}).json()
     memory = client.get("/api/memory", params=query).json()
     assert api["peak_bytes_so_far"] == next(row["peak_bytes"] for row in memory["stages"] if row["stage"] == stage)
+
+
+def _drawn_now(tree: BeautifulSoup) -> float:
+    """How much of the first card's bar is what it holds now (the pale peak-so-far left out)."""
+    bar = tree.select("#grid .card .bar svg")[0]
+    return sum(float(str(r["width"])) for r in bar.select("rect") if "peak" not in r["class"])
+
+
+@pytest.mark.parametrize("model", ["seed-30b", "llama-3-8b", "llama-3-70b", "llama-3.1-405b", "gpt-3-175b", "custom"])
+@pytest.mark.parametrize("gpus", [8, 64])
+def test_zero3_gathering_a_layer_moves_a_tenth_of_the_bar_and_discarding_it_brings_it_back(
+    client: TestClient, model: str, gpus: int
+) -> None:
+    run = f"stage=zero3&model={model}&gpus={gpus}" + ("&params=7.5B&largest_layer=500M" if model == "custom" else "")
+    at_rest = _page(client, f"{run}&phase=0")
+    forward = [_page(client, f"{run}&phase={phase}") for phase in range(1, 9)]
+    rest = _drawn_now(at_rest)
+    # The gather of the model's largest layer shows as at least a tenth of the bar.
+    assert max(_drawn_now(tree) for tree in forward) - rest >= 10
+    # Each layer gathered is also said in figures: "now" rises above the state at rest, and falls back
+    # once the backward pass is done and the layers are discarded.
+    now = [text(card, ".card-sub").split(" · ")[0] for card in at_rest.select("#grid .card")][0]
+    assert all(text(tree, "#grid .card .card-sub").split(" · ")[0] != now for tree in forward)
+    after = _page(client, f"{run}&phase=17")
+    assert text(after, "#grid .card .card-sub").split(" · ")[0] == now
+    assert _drawn_now(after) == pytest.approx(rest)

@@ -54,5 +54,5 @@ def test_bad_option_gives_a_message_and_exit_2(capsys: pytest.CaptureFixture[str
 
 def test_one_gpu_reads_in_the_singular_and_moves_nothing(capsys: pytest.CaptureFixture[str]) -> None:
     lines = _table(capsys, "--gpus", "1")
-    assert lines[0] == "30B (the seed text's example): 30,000,000,000 weights on 1 GPU, Mixed-precision Adam"
+    assert lines[0] == "30B weights in 8 equal layers: 30,000,000,000 weights on 1 GPU, Mixed-precision Adam"
     assert all("0P = 0 GiB" in row for row in lines[4:8])

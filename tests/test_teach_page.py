@@ -94,9 +94,10 @@ def test_the_widget_carries_one_sentence_for_each_kind_of_change(client: TestCli
 
 
 def test_fit_sentence_when_it_fits_and_none_without_a_card(client: TestClient) -> None:
-    # ZeRO-3: 2 B × 30e9 = 60e9 B (55.9 GiB); 64 GiB = 68.72e9 B leaves 8.72e9 B = 8.1 GiB.
-    assert one(_get(client, "stage=zero3&capacity=64GiB"), "#widget")["data-say-fit"] == (
-        "ZeRO-3 fits on 64.0 GiB: 8.1 GiB left for activations."
+    # ZeRO-3: 2 B × 30e9 = 60e9 B at rest, and one of its 8 layers of 3.75e9 weights gathered (2 B)
+    # with its gradients (2 B): a peak of 75e9 B. 80 GiB = 85.90e9 B leaves 10.90e9 B = 10.2 GiB.
+    assert one(_get(client, "stage=zero3&capacity=80GiB"), "#widget")["data-say-fit"] == (
+        "ZeRO-3 fits on 80.0 GiB: 10.2 GiB left for activations."
     )
     widget = one(_get(client, "stage=zero3"), "#widget")
     assert widget["data-say-fit"] == ""
@@ -115,7 +116,7 @@ def test_keys_script_hint_and_help_dialog(client: TestClient) -> None:
     assert response.headers["content-type"].startswith("text/html")
     dialog = one(dom(response.text), "dialog#keys-help")
     keys = [" ".join(dt.get_text(" ").split()) for dt in dialog.select("dt")]
-    assert keys == ["0 1 2 3", "← →", "Home End", "Space", "f", "?", "Esc"]
+    assert keys == ["0 1 2 3", "← → PageUp PageDown", "Home End", "Space", "b .", "f", "?", "Esc"]
     assert one(dialog, "form[method=dialog] button").get_text() == "Close"
 
 

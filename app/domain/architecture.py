@@ -109,11 +109,22 @@ class ModelPreset:
     params: int
     architecture: Architecture | None = None
     source: str = ""
+    equal_layers: int | None = None
+    """A count drawn as this many layers of equal size, as the lesson's picture draws its model."""
 
     @property
     def largest_layer(self) -> int | None:
-        """Derived from the architecture; unknown for a bare count."""
-        return self.architecture.largest_layer if self.architecture else None
+        """Derived from the architecture, or from equal layers; unknown for a bare count."""
+        if self.architecture:
+            return self.architecture.largest_layer
+        return -(-self.params // self.equal_layers) if self.equal_layers else None
+
+    @property
+    def largest_layer_source(self) -> str:
+        """Where the largest layer comes from, in words."""
+        if self.architecture:
+            return "derived from the architecture"
+        return f"one of its {self.equal_layers} equal layers" if self.equal_layers else "unknown"
 
 
 def _preset(name: ModelName, title: str, architecture: Architecture, source: str) -> ModelPreset:
@@ -142,7 +153,15 @@ GPT_3_175B = Architecture(
 PRESETS: dict[ModelName, ModelPreset] = {
     preset.name: preset
     for preset in (
-        ModelPreset(ModelName.SEED_30B, "30B (the seed text's example)", 30 * 10**9, source="the seed text"),
+        # The lesson's own picture: eight weights standing for eight layers, each an eighth of the
+        # model, so ZeRO-3 gathers one of them at a time.
+        ModelPreset(
+            ModelName.SEED_30B,
+            "30B weights in 8 equal layers",
+            30 * 10**9,
+            source="the ZeRO lesson's example",
+            equal_layers=8,
+        ),
         ModelPreset(
             ModelName.ZERO_7_5B, "7.5B (the ZeRO paper's Figure 1)", 7_500_000_000, source="Rajbhandari et al. 2019"
         ),

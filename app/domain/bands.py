@@ -42,6 +42,7 @@ class Recipe:
     specs: tuple[BandSpec, ...]
     # Looked up once per grid cell, so kept as a mapping rather than searched.
     _by_band: dict[Band, BandSpec] = field(init=False, repr=False, compare=False)
+    _hash: int = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if tuple(spec.band for spec in self.specs) != tuple(Band):
@@ -49,6 +50,11 @@ class Recipe:
         if any(spec.nbytes < 0 for spec in self.specs):
             raise ValueError("a band cannot cost negative bytes")
         object.__setattr__(self, "_by_band", {spec.band: spec for spec in self.specs})
+        object.__setattr__(self, "_hash", hash((self.name, self.title, self.specs)))
+
+    # A recipe keys the figures' memos and is hashed on every figure: its hash is worked out once.
+    def __hash__(self) -> int:
+        return self._hash
 
     def spec(self, band: Band) -> BandSpec:
         """The spec of one band."""

@@ -78,12 +78,15 @@ def _label(found: list[Piece], layers: int) -> str:
 _ORDINALS = ("first", "second", "third", "fourth", "fifth", "sixth", "seventh", "last")
 
 
-def model_columns(params: int, architecture: Architecture | None, largest_layer: int | None) -> tuple[Column, ...]:
+def model_columns(
+    params: int, architecture: Architecture | None, largest_layer: int | None, equal_layers: bool = False
+) -> tuple[Column, ...]:
     """The model's eighths.
 
     With an architecture, each eighth names its layers and its own largest layer (the embedding
     sits in the first, the output head in the last). A largest layer entered by hand, or a bare
     weight count, gives every eighth the same largest layer: the one the run states, or unknown.
+    A model of 8 `equal_layers` has one layer a column, as the lesson draws it.
     """
     derived = architecture is not None and largest_layer == architecture.largest_layer
     parts = pieces(architecture) if architecture is not None else ()
@@ -95,7 +98,7 @@ def model_columns(params: int, architecture: Architecture | None, largest_layer:
             label = _label(found, architecture.layers)
             largest = max(piece.params for piece in found) if derived else largest_layer
         else:
-            label = f"the model's {_ORDINALS[index]} eighth"
+            label = f"layer {index + 1} of {COLUMNS}" if equal_layers else f"the model's {_ORDINALS[index]} eighth"
             largest = largest_layer
         result.append(Column(index, label, largest))
     return tuple(result)

@@ -9,9 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from fractions import Fraction
 
+from app.domain import card
 from app.domain.bands import MIXED_ADAM, Band, Recipe
+from app.domain.card import Moment, Pass, layer_in_hand, term_bytes
 from app.domain.communication import communication_p, transfers
-from app.domain.memory import DEFAULT_GPUS, DEFAULT_PARAMS, bytes_per_weight, per_gpu_bytes
+from app.domain.memory import DEFAULT_GPUS, DEFAULT_PARAMS, per_gpu_bytes
 from app.domain.stages import Stage
 
 MAX_GPUS = 4096
@@ -51,6 +53,7 @@ class StageReport:
 
     stage: Stage
     bytes_per_weight: Fraction
+    """What one card keeps per weight of the model, padding included: per_gpu_bytes / params."""
     per_gpu_bytes: int
     communication_p: int
     communication_bytes: int
@@ -96,17 +99,14 @@ def layer_extra(stage: Stage, run: Run, layer: int | None, *, backward: bool) ->
     their owners. Data parallelism and ZeRO-1 write into buffers they already keep, and one card
     has nobody to share with. An unknown layer adds nothing: model states only.
     """
-    if layer is None or run.gpus == 1:
-        return LayerExtra(0, 0)
-    gathered = layer * run.recipe.nbytes(Band.WEIGHTS) if Band.WEIGHTS in stage.sharded else 0
-    computed = layer * run.recipe.nbytes(Band.GRADIENTS) if backward and Band.GRADIENTS in stage.sharded else 0
+    moment = Moment(Pass.BACKWARD if backward else Pass.FORWARD, layer)
+    gathered, computed = (term_bytes(t, stage, run.params, run.gpus, moment) for t in layer_in_hand(run.recipe))
     return LayerExtra(gathered, computed)
 
 
 def peak_bytes(stage: Stage, run: Run) -> int:
     """The most a card holds during the step: its state, plus the backward pass of the largest layer."""
-    state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe)
-    return state + layer_extra(stage, run, run.largest_layer, backward=True).total
+    return card.peak_bytes(stage, run.params, run.gpus, run.recipe, run.largest_layer)
 
 
 def _peak_for(stage: Stage, run: Run, params: int) -> int:
@@ -138,10 +138,13 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
     """Memory, traffic and fit of one stage."""
     peak = peak_bytes(stage, run)
     capacity = run.capacity
+    state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe)
     return StageReport(
         stage=stage,
-        bytes_per_weight=bytes_per_weight(stage, run.gpus, run.recipe),
-        per_gpu_bytes=per_gpu_bytes(stage, run.params, run.gpus, run.recipe),
+        # Not bytes_per_weight(stage, gpus, recipe), the 1/N of a model that divides evenly: a slice
+        # is padded to whole weights, and 7 weights on 16 cards keep 1 weight's bytes each, not 7/16.
+        bytes_per_weight=Fraction(state, run.params),
+        per_gpu_bytes=state,
         communication_p=communication_p(stage, run.gpus),
         communication_bytes=communication_bytes(stage, run),
         peak_bytes=peak,

@@ -11,6 +11,7 @@ from fractions import Fraction
 from functools import lru_cache
 
 from app.domain.bands import MIXED_ADAM, Band, Recipe
+from app.domain.card import card_bytes, model_state, term_bytes
 from app.domain.stages import Stage
 
 DEFAULT_GPUS = 8
@@ -29,15 +30,10 @@ def bytes_per_weight(stage: Stage, gpus: int = DEFAULT_GPUS, recipe: Recipe = MI
     )
 
 
-def shard_weights(params: int, gpus: int) -> int:
-    """Weights in one card's slice of a sharded band: P/N, rounded up (the padding)."""
-    return -(-params // gpus)
-
-
 def band_bytes(stage: Stage, band: Band, params: int, gpus: int, recipe: Recipe = MIXED_ADAM) -> int:
     """Bytes of one band on one card: the whole band, or one padded slice of it when the stage shards it."""
-    weights = shard_weights(params, gpus) if band in stage.sharded else params
-    return recipe.nbytes(band) * weights
+    (term,) = (t for t in model_state(recipe) if t.band is band)
+    return term_bytes(term, stage, params, gpus)
 
 
 def per_gpu_bytes(
@@ -48,4 +44,4 @@ def per_gpu_bytes(
         raise ValueError("params cannot be negative")
     if gpus < 1:
         raise ValueError("gpus must be at least 1")
-    return sum(band_bytes(stage, band, params, gpus, recipe) for band in Band)
+    return card_bytes(stage, params, gpus, recipe)

@@ -18,6 +18,8 @@ from fractions import Fraction
 
 # Counts stay below 10¹⁶ (COUNT_DIGITS digits); sizes written as plain bytes do too.
 COUNT_DIGITS = 16
+LARGEST_COUNT = 10**COUNT_DIGITS - 1
+"""The largest weight count the form and the API read."""
 # The largest size the grammar admits is 9,999.999 TiB.
 MAX_BYTES = 10**4 * 2**40
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from app.domain.architecture import PRESETS, Architecture, ModelName, ModelPreset
 from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
-from app.domain.columns import Column, model_columns
+from app.domain.columns import COLUMNS, Column, model_columns
 from app.domain.fit import Run
 from app.domain.memory import DEFAULT_GPUS
 from app.domain.quantities import ByteUnit
@@ -28,6 +28,8 @@ class Scenario:
     units: ByteUnit
     notes: tuple[str, ...] = ()
     architecture: Architecture | None = None
+    equal_layers: bool = False
+    """Whether the model is drawn as 8 equal layers, one a column (the lesson's example)."""
 
     @property
     def recipe(self) -> Recipe:
@@ -37,7 +39,7 @@ class Scenario:
     @property
     def columns(self) -> tuple[Column, ...]:
         """The model in eighths, as the step walks across it."""
-        return model_columns(self.run.params, self.architecture, self.run.largest_layer)
+        return model_columns(self.run.params, self.architecture, self.run.largest_layer, self.equal_layers)
 
 
 @dataclass(frozen=True)
@@ -94,9 +96,10 @@ def resolve(inputs: Inputs) -> Scenario:
             largest = params
             source = "capped at the whole model"
     elif preset is not None and preset.largest_layer is not None:
-        largest, source = preset.largest_layer, "derived from the architecture"
+        largest, source = preset.largest_layer, preset.largest_layer_source
     else:
         largest, source = None, "unknown"
     run = Run(params=params, gpus=inputs.gpus, recipe=recipe, largest_layer=largest, capacity=inputs.capacity)
     architecture = preset.architecture if preset is not None else None
-    return Scenario(run, name, title, source, inputs.units, tuple(notes), architecture)
+    equal = preset is not None and preset.equal_layers == COLUMNS and inputs.largest_layer is None
+    return Scenario(run, name, title, source, inputs.units, tuple(notes), architecture, equal)

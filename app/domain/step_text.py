@@ -1,7 +1,9 @@
 """What happens in each phase of a step, in words for students.
 
 Written from the same facts the phase holds (its part, its column, its collectives, the recipe
-and the number of cards), so the text names what the rings and arrows show.
+and the number of cards), so the text names what the rings and arrows show. Each phase says what
+happens in at most 35 words, short enough to read from the back of a room (`explanation`); what
+a student may want next is one "More" away (`detail`).
 """
 
 from __future__ import annotations
@@ -25,14 +27,28 @@ def _cards(cards: range, verb: str) -> str:
     return f"{cards_text(cards)} {verb}{'s' if len(cards) == 1 else ''}"
 
 
-def _owners(cards: range) -> str:
-    return f"{'card that owns' if len(cards) == 1 else 'cards that own'} them, {cards_text(cards)}"
-
-
-def _layer_limit(column: Column) -> str:
-    if column.largest_layer is None:
+def detail(phase: Phase, columns: tuple[Column, ...]) -> str:
+    """The longer explanation of a phase, when it has one: how a pass goes layer by layer."""
+    if phase.part not in (Part.FORWARD, Part.BACKWARD) or phase.column is None:
         return ""
-    return f" At most {column.largest_layer:,} weights are assembled at once."
+    column = columns[phase.column]
+    if Band.WEIGHTS in phase.sharded:
+        limit = (
+            "the largest layer is unknown here, so the figures count model states only"
+            if column.largest_layer is None
+            else f"at most {column.largest_layer:,} weights are assembled at once"
+        )
+        sent = ", reduce-scatters its gradients" if phase.part is Part.BACKWARD else ""
+        return (
+            f"Layer by layer: a card gathers one layer, uses it{sent} and discards the gathered weights before "
+            f"the next, so {limit}. A card never holds the whole model, only its slice and the layer in hand."
+        )
+    if Band.GRADIENTS in phase.sharded and phase.part is Part.BACKWARD:
+        return (
+            "Layer by layer: each layer's gradients are sent as soon as they are computed, so a card never holds "
+            "a full set of gradients, only its own slice and the layer in hand."
+        )
+    return ""
 
 
 def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> str:
@@ -40,8 +56,8 @@ def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> st
     part, gpus, sharded = phase.part, phase.gpus, phase.sharded
     if part is Part.START:
         return (
-            f"Every card holds its state at rest, as without the step. The {COLUMNS} columns are the model in "
-            "eighths, first layer to last; the forward pass walks across them."
+            f"Every card holds its state at rest. The {COLUMNS} columns are the model in eighths, first layer "
+            "to last; the forward pass walks across them."
         )
     if part in (Part.FORWARD, Part.BACKWARD) and phase.column is not None:
         return _pass(phase, recipe, columns[phase.column])
@@ -79,23 +95,21 @@ def _pass(phase: Phase, recipe: Recipe, column: Column) -> str:
     if phase.part is Part.FORWARD:
         if Band.WEIGHTS in sharded:
             return (
-                f"The cards all-gather column {k}'s weights ({what}) from the {_owners(owners)}, one layer at a "
-                "time: each card assembles a layer, runs it on its own batch and discards it at once."
-                f"{_layer_limit(column)}"
+                f"The cards all-gather column {k}'s weights ({what}) from {cards_text(owners)}: each card "
+                "assembles them, runs them on its own batch, then discards them."
             )
         if phase.gpus == 1:
             return f"The card runs column {k} ({what}) on its batch. Nothing moves: there is no other card."
         return f"Each card runs column {k} ({what}) on its own batch with its own copy of the weights. Nothing moves."
     if Band.WEIGHTS in sharded:
         return (
-            f"The cards gather column {k}'s weights ({what}) again, one layer at a time, and compute its gradients. "
-            f"They reduce-scatter them layer by layer as each is done: {_cards(owners, 'keep')} the sums, and "
-            f"every card drops what it computed for others, and the gathered weights.{_layer_limit(column)}"
+            f"The cards gather column {k}'s weights ({what}) again and compute its gradients, then "
+            f"reduce-scatter them: {_cards(owners, 'keep')} the sums. Every card discards the gathered weights."
         )
     if Band.GRADIENTS in sharded:
         return (
-            f"Each card computes column {k}'s gradients ({what}) and reduce-scatters them layer by layer: "
-            f"{_cards(owners, 'keep')} the sums; the others drop what they computed and sent."
+            f"Each card computes column {k}'s gradients ({what}) and reduce-scatters them: "
+            f"{_cards(owners, 'keep')} the sums; the others drop what they sent."
         )
     if phase.gpus == 1:
         return f"The card computes column {k}'s gradients ({what}) into its gradient buffer. Nothing moves."

@@ -31,14 +31,14 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def _snippet(server: str, path: str, controls: str) -> str:
-    """The snippet the app's own "Embed this" panel offers for `path` with `controls`."""
+def _snippet(server: str, path: str, controls: str, calculator: bool = False) -> str:
+    """The snippet the app's own "Embed this" panel offers for `path` with `controls` (and the calculator)."""
     with urllib.request.urlopen(server + path) as response:
         panel = one(dom(response.read().decode()), "#embed-this")["hx-get"]
     with urllib.request.urlopen(server + str(panel)) as response:
         tree = dom(response.read().decode())
     option = one(tree, f'#embed-controls option[value="{controls}"]')
-    return str(option["data-snippet"])
+    return str(option["data-snippet-calculator" if calculator else "data-snippet"])
 
 
 @pytest.fixture
@@ -152,7 +152,8 @@ def test_the_host_script_ignores_messages_from_anyone_but_the_frame(page: Page, 
 def test_without_the_host_script_the_default_height_scrolls_and_cuts_nothing_off(
     page: Page, server: str, serve: Any
 ) -> None:
-    snippet = _snippet(server, "/?stage=zero2", "stages").split("<script")[0]
+    # The step's embed is taller than the snippet's 720 px (the switcher's alone now fits in it).
+    snippet = _snippet(server, "/?stage=zero2&phase=10", "step").split("<script")[0]
     page.goto(serve("plain.html", _lesson(snippet)))
     frame = _frame(page, server)
     expect(frame.locator("#grid")).to_have_attribute("data-stage", "zero2")
@@ -254,7 +255,15 @@ def test_embed_this_copies_the_snippet_for_the_chosen_controls(page: Page, serve
     screenshot(page, "embed-this-panel")
 
 
-@pytest.mark.parametrize("path", ["/embed?stage=zero1", "/embed?stage=zero3&phase=9&controls=step&calculator=1"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/embed?stage=zero1",
+        "/embed?stage=zero3&phase=9&controls=step&calculator=1",
+        "/embed?stage=zero2&controls=none",
+        "/share?stage=zero1&controls=step&calculator=1",
+    ],
+)
 def test_axe_finds_no_accessibility_violations_in_the_embed(page: Page, server: str, path: str) -> None:
     page.goto(server + path)
     results = Axe().run(page)
@@ -273,8 +282,9 @@ def test_a_page_opened_from_disk_can_frame_it(page: Page, server: str, tmp_path:
     assert not [text for text in refused if "frame-ancestors" in text]
 
 
-_KEY_COLUMNS = """() => [...document.querySelectorAll('.legend .key')].map(
-  k => getComputedStyle(k).gridTemplateColumns.split(' ').length)"""
+# How many lines the key's longest entry takes: its height over its line height.
+_KEY_LINES = """() => Math.max(...[...document.querySelectorAll('.legend .key li')].map(
+  li => li.getBoundingClientRect().height / parseFloat(getComputedStyle(li).lineHeight)))"""
 
 
 @pytest.mark.parametrize("path", ["/embed?stage=zero2&theme=projector", "/embed?stage=zero3&phase=2&theme=projector"])
@@ -283,8 +293,99 @@ def test_a_projector_embed_on_a_wide_screen_keeps_its_key_readable(page: Page, s
     # and the full-screen button sat in an empty cell of the layout, half way down.
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(server + path)
-    assert page.evaluate(_KEY_COLUMNS) == [1, 1, 1]
+    assert page.evaluate(_KEY_LINES) < 2
     button, switcher = page.locator("#fullscreen").bounding_box(), page.locator(".switcher").bounding_box()
     assert button is not None
     assert switcher is not None
     assert button["y"] + button["height"] <= switcher["y"]
+
+
+STAGES = ["dp", "zero1", "zero2", "zero3"]
+# The text of the cards and their key, the step's words and drawings: none smaller (the screen's own
+# pixels; an SVG's text as drawn, after its scaling).
+_SMALLEST_TEXT = """() => {
+  const sizes = [];
+  for (const el of document.querySelectorAll('#widget *')) {
+    if (el.closest('.visually-hidden, .grid-note') || !el.checkVisibility()) { continue; }
+    const own = [...el.childNodes].some(n => n.nodeType === Node.TEXT_NODE && n.textContent.trim());
+    if (!own) { continue; }
+    const size = parseFloat(getComputedStyle(el).fontSize);
+    sizes.push(el instanceof SVGElement ? size * el.getScreenCTM().a : size);
+  }
+  return Math.min(...sizes);
+}"""
+# Every cell's box, and the room between a cell and the next one down its column.
+_CELLS = """() => {
+  const boxes = [...document.querySelectorAll('#grid .cell')].map(c => c.getBoundingClientRect());
+  const apart = [...document.querySelectorAll('#grid .column')].flatMap(col => {
+    const cells = [...col.querySelectorAll('.cell')].map(c => c.getBoundingClientRect());
+    return cells.slice(1).map((c, i) => c.top - cells[i].bottom);
+  });
+  return [Math.min(...boxes.map(b => b.height)), Math.min(...boxes.map(b => b.width)), Math.min(...apart)];
+}"""
+
+
+@pytest.mark.parametrize("stage", STAGES)
+@pytest.mark.parametrize(
+    ("controls", "moment", "limit"),
+    [
+        ("none", "", 600),  # the picture alone
+        ("step", "&phase=5", 900),  # a forward phase
+        ("step", "&phase=12", 900),  # a backward phase: ZeRO-2 and 3 draw a collective more
+        ("stages", "", 720),  # the switcher: within the snippet's own height, so it fits without the script too
+    ],
+    ids=["picture", "step-forward", "step-backward", "switcher"],
+)
+def test_a_compact_embed_fits_a_course_pages_column(
+    page: Page, server: str, serve: Any, stage: str, controls: str, moment: str, limit: int
+) -> None:
+    page.set_viewport_size({"width": 1000, "height": 800})
+    snippet = _snippet(server, f"/?stage={stage}{moment}", controls)
+    page.goto(serve(f"{controls}-{stage}.html", _lesson(snippet)))
+    frame = _frame(page, server)
+    expect(frame.locator("#grid")).to_have_attribute("data-stage", stage)
+    height = _fits(page, frame)
+    print(f"embed {controls}{moment} {stage}: {height} px in a {COLUMN} px frame")
+    assert height <= limit
+    # Still readable: four cards a row, no text under 12 px, every cell a few pixels tall and apart.
+    tops = frame.evaluate("[...document.querySelectorAll('#grid .card')].map(c => c.getBoundingClientRect().top)")
+    assert len(set(tops)) == 2
+    assert frame.evaluate(_SMALLEST_TEXT) >= 12
+    tallest, widest, apart = frame.evaluate(_CELLS)
+    assert (tallest >= 6, widest >= 12, apart >= 2) == (True, True, True)
+    if stage == "zero3":
+        screenshot(page, f"embed-760-{controls}{moment.replace('&', '-').replace('=', '')}")
+
+
+def test_the_embed_panel_offers_the_calculator_and_the_snippet_follows_it(page: Page, server: str) -> None:
+    page.goto(server + "/?stage=zero2&gpus=16")
+    page.click("#embed-this summary")
+    # With the script, a drop-down and a box; the links that do the same without it are hidden.
+    expect(page.locator("#embed-calculator")).to_be_visible()
+    expect(page.locator("#embed-choices")).to_be_hidden()
+    snippet = page.locator("#embed-snippet")
+
+    def frame_src() -> str:
+        return str(one(dom(snippet.input_value()), "iframe")["src"])
+
+    page.check("#embed-calculator")
+    assert frame_src() == f"{server}/embed?stage=zero2&gpus=16&calculator=1"
+    page.select_option("#embed-controls", "step")
+    assert frame_src() == f"{server}/embed?stage=zero2&gpus=16&controls=step&calculator=1"
+    expect(page.locator("#embed-url")).to_have_attribute("href", frame_src())
+    # A swap redraws the panel for the new stage and keeps both choices.
+    page.click("#switch-zero3")
+    settled(page)
+    expect(page.locator("#embed-calculator")).to_be_checked()
+    expect(page.locator("#embed-controls")).to_have_value("step")
+    assert frame_src() == f"{server}/embed?stage=zero3&gpus=16&controls=step&calculator=1"
+    page.uncheck("#embed-calculator")
+    assert frame_src() == f"{server}/embed?stage=zero3&gpus=16&controls=step"
+
+
+def test_the_calculators_embed_holds_the_run_form(page: Page, server: str, serve: Any) -> None:
+    page.set_viewport_size({"width": 1000, "height": 800})
+    page.goto(serve("calculator.html", _lesson(_snippet(server, "/?stage=zero2", "stages", calculator=True))))
+    frame = _frame(page, server)
+    expect(frame.locator("#run-form")).to_have_count(1)
+    print(f"embed stages with the calculator zero2: {_fits(page, frame)} px in a {COLUMN} px frame")

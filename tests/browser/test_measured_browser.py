@@ -43,3 +43,19 @@ def test_on_a_phone_nothing_scrolls_sideways(page: Page, server: str, path: str)
         "el => getComputedStyle(el, '::before').getPropertyValue('content')"
     )
     assert label.startswith('"Measured')
+
+
+def test_zero3_opens_on_fsdp2_with_fsdp1_one_click_away_and_its_difference_in_view(page: Page, server: str) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(server + "/measured?stage=zero3")
+    settled(page)
+    assert page.locator("#measured").get_attribute("data-impl") == "fsdp2"
+    note = page.locator("#impl-note")
+    box = note.bounding_box()
+    assert box is not None
+    assert box["y"] + box["height"] <= 800
+    assert "gather one layer at a time" in note.inner_text()
+    page.click("#impl-fsdp1")
+    settled(page)
+    assert page.locator("#measured").get_attribute("data-impl") == "fsdp1"
+    assert page.locator(".curve-note").inner_text().startswith("Not the model's shape.")

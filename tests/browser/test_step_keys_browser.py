@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -178,4 +179,134 @@ def test_a_double_click_on_a_tab_keeps_the_marks_of_what_changed(page: Page, ser
     expect(page.locator("#change-note")).not_to_be_empty()
     asked = [parse_qs(urlsplit(r.url).query)["stage"][0] for r in watch.requests if r.resource_type == "xhr"]
     assert asked == ["zero2"]
+    watch.assert_clean(page)
+
+
+# A presentation clicker sends PageDown and PageUp: they step, as → and ← do, and the page stays put.
+@pytest.mark.parametrize(
+    ("key", "start", "end"),
+    [("PageDown", 4, 5), ("PageUp", 4, 3), ("PageDown", 0, 1), ("PageUp", 19, 18), ("ArrowRight", 4, 5)],
+)
+def test_a_clicker_steps_without_scrolling_the_page(
+    page: Page, server: str, watch: Watch, key: str, start: int, end: int
+) -> None:
+    page.goto(f"{server}/?stage=zero3&phase={start}")
+    page.evaluate("window.scrollTo(0, 200)")
+    assert page.evaluate("scrollY") == 200  # tall enough to scroll: a page key would move it
+    page.keyboard.press(key)
+    expect(page.locator("#step")).to_have_attribute("data-phase", str(end))
+    settled(page)
+    assert _in_address(page, "phase") == [str(end)]
+    assert page.evaluate("scrollY") == 200
+    watch.assert_clean(page)
+
+
+@pytest.mark.parametrize(
+    ("keys", "phase"), [(["ArrowRight"], "1"), (["PageDown"], "1"), (["PageDown", "ArrowRight"], "2")]
+)
+def test_forward_at_rest_starts_the_step_at_its_first_move(
+    page: Page, server: str, watch: Watch, keys: list[str], phase: str
+) -> None:
+    page.goto(f"{server}/?stage=zero3")
+    for key in keys:
+        page.keyboard.press(key)
+    _ends_on(page, "#step", "data-phase", phase)
+    assert _in_address(page, "phase") == [phase]
+    assert page.evaluate("scrollY") == 0
+    watch.assert_clean(page)
+
+
+@pytest.mark.parametrize(("keys", "start"), [(["ArrowLeft"], 0), (["PageUp"], 0), (["ArrowLeft", "PageUp"], 1)])
+def test_back_at_phase_0_leaves_the_step(page: Page, server: str, watch: Watch, keys: list[str], start: int) -> None:
+    page.goto(f"{server}/?stage=zero2&phase={start}")
+    for key in keys:
+        page.keyboard.press(key)  # the second while the first swap is on its way: it counts at phase 0
+    expect(page.locator("#watch-step")).to_be_visible()
+    expect(page.locator("#step")).to_have_count(0)
+    settled(page)
+    assert "phase" not in parse_qs(urlsplit(page.url).query)
+    watch.assert_clean(page)
+
+
+def _blanked(page: Page) -> bool:
+    # The whole window black, above everything, in full screen too (the overlay is <main>'s).
+    cover: dict[str, str] = page.evaluate(
+        """() => { const s = getComputedStyle(document.querySelector('main'), '::after');
+                   return {content: s.content, position: s.position, background: s.backgroundColor,
+                           width: s.width, height: s.height}; }"""
+    )
+    size = page.viewport_size or {"width": 0, "height": 0}
+    full = cover["width"] == f"{size['width']}px" and cover["height"] == f"{size['height']}px"
+    return (
+        cover["content"] != "none" and cover["position"] == "fixed" and cover["background"] == "rgb(0, 0, 0)" and full
+    )
+
+
+@pytest.mark.parametrize(("blank", "back"), [("b", "b"), (".", "ArrowRight"), ("b", "PageDown"), (".", "click")])
+def test_b_blanks_the_screen_and_any_key_or_click_brings_it_back(
+    page: Page, server: str, watch: Watch, blank: str, back: str
+) -> None:
+    page.goto(f"{server}/?stage=zero3&phase=4")
+    assert not _blanked(page)
+    page.keyboard.press(blank)
+    assert _blanked(page)
+    if back == "click":
+        page.mouse.click(400, 300)
+    else:
+        page.keyboard.press(back)
+    assert not _blanked(page)
+    settled(page)
+    page.wait_for_timeout(300)
+    # The key or click that brings the picture back does nothing else: still the phase shown.
+    expect(page.locator("#step")).to_have_attribute("data-phase", "4")
+    assert _in_address(page, "phase") == ["4"]
+    watch.assert_clean(page)
+
+
+# The page's clock is Playwright's: Play's wait is read off it, not timed against the wall.
+@pytest.mark.parametrize(("speed", "wait_ms"), [("slow", 2400), ("normal", 1400), ("fast", 700)])
+def test_play_waits_as_long_as_the_speed_chosen(
+    page: Page, server: str, watch: Watch, speed: str, wait_ms: int
+) -> None:
+    start = datetime(2026, 1, 1, tzinfo=UTC)
+    page.clock.install(time=start)
+    page.goto(f"{server}/?stage=zero2&phase=3")
+    page.clock.pause_at(start + timedelta(minutes=1))  # from now on the page's time moves only when told
+    expect(page.locator("#step-speed")).to_be_visible()
+    page.select_option("#step-speed", speed)
+    page.click("#step-play")
+    page.clock.run_for(wait_ms - 50)
+    page.wait_for_timeout(200)  # a request sent now would be back by then
+    expect(page.locator("#step")).to_have_attribute("data-phase", "3")
+    page.clock.run_for(100)
+    expect(page.locator("#step")).to_have_attribute("data-phase", "4")
+    watch.assert_clean(page)
+
+
+def test_the_speed_chosen_outlives_the_swaps(page: Page, server: str, watch: Watch) -> None:
+    page.goto(f"{server}/?stage=zero3&phase=2")
+    expect(page.locator("#step-speed")).to_have_value("normal")
+    page.select_option("#step-speed", "fast")
+    page.click("#step-next")
+    expect(page.locator("#step")).to_have_attribute("data-phase", "3")
+    expect(page.locator("#step-speed")).to_have_value("fast")
+    page.click("#step-leave")  # the panel goes, and comes back new
+    page.click("#watch-step")
+    expect(page.locator("#step")).to_have_attribute("data-phase", "0")
+    settled(page)
+    expect(page.locator("#step-speed")).to_be_visible()
+    expect(page.locator("#step-speed")).to_have_value("fast")
+    watch.assert_clean(page)
+
+
+def test_the_list_of_keys_names_the_clicker_the_blank_screen_and_the_speed(
+    page: Page, server: str, watch: Watch
+) -> None:
+    page.goto(f"{server}/?stage=zero1")
+    page.keyboard.press("?")
+    keys = page.locator("#keys-help")
+    expect(keys).to_be_visible()
+    for words in ["PageDown", "PageUp", "starts the step at phase 1", "leaves the step", "Blank", "any key or click",
+                  "speed"]:  # fmt: skip
+        expect(keys).to_contain_text(words)
     watch.assert_clean(page)

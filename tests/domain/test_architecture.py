@@ -35,10 +35,18 @@ def test_largest_layer_is_a_block_when_blocks_outweigh_the_embedding() -> None:
     assert GPT_3_175B.largest_layer == GPT_3_175B.block_params > GPT_3_175B.embedding_params
 
 
-def test_bare_counts_have_no_known_largest_layer() -> None:
-    assert PRESETS[ModelName("seed-30b")].params == 30 * 10**9
+def test_a_bare_count_has_no_known_largest_layer() -> None:
     assert PRESETS[ModelName("zero-7.5b")].params == 7_500_000_000
-    assert PRESETS[ModelName("seed-30b")].largest_layer is None
+    assert PRESETS[ModelName("zero-7.5b")].largest_layer is None
+    assert PRESETS[ModelName("zero-7.5b")].largest_layer_source == "unknown"
+
+
+def test_the_lessons_model_is_eight_equal_layers() -> None:
+    # The lesson draws 30B weights as eight weights, each a layer: 30e9 / 8 = 3.75e9 weights a layer.
+    seed = PRESETS[ModelName("seed-30b")]
+    assert seed.params == 30 * 10**9
+    assert seed.largest_layer == 3_750_000_000
+    assert seed.largest_layer_source == "one of its 8 equal layers"
 
 
 @pytest.mark.parametrize(

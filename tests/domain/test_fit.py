@@ -7,8 +7,17 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.domain.architecture import PRESETS, ModelName
-from app.domain.bands import MIXED_ADAM, RECIPES, Recipe, RecipeName
-from app.domain.fit import Run, communication_bytes, layer_exceeds_card, peak_bytes, report
+from app.domain.bands import MIXED_ADAM, RECIPES, Recipe, RecipeName, custom_recipe
+from app.domain.fit import (
+    LayerExtra,
+    Run,
+    communication_bytes,
+    layer_exceeds_card,
+    layer_extra,
+    peak_bytes,
+    report,
+    stage_report,
+)
 from app.domain.quantities import ByteUnit
 from app.domain.stages import Stage
 
@@ -99,6 +108,39 @@ def test_the_largest_model_that_fits_fits_and_one_percent_more_does_not(
         assert peak_bytes(row.stage, replace(run, params=largest + 1)) > capacity
         assert peak_bytes(row.stage, replace(run, params=largest * 101 // 100 + 1)) > capacity
         assert row.fits is (params <= largest)
+
+
+def test_a_peak_exactly_the_cards_size_fits_with_no_headroom() -> None:
+    # 800 weights on 8 cards, layers of 100, mixed-precision Adam (2/2/4/8 B). ZeRO-3 by hand: a slice of
+    # 800 / 8 = 100 weights × 16 B = 1,600 B, plus the assembled layer, 100 × (2 B weights + 2 B gradients)
+    # = 400 B: a peak of 2,000 B. On a card of exactly 2,000 B it fits, with 0 B to spare; 801 weights
+    # would need a slice of 101: 1,616 + 400 = 2,016 B, too many, so 800 is the largest model that fits.
+    run = Run(params=800, gpus=8, largest_layer=100, capacity=2_000)
+    zero3 = stage_report(Stage.ZERO3, run)
+    assert zero3.peak_bytes == 2_000
+    assert zero3.fits is True
+    assert zero3.headroom_bytes == 0
+    assert zero3.max_params_that_fit == 800
+    # One byte less and the same peak no longer fits.
+    smaller = stage_report(Stage.ZERO3, replace(run, capacity=1_999))
+    assert (smaller.fits, smaller.headroom_bytes, smaller.max_params_that_fit) == (False, -1, 792)
+    # 792 by hand: a slice of 99 weights, 99 × 16 + 400 = 1,984 B fits; 793 needs 100, 2,000 B > 1,999 B.
+
+
+def test_the_layer_in_hand_counts_the_gradients_at_their_own_size() -> None:
+    # bf16 weights (2 B) with fp32 gradients (4 B), as with fp32 gradient accumulation: no preset has
+    # weights and gradients of different sizes. 800 weights on 8 cards, layers of 100 weights.
+    run = Run(params=800, gpus=8, recipe=custom_recipe(2, 4, 4, 8), largest_layer=100)
+    # ZeRO-3, backward: the layer's whole weights gathered, 100 × 2 = 200 B, and its whole gradients
+    # computed, 100 × 4 = 400 B. Forward: the weights only.
+    assert layer_extra(Stage.ZERO3, run, 100, backward=True) == LayerExtra(gathered=200, computed=400)
+    assert layer_extra(Stage.ZERO3, run, 100, backward=False) == LayerExtra(gathered=200, computed=0)
+    # ZeRO-2 keeps its weights whole, so it gathers nothing; it computes the 400 B of gradients.
+    assert layer_extra(Stage.ZERO2, run, 100, backward=True) == LayerExtra(gathered=0, computed=400)
+    # The peaks. ZeRO-3: a slice of 100 weights × (2 + 4 + 4 + 8) = 1,800 B, + 200 + 400 = 2,400 B.
+    # ZeRO-2: the whole weights, 800 × 2 = 1,600 B, a slice of the rest, 100 × 16 = 1,600 B, + 400 = 3,600 B.
+    assert peak_bytes(Stage.ZERO3, run) == 2_400
+    assert peak_bytes(Stage.ZERO2, run) == 3_600
 
 
 def test_when_one_layer_exceeds_the_card_no_model_fits() -> None:

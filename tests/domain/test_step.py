@@ -12,6 +12,7 @@ from app.domain.columns import COLUMNS, Column, model_columns
 from app.domain.communication import Collective
 from app.domain.fit import Run, peak_bytes
 from app.domain.memory import per_gpu_bytes
+from app.domain.scenario import Inputs, resolve
 from app.domain.stages import Stage
 from app.domain.step import (
     LAST_PHASE,
@@ -24,7 +25,7 @@ from app.domain.step import (
     share,
     step,
 )
-from app.domain.step_text import explanation
+from app.domain.step_text import detail, explanation
 
 GIB = 2**30
 SEED = Run()
@@ -239,3 +240,15 @@ def test_a_card_is_responsible_for_an_nth_of_the_model(gpus: int, card: int) -> 
     card %= gpus
     total = sum(part.size for c in owned_columns(card, gpus) if (part := share(card, c, gpus)) is not None)
     assert total == Fraction(COLUMNS, gpus)
+
+
+@pytest.mark.parametrize("model", [m for m in ModelName if m is not ModelName.CUSTOM])
+@pytest.mark.parametrize("gpus", [1, 3, 8, 16, 1024])
+def test_every_phase_says_what_happens_in_at_most_35_words(model: ModelName, gpus: int) -> None:
+    # Read from the back of a room: the longer explanation is one "More" away.
+    scenario = resolve(Inputs(model=model, gpus=gpus))
+    for stage in Stage:
+        for phase in step(stage, scenario.run, scenario.columns):
+            said = explanation(phase, scenario.recipe, scenario.columns)
+            assert len(said.split()) <= 35, said
+            assert len(detail(phase, scenario.columns).split()) <= 60

@@ -1,0 +1,82 @@
+"""What sits on a card: the terms, their size laws, and the one fit figure, checked by hand."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.domain.bands import MIXED_ADAM, RECIPES, Band, RecipeName
+from app.domain.card import (
+    AT_REST,
+    Law,
+    Moment,
+    Pass,
+    Place,
+    Term,
+    card_bytes,
+    card_terms,
+    moments,
+    peak_bytes,
+    term_bytes,
+)
+from app.domain.stages import Stage
+
+SEED, LAYER = 30 * 10**9, 3_750_000_000
+
+
+def test_a_card_is_four_bands_of_state_and_two_terms_for_the_layer_in_hand() -> None:
+    terms = card_terms(MIXED_ADAM)
+    assert [(t.name, t.law, t.nbytes) for t in terms] == [
+        ("weights", Law.PER_WEIGHT, 2),
+        ("gradients", Law.PER_WEIGHT, 2),
+        ("master", Law.PER_WEIGHT, 4),
+        ("moments", Law.PER_WEIGHT, 8),
+        ("gathered", Law.PER_LAYER, 2),
+        ("computed", Law.PER_LAYER, 2),
+    ]
+    assert all(t.place is Place.GPU for t in terms)
+    # The seed's list of what each stage splits: ZeRO-1 the optimizer state, ZeRO-2 the gradients too,
+    # ZeRO-3 the weights too.
+    split = {t.band: t.split_by for t in terms if t.band is not None}
+    assert split[Band.MOMENTS] == split[Band.MASTER] == {Stage.ZERO1, Stage.ZERO2, Stage.ZERO3}
+    assert split[Band.GRADIENTS] == {Stage.ZERO2, Stage.ZERO3}
+    assert split[Band.WEIGHTS] == {Stage.ZERO3}
+
+
+# The seed's table, 30B weights on 8 cards: 16, 5.5, 3.75 and 2 bytes per weight at rest. The peak adds,
+# for one of its 8 layers of 3.75e9 weights, ZeRO-2's bf16 gradients (7.5e9 B) and ZeRO-3's bf16 weights
+# gathered as well (another 7.5e9 B).
+@pytest.mark.parametrize(
+    ("stage", "rest", "forward", "peak"),
+    [
+        (Stage.DP, 480e9, 480e9, 480e9),
+        (Stage.ZERO1, 165e9, 165e9, 165e9),
+        (Stage.ZERO2, 112.5e9, 112.5e9, 120e9),
+        (Stage.ZERO3, 60e9, 67.5e9, 75e9),
+    ],
+)
+def test_the_seeds_card_at_rest_in_the_forward_pass_and_at_its_peak(
+    stage: Stage, rest: float, forward: float, peak: float
+) -> None:
+    assert card_bytes(stage, SEED, 8, MIXED_ADAM) == rest
+    assert card_bytes(stage, SEED, 8, MIXED_ADAM, Moment(Pass.FORWARD, LAYER)) == forward
+    assert peak_bytes(stage, SEED, 8, MIXED_ADAM, LAYER) == peak
+    # The peak is the highest of the moments, and an unknown layer leaves model states only.
+    assert peak == max(card_bytes(stage, SEED, 8, MIXED_ADAM, m) for m in moments(LAYER))
+    assert peak_bytes(stage, SEED, 8, MIXED_ADAM, None) == rest
+
+
+def test_a_split_term_is_a_padded_slice_and_one_card_has_nobody_to_gather_from() -> None:
+    # 7 weights on 16 cards: each card keeps a slice of ceil(7/16) = 1 weight, so 8 B of fp32 moments.
+    (moments_term,) = (t for t in card_terms(RECIPES[RecipeName.FP32_ADAM]) if t.band is Band.MOMENTS)
+    assert term_bytes(moments_term, Stage.ZERO3, 7, 16) == 8
+    gathered = card_terms(MIXED_ADAM)[4]
+    assert term_bytes(gathered, Stage.ZERO3, SEED, 8, Moment(Pass.FORWARD, LAYER)) == 7_500_000_000
+    assert term_bytes(gathered, Stage.ZERO3, SEED, 1, Moment(Pass.FORWARD, LAYER)) == 0
+    assert term_bytes(gathered, Stage.ZERO2, SEED, 8, Moment(Pass.FORWARD, LAYER)) == 0
+    assert term_bytes(gathered, Stage.ZERO3, SEED, 8, AT_REST) == 0
+
+
+def test_a_fixed_term_counts_once_and_a_per_token_term_asks_for_a_batch() -> None:
+    assert term_bytes(Term("context", Law.FIXED, 500_000_000), Stage.DP, SEED, 8) == 500_000_000
+    with pytest.raises(ValueError, match="micro-batch"):
+        term_bytes(Term("activations", Law.PER_TOKEN, 2), Stage.DP, SEED, 8)
