@@ -8,13 +8,14 @@ from brotli_asgi import BrotliMiddleware
 from fastapi import FastAPI
 from starlette.middleware.gzip import GZipMiddleware
 
-from app import __version__, api, errors, pages
-from app.assets import StaticAssets
-from app.cache import ResponseCache
-from app.config import Settings
-from app.overload import ConcurrencyLimit
+from app import __version__
 from app.paths import STATIC_DIR
-from app.security import SecurityHeadersMiddleware
+from app.serving.assets import StaticAssets
+from app.serving.cache import ResponseCache
+from app.serving.config import Settings
+from app.serving.overload import ConcurrencyLimit
+from app.serving.security import SecurityHeadersMiddleware
+from app.web import api, errors, pages
 
 # Compression: brotli for browsers (brotli-asgi), gzip for other clients (Starlette's own), with one
 # threshold: below it a compressed body saves less than its headers cost. Fast levels for what is

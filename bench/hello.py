@@ -17,8 +17,8 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse, HTMLResponse, PlainTextResponse
 
 from app.paths import STATIC_DIR
-from app.server import serve
-from app.templating import HTMX_CONFIG_JSON
+from app.serving.server import serve
+from app.web.templating import HTMX_CONFIG_JSON
 
 app = FastAPI(docs_url=None, redoc_url=None, openapi_url=None)
 STAGES = ("dp", "zero1", "zero2", "zero3")

@@ -37,9 +37,9 @@ from unittest import mock
 from fastapi.testclient import TestClient
 from starlette.middleware.gzip import GZipResponder
 
-import app.pages
-from app.config import Settings
+import app.web.pages
 from app.main import create_app
+from app.serving.config import Settings
 
 MAX_PAGE_GZIP_BYTES = 20_000
 MAX_PAGE_TIME_RATIO = 3.0
@@ -91,8 +91,8 @@ def run(rounds: int) -> list[Measure]:
 # What a never-seen run's time is split into: each name is looked up where the route (or the compression
 # middleware, which gives gzip to a client that asks for it through Starlette's own responder) calls it.
 SPLIT: list[tuple[str, object, str]] = [
-    ("view", app.pages, "page_view"),
-    ("template", app.pages, "render"),
+    ("view", app.web.pages, "page_view"),
+    ("template", app.web.pages, "render"),
     ("compression", GZipResponder, "apply_compression"),
 ]
 

@@ -3,7 +3,7 @@
 Run: .venv/bin/python -m bench.serve            (about 2 minutes; needs wrk: apt-get install wrk)
      .venv/bin/python -m bench.serve --quick    (a few seconds a figure: checks it runs, not how fast)
 
-Both servers are started here by the same `app.server.serve` (uvicorn, uvloop, httptools, no
+Both servers are started here by the same `app.serving.server.serve` (uvicorn, uvloop, httptools, no
 access log) with one worker per core: the app by its `zero-bands` command, the
 baseline as `bench.hello`. wrk loads them in turn in the same run, the hello-world before and after
 each of the app's throughput loads, so the machine's noise hits both. Every figure is printed
@@ -427,7 +427,7 @@ def run(quick: bool) -> list[Check]:
     checks.append(crowd_check(crowd))
     slow_count = 50 if quick else 500
     # uvicorn gives no deadline for headers: closing such clients is the reverse proxy's (docs/deploying.md,
-    # checked by tests/test_deploying.py). Here, that they slow no one else.
+    # checked by tests/serving/test_deploying.py). Here, that they slow no one else.
     checks.append(Check(
         f"{slow_count} slowloris connections",
         f"a request's median {before:.1f} ms before, {during:.1f} ms during; {closed} of {slow_count} closed "

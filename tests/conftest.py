@@ -15,9 +15,9 @@ from fastapi.testclient import TestClient
 from hypothesis import settings
 from starlette.types import ASGIApp, Message
 
-from app.assets import BUNDLES, bundled, minified
 from app.main import create_app
 from app.paths import STATIC_DIR
+from app.serving.assets import BUNDLES, bundled, minified
 
 # Timing is for the benchmark, not for tests: a loaded machine must not turn a slow example into a
 # failure (hypothesis's default deadline is 200 ms per example).

@@ -39,9 +39,10 @@ def test_readme_shows_a_screenshot_that_exists() -> None:
 
 
 def test_every_url_option_is_in_the_one_table() -> None:
-    from app.inputs import CompareQuery, EmbedQuery
+    from app.web.inputs import CompareQuery, EmbedQuery
 
-    section = README.split("### Every URL option", 1)[1]
+    options = (ROOT / "docs" / "url-options.md").read_text()
+    section = options.split("## Every URL option", 1)[1]
     table = [line for line in section.split("\n\n")[2].splitlines() if line.startswith("|")]
     assert table, "the section starts with a sentence, then the table"
     documented = "\n".join(table)
@@ -50,5 +51,15 @@ def test_every_url_option_is_in_the_one_table() -> None:
         for name, field in query.model_fields.items():
             written = field.alias or name
             assert f"`{written}`" in documented, written
-    assert README.count("### Every URL option") == 1
-    assert 'width="1200"' not in README
+    assert options.count("## Every URL option") == 1
+    assert 'width="1200"' not in options
+
+
+def test_the_readme_is_a_front_door_and_its_links_lead_somewhere() -> None:
+    assert len(README.encode()) <= 10_000
+    links = re.findall(r"\]\((docs/[^)#]+)\)", README)
+    assert links
+    for link in links:
+        assert (ROOT / link).is_file(), link
+    # Every page under docs/ is reachable from the front door.
+    assert {f"docs/{p.name}" for p in (ROOT / "docs").glob("*.md")} <= set(links)

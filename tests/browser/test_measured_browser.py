@@ -6,7 +6,7 @@ import pytest
 from playwright.sync_api import Page
 
 from tests.browser.conftest import settled
-from tests.test_measured_page import MEASURED
+from tests.web.test_measured_view import MEASURED
 
 # How many header cells are shown in the table's head, and how many cells are shown in each body row.
 VISIBLE = """table => {

@@ -1,0 +1,182 @@
+"""The `zero-bands` command: serve the app, print the table for a run, or export a static copy."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from app.domain.architecture import ModelName
+from app.domain.bands import RecipeName
+from app.domain.quantities import ByteUnit
+from app.serving.config import DEFAULT_LIMIT, LIMIT_ENV, ConfigError, Settings, quoted
+from app.serving.server import serve
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{quoted(text, limit=None)} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not between 0 and 65535")
+    return port
+
+
+def _positive(text: str) -> int:
+    if not (text.isdigit() and 0 < len(text) < 7 and int(text) > 0):
+        raise argparse.ArgumentTypeError(f"{quoted(text, limit=None)} is not a whole number from 1 to 999999")
+    return int(text)
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line: serving options, and the `table` subcommand."""
+    p = argparse.ArgumentParser(prog="zero-bands", description="Serve ZeRO Bands, the ZeRO sharding grid.")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=_port, default=8000, help="port to listen on (default: 8000)")
+    p.add_argument("--root-path", default="", help="path prefix when served behind a proxy, e.g. /tools/zero")
+    p.add_argument(
+        "--workers", type=_positive, default=os.cpu_count() or 1,
+        help="worker processes, each with its own cache (default: one per core, here %(default)s)",
+    )  # fmt: skip
+    p.add_argument(
+        "--limit-concurrency", type=_positive, default=None,
+        help=f"requests in progress per worker past which the next gets a 503 at once (default: {DEFAULT_LIMIT})",
+    )  # fmt: skip
+    p.add_argument("--access-log", action="store_true", help="log every request (off by default: it costs time)")
+    commands = p.add_subparsers(dest="command", metavar="{table,export,measure}")
+    table = commands.add_parser(
+        "table", help="print memory, traffic and fit per stage for a run", description="Print the table for a run."
+    )
+    table.add_argument("--model", choices=[m.value for m in ModelName], help="a preset model (default: the seed's 30B)")
+    table.add_argument("--params", help="weights of a custom model: 7.5B, 7.5e9, 7.5e+09 or 7,500,000,000")
+    table.add_argument("--gpus", default="8", help="number of GPUs, 1-4096 (default: 8)")
+    table.add_argument("--recipe", choices=[r.value for r in RecipeName], default=RecipeName.MIXED_ADAM.value)
+    for band in ("weights", "gradients", "master", "moments"):
+        table.add_argument(f"--{band}-bytes", help=f"bytes per weight of the {band} band (custom recipe)")
+    table.add_argument("--largest-layer", help="weights ZeRO-3 gathers at once (default: from the architecture)")
+    table.add_argument("--capacity", help="one card's memory: 80GB, 80GiB, or bytes such as 80e9")
+    table.add_argument("--units", choices=[u.value for u in ByteUnit], default=ByteUnit.GIB.value)
+    export = commands.add_parser(
+        "export",
+        help="write a static copy of the pages that any static file server can serve",
+        description="Write every stage at rest and every phase of every stage's step, for the default run, "
+        "as static files into DIR, with the assets they use.",
+    )
+    export.add_argument("dir", metavar="DIR", type=Path, help="the folder to write (created if missing)")
+    export.add_argument("--force", action="store_true", help="write into DIR even if it is not empty")
+    measure = commands.add_parser(
+        "measure",
+        help="measure what PyTorch holds on 8 CPU ranks under each arrangement (needs zero-bands[measure])",
+        description="Train a toy model of 8 equal layers on 8 CPU processes (gloo) under DDP, "
+        "ZeroRedundancyOptimizer, FSDP1 and FSDP2, and write the bytes each rank holds as a JSON snapshot.",
+    )
+    measure.add_argument("--out", type=Path, help="where to write the snapshot (default: print a summary only)")
+    return p
+
+
+def table(args: argparse.Namespace) -> int:
+    """Validate the run as the API does, then print its table; 2 and a message when it is wrong."""
+    # Imported here: serving needs none of it, and every worker starts sooner without it.
+    from pydantic import ValidationError
+
+    from app.domain.scenario import resolve
+    from app.web.errors import describe
+    from app.web.inputs import RunQuery
+    from app.web.table import render_table
+
+    fields = {name: value for name, value in vars(args).items() if name in RunQuery.model_fields and value is not None}
+    try:
+        query = RunQuery.model_validate(fields)
+    except ValidationError as error:
+        errors = [{**e, "loc": ("option", *e["loc"])} for e in error.errors()]
+        message = describe(errors, show_input=True)
+        print(f"zero-bands table: {_printable(message)}", file=sys.stderr)
+        return 2
+    try:
+        print(render_table(resolve(query.inputs())))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `zero-bands table | head`: the reader has what it wanted. Quietly, as other tools do: point
+        # stdout at nothing so the interpreter's own final flush cannot complain either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def _printable(text: str) -> str:
+    """A message with any control character (an escape sequence typed into an option) shown as an escape."""
+    return "".join(c if c.isprintable() or c == "\n" else ascii(c)[1:-1] for c in text)
+
+
+def export_site(args: argparse.Namespace) -> int:
+    """Write the static copy and say what was written; 2 and a message when it cannot be."""
+    from app.cli.export import ExportError, export
+
+    out: Path = args.dir
+    try:
+        summary = export(out, force=args.force)
+    except (ExportError, ConfigError) as error:
+        print(f"zero-bands export: {error}", file=sys.stderr)
+        return 2
+    print(
+        f"Wrote {summary.files:,} files ({summary.nbytes:,} bytes) to {out}: {summary.pages} pages, "
+        f"their JSON and the static assets. Serve the folder with any static file server, or open index.html."
+    )
+    if summary.missing:
+        print(f"{len(summary.missing)} linked addresses are not in the copy and show as plain text:", file=sys.stderr)
+        for url in sorted(summary.missing):
+            print(f"  {url}", file=sys.stderr)
+    return 0
+
+
+MEASURE_NEEDS_TORCH = (
+    "zero-bands measure needs PyTorch, which is not installed: pip install 'zero-bands[measure]' "
+    "(the CPU build, torch==2.13.0)."
+)
+
+
+def measure(args: argparse.Namespace) -> int:
+    """Run the measurement, a line per arrangement, and write the snapshot; 2 and a message without torch."""
+    try:
+        from app.measure.runner import measure as run_measurement
+    except ImportError:
+        print(MEASURE_NEEDS_TORCH, file=sys.stderr)
+        return 2
+    import json
+
+    from app.domain.measured import compare, parse
+
+    print("Measuring on 8 CPU ranks (gloo), one arrangement at a time:", flush=True)
+    data = run_measurement()
+    snapshot = parse(data)
+    for measured in snapshot.arrangements:
+        agreement = compare(snapshot, measured)
+        share = float(agreement.ratio)
+        print(f"{measured.stage.info.title}, {measured.title}: {share:.2%} of the model's bytes, "
+              f"{agreement.unexplained:,} B unexplained")  # fmt: skip
+    if args.out is not None:
+        args.out.write_text(json.dumps(data, indent=1) + "\n")
+        print(f"Wrote {args.out}.")
+    print(f"Measured in {snapshot.seconds:.1f} s with torch {snapshot.torch}.")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Parse the arguments; print a table, export a static copy, or serve until interrupted."""
+    args = parser().parse_args(argv)
+    if args.command == "table":
+        raise SystemExit(table(args))
+    if args.command == "export":
+        raise SystemExit(export_site(args))
+    if args.command == "measure":
+        raise SystemExit(measure(args))
+    if args.limit_concurrency is not None:
+        os.environ[LIMIT_ENV] = str(args.limit_concurrency)
+    try:
+        # Each worker builds its own app from the environment: check it once here, with a clear message.
+        Settings.from_env()
+    except ConfigError as error:
+        parser().exit(2, f"zero-bands: {error}\n")
+    serve(args.host, args.port, args.root_path, workers=args.workers, access_log=args.access_log)

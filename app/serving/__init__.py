@@ -1,0 +1,1 @@
+"""Serving: the server, static files, compression, security headers and the one response cache."""

@@ -1,0 +1,64 @@
+"""Headers that every response carries, static files and errors included."""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.serving.config import Settings
+
+
+def content_security_policy(settings: Settings) -> str:
+    """A strict policy: this origin only, no inline code, no eval, embeddable where configured."""
+    directives = {
+        "default-src": "'self'",
+        "script-src": "'self'",
+        "style-src": "'self'",
+        "img-src": "'self'",
+        "connect-src": "'self'",
+        "font-src": "'self'",
+        "object-src": "'none'",
+        "base-uri": "'none'",
+        "form-action": "'self'",
+        "frame-ancestors": settings.frame_ancestors,
+    }
+    return "; ".join(f"{name} {value}" for name, value in directives.items())
+
+
+def security_headers(settings: Settings) -> dict[str, str]:
+    """The headers added to every response.
+
+    There is deliberately no X-Frame-Options: course pages embed this tool, and CSP
+    frame-ancestors alone decides where.
+    """
+    return {
+        "Content-Security-Policy": content_security_policy(settings),
+        "X-Content-Type-Options": "nosniff",
+        # Nothing to another site; to this one the page a form was sent from, which a run form sent
+        # without JavaScript needs to keep the run on the screen beside a typo.
+        "Referrer-Policy": "same-origin",
+        "Cross-Origin-Opener-Policy": "same-origin",
+        "Permissions-Policy": "camera=(), microphone=(), geolocation=()",
+    }
+
+
+class SecurityHeadersMiddleware:
+    """Adds the security headers and removes any Server header, on every HTTP response."""
+
+    def __init__(self, app: ASGIApp, settings: Settings) -> None:
+        self.app = app
+        self.headers = [(k.lower().encode(), v.encode()) for k, v in security_headers(settings).items()]
+        self.replaced = {name for name, _ in self.headers} | {b"server", b"x-frame-options"}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Pass the request on, rewriting the headers of the response as it starts."""
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                kept = [(k, v) for k, v in message.get("headers", []) if k.lower() not in self.replaced]
+                message = {**message, "headers": kept + self.headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

@@ -1,0 +1,121 @@
+"""A card's memory bar: what it keeps at rest, what it holds for one layer, and its peak.
+
+The bar runs from nothing to the stage's peak on one card, so the layer a card holds in hand is
+what moves it through a step. When that layer is small against the state at rest (a big model on
+few cards), the part at rest is drawn shortened, behind a break, to three quarters of the bar: one
+layer then still takes a quarter, where to scale it would be a sliver of a few pixels. The label
+and the note under the cards say which of the two a bar is.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from app.domain.fit import LayerExtra, peak_bytes
+from app.domain.memory import band_bytes, per_gpu_bytes
+from app.domain.scenario import Scenario
+from app.domain.stages import Stage
+from app.web.view_models import BarView, Segment, legend
+
+REST_SHARE = Fraction(3, 4)
+"""Where a broken bar puts the end of the state at rest: the layer in hand gets the other quarter."""
+
+
+@dataclass(frozen=True)
+class BarScale:
+    """Bytes to a position along a bar, 0 to 100: linear, or with the part at rest shortened."""
+
+    rest: int
+    top: int
+    broken: bool
+
+    def x(self, nbytes: int) -> Fraction:
+        """Where `nbytes` from the bar's start falls, in percent of the bar."""
+        if not self.top:
+            return Fraction(0)
+        if not self.broken:
+            return Fraction(nbytes * 100, self.top)
+        if nbytes <= self.rest:
+            return REST_SHARE * 100 * Fraction(nbytes, self.rest)
+        return REST_SHARE * 100 + (1 - REST_SHARE) * 100 * Fraction(nbytes - self.rest, self.top - self.rest)
+
+
+def stage_scale(scenario: Scenario, stage: Stage) -> BarScale:
+    """The bar of one stage: to its peak, broken where one layer would be under a quarter of it."""
+    run = scenario.run
+    rest = per_gpu_bytes(stage, run.params, run.gpus, run.recipe)
+    top = peak_bytes(stage, run)
+    layer = top - rest
+    return BarScale(rest, top, broken=0 < layer * 4 < top)
+
+
+def shared_scale(top: int) -> BarScale:
+    """One linear scale for bars that are compared side by side."""
+    return BarScale(top, top, broken=False)
+
+
+def bar_view(
+    scenario: Scenario, stage: Stage, extra: LayerExtra, peak: int, label: str, scale: BarScale | None = None
+) -> BarView:
+    """A card's memory: its bands at rest, then what it holds for one layer, then the peak so far.
+
+    The same drawing at rest (the extra is the largest layer's, so the bar reaches the peak) and
+    during a step (the extra is the layer in hand, and a lighter stretch runs on to the peak so far).
+    """
+    run, units = scenario.run, scenario.units
+    scale = scale or stage_scale(scenario, stage)
+    segments: list[Segment] = []
+    total = 0
+
+    # Positions are worked out from bytes each time, so a broken scale bends at the right place.
+    def add(css: str, nbytes: int, text: str) -> None:
+        nonlocal total
+        start = scale.x(total)
+        total += nbytes
+        end = scale.x(total)
+        segments.append(Segment(css, float(start), float(end - start), f"{text}: {units.show(nbytes)}"))
+
+    for spec in legend(run.recipe):
+        add(f"band-{spec.band}", band_bytes(stage, spec.band, run.params, run.gpus, run.recipe), spec.label)
+    if extra.gathered:
+        add("gathered", extra.gathered, "one layer's weights, assembled from their owners")
+    if extra.computed:
+        add("sent", extra.computed, "one layer's gradients, computed here before they are reduce-scattered")
+    now = per_gpu_bytes(stage, run.params, run.gpus, run.recipe) + extra.total
+    if peak > now:
+        add("peak", peak - now, "peak so far, above now")
+    capacity = run.capacity
+    # A card bigger than the bar's end is said in the label, not drawn off the end.
+    capacity_x = float(scale.x(capacity)) if capacity and capacity <= scale.top else None
+    return BarView(
+        segments=tuple(segments),
+        capacity_x=capacity_x,
+        rest_x=float(scale.x(scale.rest)) if scale.rest < scale.top else None,
+        broken=scale.broken,
+        label=f"{label}: {units.show(peak)}" + (f" of {units.show(capacity)}" if capacity else ""),
+        verdict="",
+        fits=None,
+    )
+
+
+def bar_note(scenario: Scenario, stage: Stage) -> str:
+    """What the bars under the cards are drawn to, in a sentence or two."""
+    scale, units, capacity = stage_scale(scenario, stage), scenario.units, scenario.run.capacity
+    rest, top = units.show(scale.rest), units.show(scale.top)
+    if scale.rest == scale.top:
+        said = f"The bar under each card is its memory, {top}, each band as long as its bytes."
+    elif scale.broken:
+        said = (
+            f"The bar under each card runs to the peak on one card, {top}. The part at rest ({rest}, up to the tick) "
+            "is drawn shortened behind the break, so that one layer in hand shows."
+        )
+    else:
+        said = (
+            f"The bar under each card runs from 0 to the peak on one card, {top}; "
+            f"the tick marks what it keeps at rest, {rest}."
+        )
+    if capacity is None:
+        return said
+    where = "the line" if capacity <= scale.top else "beyond the bar's end"
+    return f"{said} The card's {units.show(capacity)} is {where}."

@@ -1,0 +1,127 @@
+"""The side-by-side view: two stages of the same run, each grid compact, and the difference between them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from urllib.parse import urlencode
+
+from app.domain.bands import BandSpec
+from app.domain.change import change
+from app.domain.fit import report
+from app.domain.quantities import per_weight
+from app.domain.scenario import Scenario
+from app.domain.stages import Stage
+from app.web.bars import shared_scale
+from app.web.links import compare_address
+from app.web.view_models import CardGap, CardView, StageLink, Theme, legend
+from app.web.views import APP_NAME, gpus_label, rest_cards
+
+
+@dataclass(frozen=True)
+class CompareSide:
+    """One stage of the two: its switcher (keeping the other side), figures and compact grid."""
+
+    side: str
+    """'left' or 'right': also the prefix of every id inside."""
+    stage: Stage
+    title: str
+    summary: str
+    links: tuple[StageLink, ...]
+    bytes_per_weight: str
+    per_gpu: str
+    peak: str
+    communication: str
+    cards: tuple[CardView | CardGap, ...]
+    change: str
+    """What going from the other side to this one does to each card."""
+
+
+@dataclass(frozen=True)
+class CompareView:
+    """Two stages of one run side by side, and the difference a student can point at."""
+
+    title: str
+    summary: str
+    left: CompareSide
+    right: CompareSide
+    difference: str
+    legend: tuple[BandSpec, ...]
+    back_href: str
+    capacity: str | None
+    theme: Theme = Theme.DEFAULT
+    notes: tuple[str, ...] = ()
+    """What the run drawn is not quite what was asked, as the page says it (a count set aside, a layer too big)."""
+
+
+def compare_view(
+    left: Stage,
+    right: Stage,
+    scenario: Scenario,
+    base: str,
+    page: str,
+    run: tuple[tuple[str, str], ...],
+    theme: Theme = Theme.DEFAULT,
+) -> CompareView:
+    """`left` and `right` of the run, drawn to one scale; `base` is this page's path, `page` the main page's.
+
+    `run` is the run's parameters as the page keeps them; every link also keeps the theme.
+    """
+    if theme is not Theme.DEFAULT:
+        run = (*run, ("theme", theme.value))
+    rows = {r.stage: r for r in report(scenario.run)}
+    run_, units = scenario.run, scenario.units
+    peaks = max(rows[left].peak_bytes, rows[right].peak_bytes)
+    # One linear scale for both sides, so the two bars compare.
+    scale = shared_scale(
+        max(run_.capacity, peaks) if run_.capacity is not None else max(r.peak_bytes for r in rows.values())
+    )
+
+    def side(name: str, stage: Stage, other: Stage) -> CompareSide:
+        row = rows[stage]
+        links = tuple(
+            StageLink(
+                s,
+                s.info.title,
+                s.info.summary,
+                compare_address(base, s, other, run) if name == "left" else compare_address(base, other, s, run),
+                s is stage,
+            )
+            for s in Stage
+        )
+        moved = change(other, stage, run_.recipe, run_.gpus)
+        return CompareSide(
+            side=name,
+            stage=stage,
+            title=stage.info.title,
+            summary=stage.info.summary,
+            links=links,
+            bytes_per_weight=per_weight(row.bytes_per_weight),
+            per_gpu=units.show(row.per_gpu_bytes),
+            peak=units.show(row.peak_bytes),
+            communication=f"{row.communication_p}P",
+            cards=rest_cards(scenario, stage, row, scale, None if other is stage else moved),
+            change=moved.sentence,
+        )
+
+    a, b = rows[left], rows[right]
+    if a.per_gpu_bytes == b.per_gpu_bytes:
+        difference = f"Both keep {units.show(a.per_gpu_bytes)} on each card."
+    else:
+        more, less = (a, b) if a.per_gpu_bytes > b.per_gpu_bytes else (b, a)
+        difference = (
+            f"{less.stage.info.title} keeps {units.show(more.per_gpu_bytes - less.per_gpu_bytes)} less on each card "
+            f"than {more.stage.info.title}: {units.show(less.per_gpu_bytes)} "
+            f"instead of {units.show(more.per_gpu_bytes)}."
+        )
+    return CompareView(
+        title=f"{left.info.title} beside {right.info.title} · {APP_NAME}",
+        summary=f"{scenario.model_title}, {run_.params:,} weights, on {gpus_label(run_.gpus)} with {run_.recipe.title}",
+        left=side("left", left, right),
+        right=side("right", right, left),
+        difference=difference,
+        legend=legend(scenario.recipe),
+        back_href=f"{page}?{urlencode({'stage': left.value, **dict(run)})}",
+        capacity=None if run_.capacity is None else units.show(run_.capacity),
+        theme=theme,
+        notes=scenario.notes,
+    )

@@ -1,0 +1,273 @@
+"""The query parameters that describe a run, shared by the page and the API.
+
+One Pydantic model, so both validate the same way and the OpenAPI schema documents exactly
+what is accepted: the count and size grammars are the domain's own patterns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
+
+from app.domain.architecture import ModelName
+from app.domain.bands import MAX_CUSTOM_BAND_BYTES, RecipeName
+from app.domain.fit import MAX_GPUS
+from app.domain.measured import IMPLS, Impl, default_impl
+from app.domain.memory import DEFAULT_GPUS
+from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, ambiguity, parse_bytes, parse_count
+from app.domain.scenario import Inputs
+from app.domain.stages import Stage
+from app.domain.step import LAST_PHASE
+from app.web.view_models import FieldProblem, Theme
+
+_COUNT_EXAMPLES = "a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000"
+_BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 80e9"
+
+# What a person is told when a text field does not match its pattern (the regex itself is no help).
+FIELD_HINTS = {"params": _COUNT_EXAMPLES, "largest_layer": _COUNT_EXAMPLES, "capacity": _BYTES_EXAMPLES}
+# The fields read as memory sizes, where a bare G or T deserves its own answer (GB or GiB?).
+SIZE_FIELDS = frozenset({"capacity"})
+
+
+def _blank_or(pattern: str) -> str:
+    # An empty field means "not given": forms send empty strings for blank inputs.
+    return f"^$|{pattern}"
+
+
+def _count(text: str | None) -> int | None:
+    return parse_count(text) if text and text.strip() else None
+
+
+class RunQuery(BaseModel):
+    """A training run: model, cluster, recipe and card. Every field is optional."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    model: ModelName | None = Field(
+        None,
+        description="A preset model; 'custom' uses params. Defaults to the seed's 30B, or custom if params is given.",
+    )
+    params: str | None = Field(
+        None,
+        pattern=_blank_or(COUNT_PATTERN),
+        description=f"Weights of a custom model: {_COUNT_EXAMPLES}. A preset model brings its own count.",
+    )
+    gpus: int = Field(DEFAULT_GPUS, ge=1, le=MAX_GPUS, description="Number of GPUs (data-parallel cards).")
+    recipe: RecipeName = Field(RecipeName.MIXED_ADAM, description="Precision and optimizer recipe.")
+    weights_bytes: int | None = Field(None, ge=1, le=MAX_CUSTOM_BAND_BYTES, description="Custom recipe only.")
+    gradients_bytes: int | None = Field(None, ge=0, le=MAX_CUSTOM_BAND_BYTES, description="Custom recipe only.")
+    master_bytes: int | None = Field(None, ge=0, le=MAX_CUSTOM_BAND_BYTES, description="Custom recipe only.")
+    moments_bytes: int | None = Field(None, ge=0, le=MAX_CUSTOM_BAND_BYTES, description="Custom recipe only.")
+    largest_layer: str | None = Field(
+        None,
+        pattern=_blank_or(COUNT_PATTERN),
+        description="Weights ZeRO-3 gathers at once. Defaults to the larger of the embedding and one block.",
+    )
+    capacity: str | None = Field(
+        None, pattern=_blank_or(BYTES_PATTERN), description=f"One card's memory: {_BYTES_EXAMPLES}."
+    )
+    units: ByteUnit = Field(ByteUnit.GIB, description="GiB (2^30 bytes, as the seed) or GB (10^9, as the ZeRO paper).")
+
+    def inputs(self) -> Inputs:
+        """The domain's inputs, with texts read as counts and sizes."""
+        return Inputs(
+            model=self.model,
+            params=_count(self.params),
+            gpus=self.gpus,
+            recipe=self.recipe,
+            band_bytes=(self.weights_bytes, self.gradients_bytes, self.master_bytes, self.moments_bytes),
+            largest_layer=_count(self.largest_layer),
+            capacity=parse_bytes(self.capacity) if self.capacity and self.capacity.strip() else None,
+            units=self.units,
+        )
+
+    def canonical(self) -> dict[str, str]:
+        """The parameters that differ from the defaults, for short, shareable links."""
+        values = self.model_dump(mode="json", exclude_defaults=True, exclude_none=True)
+        # A preset brings its own count and a preset recipe its own bytes: the form sends them
+        # back read-only, and they would only lengthen the link.
+        ignored = set()
+        if self.model not in (None, ModelName.CUSTOM):
+            ignored.add("params")
+        if self.recipe is not RecipeName.CUSTOM:
+            ignored |= {"weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes"}
+        return {
+            key: str(value)
+            for key, value in values.items()
+            if key in RunQuery.model_fields and key not in ignored and value != ""
+        }
+
+
+class StepQuery(RunQuery):
+    """A phase of one training step under one stage, for the run's weights and recipe."""
+
+    stage: Stage = Field(Stage.DP, description="The arrangement.")
+    phase: int = Field(0, ge=0, le=LAST_PHASE, description="0: at rest; 1-8 forward; 9-16 backward; 17-20 after.")
+
+
+class LayoutQuery(RunQuery):
+    """The grid of one stage for a run: its cards and its recipe's bands; the rest of the run is checked, not used."""
+
+    stage: Stage = Field(Stage.DP, description="The arrangement.")
+
+
+class PageQuery(RunQuery):
+    """The page's parameters: a run, the stage to draw, and a moment of the step."""
+
+    stage: Stage = Field(Stage.DP, description="The arrangement to draw.")
+    phase: int | None = Field(None, ge=0, le=LAST_PHASE, description="A phase of one training step; none: at rest.")
+    previous: Stage | None = Field(
+        None, alias="from", description="The stage shown before this one: the cells that changed are marked."
+    )
+    theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
+
+
+class CompareQuery(RunQuery):
+    """Two stages of one run, side by side."""
+
+    left: Stage = Field(Stage.ZERO1, description="The arrangement drawn on the left.")
+    right: Stage = Field(Stage.ZERO3, description="The arrangement drawn on the right.")
+    theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
+
+
+NOT_MEASURED = "not_measured"
+"""The error type of an implementation asked for a stage it was not measured for."""
+
+
+class MeasuredQuery(BaseModel):
+    """One measured arrangement: the stage, and for ZeRO-2 and 3 which FSDP."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    stage: Stage = Field(Stage.DP, description="The arrangement.")
+    impl: Impl | None = Field(
+        None,
+        description="ddp (dp), zero-redundancy (zero1), fsdp1 or fsdp2 (zero2, zero3); none: fsdp2 for zero2, zero3.",
+    )
+    theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
+
+    @field_validator("impl")
+    @classmethod
+    def _measured(cls, impl: Impl | None, info: ValidationInfo) -> Impl | None:
+        stage = info.data.get("stage")
+        if impl is not None and isinstance(stage, Stage) and impl not in IMPLS[stage]:
+            choices = " or ".join(i.value for i in IMPLS[stage])
+            # A sentence of its own: the error pages show it as it is, without pydantic's "Value error, ".
+            raise PydanticCustomError(
+                NOT_MEASURED,
+                "impl={impl} was not measured for {stage}: choose {choices}",
+                {
+                    "impl": impl.value,
+                    "stage": stage.info.title.lower() if stage is Stage.DP else stage.info.title,
+                    "choices": choices,
+                },
+            )
+        return impl
+
+    @property
+    def chosen(self) -> Impl:
+        """The implementation to show."""
+        return self.impl or default_impl(self.stage)
+
+
+class Controls(StrEnum):
+    """What an embed lets the reader change."""
+
+    STAGES = "stages"
+    """The stage switcher."""
+    STEP = "step"
+    """The stage switcher and the training step's controls."""
+    NONE = "none"
+    """Nothing: just the picture."""
+
+
+class EmbedQuery(PageQuery):
+    """An embed's parameters: the page's, and what the embed shows around the picture."""
+
+    controls: Controls = Field(Controls.STAGES, description="stages: the switcher; step: and the step; none: neither.")
+    calculator: bool = Field(False, description="Show the run form, the table and ZeRO-3's limit (1) or not (0).")
+
+    def options(self) -> tuple[tuple[str, str], ...]:
+        """The embed's own parameters that differ from the defaults, for its links."""
+        kept = self.model_dump(mode="json", include={"controls", "calculator"}, exclude_defaults=True)
+        return tuple((key, str(int(value)) if isinstance(value, bool) else str(value)) for key, value in kept.items())
+
+
+_BAND_FIELDS = ("weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes")
+
+
+def _field_message(name: str, error: Mapping[str, Any], typed: str) -> str:
+    """What to put beside a form field whose value was rejected; the value only where it explains why."""
+    reading = ambiguity(typed, show_input=True) if name in SIZE_FIELDS else None
+    if reading:
+        return f"Ambiguous: {reading}."
+    if name in FIELD_HINTS:
+        return f"Enter {FIELD_HINTS[name]}, or leave it blank."
+    if name == "gpus":
+        return f"Enter a whole number of GPUs between 1 and {MAX_GPUS}."
+    if name in _BAND_FIELDS:
+        return (
+            f"Enter a whole number of bytes between {1 if name == 'weights_bytes' else 0} and {MAX_CUSTOM_BAND_BYTES}."
+        )
+    expected = (error.get("ctx") or {}).get("expected")
+    return f"Choose one of {expected}." if expected else "This value is not understood."
+
+
+@dataclass(frozen=True)
+class SetAside:
+    """A page request read as far as it can be: the valid parameters, and what was set aside."""
+
+    query: PageQuery
+    """The request with every invalid parameter treated as not given."""
+    problems: tuple[FieldProblem, ...]
+    """The run form's fields that were set aside, with what was typed."""
+    errors: tuple[dict[str, Any], ...]
+    """Every rejected parameter's error, located as FastAPI locates them (("query", name))."""
+    fell_back: frozenset[str] = frozenset()
+    """The rejected fields drawn with the value on the screen instead of their default."""
+
+    @property
+    def notice(self) -> bool:
+        """Whether a parameter outside the form (the stage or the phase) was rejected."""
+        return any(e["loc"][1] not in RunQuery.model_fields for e in self.errors)
+
+
+def set_aside(
+    params: Mapping[str, str], model: type[PageQuery] = PageQuery, shown: Mapping[str, str] | None = None
+) -> SetAside:
+    """Read a page's (or an embed's) query parameters, setting aside each invalid one.
+
+    An invalid field of the run form takes its value in `shown` (the run on the screen when the
+    form was sent), so a typo redraws nothing: 0 GPUs typed over 16 keeps the 16 cards drawn. A
+    field `shown` lacks, or holds no better, is treated as not given.
+    """
+    data = dict(params)
+    fallback = {k: v for k, v in (shown or {}).items() if k in RunQuery.model_fields}
+    fell_back: set[str] = set()
+    problems: list[FieldProblem] = []
+    errors: list[dict[str, Any]] = []
+    while True:
+        try:
+            query = model.model_validate(data)
+        except ValidationError as exc:
+            rejected = {str(e["loc"][0]): e for e in exc.errors() if e["loc"] and e["loc"][0] in data}
+            if not rejected:  # nothing left to set aside: cannot happen, every field has a default
+                raise
+            for name, error in rejected.items():
+                typed = data.pop(name)
+                if name in fell_back:
+                    continue  # the value on the screen was no better: reported already, as typed
+                errors.append({**error, "loc": ("query", name)})
+                if name in RunQuery.model_fields:
+                    problems.append(FieldProblem(name, typed, _field_message(name, error, typed)))
+                if name in fallback and fallback[name] != typed:
+                    data[name] = fallback[name]
+                    fell_back.add(name)
+        else:
+            drawn_from_screen = frozenset(n for n in fell_back if n in query.model_fields_set)
+            return SetAside(query, tuple(problems), tuple(errors), drawn_from_screen)

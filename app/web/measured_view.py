@@ -1,0 +1,269 @@
+"""The "Measured in PyTorch" view: the model's grid beside what PyTorch held, their agreement, and the step's curve."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import lru_cache
+from urllib.parse import urlencode
+
+from app.domain.bands import BandSpec
+from app.domain.measured import (
+    CURVE_NOTES,
+    FSDP1_DIFFERENCES,
+    IMPLS,
+    PATTERN_NOTES,
+    Agreement,
+    CellMeasure,
+    Impl,
+    Snapshot,
+    compare,
+    default_impl,
+    parse,
+)
+from app.domain.sharding import CellState
+from app.domain.stages import Stage
+from app.measure import SNAPSHOT
+from app.web.view_models import StageLink, Theme, legend
+from app.web.views import APP_NAME
+
+HIDDEN_GAP = Fraction(1, 4)
+"""Lines closer than this, in the SVG's units (40 high), are drawn on top of each other: 3 px strokes."""
+
+STRIP_STEPS = 48
+"""A partial cell's strip is drawn in 48ths of the cell (the CSS's from-N and to-N classes)."""
+
+
+@lru_cache(maxsize=1)
+def shipped_snapshot() -> Snapshot:
+    """The snapshot that ships with the app: read once, no torch needed."""
+    return parse(json.loads(SNAPSHOT.read_text()))
+
+
+@dataclass(frozen=True)
+class MeasuredCell:
+    """One band of one layer on one rank, as drawn."""
+
+    css: str
+    label: str
+    state: CellState
+    share: str
+
+
+@dataclass(frozen=True)
+class MeasuredCard:
+    """One rank: a column of cells per layer, and its total bytes."""
+
+    index: int
+    title: str
+    columns: tuple[tuple[MeasuredCell, ...], ...]
+    total: str
+
+
+@dataclass(frozen=True)
+class RankRow:
+    """One rank of the agreement table."""
+
+    rank: int
+    model: str
+    measured: str
+    difference: str
+    reasons: tuple[str, ...]
+    unexplained: int
+
+
+@dataclass(frozen=True)
+class CurveRow:
+    """One moment of the step, model against measured."""
+
+    label: str
+    model: str
+    measured: str
+
+
+@dataclass(frozen=True)
+class Curve:
+    """The step's live bytes as two lines in an SVG of 100 × 40, and as a table."""
+
+    model_points: str
+    measured_points: str
+    top: str
+    rows: tuple[CurveRow, ...]
+    note: str
+    summary: str
+    coincide: str
+    """When the measured line lies on the model's and hides it: a sentence saying so; otherwise empty."""
+
+
+@dataclass(frozen=True)
+class MeasuredView:
+    """The whole page for one arrangement."""
+
+    title: str
+    stage: Stage
+    impl: Impl
+    heading: str
+    theme: Theme
+    stage_links: tuple[StageLink, ...]
+    impl_links: tuple[StageLink, ...]
+    impl_note: str
+    """Where both FSDPs were measured: how FSDP1 differs, in one sentence; otherwise empty."""
+    precision: str
+    model_cards: tuple[MeasuredCard, ...]
+    measured_cards: tuple[MeasuredCard, ...]
+    agreement: str
+    cells: str
+    rows: tuple[RankRow, ...]
+    differences: tuple[str, ...]
+    pattern: str
+    curve: Curve
+    legend: tuple[BandSpec, ...]
+    back_href: str
+    source: str
+
+
+def _bytes(n: int) -> str:
+    return f"{n:,} B"
+
+
+def _signed(n: int) -> str:
+    return "0 B" if n == 0 else f"{'+' if n > 0 else '−'}{abs(n):,} B"
+
+
+def _share(share: Fraction) -> str:
+    return str(share.numerator) if share.denominator == 1 else f"{share.numerator}/{share.denominator}"
+
+
+def _cell(cell: CellMeasure, spec: BandSpec, *, measured: bool) -> MeasuredCell:
+    where = f"GPU {cell.card}, layer {cell.weight}, {spec.label} ({spec.precision}, {spec.nbytes} B)"
+    state = cell.state if measured else cell.model
+    share = cell.share if measured else Fraction(int(cell.model is CellState.SOLID))
+    css = f"cell band-{cell.band} {state} nb-{spec.nbytes}"
+    if state is CellState.PARTIAL:
+        start = cell.start * STRIP_STEPS
+        end = (cell.start + cell.share) * STRIP_STEPS
+        css += f" from-{round(start)} to-{round(end)}"
+        said = f"measured: holds {_share(share)} of it, from {_share(cell.start)} of the way in"
+    elif measured:
+        said = "measured: holds all of it" if state is CellState.SOLID else "measured: holds none of it"
+    else:
+        said = "the model: stored here" if state is CellState.SOLID else "the model: another card stores it"
+    return MeasuredCell(css, f"{where}: {said}.", state, _share(share))
+
+
+def _cards(agreement: Agreement, specs: tuple[BandSpec, ...], *, measured: bool) -> tuple[MeasuredCard, ...]:
+    by_band = {spec.band: spec for spec in specs}
+    ranks = {r.rank: r for r in agreement.ranks}
+    cards = []
+    for rank in sorted(ranks):
+        columns = []
+        for layer in sorted({c.weight for c in agreement.cells}):
+            cells = [c for c in agreement.cells if c.card == rank and c.weight == layer]
+            columns.append(tuple(_cell(c, by_band[c.band], measured=measured) for c in cells))
+        total = ranks[rank].measured if measured else ranks[rank].model
+        cards.append(MeasuredCard(rank, f"GPU {rank}", tuple(columns), _bytes(total)))
+    return tuple(cards)
+
+
+def _curve(agreement: Agreement, stage: Stage, impl: Impl) -> Curve:
+    points = agreement.curve
+    top = max(max(p.model, p.measured) for p in points)
+    last = len(points) - 1
+
+    def line(values: list[int]) -> str:
+        return " ".join(f"{i * 100 / last:.2f},{40 - v / top * 36:.2f}" for i, v in enumerate(values))
+
+    model_peak, measured_peak = max(p.model for p in points), max(p.measured for p in points)
+    gap = agreement.curve_gap
+    hidden = Fraction(gap * 36, top) < HIDDEN_GAP
+    return Curve(
+        model_points=line([p.model for p in points]),
+        measured_points=line([p.measured for p in points]),
+        top=_bytes(top),
+        rows=tuple(CurveRow(p.label, _bytes(p.model), _bytes(p.measured)) for p in points),
+        note=CURVE_NOTES[(stage, impl)],
+        summary=f"Live bytes on rank 0 through the step: measured peak {_bytes(measured_peak)}, "
+        f"the model's {_bytes(model_peak)}.",
+        coincide=f"The lines coincide: within {_bytes(gap)} of each other at every moment, so the measured line "
+        "hides the model's dashed one."
+        if hidden
+        else "",
+    )
+
+
+def theme_of(theme: Theme) -> dict[str, str]:
+    """The theme as query parameters: none for the default."""
+    return {} if theme is Theme.DEFAULT else {"theme": theme.value}
+
+
+def _address(base: str, stage: Stage, impl: Impl | None, theme: Theme) -> str:
+    query = {"stage": stage.value}
+    if impl is not None and impl is not default_impl(stage):
+        query["impl"] = impl.value
+    if theme is not Theme.DEFAULT:
+        query["theme"] = theme.value
+    return f"{base}?{urlencode(query)}"
+
+
+def measured_view(
+    stage: Stage, impl: Impl, base: str, page: str, theme: Theme = Theme.DEFAULT, snapshot: Snapshot | None = None
+) -> MeasuredView:
+    """The view of one measured arrangement; `base` is this page's path and `page` the main page's."""
+    snap = snapshot or shipped_snapshot()
+    measured = snap.arrangement(stage, impl)
+    agreement = compare(snap, measured)
+    specs = legend(snap.recipe)
+    ranks = agreement.ranks
+    model_total, measured_total = sum(r.model for r in ranks), sum(r.measured for r in ranks)
+    differences = tuple(dict.fromkeys(d.text for r in ranks for d in r.differences))
+    per_rank = {r.measured - r.model for r in ranks}
+    spread = _signed(per_rank.pop()) if len(per_rank) == 1 else "differs by rank"
+    rows = tuple(
+        RankRow(
+            rank=r.rank,
+            model=_bytes(r.model),
+            measured=_bytes(r.measured),
+            difference=_signed(r.measured - r.model),
+            reasons=tuple(f"{d.reason.value.replace('-', ' ')} {_signed(d.nbytes)}" for d in r.differences),
+            unexplained=r.unexplained,
+        )
+        for r in ranks
+    )
+    unexplained = agreement.unexplained
+    return MeasuredView(
+        title=f"{stage.info.title}, measured in PyTorch ({impl.label}) · {APP_NAME}",
+        stage=stage,
+        impl=impl,
+        heading=f"{stage.info.title} as {measured.title}",
+        theme=theme,
+        stage_links=tuple(
+            StageLink(s, s.info.title, s.info.summary, _address(base, s, None, theme), s is stage) for s in Stage
+        ),
+        impl_links=tuple(
+            StageLink(stage, i.label, "", _address(base, stage, i, theme), i is impl) for i in IMPLS[stage]
+        ),
+        impl_note=FSDP1_DIFFERENCES.get(stage, ""),
+        precision=(
+            f"Measured in {snap.precision} on {snap.world_size} CPU ranks (gloo, torch {snap.torch}), so the model "
+            f"beside it is {snap.recipe.title} ({'/'.join(str(s.nbytes) for s in snap.recipe.specs)} B per weight): "
+            f"a toy of {snap.model.layers} layers of {snap.model.rows} × {snap.model.columns} weights. bf16 mixed "
+            "precision runs on gloo under FSDP, but DDP and ZeroRedundancyOptimizer have no bf16 master copy, so "
+            "all six arrangements are measured in fp32 to be drawn against one recipe."
+        ),
+        model_cards=_cards(agreement, specs, measured=False),
+        measured_cards=_cards(agreement, specs, measured=True),
+        agreement=(
+            f"Per card, measured {spread} against the model: {_bytes(measured_total)} on {len(ranks)} ranks "
+            f"against {_bytes(model_total)}, {float(agreement.ratio):.2%} of the model's bytes; "
+            + ("every byte of difference is named below." if unexplained == 0 else f"{unexplained:,} B unexplained.")
+        ),
+        cells=f"{agreement.cells_agreeing} of {len(agreement.cells)} cells hold exactly what the model draws.",
+        rows=rows,
+        differences=differences,
+        pattern=PATTERN_NOTES[impl],
+        curve=_curve(agreement, stage, impl),
+        legend=specs,
+        back_href=f"{page}?{urlencode({'stage': stage.value, **theme_of(theme)})}",
+        source=f"Snapshot: torch {snap.torch}, measured in {snap.seconds:.0f} s by zero-bands measure.",
+    )

@@ -1,0 +1,101 @@
+"""The HTML page: thin routes that validate, ask the domain, and render."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Annotated
+from urllib.parse import urlencode
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import FileResponse, HTMLResponse
+
+from app.domain.scenario import resolve
+from app.paths import STATIC_DIR
+from app.web.compare_view import compare_view
+from app.web.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery
+from app.web.links import absolute_links, absolute_url_for, embed_links, page_links, path_for
+from app.web.measured_view import measured_view, theme_of
+from app.web.templating import FORM_FIRST_HEADER, render, replace_history, wants_fragment
+from app.web.view_models import Links, PageView
+from app.web.views import embed_view, page_view, share_page_view
+
+router = APIRouter(include_in_schema=False)
+
+
+# HEAD too, for link checkers and uptime probes.
+@router.api_route("/", methods=["GET", "HEAD"], name="page", response_class=HTMLResponse)
+async def page(request: Request, query: Annotated[PageQuery, Query()]) -> HTMLResponse:
+    """The grid for one stage of a run: the whole page, or only the widget for an htmx swap."""
+    inputs, link = query.inputs(), page_links(request, query)
+    compare = path_for(request, "compare")
+    view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous, compare)
+    view = replace(view, form_first=form_first(request) and wants_fragment(request))
+    return render(request, "index.html", "widget", with_way_out(request, view, query, link), push_url=link(query.stage))
+
+
+def form_first(request: Request) -> bool:
+    """Whether the run form stands first, under the message, as it does for a bad link.
+
+    A whole page is a link followed (or a form sent without JavaScript): its reader looks at the top.
+    A swap keeps the form where it stood: a keystroke answered with a bad value would otherwise move
+    the form away from under the typing.
+    """
+    return not wants_fragment(request) or request.headers.get(FORM_FIRST_HEADER) == "1"
+
+
+def with_way_out(request: Request, view: PageView, query: PageQuery, link: Links) -> PageView:
+    """The page's ways elsewhere: the "Embed this" panel for the run drawn, and the measured page."""
+    share = replace(link, page=path_for(request, "share"))(query.stage)
+    measured = path_for(request, "measured") + "?" + urlencode({"stage": query.stage.value, **theme_of(query.theme)})
+    # The JSON of the same run: its parameters, not the page's phase, embed options or theme.
+    layout = Links(path_for(request, "api_layout"), link.run)(query.stage)
+    memory = path_for(request, "api_memory") + (f"?{urlencode(link.run)}" if link.run else "")
+    return replace(view, share_href=share, measured_href=measured, memory_href=memory, layout_href=layout)
+
+
+@router.api_route("/share", methods=["GET", "HEAD"], name="share", response_class=HTMLResponse)
+def share(request: Request, query: Annotated[EmbedQuery, Query()]) -> HTMLResponse:
+    """The "Embed this" panel for one view of a run: its snippets and share link, with absolute addresses.
+
+    The embed's options (`controls`, `calculator`) choose the snippet shown first, so that the choice
+    works as links where there is no JavaScript for the drop-down.
+    """
+    link, script = page_links(request, query), absolute_url_for(request, "static", path="embed.js")
+    page, embed = absolute_links(request, link, "page"), absolute_links(request, link, "embed")
+    chosen = (query.controls.value, query.calculator)
+    panel = replace(link, page=path_for(request, "share"))
+    view = share_page_view(query.stage, link, page, embed, script, chosen, panel)
+    return render(request, "share.html", "share", view)
+
+
+@router.api_route("/embed", methods=["GET", "HEAD"], name="embed", response_class=HTMLResponse)
+def embed(request: Request, query: Annotated[EmbedQuery, Query()]) -> HTMLResponse:
+    """The widget alone, for another site's page: the page's parameters, and what to show around it."""
+    inputs, link = query.inputs(), embed_links(request, query)
+    view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous)
+    first = form_first(request) and wants_fragment(request)
+    embedded = replace(view, embed=embed_view(query.controls, query.calculator), form_first=first)
+    return replace_history(render(request, "index.html", "widget", embedded, push_url=link(query.stage)))
+
+
+@router.api_route("/compare", methods=["GET", "HEAD"], name="compare", response_class=HTMLResponse)
+def compare(request: Request, query: Annotated[CompareQuery, Query()]) -> HTMLResponse:
+    """Two stages of the same run side by side. Plain links: it needs no JavaScript."""
+    run = tuple(query.canonical().items())
+    view = compare_view(query.left, query.right, resolve(query.inputs()), path_for(request, "compare"),
+                        path_for(request, "page"), run, query.theme)  # fmt: skip
+    return render(request, "compare.html", "compare", view)
+
+
+@router.api_route("/measured", methods=["GET", "HEAD"], name="measured", response_class=HTMLResponse)
+def measured(request: Request, query: Annotated[MeasuredQuery, Query()]) -> HTMLResponse:
+    """The model's grid beside what PyTorch held on 8 ranks, their agreement, and the step's curve."""
+    base, page_path = path_for(request, "measured"), path_for(request, "page")
+    view = measured_view(query.stage, query.chosen, base, page_path, query.theme)
+    return render(request, "measured.html", "measured", view)
+
+
+@router.api_route("/favicon.ico", methods=["GET", "HEAD"], name="favicon")
+def favicon() -> FileResponse:
+    """For clients that ask for the icon at the conventional address, not the page's link."""
+    return FileResponse(STATIC_DIR / "favicon.svg", media_type="image/svg+xml")

@@ -1,0 +1,89 @@
+"""A bad link said where the reader looks: the values set aside, what would be accepted, what is drawn instead.
+
+A link with `gpus=0` is answered with the run drawn without it; the top of the widget says which
+value was set aside, what the form accepts there, and what the picture is of instead, so the default
+run is never taken for the one asked for.
+"""
+
+from __future__ import annotations
+
+from app.domain.bands import Band
+from app.domain.quantities import count_label
+from app.domain.scenario import Scenario
+from app.web.view_models import FieldProblem, SetAsideField, SetAsideView
+from app.web.views import gpus_label
+
+MAX_SHOWN = 40
+"""A value given is repeated at most this long (as the error messages do)."""
+
+_LABELS = {
+    "model": "Model",
+    "params": "Weights",
+    "gpus": "GPUs",
+    "capacity": "Card memory",
+    "recipe": "Recipe",
+    "units": "Units",
+    "largest_layer": "Largest layer",
+}
+_BANDS = {f"{band.value}_bytes": band for band in Band}
+
+
+def shortened(text: str) -> str:
+    """`text`, cut to `MAX_SHOWN` characters with an ellipsis."""
+    return text if len(text) <= MAX_SHOWN else text[: MAX_SHOWN - 1] + "…"
+
+
+def _label(name: str, scenario: Scenario) -> str:
+    band = _BANDS.get(name)
+    if band is not None:
+        return f"Bytes per weight, {scenario.recipe.spec(band).label.lower()}"
+    return _LABELS.get(name, name)
+
+
+def field_id(name: str) -> str:
+    """The run form's id for the field of the parameter `name` (templates/_widget.html run_form)."""
+    return "f-layer" if name == "largest_layer" else f"f-{name}"
+
+
+def _drawn(name: str, scenario: Scenario) -> str | None:
+    """The value the picture uses for the field `name`, in words; None where it uses none."""
+    run = scenario.run
+    band = _BANDS.get(name)
+    if band is not None:
+        return f"{scenario.recipe.spec(band).nbytes} B"
+    if name == "gpus":
+        return gpus_label(run.gpus)
+    if name == "params":
+        return f"{count_label(run.params)} weights"
+    if name == "model":
+        return scenario.model_title
+    if name == "capacity":
+        return None if run.capacity is None else scenario.units.show(run.capacity)
+    if name == "largest_layer":
+        return None if run.largest_layer is None else f"a largest layer of {run.largest_layer:,} weights"
+    if name == "recipe":
+        return scenario.recipe.title
+    return scenario.units.value
+
+
+_NONE = {"capacity": "no card memory, so no fit check", "largest_layer": "no largest layer"}
+
+
+def _instead(name: str, scenario: Scenario, from_screen: frozenset[str]) -> str:
+    drawn = _drawn(name, scenario)
+    if drawn is None:
+        return _NONE[name]
+    return f"{drawn}, {'as on the screen before' if name in from_screen else 'the default'}"
+
+
+def set_aside_view(problems: tuple[FieldProblem, ...], scenario: Scenario, from_screen: frozenset[str]) -> SetAsideView:
+    """The message for `problems`, the fields set aside from the run `scenario` draws.
+
+    `from_screen` are the fields drawn with the value on the screen before, the rest with their default.
+    """
+    fields = tuple(
+        SetAsideField(_label(p.name, scenario), shortened(p.typed), p.message, field_id(p.name)) for p in problems
+    )
+    given = " and ".join(f"{p.name}={shortened(p.typed)}" for p in problems)
+    instead = "; ".join(_instead(p.name, scenario, from_screen) for p in problems)
+    return SetAsideView(fields, f"Drawn without {given}: {instead}.")

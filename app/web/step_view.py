@@ -1,0 +1,257 @@
+"""The view of one phase of a training step: the panel, the drawing of what moves, and the cards."""
+
+from __future__ import annotations
+
+import itertools
+from fractions import Fraction
+
+from app.domain.bands import Band, BandSpec
+from app.domain.columns import COLUMNS, Column
+from app.domain.communication import Collective
+from app.domain.scenario import Scenario
+from app.domain.sharding import shown_indices
+from app.domain.stages import Stage
+from app.domain.step import (
+    LAST_PHASE,
+    Holding,
+    InFlight,
+    Phase,
+    Share,
+    holders,
+    owned_columns,
+    peak_so_far,
+    share,
+    step,
+)
+from app.domain.step_text import cards_text, detail, explanation
+from app.web.bars import bar_view
+from app.web.view_models import (
+    CardGap,
+    CardView,
+    CellView,
+    ColumnView,
+    Links,
+    StepView,
+    TransferNode,
+    TransferView,
+    legend,
+)
+
+UNKNOWN_LAYER_NOTE = "Largest layer unknown: the figures leave out the layer in hand (see ZeRO-3's limit below)."
+LAYER_BANDS = frozenset({Band.WEIGHTS, Band.GRADIENTS})
+"""The bands a card holds whole for the layer in hand when a stage splits them."""
+
+SHARE_STEPS = 48
+"""A partial cell's strip is drawn in 48ths of the column (static/app.css has a class for each)."""
+
+
+def p_units(value: Fraction) -> str:
+    """Traffic in units of P, without trailing zeros: '0.125P', '2P'."""
+    return f"{float(value):.3f}".rstrip("0").rstrip(".") + "P"
+
+
+NODE_SPACING = 12.5
+
+
+def drawing_width(nodes: tuple[TransferNode, ...]) -> float:
+    """The transfer drawing's width in SVG units: 100, or wider for more than 8 cards."""
+    return max(100.0, NODE_SPACING * len(nodes))
+
+
+def _nodes(shown: tuple[int, ...], gpus: int) -> tuple[TransferNode, ...]:
+    """The cards in the transfer drawing: every drawn card, and the gap standing for the rest."""
+    entries: list[tuple[str, int | None]] = []
+    for position, card in enumerate(shown):
+        if position and card - shown[position - 1] > 1:
+            entries.append(("…", None))
+        entries.append((str(card), card))
+    # 12.5 units a card, as 8 cards across a 100-unit drawing: more cards make a wider drawing
+    # rather than smaller boxes, so a label stays as large at 16 cards as at 8.
+    spacing = max(100 / len(entries), NODE_SPACING)
+    width = min(8.0, spacing * 0.8)
+    return tuple(
+        TransferNode(x=spacing * (i + 0.5), width=width, label=label, card=card)
+        for i, (label, card) in enumerate(entries)
+    )
+
+
+def _arc(x1: float, x2: float, above: bool) -> str:
+    bend = min(9.0, abs(x2 - x1) / 6 + 3)
+    y, control = (10, 10 - bend) if above else (18, 18 + bend)
+    return f"M{x1:.2f},{y} Q{(x1 + x2) / 2:.2f},{control:.2f} {x2:.2f},{y}"
+
+
+def _transfer_view(transfer: InFlight, nodes: tuple[TransferNode, ...], gpus: int) -> TransferView:
+    if len(transfer.columns) == 1:
+        owners = holders(transfer.columns[0], gpus)
+        drawn = {n.card for n in nodes if n.card is not None}
+        # Cards left out of the drawing speak through the gap node.
+        hidden_owner = any(card not in drawn for card in owners)
+        sources = [n for n in nodes if (n.card is None and hidden_owner) or (n.card is not None and n.card in owners)]
+        targets = [n for n in nodes if n not in sources]
+        if transfer.collective is Collective.ALL_GATHER:
+            # The owners send the column to every card: arcs above.
+            paths = tuple(_arc(s.x, t.x, above=True) for s in sources for t in targets)
+        else:
+            # Every card sends its part of the sums to the owners: arcs below.
+            paths = tuple(_arc(t.x, s.x, above=False) for s in sources for t in targets)
+        return TransferView(
+            transfer.description, p_units(transfer.volume_p), nodes, paths, ring=False, width=drawing_width(nodes)
+        )
+    # Every column at once: the ring algorithm, each card passing slices to its neighbour, the
+    # last one back to the first.
+    steps = tuple(f"M{a.x + a.width / 2:.2f},14 L{b.x - b.width / 2:.2f},14" for a, b in itertools.pairwise(nodes))
+    first, last = nodes[0], nodes[-1]
+    back = f"M{last.x:.2f},18 C{last.x:.2f},27 {first.x:.2f},27 {first.x:.2f},18"
+    return TransferView(
+        transfer.description, p_units(transfer.volume_p), nodes, (*steps, back), ring=True, width=drawing_width(nodes)
+    )
+
+
+def _step_label(phase: Phase, card: int, column: Column, spec: BandSpec) -> str:
+    where = f"GPU {card:,}, column {column.index} ({column.label}), {spec.label} ({spec.precision}, {spec.nbytes} B)"
+    owning = holders(column.index, phase.gpus)
+    owners = cards_text(owning)
+    part = share(card, column.index, phase.gpus)
+    holding = phase.holding(card, column.index, spec.band)
+    if holding is Holding.GATHERED:
+        return f"{where}: assembled here from {owners}, one layer at a time, for this phase only, then discarded."
+    if holding is Holding.SENT:
+        kept = f"keeps the sums of its own {part.text} and sends the rest" if part else "sends them all"
+        return f"{where}: computed here, then reduce-scattered to {owners}; this card {kept}, then drops them."
+    if holding is Holding.DASHED:
+        return f"{where}: not here. {owners} {'holds' if len(owning) == 1 else 'hold'} it on this column's behalf."
+    if holding is Holding.PARTIAL and part is not None:
+        return f"{where}: this card holds its slice, {part.text} of the column; {owners} hold the rest."
+    if spec.band in phase.sharded:
+        return f"{where}: held on this card, which is responsible for this column."
+    return f"{where}: held on this card; every card keeps its own copy."
+
+
+def _step_cell(phase: Phase, card: int, column: Column, spec: BandSpec, focusable: bool) -> CellView:
+    holding = phase.holding(card, column.index, spec.band)
+    part = share(card, column.index, phase.gpus)
+    strip = None
+    if holding is Holding.PARTIAL and part is not None:
+        start = int(part.start * SHARE_STEPS)
+        # Never narrower than one step, so a 1/128 slice still shows.
+        strip = (start, max(start + 1, round(part.end * SHARE_STEPS)))
+    return CellView(
+        card=card,
+        weight=column.index,
+        band=spec.band,
+        state=holding.state,
+        holder=holders(column.index, phase.gpus)[0],
+        nbytes=spec.nbytes,
+        label=_step_label(phase, card, column, spec),
+        focusable=focusable,
+        holding=holding,
+        active=phase.active(card, column.index, spec.band),
+        strip=strip,
+    )
+
+
+def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> tuple[CardView | CardGap, ...]:
+    run, units, recipe = scenario.run, scenario.units, scenario.recipe
+    columns = scenario.columns
+    peak = peak_so_far(phases, phase.index)
+    now = phase.live_bytes
+    bar = bar_view(scenario, phase.stage, phase.extra, peak, "Peak so far on one card")
+    specs = legend(recipe)
+    shown = shown_indices(run.gpus)
+    cards: list[CardView | CardGap] = []
+    for position, card in enumerate(shown):
+        if position and (hidden := card - shown[position - 1] - 1):
+            cards.append(CardGap(f"GPU {card - hidden:,} to GPU {card - 1:,}: the same pattern"))
+        mine = set(owned_columns(card, run.gpus)) if phase.sharded else set()
+        view_columns = tuple(
+            ColumnView(
+                weight=column.index,
+                responsible=column.index in mine,
+                axis_label=str(column.index),
+                cells=tuple(
+                    _step_cell(phase, card, column, spec, position == 0 and column.index == 0 and spec is specs[0])
+                    for spec in specs
+                ),
+            )
+            for column in columns
+        )
+        cards.append(
+            CardView(
+                index=card,
+                title=f"GPU {card:,}",
+                columns=view_columns,
+                bytes_per_weight=f"now {units.show(now)}",
+                model_bytes=f"peak {units.show(peak)}",
+                bar=bar,
+            )
+        )
+    return tuple(cards)
+
+
+def _layers(scenario: Scenario) -> str:
+    """What the step's columns stand for."""
+    if scenario.equal_layers and scenario.run.largest_layer is not None:
+        return (
+            f"In the step the model is {COLUMNS} equal layers of {scenario.run.largest_layer:,} weights, "
+            "one a column, first to last."
+        )
+    return (
+        f"In the step the {COLUMNS} columns are the model in eighths, first layer to last; a layer cut by a "
+        "column's edge counts in both."
+    )
+
+
+def _relation(gpus: int) -> str:
+    """How the cards' slices line up with the columns."""
+    if gpus == 1:
+        return "With one GPU the card holds every column."
+    if gpus == COLUMNS:
+        return "With 8 GPUs, GPU i is responsible for column i (underlined)."
+    per_card = Share(Fraction(0), Fraction(COLUMNS, gpus)).text
+    if gpus < COLUMNS:
+        return f"With {gpus} GPUs each card is responsible for {per_card} columns (underlined)."
+    return f"With {gpus:,} GPUs each card is responsible for {per_card} of a column (underlined), drawn as a strip."
+
+
+def step_view(
+    stage: Stage, scenario: Scenario, link: Links, index: int
+) -> tuple[StepView, tuple[CardView | CardGap, ...]]:
+    """One phase of the step: the panel, and the cards as they are at that moment."""
+    run = scenario.run
+    columns = scenario.columns
+    phases = step(stage, run, columns)
+    phase = phases[index]
+    nodes = _nodes(shown_indices(run.gpus), run.gpus)
+    hidden = (("stage", stage.value), *link.kept)
+    cards = _step_cards(scenario, phases, phase)
+    view = StepView(
+        index=index,
+        last=LAST_PHASE,
+        title=phase.title,
+        explanation=explanation(phase, run.recipe, columns),
+        more=detail(phase, columns),
+        transfers=tuple(_transfer_view(t, nodes, run.gpus) for t in phase.transfers),
+        tally=p_units(phase.tally_p),
+        total=p_units(phases[-1].tally_p),
+        prev_href=link.at(stage, index - 1) if index > 0 else None,
+        next_href=link.at(stage, index + 1) if index < LAST_PHASE else None,
+        first_href=link.at(stage, 0),
+        last_href=link.at(stage, LAST_PHASE),
+        rest_href=link.at(stage, None),
+        hidden=hidden,
+        action=link.page,
+        # Said where a layer in hand would be counted, had it a size.
+        note=UNKNOWN_LAYER_NOTE if run.largest_layer is None and (phase.sharded & LAYER_BANDS) else "",
+        columns=tuple(f"{column.index}: {column.label}" for column in columns),
+        relation=_relation(run.gpus),
+        layers=_layers(scenario),
+        partial=any(
+            cell.holding is Holding.PARTIAL
+            for card in cards
+            if isinstance(card, CardView)
+            for column in card.columns
+            for cell in column.cells
+        ),
+    )
+    return view, cards

@@ -1,0 +1,195 @@
+"""The Jinja2 environment, and the one helper that renders a page or just its widget."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Hashable
+from functools import lru_cache
+from typing import Any
+
+from jinja2 import Environment, FileSystemLoader
+from markupsafe import Markup
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.templating import Jinja2Templates
+
+from app.paths import TEMPLATES_DIR
+from app.web.links import template_url_for
+
+# htmx settings that keep it inside a strict CSP and make back/forward ask the server. (Requests
+# to this origin only, selfRequestsOnly, is htmx 2's default: not repeated in every page's bytes.)
+HTMX_CONFIG: dict[str, Any] = {
+    "allowEval": False,
+    "allowScriptTags": False,
+    "includeIndicatorStyles": False,
+    "historyCacheSize": 0,
+    # No CSS transitions to wait for; settling at once also attaches htmx to the new links sooner.
+    "defaultSettleDelay": 0,
+    # Settling copies these attributes from the old element to the new; never "style", which a
+    # strict style-src would refuse if anything had set one.
+    "attributesToSettle": ["class", "width", "height"],
+    # A 422 carries a readable message written for the spot it is swapped into.
+    "responseHandling": [
+        {"code": "204", "swap": False},
+        {"code": "[23]..", "swap": True},
+        {"code": "422", "swap": True, "error": False},
+        {"code": "[45]..", "swap": False, "error": True},
+    ],
+}
+
+# A request that only refines the page asks for its address to be replaced rather than pushed
+# (the run form: arrowing through a drop-down must not fill the history).
+HISTORY_HEADER = "ZB-History"
+
+# Sent by the run form while it stands first, under the message of a bad link (templates/index.html):
+# the answer keeps it there, so the field being corrected does not move away under the typing.
+FORM_FIRST_HEADER = "ZB-Form-First"
+
+# These headers decide the body or the history header, so a cache must key on them.
+VARY = f"HX-Request, HX-History-Restore-Request, {HISTORY_HEADER}, {FORM_FIRST_HEADER}"
+
+_INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
+
+
+class _Unindented(FileSystemLoader):
+    """Templates without the indentation that keeps them readable here.
+
+    A browser collapses a newline and the spaces after it into one space, as it does a newline
+    alone, so the page looks the same; it is a tenth smaller, 200 bytes of every first load once
+    compressed. (No template holds a <pre>, and the one <textarea> gets its text from a variable.)
+    """
+
+    def get_source(self, environment: Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
+        """The template's source, each line's leading spaces and tabs taken off."""
+        source, filename, uptodate = super().get_source(environment, template)
+        return _INDENT.sub("", source), filename, uptodate
+
+
+templates = Jinja2Templates(directory=TEMPLATES_DIR)
+templates.env.loader = _Unindented(TEMPLATES_DIR)
+# Templates do not change while the app runs: no stat of the file on every render.
+templates.env.auto_reload = False
+templates.env.globals["url_for"] = template_url_for
+HTMX_CONFIG_JSON = json.dumps(HTMX_CONFIG, separators=(",", ":"))
+# For an attribute in single quotes: the JSON's double quotes stay as they are, 4 bytes fewer each
+# than &#34; on every first load. Nothing in it needs escaping there but these, escaped anyway.
+templates.env.globals["htmx_config"] = Markup(
+    HTMX_CONFIG_JSON.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;")
+)
+
+
+class _Same:
+    """An object as a cache key by identity, not by value, and kept alive while the key is.
+
+    Hashing a card's 32 cells of a dozen fields each would cost more than rendering them saves;
+    an identity is free, and holding the object means its id cannot be reused while cached.
+    """
+
+    __slots__ = ("obj",)
+
+    def __init__(self, obj: object) -> None:
+        self.obj = obj
+
+    def __hash__(self) -> int:
+        return id(self.obj)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.obj is self.obj
+
+
+def _macro(macro: str, *args: object) -> Markup:
+    return Markup(getattr(templates.env.get_template("_widget.html").module, macro)(*args))
+
+
+# A card's plot is about 9 kB (measured) and serves every run on its cluster: 1,024 stay under 10 MB.
+@lru_cache(maxsize=1024)
+def _lasting(macro: str, same: _Same) -> Markup:
+    return _macro(macro, same.obj)
+
+
+# A part of one view (the bar all its cards share) is wanted while that view renders: a few suffice,
+# and a worker does not keep a thousand runs' bars after a rush of new ones.
+@lru_cache(maxsize=32)
+def _brief(macro: str, same: _Same) -> Markup:
+    return _macro(macro, same.obj)
+
+
+def rendered(macro: str, obj: object) -> Markup:
+    """`macro` of _widget.html applied to `obj`, rendered once for each object.
+
+    For immutable view parts built once and shared: a card's columns are built once for each
+    stage, cluster and recipe (views.card_columns), so a run of another model size reuses their
+    markup. These are the page's hot loop.
+    """
+    return _lasting(macro, _Same(obj))
+
+
+def rendered_in_view(macro: str, obj: object) -> Markup:
+    """As `rendered`, for a part that one view shows several times (every card at rest shows one bar)."""
+    return _brief(macro, _Same(obj))
+
+
+templates.env.globals["rendered"] = rendered
+templates.env.globals["rendered_in_view"] = rendered_in_view
+
+
+@lru_cache(maxsize=256)
+def _cached(macro: str, args: tuple[Hashable, ...]) -> Markup:
+    return _macro(macro, *args)
+
+
+def cached(macro: str, *args: Hashable) -> Markup:
+    """`macro` of _widget.html applied to `args`, rendered once for each set of equal arguments.
+
+    For macros that read nothing but their arguments, whose arguments are few and small and
+    often the same: the form's drop-downs and the legend change with the recipe or the choice,
+    not with the model's size.
+    """
+    return _cached(macro, args)
+
+
+templates.env.globals["cached"] = cached
+
+
+def wants_fragment(request: Request) -> bool:
+    """An htmx swap asks for the widget alone; a history restore needs the whole page."""
+    headers = request.headers
+    return headers.get("HX-Request") == "true" and headers.get("HX-History-Restore-Request") != "true"
+
+
+def render(
+    request: Request, template: str, block: str, view: object, status_code: int = 200, push_url: str | None = None
+) -> HTMLResponse:
+    """Render `template` whole, or only its `block` for an htmx swap, with the view as `view`.
+
+    `push_url` is the canonical address of what the fragment shows: htmx puts it in the address
+    bar instead of the form's long query string, as a new history entry, or in place of the current
+    one when the request says `ZB-History: replace`.
+    """
+    fragment = wants_fragment(request)
+    context = {"request": request, "view": view, "fragment": fragment}
+    if fragment:
+        compiled = templates.get_template(template)
+        html = "".join(compiled.blocks[block](compiled.new_context(context)))
+        response = HTMLResponse(html, status_code=status_code)
+        if push_url is not None:
+            replace = request.headers.get(HISTORY_HEADER) == "replace"
+            response.headers["HX-Replace-Url" if replace else "HX-Push-Url"] = push_url
+    else:
+        response = templates.TemplateResponse(request, template, context, status_code=status_code)
+    response.headers["Vary"] = VARY
+    return response
+
+
+def replace_history(response: HTMLResponse) -> HTMLResponse:
+    """An htmx swap in an embed replaces the frame's address instead of pushing one.
+
+    A frame's history is the host page's too: the host's Back button should leave the page, not
+    step back through the embed's stages.
+    """
+    pushed = response.headers.get("HX-Push-Url")
+    if pushed is not None:
+        del response.headers["HX-Push-Url"]
+        response.headers["HX-Replace-Url"] = pushed
+    return response

@@ -1,0 +1,143 @@
+"""docs/deploying.md: its nginx set-up, run in front of the app, closes slow clients and passes the app's answers on.
+
+uvicorn gives a client no deadline for its headers; the proxy the deploying guide shows does. Skipped
+where nginx is not installed (apt-get install nginx-light).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.serving.config import Settings
+from app.serving.security import security_headers
+from tests.browser.conftest import serving, zero_bands_command
+from tests.conftest import dom, one
+
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "deploying.md"
+NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
+HEADER_TIMEOUT = 5
+
+
+@pytest.fixture(autouse=True)
+def _nginx_installed() -> None:
+    """The README's test line installs nginx-light: without it these tests fail, they do not skip."""
+    if NGINX is None:
+        pytest.fail("nginx is not installed: apt-get install nginx-light (the README's test line does)")
+
+
+def _block(language: str) -> str:
+    found = re.search(rf"```{language}\n(.*?)```", GUIDE.read_text(), re.S)
+    assert found, f"docs/deploying.md has no {language} block"
+    return found.group(1)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def test_the_guide_sets_a_deadline_for_headers_in_both_proxies() -> None:
+    assert re.search(rf"^\s*client_header_timeout {HEADER_TIMEOUT}s;", _block("nginx"), re.M)
+    assert re.search(rf"^\s*read_header {HEADER_TIMEOUT}s$", _block("caddyfile"), re.M)
+
+
+@pytest.fixture(scope="module")
+def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The app, and nginx in front of it with the guide's server block; yields nginx's address."""
+    assert NGINX is not None
+    prefix = tmp_path_factory.mktemp("nginx")
+    port = _free_port()
+    with serving(lambda app_port: [zero_bands_command(), "--port", str(app_port), "--workers", "1"]) as app_url:
+        app_port = app_url.rpartition(":")[2]
+        server = _block("nginx").replace("server 127.0.0.1:8000;", f"server 127.0.0.1:{app_port};")
+        server = server.replace("listen 80;", f"listen 127.0.0.1:{port};")
+        temp = " ".join(f"{kind}_temp_path {prefix}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi",
+                                                                            "scgi"))  # fmt: skip
+        user = "user root;\n" if os.geteuid() == 0 else ""
+        (prefix / "nginx.conf").write_text(
+            f"{user}worker_processes 1;\npid {prefix}/nginx.pid;\nerror_log {prefix}/error.log;\n"
+            f"events {{ worker_connections 512; }}\nhttp {{\naccess_log off;\n{temp}\n{server}\n}}\n"
+        )
+        process = subprocess.Popen(
+            [NGINX, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", "daemon off;"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        )  # fmt: skip
+        try:
+            deadline = time.monotonic() + 10
+            while True:
+                assert process.poll() is None, (prefix / "error.log").read_text()
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/stages", timeout=1) as response:
+                        response.read()
+                    break
+                except OSError:
+                    assert time.monotonic() < deadline, "nginx did not answer within 10 s"
+                    time.sleep(0.05)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+
+def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
+    except urllib.error.HTTPError as error:
+        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+
+
+def test_the_apps_answers_pass_through_as_they_are(proxy: str) -> None:
+    status, headers, body = _get(f"{proxy}/?stage=zero2", {"Accept-Encoding": "br"})
+    assert status == 200
+    assert headers["content-encoding"] == "br"
+    assert int(headers["content-length"]) == len(body)
+    assert set(headers) >= {k.lower() for k in security_headers(Settings())}
+    again = _get(f"{proxy}/?stage=zero2", {"Accept-Encoding": "br", "If-None-Match": headers["etag"]})
+    assert again[0] == 304
+
+
+def test_the_embed_snippet_names_the_address_people_see(proxy: str) -> None:
+    # The proxy passes the Host on, so the app's absolute links are the proxy's, not its own.
+    page = dom(_get(f"{proxy}/?stage=zero1", {"Host": "zero.example.edu"})[2].decode())
+    href = str(one(page, "details#embed-this")["hx-get"])
+    panel = dom(_get(f"{proxy}{href}", {"Host": "zero.example.edu", "HX-Request": "true"})[2].decode())
+    assert str(one(panel, "#share-link")["href"]).startswith("http://zero.example.edu/")
+
+
+def test_a_client_that_does_not_finish_its_headers_is_closed_and_slows_no_one(proxy: str) -> None:
+    port = int(proxy.rpartition(":")[2])
+    slow = []
+    for _ in range(50):
+        sock = socket.create_connection(("127.0.0.1", port))
+        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ")  # and never the end of the headers
+        slow.append(sock)
+    silent = socket.create_connection(("127.0.0.1", port))  # sends nothing at all
+    started = time.monotonic()
+    # A byte now and then does not buy more time: the deadline counts from the start.
+    for _ in range(4):
+        time.sleep(1)
+        for sock in slow:
+            sock.sendall(b"x")
+    assert _get(f"{proxy}/?stage=zero1")[0] == 200
+    for sock in [*slow, silent]:
+        sock.settimeout(HEADER_TIMEOUT + 3)
+        reply = b""
+        while chunk := sock.recv(4096):
+            reply += chunk
+        assert reply in {b""} or reply.startswith(b"HTTP/1.1 408")  # closed by the proxy
+        sock.close()
+    assert time.monotonic() - started < HEADER_TIMEOUT + 3

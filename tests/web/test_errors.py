@@ -1,0 +1,449 @@
+"""Bad input: a readable message and a 4xx, as HTML where a person looks and JSON for the API."""
+
+from __future__ import annotations
+
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from bs4 import BeautifulSoup, Tag
+from fastapi.testclient import TestClient
+
+from app.domain.stages import Stage
+from app.web.errors import describe
+from app.web.inputs import set_aside
+from tests.conftest import dom, one, opened_panel, text
+
+BAD_STAGES = ["zero9", "", "ZERO1", "<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "%ff", "x" * 5000]
+
+
+@pytest.mark.parametrize("value", BAD_STAGES)
+@pytest.mark.parametrize("headers", [{}, {"HX-Request": "true"}], ids=["page", "fragment"])
+def test_bad_stage_on_the_page(client: TestClient, value: str, headers: dict[str, str]) -> None:
+    response = client.get("/", params={"stage": value}, headers=headers)
+    assert response.status_code == 422
+    tree = dom(response.text)
+    message = text(tree, '#widget [role="alert"] .notice-message')
+    assert "“stage” must be 'dp', 'zero1', 'zero2' or 'zero3'" in message
+    # The value comes back as text, never as markup, and never at full length.
+    assert tree.select("script:not([src])") == []
+    assert tree.select("img") == []
+    assert len(message) < 200
+    assert tree.select("#grid") == []
+    assert [a.get("aria-current") for a in tree.select("nav.switcher a")] == [None] * 4
+
+
+def test_raw_markup_in_the_query_is_escaped(client: TestClient) -> None:
+    response = client.get("/?stage=%3Cb%3Ebold%3C/b%3E")
+    assert response.status_code == 422
+    assert "<b>bold</b>" not in response.text
+    assert dom(response.text).select(".notice-message b") == []
+
+
+@pytest.mark.parametrize("value", BAD_STAGES)
+def test_bad_stage_on_the_api(client: TestClient, value: str) -> None:
+    response = client.get("/api/layout", params={"stage": value})
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/json"
+    body = response.json()
+    assert body["message"] == "The query parameter “stage” must be 'dp', 'zero1', 'zero2' or 'zero3'."
+    assert body["detail"][0]["loc"] == ["query", "stage"]
+    assert value not in response.text or value in {"", "x"}
+
+
+def test_unknown_page_is_a_readable_404(client: TestClient) -> None:
+    response = client.get("/stages/zero1")
+    assert response.status_code == 404
+    assert text(dom(response.text), ".notice-message") == "There is no page at this address."
+
+
+def test_wrong_method_is_a_405_not_a_5xx(client: TestClient) -> None:
+    response = client.post("/api/stages")
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET"
+    assert response.json()["message"] == "This address does not accept that kind of request."
+
+
+def test_describe_other_errors_in_plain_words() -> None:
+    errors = [
+        {
+            "loc": ("query", "gpus"),
+            "msg": "Input should be less than or equal to 4096",
+            "type": "less_than_equal",
+            "input": "5000",
+        }
+    ]
+    assert describe(errors, show_input=True) == (
+        "The query parameter “gpus” is not valid: input should be less than or equal to 4096."
+    )
+    assert describe([], show_input=False) == "The request could not be understood."
+
+
+AMBIGUOUS_ON_THE_PAGE = [
+    (
+        "80G",
+        "Ambiguous: “80G” could be 80 GB (80×10⁹ bytes) or 80 GiB (80×2³⁰ bytes); write 80GB or 80GiB.",
+    ),
+    (
+        "1.5 t",
+        "Ambiguous: “1.5 t” could be 1.5 TB (1.5×10¹² bytes) or 1.5 TiB (1.5×2⁴⁰ bytes); write 1.5TB or 1.5TiB.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("value", "message"), AMBIGUOUS_ON_THE_PAGE)
+@pytest.mark.parametrize("headers", [{}, {"HX-Request": "true"}], ids=["page", "fragment"])
+def test_a_bare_g_on_the_page_names_both_readings(
+    client: TestClient, value: str, message: str, headers: dict[str, str]
+) -> None:
+    response = client.get("/", params={"capacity": value}, headers=headers)
+    assert response.status_code == 422
+    # Beside the field, which keeps what was typed; the rest of the page is drawn as usual.
+    assert _problem(dom(response.text), "#f-capacity") == (value, message)
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        (
+            "80G",
+            "The query parameter “capacity” is ambiguous: a bare G could mean GB (10⁹ bytes) or GiB (2³⁰ bytes);"
+            " write the unit in full.",
+        ),
+        (
+            "1.5T",
+            "The query parameter “capacity” is ambiguous: a bare T could mean TB (10¹² bytes) or TiB (2⁴⁰ bytes);"
+            " write the unit in full.",
+        ),
+    ],
+)
+def test_a_bare_g_on_the_api_names_both_readings_without_echoing_it(
+    client: TestClient, value: str, message: str
+) -> None:
+    response = client.get("/api/memory", params={"capacity": value})
+    assert response.status_code == 422
+    body = response.json()
+    assert body["message"] == message
+    assert body["detail"][0]["loc"] == ["query", "capacity"]
+    assert value not in response.text
+
+
+def test_only_sizes_are_ambiguous_a_count_with_a_g_is_simply_wrong() -> None:
+    error = {"loc": ("query", "params"), "msg": "String should match pattern", "type": "string_pattern_mismatch"}
+    assert describe([{**error, "input": "80G"}], show_input=False) == (
+        "The query parameter “params” should be a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000."
+    )
+    size = {**error, "loc": ("query", "capacity"), "input": "80 GHz"}
+    assert describe([size], show_input=True) == (
+        "The query parameter “capacity” should be a memory size, such as 80GB, 80GiB or 80e9; “80 GHz” is not."
+    )
+
+
+def _switch_queries(tree: BeautifulSoup) -> dict[str, dict[str, list[str]]]:
+    return {str(a["id"]): parse_qs(urlsplit(str(a["href"])).query) for a in tree.select("nav.switcher a")}
+
+
+def _problem(tree: BeautifulSoup, selector: str) -> tuple[str, str]:
+    """The value a field shows and the message it points to, checked to be wired for assistive tech."""
+    field = one(tree, selector)
+    assert field.get("aria-invalid") == "true"
+    message = one(tree, f"#{field['aria-describedby']}")
+    assert message.get("role") == "alert"
+    return str(field.get("value", "")), " ".join(message.get_text(" ").split())
+
+
+@pytest.mark.parametrize("headers", [{}, {"HX-Request": "true"}], ids=["page", "fragment"])
+def test_a_typo_in_the_weights_keeps_the_widget_and_says_so_beside_the_field(
+    client: TestClient, headers: dict[str, str]
+) -> None:
+    query = {"stage": "zero2", "model": "custom", "params": "thirty billion", "gpus": "16", "capacity": "80GiB"}
+    response = client.get("/", params=query, headers=headers)
+    assert response.status_code == 422
+    tree = dom(response.text)
+    # The run as far as it is valid: the stage drawn and marked, the other fields kept.
+    assert one(tree, "#grid")["data-stage"] == "zero2"
+    assert one(tree, "#grid")["data-gpus"] == "16"
+    assert one(tree, "#switch-zero2").get("aria-current") == "page"
+    assert _switch_queries(tree)["switch-zero3"] == {
+        "stage": ["zero3"], "model": ["custom"], "gpus": ["16"], "capacity": ["80GiB"], "from": ["zero2"]
+    }  # fmt: skip
+    assert one(tree, "#f-capacity")["value"] == "80GiB"
+    assert _problem(tree, "#f-params") == (
+        "thirty billion",
+        "Enter a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000, or leave it blank.",
+    )
+    assert tree.select('[aria-invalid="true"]') == [one(tree, "#f-params")]
+    # A link followed says so at the top too; a keystroke in the form is answered beside the field only.
+    assert tree.select(".notice") == ([] if headers else [one(tree, "#set-aside")])
+
+
+def test_too_many_gpus_is_shown_not_silently_ignored(client: TestClient) -> None:
+    response = client.get("/", params={"stage": "zero3", "model": "llama-3-8b", "gpus": "5000"})
+    assert response.status_code == 422
+    tree = dom(response.text)
+    value, message = _problem(tree, "#f-gpus")
+    assert value == "5000"
+    assert "between 1 and 4096" in message
+    assert one(tree, "#switch-zero3").get("aria-current") == "page"
+    assert _switch_queries(tree)["switch-dp"] == {"stage": ["dp"], "model": ["llama-3-8b"], "from": ["zero3"]}
+
+
+def test_several_bad_fields_are_each_marked_and_the_folded_ones_unfolded(client: TestClient) -> None:
+    query = {"recipe": "custom", "weights_bytes": "0", "largest_layer": "big", "units": "furlongs", "gpus": "x"}
+    tree = dom(client.get("/", params=query).text)
+    marked = {str(el["id"]) for el in tree.select('[aria-invalid="true"]')}
+    assert marked == {"f-weights_bytes", "f-layer", "f-units", "f-gpus"}
+    assert one(tree, "details.more").has_attr("open")
+    assert _problem(tree, "#f-weights_bytes") == ("0", "Enter a whole number of bytes between 1 and 16.")
+    assert _problem(tree, "#f-units")[1] == "Choose one of 'GiB' or 'GB'."
+    assert one(tree, "#grid")["data-stage"] == "dp"
+
+
+@pytest.mark.parametrize("value", BAD_STAGES[3:5])
+def test_markup_typed_in_a_field_comes_back_as_text(client: TestClient, value: str) -> None:
+    response = client.get("/", params={"model": "custom", "params": value, "capacity": value})
+    assert response.status_code == 422
+    tree = dom(response.text)
+    assert tree.select("script:not([src])") == []
+    assert tree.select("img") == []
+    assert _problem(tree, "#f-params")[0] == value
+    assert _problem(tree, "#f-capacity")[0] == value
+    assert value not in " ".join(p.get_text() for p in tree.select(".field-error"))
+
+
+def test_a_bad_phase_keeps_a_notice_and_the_run_in_the_switcher(client: TestClient) -> None:
+    response = client.get("/", params={"stage": "zero1", "phase": "99", "gpus": "64", "model": "llama-3-8b"})
+    assert response.status_code == 422
+    tree = dom(response.text)
+    assert "“phase” is not valid" in text(tree, '#widget [role="alert"] .notice-message')
+    assert one(tree, "#switch-zero1").get("aria-current") == "page"
+    assert _switch_queries(tree)["switch-zero3"] == {
+        "stage": ["zero3"], "model": ["llama-3-8b"], "gpus": ["64"], "from": ["zero1"]
+    }  # fmt: skip
+
+
+def test_a_bad_stage_keeps_the_run_in_the_switcher(client: TestClient) -> None:
+    tree = dom(client.get("/", params={"stage": "zero9", "gpus": "64", "params": "oops"}).text)
+    assert "“stage” must be" in text(tree, ".notice-message")
+    assert "“params”" in text(tree, ".notice-message")
+    assert _switch_queries(tree)["switch-zero2"] == {"stage": ["zero2"], "gpus": ["64"]}
+
+
+def test_the_api_still_answers_json_without_the_rejected_value(client: TestClient) -> None:
+    response = client.get("/api/memory", params={"gpus": "98765", "params": "thirty billion"})
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/json"
+    assert "98765" not in response.text
+    assert "thirty billion" not in response.text
+
+
+def test_set_aside_keeps_the_valid_and_records_the_rest() -> None:
+    kept = set_aside({"stage": "zero3", "gpus": "5000", "model": "custom", "params": "7B", "phase": "x"})
+    assert (kept.query.stage, kept.query.gpus, kept.query.params, kept.query.phase) == (Stage.ZERO3, 8, "7B", None)
+    assert [(p.name, p.typed) for p in kept.problems] == [("gpus", "5000")]
+    assert sorted(e["loc"] for e in kept.errors) == [("query", "gpus"), ("query", "phase")]
+    assert kept.notice
+    clean = set_aside({"stage": "dp", "gpus": "4"})
+    assert (clean.problems, clean.errors, clean.notice) == ((), (), False)
+
+
+def test_an_invalid_field_takes_the_value_on_the_screen_once() -> None:
+    kept = set_aside({"stage": "zero1", "gpus": "0", "params": "7B"}, shown={"gpus": "16", "params": "1B"})
+    # Only the invalid field falls back; what was typed is still what the form shows and explains.
+    assert (kept.query.gpus, kept.query.params) == (16, "7B")
+    assert [(p.name, p.typed) for p in kept.problems] == [("gpus", "0")]
+    assert [e["loc"] for e in kept.errors] == [("query", "gpus")]
+    # A value on the screen that is no better is not given, and not reported a second time.
+    worse = set_aside({"gpus": "0"}, shown={"gpus": "abc"})
+    assert (worse.query.gpus, [p.typed for p in worse.problems], len(worse.errors)) == (8, ["0"], 1)
+    # Only the run form's fields: the stage shown is not a fallback for a bad stage.
+    assert set_aside({"stage": "zero9"}, shown={"stage": "zero3"}).query.stage == Stage.DP
+
+
+SHOWN_16 = "http://testserver/?stage=zero2&gpus=16"
+
+
+@pytest.mark.parametrize(
+    ("headers", "gpus"),
+    [
+        ({"HX-Request": "true", "HX-Current-URL": SHOWN_16}, "16"),
+        ({"Referer": SHOWN_16}, "16"),  # the form sent without JavaScript
+        ({"HX-Request": "true"}, "8"),
+        ({"HX-Request": "true", "HX-Current-URL": "http://elsewhere.example/?gpus=16"}, "8"),
+        ({"Referer": "http://testserver/compare?gpus=16"}, "8"),
+        ({"Referer": "http://testserver/?gpus=-3"}, "8"),
+    ],
+    ids=["htmx", "no-js", "nothing-shown", "another-site", "another-page", "shown-invalid"],
+)
+def test_a_typo_in_the_gpus_redraws_the_run_on_the_screen_not_the_default(
+    client: TestClient, headers: dict[str, str], gpus: str
+) -> None:
+    response = client.get("/", params={"stage": "zero2", "gpus": "0"}, headers=headers)
+    assert response.status_code == 422
+    tree = dom(response.text)
+    assert one(tree, "#grid")["data-gpus"] == gpus
+    assert len(tree.select("#grid .card")) == int(gpus)
+    assert _problem(tree, "#f-gpus") == ("0", "Enter a whole number of GPUs between 1 and 4096.")
+    assert {"hx-current-url", "referer"} <= {v.strip().lower() for v in response.headers["vary"].split(",")}
+    # The address and the share link name the run drawn, not the typo (htmx would put that in the bar).
+    drawn = "/?stage=zero2" + ("" if gpus == "8" else f"&gpus={gpus}")
+    assert response.headers.get("hx-push-url") == (drawn if "HX-Request" in headers else None)
+    assert one(opened_panel(client, tree), "#share-link")["href"] == "http://testserver" + drawn
+
+
+def test_other_fields_changed_beside_a_typo_are_drawn_and_the_address_follows(client: TestClient) -> None:
+    # The form sends every field: a new model and card memory with 0 still in the GPUs field.
+    shown = "http://testserver/?stage=zero2&gpus=64"
+    headers = {"HX-Request": "true", "HX-Current-URL": shown, "ZB-History": "replace"}
+    response = client.get("/?stage=zero2&gpus=0&model=llama-3-8b&capacity=80GiB", headers=headers)
+    tree = dom(response.text)
+    assert one(tree, "#grid")["data-gpus"] == "64"
+    assert "Llama 3 8B" in text(tree, "table.figures caption")
+    drawn = "/?stage=zero2&model=llama-3-8b&gpus=64&capacity=80GiB"
+    assert response.headers["hx-replace-url"] == drawn
+    assert one(opened_panel(client, tree), "#share-link")["href"] == "http://testserver" + drawn
+
+
+def test_the_answer_to_a_typo_is_not_cached_for_the_next_screen(client: TestClient) -> None:
+    def drawn(shown: str) -> str:
+        headers = {"HX-Request": "true", "HX-Current-URL": f"http://testserver/?gpus={shown}"}
+        return str(one(dom(client.get("/?gpus=0", headers=headers).text), "#grid")["data-gpus"])
+
+    assert [drawn("16"), drawn("32"), drawn("16")] == ["16", "32", "16"]
+
+
+def test_the_api_explains_a_pattern_mismatch_in_a_sentence_without_the_pattern(client: TestClient) -> None:
+    body = client.get("/api/memory", params={"params": "thirty billion"}).json()
+    assert [d["msg"] for d in body["detail"]] == [
+        "The query parameter “params” should be a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000."
+    ]
+    assert "thirty" not in str(body)
+
+
+def _after_the_switcher(tree: BeautifulSoup) -> list[Tag]:
+    """The widget's elements after the stage switcher, in order (the switcher may share a part with them)."""
+    nav = one(tree, "#widget nav.switcher")
+    after = [t for t in nav.find_next_siblings() if isinstance(t, Tag)]
+    part = nav.parent
+    if isinstance(part, Tag) and part.get("id") != "widget":
+        after += [t for t in part.find_next_siblings() if isinstance(t, Tag)]
+    return after
+
+
+# A bad link: what is given, the field the form shows it in, what would be accepted, what is drawn instead.
+BAD_LINKS = [
+    ({"gpus": "0"}, "f-gpus", "GPUs", "between 1 and 4096", "8 GPUs, the default"),
+    ({"gpus": "abc"}, "f-gpus", "GPUs", "between 1 and 4096", "8 GPUs, the default"),
+    ({"params": "-1"}, "f-params", "Weights", "a number of weights", "30B weights, the default"),
+    ({"capacity": "0"}, "f-capacity", "Card memory", "a memory size", "no card memory, so no fit check"),
+    ({"stage": "zero9"}, None, "“stage”", "'dp', 'zero1', 'zero2' or 'zero3'", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("query", "field", "named", "accepted", "drawn"),
+    BAD_LINKS,
+    ids=["gpus=0", "gpus=abc", "params=-1", "capacity=0", "stage=zero9"],
+)
+def test_a_bad_link_says_so_first_naming_the_value_and_what_is_accepted(
+    client: TestClient, query: dict[str, str], field: str | None, named: str, accepted: str, drawn: str | None
+) -> None:
+    response = client.get("/", params=query)
+    assert response.status_code == 422
+    tree = dom(response.text)
+    after = _after_the_switcher(tree)
+    # The message is the first thing after the switcher (with the form to correct it under it, in one
+    # part of the widget): the field, the value given and what is accepted.
+    message = after[0] if field is None else after[0].find(True)
+    assert isinstance(message, Tag)
+    assert "notice" in message["class"]
+    assert message.get("role") == "alert"
+    said = " ".join(message.get_text(" ").split())
+    (value,) = query.values()
+    assert f"“{value}”" in said
+    assert named in said
+    assert accepted in said
+    # The other ways on stay: the switcher, the side-by-side page, the measured one.
+    assert len(tree.select("nav.switcher a")) == 4
+    assert urlsplit(str(one(tree, "#compare-link")["href"])).path == "/compare"
+    assert urlsplit(str(one(tree, "#measured-link")["href"])).path == "/measured"
+    if field is None:
+        assert tree.select("#grid") == []
+        return
+    # Then the form, its field marked with the message beside it; then the picture, said to be drawn without it.
+    assert after[0]["class"] == ["form-first"]
+    assert [str(c.get("id")) for c in after[0].find_all(True, recursive=False)] == ["set-aside", "run-form"]
+    assert one(tree, f"#{field}") in after[0].select('#run-form [aria-invalid="true"]')
+    assert one(message, "#set-aside-fix")["href"] == f"#{field}"
+    assert text(tree, "#drawn-instead") == f"Drawn without {next(iter(query))}={value}: {drawn}."
+    stage_head = after[1]
+    assert stage_head["class"] == ["stage-head"]
+    assert stage_head.select_one("#drawn-instead") is stage_head.find(True)
+    assert tree.select(".side #run-form") == []
+
+
+def test_a_bad_value_is_said_escaped_and_shortened(client: TestClient) -> None:
+    value = '"><img src=x onerror=alert(1)>' + "x" * 200
+    tree = dom(client.get("/", params={"model": "custom", "params": value}).text)
+    notice = one(tree, "#set-aside")
+    assert notice.select("img") == [] == tree.select("img")
+    assert tree.select("script:not([src])") == []
+    said = " ".join(notice.get_text(" ").split())
+    assert '“"><img src=x onerror=alert(1)>xxxxxxxxx…”' in said
+    assert len(text(tree, "#drawn-instead")) < 120
+
+
+def test_several_values_set_aside_are_each_named(client: TestClient) -> None:
+    tree = dom(client.get("/", params={"gpus": "0", "units": "furlongs", "stage": "zero3"}).text)
+    items = [" ".join(li.get_text(" ").split()) for li in tree.select("#set-aside li")]
+    assert [i.split(":")[0].strip() for i in items] == ["GPUs", "Units"]
+    drawn = "Drawn without gpus=0 and units=furlongs: 8 GPUs, the default; GiB, the default."
+    assert text(tree, "#drawn-instead") == drawn
+    assert one(tree, "#grid")["data-stage"] == "zero3"
+
+
+def test_the_run_on_the_screen_is_said_to_be_what_is_drawn(client: TestClient) -> None:
+    # The form sent without JavaScript, over a page of 16 GPUs: the picture stays at 16, and says so.
+    tree = dom(client.get("/?stage=zero2&gpus=0", headers={"Referer": SHOWN_16}).text)
+    assert text(tree, "#drawn-instead") == "Drawn without gpus=0: 16 GPUs, as on the screen before."
+
+
+FORM_FIRST = {"HX-Request": "true", "ZB-Form-First": "1"}
+
+
+def test_a_keystroke_is_answered_beside_the_field_and_the_form_stays_where_it_stood(client: TestClient) -> None:
+    # Typed in the form at its usual place: the message beside the field, nothing moves above it.
+    typed = dom(client.get("/?stage=zero2&gpus=0", headers={"HX-Request": "true"}).text)
+    assert typed.select("#set-aside, #drawn-instead, .form-first") == []
+    assert one(typed, ".side #run-form #f-gpus")["aria-invalid"] == "true"
+    # Typed in the form under a bad link's message: it stays first, with the message, until corrected ...
+    again = client.get("/?stage=zero2&gpus=x", headers=FORM_FIRST)
+    assert again.status_code == 422
+    tree = dom(again.text)
+    first = _after_the_switcher(tree)[0]
+    assert [str(c.get("id")) for c in first.find_all(True, recursive=False)] == ["set-aside", "run-form"]
+    # ... and once corrected, the form stays first (no message): it does not move away under the typing.
+    fixed = client.get("/?stage=zero2&gpus=16", headers=FORM_FIRST)
+    assert fixed.status_code == 200
+    tree = dom(fixed.text)
+    assert tree.select("#set-aside, #drawn-instead") == []
+    assert one(tree, ".form-first #run-form")["hx-get"] == "/"
+    assert one(tree, ".form-first")["hx-headers"] == '{"ZB-Form-First": "1"}'
+    assert tree.select(".side #run-form") == []
+    # A link followed from there (the switcher's) is the page as usual; and so is the same address without
+    # the form's header, though an answer with it was just given (and cached).
+    plain = dom(client.get("/?stage=zero2&gpus=16", headers={"HX-Request": "true"}).text)
+    assert plain.select(".form-first") == []
+    assert plain.select(".side #run-form")
+    assert "ZB-Form-First" in fixed.headers["vary"]
+
+
+def test_an_error_page_without_a_picture_keeps_the_widgets_links(client: TestClient) -> None:
+    for path in ["/?stage=zero1&phase=99", "/stages/zero1", "/compare?left=zero9"]:
+        tree = dom(client.get(path).text)
+        assert tree.select(".notice"), path
+        assert str(one(tree, "#compare-link")["href"]).startswith("/compare"), path
+        assert str(one(tree, "#measured-link")["href"]).startswith("/measured"), path
+    # An embed's links stay in the embed: no way out to the site's other pages.
+    embedded = dom(client.get("/embed?stage=zero9").text)
+    assert embedded.select(".notice")
+    assert embedded.select("#compare-link, #measured-link") == []
