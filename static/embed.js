@@ -6,10 +6,9 @@
 (function () {
   "use strict";
 
-  var script = document.currentScript;
-  var own = null;
-  try { own = script && script.src ? new URL(script.src).origin : null; } catch (e) { own = null; }
   var MAX_HEIGHT = 20000;
+  var own = null;
+  try { own = new URL(document.currentScript.src).origin; } catch (e) { own = null; }
 
   function originOf(frame) {
     try { return new URL(frame.getAttribute("src") || "", window.location.href).origin; } catch (e) { return null; }
@@ -21,13 +20,10 @@
 
   function heightIn(data) {
     if (data && typeof data === "object" && data.type === "zero-bands:resize") { return data.height; }
-    if (typeof data === "string" && data.charAt(0) === "{") {
-      try {
-        var message = JSON.parse(data);
-        if (message && message.subject === "lti.frameResize") { return message.height; }
-      } catch (e) { return null; }
-    }
-    return null;
+    try {
+      var message = typeof data === "string" && data.charAt(0) === "{" ? JSON.parse(data) : null;
+      return message && message.subject === "lti.frameResize" ? message.height : null;
+    } catch (e) { return null; }
   }
 
   window.addEventListener("message", function (event) {

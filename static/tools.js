@@ -1,173 +1,114 @@
-// The widget's tools: full screen (page and embed), the "Embed this" panel's copy button and
-// controls choice, and the Weights field that makes the model "Another model" when typed in.
-// Delegated from the document, so they keep working after htmx swaps the widget.
+// The widget's tools: full screen, the "Embed this" panel's copy button and choice of controls, the
+// Weights field that makes the model "Another model" when typed in, and the note that says why a
+// request changed nothing. Delegated from the document, so they keep working through the swaps.
 "use strict";
 
 (function () {
-  // The main element holds the widget and outlives its swaps, so full screen survives a click.
-  function stage() { return document.querySelector("main"); }
-
-  function fullscreenAllowed() {
-    const main = stage();
-    return Boolean(document.fullscreenEnabled && main && typeof main.requestFullscreen === "function");
-  }
-
-  // The button is rendered hidden: it needs this script, and a host page may forbid full screen
-  // (an iframe without allow="fullscreen"), in which case a short note says so instead.
-  function prepareFullscreen() {
-    const button = document.getElementById("fullscreen");
-    const note = document.getElementById("fullscreen-note");
-    if (!button) { return; }
-    const allowed = fullscreenAllowed();
-    button.hidden = !allowed;
-    if (note) { note.hidden = allowed; }
-    const on = Boolean(document.fullscreenElement);
-    button.setAttribute("aria-pressed", String(on));
-    button.textContent = on ? "Leave full screen" : "Full screen";
-  }
-
-  // What the person chose in the "Embed this" panel, kept across swaps of the widget.
-  let embedOpen = false;
-  let controls = null;
-  let calculator = null;
+  // An element, or where the page has none (the share page, an embed without the panel) a stand-in
+  // that takes any setting: each tool below does what it can with what is there.
+  const byId = (id) => document.getElementById(id) || {};
+  // <main> holds the widget and outlives its swaps, so full screen survives a click.
+  const main = () => document.querySelector("main");
+  const fullscreenAllowed = () => Boolean(document.fullscreenEnabled && main() && main().requestFullscreen);
+  // What was chosen in the "Embed this" panel, which every swap brings back closed.
+  let embedOpen = false, controls = null, calculator = null;
 
   // The snippet for the controls chosen, with the calculator or without: each option carries both.
-  function choose(select) {
-    const option = select.selectedOptions[0];
-    const snippet = document.getElementById("embed-snippet");
-    const url = document.getElementById("embed-url");
-    const box = document.getElementById("embed-calculator");
-    if (!option || !snippet) { return; }
-    const full = box instanceof HTMLInputElement && box.checked;
-    const html = full ? option.dataset.snippetCalculator : option.dataset.snippet;
+  function choose() {
+    const option = byId("embed-controls").selectedOptions && byId("embed-controls").selectedOptions[0];
+    if (!option || !byId("embed-snippet").id) { return; }
+    const full = byId("embed-calculator").checked;
+    byId("embed-snippet").value = (full ? option.dataset.snippetCalculator : option.dataset.snippet) || byId("embed-snippet").value;
     const address = full ? option.dataset.urlCalculator : option.dataset.url;
-    snippet.value = html || snippet.value;
-    if (url && address) { url.href = address; url.textContent = address; }
-    const status = document.getElementById("embed-copy-status");
-    if (status) { status.textContent = ""; }
+    if (address) { byId("embed-url").href = address; byId("embed-url").textContent = address; }
+    byId("embed-copy-status").textContent = "";
   }
 
-  function prepareEmbedPanel() {
-    const panel = document.getElementById("embed-this");
-    const copy = document.getElementById("embed-copy");
-    if (copy) { copy.hidden = false; }
-    // The drop-down and the box take the place of the links that do the same without this script.
-    const choice = document.getElementById("embed-controls-field");
-    if (choice) { choice.hidden = false; }
-    const full = document.getElementById("embed-calculator-field");
-    if (full) { full.hidden = false; }
-    const links = document.getElementById("embed-choices");
-    if (links) { links.hidden = true; }
-    if (panel && embedOpen) { panel.open = true; }
-    const select = document.getElementById("embed-controls");
-    const box = document.getElementById("embed-calculator");
-    if (box instanceof HTMLInputElement && calculator !== null) { box.checked = calculator; }
-    if (select && controls !== null) { select.value = controls; }
-    if (select && (controls !== null || calculator !== null)) { choose(select); }
+  // Rendered hidden, what needs this script: the full-screen button (unless the host page forbids full
+  // screen: a note says so instead), the copy button, and the drop-down and box that take the place of
+  // the links that do the same without it. A preset's count is read-only without this script; with it,
+  // a count typed there is another model's.
+  function prepare() {
+    const allowed = fullscreenAllowed();
+    const on = Boolean(document.fullscreenElement);
+    Object.assign(byId("fullscreen"), { hidden: !allowed, textContent: on ? "Leave full screen" : "Full screen" });
+    if (byId("fullscreen").id) { byId("fullscreen").setAttribute("aria-pressed", String(on)); }
+    byId("fullscreen-note").hidden = allowed;
+    for (const id of ["embed-copy", "embed-controls-field", "embed-calculator-field"]) { byId(id).hidden = false; }
+    byId("embed-choices").hidden = true;
+    if (embedOpen) { byId("embed-this").open = true; }
+    if (calculator !== null) { byId("embed-calculator").checked = calculator; choose(); }
+    if (controls !== null) { byId("embed-controls").value = controls; choose(); }
+    const count = "A count typed here is another model's: the model becomes “Another model”";
+    if (byId("f-params").readOnly) { Object.assign(byId("f-params"), { readOnly: false, title: count }); }
   }
 
-  // A preset's count is read-only without this script; with it, a count typed there is another model's.
-  function prepareWeights() {
-    const count = document.getElementById("f-params");
-    if (count instanceof HTMLInputElement && count.readOnly) {
-      count.readOnly = false;
-      count.title = "A count typed here is another model's: the model becomes “Another model”";
-    }
-  }
-
-  function prepare() { prepareFullscreen(); prepareEmbedPanel(); prepareWeights(); }
-
-  async function copy(button) {
-    const field = document.getElementById(button.dataset.copy || "");
-    const status = document.getElementById("embed-copy-status");
-    if (!field) { return; }
-    let copied = false;
-    try {
-      if (navigator.clipboard && window.isSecureContext) {
-        await navigator.clipboard.writeText(field.value);
-        copied = true;
-      }
-    } catch (error) {
-      copied = false;
-    }
-    // Without the clipboard (an insecure origin, a refused permission) the text is selected, ready
-    // for Ctrl+C or a long press.
-    if (!copied) { field.focus(); field.select(); }
-    if (status) { status.textContent = copied ? "Copied." : "Selected: press Ctrl+C (⌘C) to copy."; }
+  // Without the clipboard (an insecure origin, a refused permission) the text is selected, for Ctrl+C.
+  function copy(field) {
+    const done = function (copied) {
+      if (!copied) { field.focus(); field.select(); }
+      byId("embed-copy-status").textContent = copied ? "Copied." : "Selected: press Ctrl+C (⌘C) to copy.";
+    };
+    const clipboard = window.isSecureContext && navigator.clipboard;
+    (clipboard ? clipboard.writeText(field.value) : Promise.reject(new Error("no clipboard"))).then(() => done(true), () => done(false));
   }
 
   document.addEventListener("click", function (event) {
-    const target = event.target instanceof Element ? event.target : null;
-    if (!target) { return; }
+    const target = event.target instanceof Element ? event.target : document.body;
     if (target.closest("#fullscreen")) {
-      if (document.fullscreenElement) {
-        document.exitFullscreen().catch(prepareFullscreen);
-      } else if (fullscreenAllowed()) {
-        stage().requestFullscreen().catch(prepareFullscreen);
-      }
-      return;
+      const asked = document.fullscreenElement ? document.exitFullscreen() : fullscreenAllowed() && main().requestFullscreen();
+      if (asked) { asked.catch(prepare); }
+    } else if (target.closest("#embed-copy") && byId(target.closest("#embed-copy").dataset.copy).id) {
+      copy(byId(target.closest("#embed-copy").dataset.copy));
     }
-    const copyButton = target.closest("#embed-copy");
-    if (copyButton) { copy(copyButton); }
   });
 
   document.addEventListener("change", function (event) {
-    const select = event.target instanceof HTMLSelectElement && event.target.id === "embed-controls" ? event.target : null;
-    if (select) { controls = select.value; choose(select); }
-    if (event.target instanceof HTMLInputElement && event.target.id === "embed-calculator") {
-      calculator = event.target.checked;
-      const chosen = document.getElementById("embed-controls");
-      if (chosen instanceof HTMLSelectElement) { choose(chosen); }
-    }
-    // "Another model" starts from the count of the model shown, ready to edit: the field holds it,
-    // and is sent only now. A preset brings its own count: the one in the field is then not sent.
-    const count = document.getElementById("f-params");
-    if (event.target instanceof HTMLSelectElement && event.target.id === "f-model" && count instanceof HTMLInputElement) {
-      if (event.target.value === "custom") { count.name = "params"; } else { count.removeAttribute("name"); }
+    const id = event.target.id;
+    if (id === "embed-controls") { controls = event.target.value; }
+    if (id === "embed-calculator") { calculator = event.target.checked; }
+    if (id === "embed-controls" || id === "embed-calculator") { choose(); }
+    // "Another model" starts from the count of the model shown, ready to edit: the field holds it, and
+    // is sent only now. A preset brings its own count: the one in the field is then not sent.
+    if (id === "f-model" && byId("f-params").id) {
+      if (event.target.value === "custom") { byId("f-params").name = "params"; } else { byId("f-params").removeAttribute("name"); }
     }
   });
 
   // Typing a count into Weights makes the model "Another model", before the form's request reads it.
   document.addEventListener("input", function (event) {
-    const count = event.target;
-    const model = document.getElementById("f-model");
-    if (!(count instanceof HTMLInputElement) || count.id !== "f-params" || count.name || !model) { return; }
-    count.name = "params";
-    model.value = "custom";
+    if (event.target.id !== "f-params" || event.target.name || !byId("f-model").id) { return; }
+    event.target.name = "params";
+    byId("f-model").value = "custom";
   }, true);
 
   // "toggle" does not bubble: listen while it comes down.
   document.addEventListener("toggle", function (event) {
-    if (event.target instanceof HTMLDetailsElement && event.target.id === "embed-this") {
-      embedOpen = event.target.open;
-    }
+    if (event.target.id === "embed-this") { embedOpen = event.target.open; }
   }, true);
 
-  // A refused or lost request would change nothing on the screen, and a student clicks again into
-  // the void: say why, seen at the foot of the window and heard through the live region.
+  // A refused or lost request changes nothing on the screen, and a student clicks again into the void:
+  // say why, seen at the foot of the window and heard through the live region.
   let troubleTimer = 0;
   function trouble(message) {
-    const note = document.getElementById("request-trouble");
-    if (!note) { return; }
     clearTimeout(troubleTimer);
-    note.textContent = message;
-    note.hidden = !message;
+    byId("request-trouble").textContent = message;
+    byId("request-trouble").hidden = !message;
     if (message) {
-      document.getElementById("narration").textContent = message;
+      byId("narration").textContent = message;
       troubleTimer = setTimeout(trouble, 8000, "");
     }
   }
-
   document.addEventListener("htmx:responseError", function (event) {
     const status = event.detail.xhr.status;
     trouble(status === 503 ? "Busy: many people are using it at once. Try again in a second."
       : [400, 414, 431].includes(status) ? "Refused: is a value far too long?"
-      : "The server answered error " + status + ". Try again.");
+        : "The server answered error " + status + ". Try again.");
   });
-  document.addEventListener("htmx:sendError", function () { trouble("No answer from the server: check the connection."); });
-  document.addEventListener("htmx:afterSwap", function () { trouble(""); });
+  document.addEventListener("htmx:sendError", () => trouble("No answer from the server: check the connection."));
+  document.addEventListener("htmx:afterSwap", () => trouble(""));
 
-  document.addEventListener("fullscreenchange", prepareFullscreen);
+  document.addEventListener("fullscreenchange", prepare);
   document.addEventListener("htmx:afterSettle", prepare);
   document.addEventListener("DOMContentLoaded", prepare);
 })();

@@ -95,16 +95,16 @@ def _pass(phase: Phase, recipe: Recipe, column: Column) -> str:
     if phase.part is Part.FORWARD:
         if Band.WEIGHTS in sharded:
             return (
-                f"The cards all-gather column {k}'s weights ({what}) from {cards_text(owners)}: each card "
-                "assembles them, runs them on its own batch, then discards them."
+                f"The cards all-gather column {k}'s weights ({what}) from {cards_text(owners)}, one layer at a "
+                "time: each card assembles a layer, runs it on its batch, then discards it."
             )
         if phase.gpus == 1:
             return f"The card runs column {k} ({what}) on its batch. Nothing moves: there is no other card."
         return f"Each card runs column {k} ({what}) on its own batch with its own copy of the weights. Nothing moves."
     if Band.WEIGHTS in sharded:
         return (
-            f"The cards gather column {k}'s weights ({what}) again and compute its gradients, then "
-            f"reduce-scatter them: {_cards(owners, 'keep')} the sums. Every card discards the gathered weights."
+            f"Layer by layer, the cards gather column {k}'s weights ({what}) again, compute the gradients and "
+            f"reduce-scatter them ({_cards(owners, 'keep')} the sums), then discard the layer."
         )
     if Band.GRADIENTS in sharded:
         return (

@@ -1,4 +1,4 @@
-"""The vendored htmx is the pinned release, with its licence, and nothing else is fetched."""
+"""The vendored htmx and idiomorph are the pinned releases, with their licences, and nothing else is fetched."""
 
 from __future__ import annotations
 
@@ -10,6 +10,9 @@ from app.paths import STATIC_DIR
 HTMX = STATIC_DIR / "htmx-2.0.11.min.js"
 # sha256 of dist/htmx.min.js in the npm package htmx.org@2.0.11.
 HTMX_SHA256 = "d6fdc75f204e6bdefa99b69bf1e6d4ac69b8a364f77929f45c13476b4000f717"
+IDIOMORPH = STATIC_DIR / "idiomorph-ext-0.8.0.min.js"
+# sha256 of dist/idiomorph-ext.min.js in the npm package idiomorph@0.8.0 (idiomorph and its htmx extension).
+IDIOMORPH_SHA256 = "5811b9a7eda14878b7dab4378bf60432e1bb6f11fcfb970cc26540642650181e"
 
 
 def test_htmx_is_the_pinned_release() -> None:
@@ -22,9 +25,19 @@ def test_htmx_licence_is_alongside() -> None:
     assert licence.startswith("Zero-Clause BSD")
 
 
+def test_idiomorph_is_the_pinned_release() -> None:
+    assert hashlib.sha256(IDIOMORPH.read_bytes()).hexdigest() == IDIOMORPH_SHA256
+    assert b'htmx.defineExtension("morph"' in IDIOMORPH.read_bytes()
+
+
+def test_idiomorph_licence_is_alongside() -> None:
+    licence = (STATIC_DIR / "idiomorph-0.8.0.LICENSE").read_text()
+    assert licence.startswith("Zero-Clause BSD")
+
+
 def test_our_static_files_name_no_other_origin() -> None:
     for path in STATIC_DIR.iterdir():
-        if path.suffix in {".css", ".js", ".svg"} and path != HTMX:
+        if path.suffix in {".css", ".js", ".svg"} and path not in {HTMX, IDIOMORPH}:
             text = path.read_text().replace('xmlns="http://www.w3.org/2000/svg"', "")
             assert not re.search(r"(https?:)?//[a-z0-9-]+(\.[a-z0-9-]+)+", text, re.IGNORECASE), path
             assert "@import" not in text, path

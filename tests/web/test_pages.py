@@ -262,6 +262,7 @@ def test_page_head_loads_only_local_assets_and_configures_htmx(client: TestClien
     scripts = [unversioned(str(s["src"])) for s in tree.select("script")]
     assert scripts == [
         "/static/htmx-2.0.11.min.js",
+        "/static/idiomorph-ext-0.8.0.min.js",
         "/static/app.js",
     ]
     assert all(not s.string for s in tree.select("script"))
