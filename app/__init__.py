@@ -3,3 +3,6 @@
 from __future__ import annotations
 
 __version__ = "0.1.0"
+
+APP_NAME = "ZeRO Bands"
+"""How the app names itself in titles and snippets."""

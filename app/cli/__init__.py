@@ -82,10 +82,10 @@ def table(args: argparse.Namespace) -> int:
     # Imported here: serving needs none of it, and every worker starts sooner without it.
     from pydantic import ValidationError
 
+    from app.cli.text_table import render_table
     from app.domain.scenario import resolve
     from app.web.errors import describe
     from app.web.inputs import RunQuery
-    from app.web.table import render_table
 
     fields = {name: value for name, value in vars(args).items() if name in RunQuery.model_fields and value is not None}
     try:

@@ -263,3 +263,8 @@ def per_weight(nbytes: Fraction | int) -> str:
     whole, _, decimals = shown.partition(".")
     # 0.250 reads as 0.25: trailing zeros past the second decimal add nothing.
     return f"{whole}.{decimals[:2]}{decimals[2:].rstrip('0')}"
+
+
+def gpus_label(gpus: int) -> str:
+    """'1 GPU', '8 GPUs', '1,024 GPUs'."""
+    return f"{gpus:,} GPU{'' if gpus == 1 else 's'}"

@@ -12,14 +12,44 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from app.domain.fit import LayerExtra, peak_bytes
+from app.domain.bands import BandSpec, Recipe
+from app.domain.fit import LayerExtra, Run, layer_extra, peak_bytes
 from app.domain.memory import band_bytes, per_gpu_bytes
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
-from app.web.view_models import BarView, Segment, legend
 
 REST_SHARE = Fraction(3, 4)
 """Where a broken bar puts the end of the state at rest: the layer in hand gets the other quarter."""
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One stretch of a memory bar, in percent of the bar's scale."""
+
+    css: str
+    x: float
+    width: float
+    label: str
+
+
+@dataclass(frozen=True)
+class BarView:
+    """A card's memory drawn to scale: its bands stacked, and the card's capacity marked."""
+
+    segments: tuple[Segment, ...]
+    capacity_x: float | None
+    rest_x: float | None
+    """Where the state at rest ends, marked when something is drawn beyond it."""
+    broken: bool
+    """Whether the part at rest is drawn shortened, behind a break, so that one layer shows."""
+    label: str
+    verdict: str
+    fits: bool | None
+
+
+def legend(recipe: Recipe) -> tuple[BandSpec, ...]:
+    """The bands the grid draws, top to bottom; a band of 0 bytes is not drawn."""
+    return tuple(spec for spec in recipe.specs if spec.nbytes > 0)
 
 
 @dataclass(frozen=True)
@@ -119,3 +149,9 @@ def bar_note(scenario: Scenario, stage: Stage) -> str:
         return said
     where = "the line" if capacity <= scale.top else "beyond the bar's end"
     return f"{said} The card's {units.show(capacity)} is {where}."
+
+
+def bar_keys(stage: Stage, run: Run) -> tuple[str, ...]:
+    """What of one layer a stage's bars draw: its largest layer's, at the peak, has the most."""
+    extra = layer_extra(stage, run, run.largest_layer, backward=True)
+    return (*(("gathered",) if extra.gathered else ()), *(("sent",) if extra.computed else ()))

@@ -5,16 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
+from app import APP_NAME
 from app.domain.bands import BandSpec
 from app.domain.change import change
 from app.domain.fit import report
-from app.domain.quantities import per_weight
+from app.domain.quantities import gpus_label, per_weight
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
-from app.web.bars import shared_scale
+from app.web.bars import legend, shared_scale
+from app.web.grid_view import CardGap, CardView, rest_cards
+from app.web.inputs import Theme
 from app.web.links import compare_address
-from app.web.view_models import CardGap, CardView, StageLink, Theme, legend
-from app.web.views import APP_NAME, gpus_label, rest_cards
+from app.web.stage_view import StageLink
 
 
 @dataclass(frozen=True)

@@ -22,13 +22,13 @@ from app.domain.quantities import ambiguity
 from app.domain.scenario import resolve
 from app.paths import is_api_path, route_path
 from app.web.api import API_TAG
+from app.web.embed_view import embed_view
 from app.web.inputs import FIELD_HINTS, NOT_MEASURED, SIZE_FIELDS, EmbedQuery, PageQuery, SetAside, set_aside
-from app.web.links import embed_links, page_links, path_for
+from app.web.links import Links, embed_links, page_links, path_for
+from app.web.page_view import PageView, compare_href, error_view, page_view, with_problems
 from app.web.pages import form_first, with_way_out
 from app.web.set_aside_view import set_aside_view
 from app.web.templating import render, replace_history
-from app.web.view_models import Links, PageView
-from app.web.views import compare_href, embed_view, error_view, page_view, with_problems
 
 _MAX_SHOWN = 40
 _LOCATIONS = {"query": "query parameter", "path": "path", "header": "header", "body": "body", "option": "option"}

@@ -23,7 +23,7 @@ from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, ambigu
 from app.domain.scenario import Inputs
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
-from app.web.view_models import FieldProblem, Theme
+from app.web.form_view import FieldProblem
 
 _COUNT_EXAMPLES = "a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000"
 _BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 80e9"
@@ -32,6 +32,18 @@ _BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 80e9"
 FIELD_HINTS = {"params": _COUNT_EXAMPLES, "largest_layer": _COUNT_EXAMPLES, "capacity": _BYTES_EXAMPLES}
 # The fields read as memory sizes, where a bare G or T deserves its own answer (GB or GiB?).
 SIZE_FIELDS = frozenset({"capacity"})
+
+
+class Theme(StrEnum):
+    """How the page is drawn: for a screen close by, or for the back of a room (`?theme=projector`)."""
+
+    DEFAULT = "default"
+    PROJECTOR = "projector"
+
+    @property
+    def other(self) -> Theme:
+        """The theme the page's toggle switches to."""
+        return Theme.DEFAULT if self is Theme.PROJECTOR else Theme.PROJECTOR
 
 
 def _blank_or(pattern: str) -> str:

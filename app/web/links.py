@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import weakref
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import Any
 from urllib.parse import urlencode
 
@@ -12,14 +15,73 @@ from starlette.requests import Request
 
 from app.domain.stages import Stage
 from app.serving.assets import StaticAssets
-from app.web.inputs import EmbedQuery, PageQuery, RunQuery
-from app.web.view_models import Links
+from app.web.inputs import EmbedQuery, PageQuery, RunQuery, Theme
 
 # Each router's path for a route name and its parameters: routes do not change while the app runs,
 # and finding one walks the route list (a page asks for a dozen). By the router's identity (routers
 # are not hashable); the weak reference drops the entry when its router goes.
 _Paths = dict[tuple[str, tuple[tuple[str, str], ...]], str]
 _ROUTE_PATHS: dict[int, tuple[weakref.ref[Any], _Paths]] = {}
+
+
+@dataclass(frozen=True)
+class Links:
+    """Each stage's page address, keeping the run described; hashable, so views can be cached."""
+
+    page: str
+    run: tuple[tuple[str, str], ...] = ()
+    phase: int | None = None
+    keep: tuple[tuple[str, str], ...] = ()
+    """Options every link carries after the run and the phase (an embed's controls and calculator)."""
+    theme: Theme = Theme.DEFAULT
+    """Kept in every address, so a swap or a form never drops the projector view."""
+
+    @property
+    def options(self) -> tuple[tuple[str, str], ...]:
+        """What every address carries after the run: the embed's options, then the theme."""
+        theme = () if self.theme is Theme.DEFAULT else (("theme", self.theme.value),)
+        return (*self.keep, *theme)
+
+    @property
+    def kept(self) -> tuple[tuple[str, str], ...]:
+        """The parameters every address carries besides the stage and the phase."""
+        return (*self.run, *self.options)
+
+    def themed(self, theme: Theme) -> Links:
+        """The same addresses in another theme."""
+        return replace(self, theme=theme)
+
+    def __call__(self, stage: Stage) -> str:
+        """The address of `stage` with the same run, at the same moment of the step."""
+        return self.at(stage, self.phase)
+
+    @cached_property
+    def _encoded(self) -> tuple[str, str]:
+        # The run and the options, encoded once: a page writes some twenty addresses of one run.
+        run, options = urlencode(self.run), urlencode(self.options)
+        return (f"&{run}" if run else ""), (f"&{options}" if options else "")
+
+    def at(self, stage: Stage, phase: int | None) -> str:
+        """The address of `stage` with the same run at `phase` (None: at rest)."""
+        run, options = self._encoded
+        moment = "" if phase is None else f"&phase={phase}"
+        # A stage's value is a plain word (dp, zero1...): nothing in it to encode.
+        return f"{self.page}?stage={stage.value}{run}{moment}{options}"
+
+    def switch(self, stage: Stage, current: Stage | None) -> str:
+        """The address of `stage`, with a `from` hint naming the stage shown so the page can mark what changed."""
+        if current is None or current is stage:
+            return self(stage)
+        return f"{self(stage)}&from={current.value}"
+
+
+LinkFor = Callable[[Stage], str]
+"""A stage's address: `Links`, or another page's builder (the side-by-side page's)."""
+
+
+def switch_href(link: LinkFor, stage: Stage, current: Stage | None) -> str:
+    """A link to `stage` that names the stage shown (`from`), so the page can mark what changed."""
+    return link.switch(stage, current) if isinstance(link, Links) else link(stage)
 
 
 def _route_path(request: Request, name: str, path_params: dict[str, str]) -> str:

@@ -12,12 +12,12 @@ from fastapi.responses import FileResponse, HTMLResponse
 from app.domain.scenario import resolve
 from app.paths import STATIC_DIR
 from app.web.compare_view import compare_view
+from app.web.embed_view import embed_view, share_page_view
 from app.web.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery
-from app.web.links import absolute_links, absolute_url_for, embed_links, page_links, path_for
+from app.web.links import Links, absolute_links, absolute_url_for, embed_links, page_links, path_for
 from app.web.measured_view import measured_view, theme_of
+from app.web.page_view import PageView, page_view
 from app.web.templating import FORM_FIRST_HEADER, render, replace_history, wants_fragment
-from app.web.view_models import Links, PageView
-from app.web.views import embed_view, page_view, share_page_view
 
 router = APIRouter(include_in_schema=False)
 

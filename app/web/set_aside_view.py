@@ -7,11 +7,12 @@ run is never taken for the one asked for.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from app.domain.bands import Band
-from app.domain.quantities import count_label
+from app.domain.quantities import count_label, gpus_label
 from app.domain.scenario import Scenario
-from app.web.view_models import FieldProblem, SetAsideField, SetAsideView
-from app.web.views import gpus_label
+from app.web.form_view import FieldProblem
 
 MAX_SHOWN = 40
 """A value given is repeated at most this long (as the error messages do)."""
@@ -26,6 +27,29 @@ _LABELS = {
     "largest_layer": "Largest layer",
 }
 _BANDS = {f"{band.value}_bytes": band for band in Band}
+
+
+@dataclass(frozen=True)
+class SetAsideField:
+    """A field of the run set aside, as the message at the top of the widget names it."""
+
+    label: str
+    """The form's label for it: "GPUs"."""
+    typed: str
+    """What was given, shortened; escaped when rendered."""
+    message: str
+    """What would be accepted, as a sentence: "Enter a whole number of GPUs between 1 and 4096."."""
+    field_id: str
+    """The form field's id, to go and correct it."""
+
+
+@dataclass(frozen=True)
+class SetAsideView:
+    """What the top of the widget says when values of the run were set aside, and what is drawn instead."""
+
+    fields: tuple[SetAsideField, ...]
+    drawn: str
+    """What the picture is of: "Drawn without gpus=0: 8 GPUs, the default."."""
 
 
 def shortened(text: str) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from fractions import Fraction
 
 from app.domain.bands import Band, BandSpec
@@ -24,18 +25,9 @@ from app.domain.step import (
     step,
 )
 from app.domain.step_text import cards_text, detail, explanation
-from app.web.bars import bar_view
-from app.web.view_models import (
-    CardGap,
-    CardView,
-    CellView,
-    ColumnView,
-    Links,
-    StepView,
-    TransferNode,
-    TransferView,
-    legend,
-)
+from app.web.bars import bar_view, legend
+from app.web.grid_view import CardGap, CardView, CellView, ColumnView
+from app.web.links import Links
 
 UNKNOWN_LAYER_NOTE = "Largest layer unknown: the figures leave out the layer in hand (see ZeRO-3's limit below)."
 LAYER_BANDS = frozenset({Band.WEIGHTS, Band.GRADIENTS})
@@ -43,6 +35,62 @@ LAYER_BANDS = frozenset({Band.WEIGHTS, Band.GRADIENTS})
 
 SHARE_STEPS = 48
 """A partial cell's strip is drawn in 48ths of the column (static/app.css has a class for each)."""
+
+
+@dataclass(frozen=True)
+class TransferNode:
+    """A card in the transfer drawing, or the gap standing for the cards left out (card None)."""
+
+    x: float
+    width: float
+    label: str
+    card: int | None
+
+
+@dataclass(frozen=True)
+class TransferView:
+    """A collective in flight, and its arrows between the cards (SVG paths in a drawing `width` × 28)."""
+
+    description: str
+    volume: str
+    nodes: tuple[TransferNode, ...]
+    paths: tuple[str, ...]
+    ring: bool
+    width: float = 100.0
+    """The drawing's width in SVG units; 28 high."""
+
+
+@dataclass(frozen=True)
+class StepView:
+    """One phase of one training step: what happens, what moves, and the controls."""
+
+    index: int
+    last: int
+    title: str
+    explanation: str
+    transfers: tuple[TransferView, ...]
+    tally: str
+    total: str
+    prev_href: str | None
+    next_href: str | None
+    first_href: str
+    last_href: str
+    rest_href: str
+    hidden: tuple[tuple[str, str], ...]
+    """The fields the phase slider sends with the phase: the stage and the run."""
+    note: str = ""
+    more: str = ""
+    """The longer explanation, one "More" away."""
+    layers: str = ""
+    """What the columns are: the model in eighths, or the lesson's 8 equal layers."""
+    columns: tuple[str, ...] = ()
+    """What each of the 8 columns stands for, e.g. '5: layers 51–61 of 80'."""
+    relation: str = ""
+    """How the cards' slices line up with the columns."""
+    partial: bool = False
+    """Whether any drawn cell is part held, so the legend explains it only when it is there."""
+    action: str = ""
+    """Where the phase slider is sent (the page's or the embed's path); empty: the page."""
 
 
 def p_units(value: Fraction) -> str:

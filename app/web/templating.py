@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Hashable
 from functools import lru_cache
 from typing import Any
 
-from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -49,34 +46,11 @@ FORM_FIRST_HEADER = "ZB-Form-First"
 # These headers decide the body or the history header, so a cache must key on them.
 VARY = f"HX-Request, HX-History-Restore-Request, {HISTORY_HEADER}, {FORM_FIRST_HEADER}"
 
-_INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
-
-
-class _Unindented(FileSystemLoader):
-    """Templates without the indentation that keeps them readable here.
-
-    A browser collapses a newline and the spaces after it into one space, as it does a newline
-    alone, so the page looks the same; it is a tenth smaller, 200 bytes of every first load once
-    compressed. (No template holds a <pre>, and the one <textarea> gets its text from a variable.)
-    """
-
-    def get_source(self, environment: Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
-        """The template's source, each line's leading spaces and tabs taken off."""
-        source, filename, uptodate = super().get_source(environment, template)
-        return _INDENT.sub("", source), filename, uptodate
-
-
 templates = Jinja2Templates(directory=TEMPLATES_DIR)
-templates.env.loader = _Unindented(TEMPLATES_DIR)
 # Templates do not change while the app runs: no stat of the file on every render.
 templates.env.auto_reload = False
 templates.env.globals["url_for"] = template_url_for
-HTMX_CONFIG_JSON = json.dumps(HTMX_CONFIG, separators=(",", ":"))
-# For an attribute in single quotes: the JSON's double quotes stay as they are, 4 bytes fewer each
-# than &#34; on every first load. Nothing in it needs escaping there but these, escaped anyway.
-templates.env.globals["htmx_config"] = Markup(
-    HTMX_CONFIG_JSON.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace("'", "&#39;")
-)
+templates.env.globals["htmx_config"] = json.dumps(HTMX_CONFIG, separators=(",", ":"))
 
 
 class _Same:
@@ -108,48 +82,18 @@ def _lasting(macro: str, same: _Same) -> Markup:
     return _macro(macro, same.obj)
 
 
-# A part of one view (the bar all its cards share) is wanted while that view renders: a few suffice,
-# and a worker does not keep a thousand runs' bars after a rush of new ones.
-@lru_cache(maxsize=32)
-def _brief(macro: str, same: _Same) -> Markup:
-    return _macro(macro, same.obj)
-
-
 def rendered(macro: str, obj: object) -> Markup:
     """`macro` of _widget.html applied to `obj`, rendered once for each object.
 
     For immutable view parts built once and shared: a card's columns are built once for each
-    stage, cluster and recipe (views.card_columns), so a run of another model size reuses their
-    markup. These are the page's hot loop.
+    stage, cluster and recipe (grid_view.card_columns), so a run of another model size reuses their
+    markup. These are the page's hot loop: rendered afresh each time, a never-seen run costs 1.5
+    times as much (docs/architecture.md).
     """
     return _lasting(macro, _Same(obj))
 
 
-def rendered_in_view(macro: str, obj: object) -> Markup:
-    """As `rendered`, for a part that one view shows several times (every card at rest shows one bar)."""
-    return _brief(macro, _Same(obj))
-
-
 templates.env.globals["rendered"] = rendered
-templates.env.globals["rendered_in_view"] = rendered_in_view
-
-
-@lru_cache(maxsize=256)
-def _cached(macro: str, args: tuple[Hashable, ...]) -> Markup:
-    return _macro(macro, *args)
-
-
-def cached(macro: str, *args: Hashable) -> Markup:
-    """`macro` of _widget.html applied to `args`, rendered once for each set of equal arguments.
-
-    For macros that read nothing but their arguments, whose arguments are few and small and
-    often the same: the form's drop-downs and the legend change with the recipe or the choice,
-    not with the model's size.
-    """
-    return _cached(macro, args)
-
-
-templates.env.globals["cached"] = cached
 
 
 def wants_fragment(request: Request) -> bool:

@@ -1,3 +1,5 @@
+"""The one URL builder: every address reads back as the stage, the run, the phase and the options."""
+
 from __future__ import annotations
 
 from urllib.parse import parse_qsl, urlsplit
@@ -6,7 +8,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.domain.stages import Stage
-from app.web.view_models import Links, Theme
+from app.web.inputs import Theme
+from app.web.links import Links
 
 # Values as people type them into the run form: spaces, commas, ampersands, non-ASCII.
 _values = st.text(st.characters(codec="utf-8", exclude_categories=("Cs", "Cc")), min_size=1, max_size=12)

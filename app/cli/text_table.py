@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from app.domain.fit import report
+from app.domain.quantities import gpus_label
 from app.domain.scenario import Scenario
-from app.web.view_models import TableRow
-from app.web.views import boundary, gpus_label, table_rows
+from app.web.table_view import TableRow, boundary, table_rows
 
 
 def _cells(row: TableRow, with_capacity: bool) -> list[str]:

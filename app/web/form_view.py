@@ -1,0 +1,124 @@
+"""The run form, showing the run as resolved, and the fields whose value was set aside."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.domain.architecture import PRESETS, ModelName
+from app.domain.bands import RECIPES, Band, Recipe, RecipeName
+from app.domain.hardware import CARDS
+from app.domain.quantities import ByteUnit
+from app.domain.scenario import Inputs, Scenario
+from app.domain.stages import Stage
+
+
+@dataclass(frozen=True)
+class Option:
+    """One choice in a select or datalist."""
+
+    value: str
+    label: str
+    selected: bool = False
+
+
+@dataclass(frozen=True)
+class BandField:
+    """One band's bytes in the recipe form."""
+
+    name: str
+    label: str
+    value: int
+    minimum: int
+    readonly: bool
+
+
+@dataclass(frozen=True)
+class FieldProblem:
+    """A form field whose value was set aside: what the person typed, and what it should be."""
+
+    name: str
+    typed: str
+    message: str
+
+
+@dataclass(frozen=True)
+class FormView:
+    """The run the person describes, as the form shows it."""
+
+    stage: Stage
+    models: tuple[Option, ...]
+    params: str
+    params_readonly: bool
+    gpus: int
+    recipes: tuple[Option, ...]
+    bands: tuple[BandField, ...]
+    bands_readonly: bool
+    largest_layer: str
+    largest_layer_placeholder: str
+    more_open: bool
+    capacity: str
+    cards: tuple[Option, ...]
+    units: tuple[Option, ...]
+    problems: tuple[FieldProblem, ...] = ()
+    """Fields whose value was set aside; the page shows what was typed there, and why it is wrong."""
+    phase: int | None = None
+    """The moment of the step shown, kept when the run changes; None at rest."""
+    action: str = ""
+    """Where the form is sent (the page's or the embed's path); empty: the page."""
+    keep: tuple[tuple[str, str], ...] = ()
+    """Hidden fields the form sends besides the run: an embed's options."""
+
+    def problem(self, name: str) -> FieldProblem | None:
+        """The problem with the field `name`, if it has one."""
+        # Asked for each of the form's eleven fields, and there is rarely a problem at all.
+        return next((p for p in self.problems if p.name == name), None) if self.problems else None
+
+
+def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | None = None) -> FormView:
+    """The form, showing the run as resolved."""
+    run = scenario.run
+    custom_recipe = scenario.recipe.name == RecipeName.CUSTOM
+    models = (
+        *(Option(p.name, p.title, p.name == scenario.model) for p in PRESETS.values()),
+        Option(ModelName.CUSTOM, "Another model: enter its weights", scenario.model is ModelName.CUSTOM),
+    )
+    recipes = (
+        *(Option(r.name, f"{r.title} ({_sizes(r)} B)", r is scenario.recipe) for r in RECIPES.values()),
+        Option(RecipeName.CUSTOM, "Custom bytes per band", custom_recipe),
+    )
+    return FormView(
+        stage=stage,
+        models=models,
+        params=str(run.params),
+        params_readonly=scenario.model is not ModelName.CUSTOM,
+        gpus=run.gpus,
+        recipes=recipes,
+        bands=tuple(
+            BandField(f"{spec.band}_bytes", spec.label, spec.nbytes, _minimum(spec.band), not custom_recipe)
+            for spec in scenario.recipe.specs
+        ),
+        bands_readonly=not custom_recipe,
+        largest_layer="" if inputs.largest_layer is None else str(inputs.largest_layer),
+        largest_layer_placeholder="derived" if scenario.run.largest_layer is not None else "unknown",
+        # Open when it holds something the person entered, closed on the seed's view.
+        more_open=custom_recipe or inputs.largest_layer is not None,
+        capacity="" if run.capacity is None else _capacity_text(run.capacity),
+        cards=tuple(Option(card.entry, f"{card.name}, {card.gib} GiB") for card in CARDS),
+        units=tuple(Option(unit.value, unit.value, unit is scenario.units) for unit in ByteUnit),
+        phase=phase,
+    )
+
+
+def _sizes(recipe: Recipe) -> str:
+    return "/".join(str(spec.nbytes) for spec in recipe.specs)
+
+
+def _minimum(band: Band) -> int:
+    return 1 if band is Band.WEIGHTS else 0
+
+
+def _capacity_text(capacity: int) -> str:
+    for unit, suffix in ((2**30, "GiB"), (10**9, "GB")):
+        if capacity % unit == 0:
+            return f"{capacity // unit}{suffix}"
+    return str(capacity)

@@ -1,0 +1,190 @@
+"""The cards at rest: each card's columns of cells (one per weight drawn), its figures and its bar."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from functools import lru_cache
+
+from app.domain.bands import Band, Recipe
+from app.domain.change import Change
+from app.domain.fit import StageReport, layer_extra
+from app.domain.quantities import ByteUnit, per_weight
+from app.domain.scenario import Scenario
+from app.domain.sharding import Cell, CellState, Layout, layout
+from app.domain.stages import Stage
+from app.domain.step import Holding
+from app.web.bars import BarScale, BarView, bar_view
+
+
+@dataclass(frozen=True)
+class CellView:
+    """One band of one weight on one card."""
+
+    card: int
+    weight: int
+    band: Band
+    state: CellState
+    holder: int
+    nbytes: int
+    label: str
+    focusable: bool
+    holding: Holding | None = None
+    """During a step: held, gathered for this phase only, or dashed; None at rest."""
+    active: bool = False
+    """Whether the phase shown works on this cell."""
+    strip: tuple[int, int] | None = None
+    """A partial cell's part of the column, in 48ths: where its strip starts and ends."""
+    changed: bool = False
+    """Whether the cell changed state (filled or dashed) since the stage the person came from."""
+
+    @property
+    def css(self) -> str:
+        """The cell's classes: band hue, state, height in bytes, and during a step its holding."""
+        extra = (f" {self.holding}" if self.holding else "") + (" active" if self.active else "")
+        if self.strip:
+            extra += f" from-{self.strip[0]} to-{self.strip[1]}"
+        if self.changed:
+            extra += " changed"
+        return f"cell band-{self.band} {self.state} nb-{self.nbytes}{extra}"
+
+
+@dataclass(frozen=True)
+class ColumnView:
+    """One weight's stack of bands on one card, or the gap standing for the weights not drawn."""
+
+    weight: int | None
+    responsible: bool
+    cells: tuple[CellView, ...]
+    gap_label: str = ""
+    axis_label: str = "…"
+
+
+@dataclass(frozen=True)
+class CardView:
+    """One GPU: its columns, its total and its memory bar."""
+
+    index: int
+    title: str
+    columns: tuple[ColumnView, ...]
+    bytes_per_weight: str
+    model_bytes: str
+    bar: BarView
+
+
+@dataclass(frozen=True)
+class CardGap:
+    """Where the grid leaves cards out."""
+
+    label: str
+
+
+def cell_label(cell: Cell, recipe: Recipe, sharded: bool) -> str:
+    """What a person hovering, focusing or listening to a cell is told; `sharded`: whether the stage shards its band."""
+    spec = recipe.spec(cell.band)
+    where = f"GPU {cell.card}, weight {cell.weight}, {spec.label} ({spec.precision}, {spec.nbytes} B)"
+    if cell.state is CellState.DASHED:
+        return f"{where}: not stored here. GPU {cell.holder} holds it on this weight's behalf."
+    # A band the stage keeps whole is every card's own copy, on the card responsible for the weight too.
+    if sharded and cell.holder == cell.card:
+        return f"{where}: stored on this card, which is responsible for weight {cell.weight}."
+    return f"{where}: stored on this card; every card keeps its own copy."
+
+
+def _hidden_before(shown: tuple[int, ...], position: int) -> int:
+    """How many cards (or weights) a sampled grid leaves out just before `shown[position]`."""
+    return shown[position] - shown[position - 1] - 1 if position else 0
+
+
+def _columns(grid: Layout, card: int, tab_stop: bool, moved: Change | None = None) -> tuple[ColumnView, ...]:
+    """A card's columns; `tab_stop` makes its first cell the grid's single tab stop."""
+    recipe = grid.recipe
+    cells = [c for c in grid.card_cells(card) if recipe.nbytes(c.band) > 0]
+    first = cells[0] if tab_stop else None
+    by_weight: dict[int, list[Cell]] = {}
+    for c in cells:
+        by_weight.setdefault(c.weight, []).append(c)
+    columns: list[ColumnView] = []
+    for position, weight in enumerate(grid.shown):
+        if hidden := _hidden_before(grid.shown, position):
+            columns.append(ColumnView(None, False, (), f"{hidden:,} more weights"))
+        responsible = weight == card and bool(grid.stage.sharded)
+        # Past ten columns every other number is left out, so two-digit labels still fit.
+        labelled = len(grid.shown) <= 10 or weight % 2 == 0 or responsible
+        columns.append(
+            ColumnView(
+                weight=weight,
+                responsible=responsible,
+                axis_label=str(weight) if labelled else "",
+                cells=tuple(
+                    CellView(
+                        card=c.card,
+                        weight=c.weight,
+                        band=c.band,
+                        state=c.state,
+                        holder=c.holder,
+                        nbytes=recipe.nbytes(c.band),
+                        label=cell_label(c, recipe, c.band in grid.stage.sharded),
+                        # One tab stop for the whole grid; the arrow keys move within it.
+                        focusable=c is first,
+                        changed=moved is not None and moved.cell_changes(c.card, c.weight, c.band, grid.gpus),
+                    )
+                    for c in by_weight[weight]
+                ),
+            )
+        )
+    return tuple(columns)
+
+
+# A card's cells depend on the stage, the cluster and the recipe (and the stage left), not on the
+# model's size: a class trying other sizes on the same cluster gets them built once. Pure
+# functions of hashable inputs; the bounds keep them to a few MB.
+_layout = lru_cache(maxsize=64)(layout)
+
+
+@lru_cache(maxsize=512)
+def card_columns(
+    stage: Stage, gpus: int, recipe: Recipe, card: int, tab_stop: bool, moved: Change | None
+) -> tuple[ColumnView, ...]:
+    """One drawn card's columns of cells (see `_columns`), built once for each set of inputs."""
+    return _columns(_layout(stage, gpus, recipe), card, tab_stop, moved)
+
+
+def _verdict(row: StageReport, units: ByteUnit) -> str:
+    if row.fits is None or row.headroom_bytes is None:
+        return ""
+    if row.fits:
+        return f"Fits: {units.show(row.headroom_bytes)} left for activations."
+    return f"Does not fit: {units.show(-row.headroom_bytes)} over."
+
+
+def _rest_bar(scenario: Scenario, row: StageReport, scale: BarScale | None) -> BarView:
+    run = scenario.run
+    extra = layer_extra(row.stage, run, run.largest_layer, backward=True)
+    bar = bar_view(scenario, row.stage, extra, row.peak_bytes, "Peak memory on one card", scale)
+    return replace(bar, verdict=_verdict(row, scenario.units), fits=row.fits)
+
+
+def rest_cards(
+    scenario: Scenario, stage: Stage, row: StageReport, scale: BarScale | None = None, moved: Change | None = None
+) -> tuple[CardView | CardGap, ...]:
+    """The cards of `stage` at rest, each bar to `scale` (else the stage's own); `moved` marks what a switch changed."""
+    grid = _layout(stage, scenario.run.gpus, scenario.recipe)
+    bar = _rest_bar(scenario, row, scale)
+    # Every card at rest holds as much as every other: its figures are printed once, shown on each.
+    bytes_per_weight = f"{per_weight(row.bytes_per_weight)} B/weight"
+    model_bytes = scenario.units.show(row.per_gpu_bytes)
+    cards: list[CardView | CardGap] = []
+    for position, card in enumerate(grid.shown):
+        if hidden := _hidden_before(grid.shown, position):
+            cards.append(CardGap(f"GPU {card - hidden:,} to GPU {card - 1:,}: the same pattern"))
+        cards.append(
+            CardView(
+                index=card,
+                title=f"GPU {card:,}",
+                columns=card_columns(stage, grid.gpus, grid.recipe, card, position == 0, moved),
+                bytes_per_weight=bytes_per_weight,
+                model_bytes=model_bytes,
+                bar=bar,
+            )
+        )
+    return tuple(cards)

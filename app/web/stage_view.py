@@ -1,0 +1,163 @@
+"""One stage of a run: the switcher, the cards (at rest or at one phase), the table and the live region's words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from app.domain.change import Change
+from app.domain.change import change as _change
+from app.domain.fit import StageReport, report
+from app.domain.quantities import count_label as params_label
+from app.domain.quantities import gpus_label, per_weight, percent
+from app.domain.scenario import Scenario
+from app.domain.stages import Stage, StageInfo
+from app.domain.stages import explanation as _explanation
+from app.web.bars import bar_keys, bar_note
+from app.web.grid_view import CardGap, CardView, rest_cards
+from app.web.links import LinkFor, Links, switch_href
+from app.web.step_view import StepView, step_view
+from app.web.table_view import Boundary, TableRow, boundary, table_rows
+
+
+@dataclass(frozen=True)
+class StageLink:
+    """One tab of the stage switcher."""
+
+    stage: Stage
+    title: str
+    summary: str
+    href: str
+    current: bool
+
+
+@dataclass(frozen=True)
+class StageView:
+    """Everything drawn for the chosen stage of the described run."""
+
+    stage: Stage
+    info: StageInfo
+    explanation: str
+    shards_anything: bool
+    gpus: int
+    params_label: str
+    summary: str
+    bytes_per_weight: str
+    per_gpu: str
+    share_of_dp: str
+    cards: tuple[CardView | CardGap, ...]
+    axis_digits: int
+    sampled: bool
+    rows: tuple[TableRow, ...]
+    capacity: str | None
+    boundary: Boundary
+    notes: tuple[str, ...]
+    step: StepView | None = None
+    change: str = ""
+    """What changed on every card since the stage the person came from; blank without one."""
+    bar_note: str = ""
+    """What the bars under the cards are drawn to."""
+    bar_keys: tuple[str, ...] = ()
+    """What of one layer the bars draw: "gathered" (weights assembled), "sent" (gradients computed)."""
+    narration: Narration | None = None
+    """What the polite live region says after a swap."""
+
+    @property
+    def model_per_gpu(self) -> str:
+        """The table's heading for one card's bytes: '30B model per GPU', '7-weight model per GPU'."""
+        size = self.params_label if self.params_label[-1:].isalpha() else f"{self.params_label}-weight"
+        return f"{size} model per GPU"
+
+
+@dataclass(frozen=True)
+class Narration:
+    """One sentence each for what a swap can change; the script picks the one that applies."""
+
+    stage: str
+    """The stage change: what it does to each card."""
+    phase: str
+    """The phase: its number, title and traffic so far; blank at rest."""
+    fit: str
+    """The fit verdict on the card given; blank without a capacity."""
+
+
+def stage_links(current: Stage | None, link: LinkFor) -> tuple[StageLink, ...]:
+    """The switcher, with the current stage marked."""
+    return tuple(
+        StageLink(stage, stage.info.title, stage.info.summary, switch_href(link, stage, current), stage is current)
+        for stage in Stage
+    )
+
+
+# So are what a switch changes and a stage's explanation: built once, for every model size.
+change = lru_cache(maxsize=256)(_change)
+
+
+explanation = lru_cache(maxsize=256)(_explanation)
+
+
+def stage_view(
+    stage: Stage, scenario: Scenario, link: Links, phase: int | None = None, previous: Stage | None = None
+) -> StageView:
+    """The grid, bars, totals, table and verdicts for one stage of a run (or one phase of its step)."""
+    run, units = scenario.run, scenario.units
+    rows = report(run)
+    by_stage = {r.stage: r for r in rows}
+    chosen = by_stage[stage]
+    cards: tuple[CardView | CardGap, ...]
+    stepping = None
+    moved = None if previous is None or previous is stage else change(previous, stage, run.recipe, run.gpus)
+    if phase is None:
+        cards = rest_cards(scenario, stage, chosen, moved=moved)
+    else:
+        stepping, cards = step_view(stage, scenario, link, phase)
+    return StageView(
+        stage=stage,
+        info=stage.info,
+        explanation=explanation(stage, run.recipe, run.gpus),
+        shards_anything=bool(stage.sharded),
+        gpus=run.gpus,
+        params_label=params_label(run.params),
+        summary=f"{scenario.model_title}, {run.params:,} weights, on {gpus_label(run.gpus)} with {run.recipe.title}",
+        bytes_per_weight=per_weight(chosen.bytes_per_weight),
+        per_gpu=units.show(chosen.per_gpu_bytes),
+        share_of_dp=percent(chosen.bytes_per_weight / by_stage[Stage.DP].bytes_per_weight),
+        axis_digits=len(str(run.gpus - 1)),
+        cards=cards,
+        sampled=any(isinstance(card, CardGap) for card in cards),
+        rows=table_rows(stage, link, rows, scenario),
+        capacity=None if run.capacity is None else units.show(run.capacity),
+        boundary=boundary(scenario),
+        notes=scenario.notes,
+        step=stepping,
+        change="" if moved is None else moved.sentence,
+        bar_note=bar_note(scenario, stage),
+        bar_keys=bar_keys(stage, run),
+        narration=narration(stage, scenario, chosen, moved, stepping),
+    )
+
+
+def narration(
+    stage: Stage, scenario: Scenario, row: StageReport, moved: Change | None, stepping: StepView | None
+) -> Narration:
+    """One sentence for each thing a swap can change, for the live region."""
+    run = scenario.run
+    said = moved.sentence if moved else change(Stage.DP, stage, run.recipe, run.gpus).sentence
+    if stage is Stage.DP and moved is None:
+        said = f"{stage.info.title}: every card keeps all {per_weight(row.bytes_per_weight)} bytes per weight."
+    phase = (
+        ""
+        if stepping is None
+        else (
+            f"Phase {stepping.index} of {stepping.last}: {stepping.title.rstrip('.')}. "
+            f"Traffic so far: {stepping.tally} of {stepping.total}."
+        )
+    )
+    fit, units = "", scenario.units
+    if run.capacity is not None and row.headroom_bytes is not None:
+        card = units.show(run.capacity)
+        if row.fits:
+            fit = f"{stage.info.title} fits on {card}: {units.show(row.headroom_bytes)} left for activations."
+        else:
+            fit = f"{stage.info.title} does not fit on {card}: {units.show(-row.headroom_bytes)} over."
+    return Narration(stage=said, phase=phase, fit=fit)

@@ -1,0 +1,117 @@
+"""The comparison table, one row per stage, and ZeRO-3's limit in words."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.domain.communication import transfers
+from app.domain.fit import UNKNOWN_LAYER_RULE, StageReport, layer_exceeds_card
+from app.domain.quantities import LARGEST_COUNT, ByteUnit, per_weight
+from app.domain.quantities import count_label as params_label
+from app.domain.scenario import Scenario
+from app.domain.stages import Stage
+from app.web.links import LinkFor, switch_href
+
+
+@dataclass(frozen=True)
+class TableRow:
+    """One row of the comparison table."""
+
+    stage: Stage
+    title: str
+    href: str
+    bytes_per_weight: str
+    per_gpu: str
+    peak: str
+    communication: str
+    communication_bytes: str
+    breakdown: tuple[str, ...]
+    fits: bool | None
+    headroom: str | None
+    max_model: str | None
+    current: bool
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """ZeRO-3's limit: one assembled layer must fit on one card."""
+
+    largest_layer: str | None
+    source: str
+    assembled: str | None
+    exceeds: bool | None
+    verdict: str
+
+
+def table_rows(
+    current: Stage | None, link: LinkFor, rows: tuple[StageReport, ...], scenario: Scenario
+) -> tuple[TableRow, ...]:
+    """The comparison table, one row per stage."""
+    units, gpus = scenario.units, scenario.run.gpus
+    return tuple(
+        TableRow(
+            stage=r.stage,
+            title=r.stage.info.title,
+            href=switch_href(link, r.stage, current),
+            bytes_per_weight=per_weight(r.bytes_per_weight),
+            per_gpu=units.show(r.per_gpu_bytes),
+            peak=units.show(r.peak_bytes),
+            communication=f"{r.communication_p}P",
+            communication_bytes=units.show(r.communication_bytes),
+            breakdown=tuple(t.description for t in transfers(r.stage, gpus)) or ("nothing: one card",),
+            fits=r.fits,
+            headroom=None if r.headroom_bytes is None else _headroom(r.headroom_bytes, units),
+            max_model=_max_model(r),
+            current=r.stage is current,
+        )
+        for r in rows
+    )
+
+
+def _max_model(row: StageReport) -> str | None:
+    if row.fits is None:
+        return None
+    if row.max_params_that_fit is None:
+        return "none: one layer alone is too big"
+    if row.max_params_that_fit > LARGEST_COUNT:
+        # More than the form reads: its largest count fits, and that is as far as it can say.
+        return f"at least {params_label(_floor_significant(LARGEST_COUNT))} weights"
+    # Rounded down, so the figure shown, entered as a model, still fits.
+    return f"{params_label(_floor_significant(row.max_params_that_fit))} weights"
+
+
+def _floor_significant(count: int, digits: int = 3) -> int:
+    """`count` cut (never rounded up) to its first `digits` significant digits."""
+    step: int = 10 ** max(len(str(count)) - digits, 0)
+    return count // step * step
+
+
+def _headroom(headroom: int, units: ByteUnit) -> str:
+    return f"{units.show(headroom)} left" if headroom >= 0 else f"{units.show(-headroom)} over"
+
+
+def boundary(scenario: Scenario) -> Boundary:
+    """ZeRO-3's limit for this run, in words."""
+    run, units = scenario.run, scenario.units
+    assembled = run.assembled_layer_bytes
+    exceeds = layer_exceeds_card(run)
+    if assembled is None or run.largest_layer is None:
+        verdict = UNKNOWN_LAYER_RULE
+    elif exceeds is None:
+        verdict = "Give the card's memory to check that one assembled layer fits."
+    elif exceeds:
+        verdict = (
+            "One assembled layer alone is bigger than the card, so ZeRO cannot help: the layer itself "
+            "must be split across cards, which is tensor parallelism."
+        )
+    elif run.gpus == 1:
+        verdict = "One assembled layer fits on the card; with one card nothing is gathered, the whole model is there."
+    else:
+        verdict = "One assembled layer fits on a card, so ZeRO-3 can gather it."
+    return Boundary(
+        largest_layer=None if run.largest_layer is None else f"{run.largest_layer:,} weights",
+        source=scenario.largest_layer_source,
+        assembled=None if assembled is None else units.show(assembled),
+        exceeds=exceeds,
+        verdict=verdict,
+    )
