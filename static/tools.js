@@ -83,9 +83,7 @@
   }, true);
 
   // "toggle" does not bubble: listen while it comes down.
-  document.addEventListener("toggle", function (event) {
-    if (event.target.id === "embed-this") { embedOpen = event.target.open; }
-  }, true);
+  document.addEventListener("toggle", (event) => { if (event.target.id === "embed-this") { embedOpen = event.target.open; } }, true);
 
   // A refused or lost request changes nothing on the screen, and a student clicks again into the void:
   // say why, seen at the foot of the window and heard through the live region.

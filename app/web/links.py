@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any
 from urllib.parse import urlencode
 
 from jinja2 import pass_context
@@ -16,12 +14,6 @@ from starlette.requests import Request
 from app.domain.stages import Stage
 from app.serving.assets import StaticAssets
 from app.web.inputs import EmbedQuery, PageQuery, RunQuery, Theme
-
-# Each router's path for a route name and its parameters: routes do not change while the app runs,
-# and finding one walks the route list (a page asks for a dozen). By the router's identity (routers
-# are not hashable); the weak reference drops the entry when its router goes.
-_Paths = dict[tuple[str, tuple[tuple[str, str], ...]], str]
-_ROUTE_PATHS: dict[int, tuple[weakref.ref[Any], _Paths]] = {}
 
 
 @dataclass(frozen=True)
@@ -87,17 +79,7 @@ def switch_href(link: LinkFor, stage: Stage, current: Stage | None) -> str:
 def _route_path(request: Request, name: str, path_params: dict[str, str]) -> str:
     """The route's path below the app's root, as `request.url_for` finds it."""
     router = request.scope.get("router") or request.scope["app"]
-    entry = _ROUTE_PATHS.get(id(router))
-    if entry is None or entry[0]() is not router:
-        ident = id(router)
-        # An app that goes (as tests' do) takes its entry with it.
-        entry = _ROUTE_PATHS[ident] = (weakref.ref(router, lambda _: _ROUTE_PATHS.pop(ident, None)), {})
-    paths: _Paths = entry[1]
-    key = (name, tuple(sorted(path_params.items())))
-    found = paths.get(key)
-    if found is None:
-        found = paths[key] = str(router.url_path_for(name, **path_params))
-    return found
+    return str(router.url_path_for(name, **path_params))
 
 
 def path_for(request: Request, name: str, /, **path_params: str) -> str:

@@ -123,6 +123,15 @@ def test_keyboard_moves_between_cells_and_each_names_itself(page: Page, server: 
     assert "GPU 0, weight 1, Adam moments" in tip
     assert "GPU 1 holds it on this weight's behalf" in tip
 
+    # A stage's key while a cell has the focus: that cell keeps it through the swap (static/swap.js),
+    # and the arrows go on from it in the new arrangement, where GPU 0 keeps only its own weights.
+    page.keyboard.press("3")
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero3")
+    assert page.evaluate(ACTIVE_CELL) == ["0", "1", "moments", "dashed"]
+    for _ in range(3):
+        page.keyboard.press("ArrowUp")
+    assert page.evaluate(ACTIVE_CELL) == ["0", "1", "weights", "dashed"]
+
     # One tab stop: the next Tab leaves the grid for the table's first link.
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.id") == "row-dp"
@@ -436,14 +445,14 @@ def test_a_swap_changes_only_what_differs_and_ends_as_the_server_draws_it(
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(server + start)
     settled(page)
-    page.evaluate("() => { window.__cell = document.querySelector('#grid .cell'); }")
+    page.evaluate("() => { window.__card = document.querySelector('#grid .card'); }")
     with page.expect_request(lambda r: r.headers.get("hx-request") == "true") as request:
         page.click(click)
     expect(page).not_to_have_url(server + start)
     settled(page)
     patched = page.evaluate(_DRAWN)
-    # Patched in place: the first cell is the same element, restyled and renamed.
-    assert page.evaluate("() => window.__cell === document.querySelector('#grid .cell')") is True
+    # Patched in place: the first card is the same element (its plot's cells are put in afresh, static/swap.js).
+    assert page.evaluate("() => window.__card === document.querySelector('#grid .card')") is True
     # The address htmx asked for, loaded afresh as a page: what the patched widget must now equal.
     page.goto(request.value.url)
     settled(page)

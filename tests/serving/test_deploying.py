@@ -22,6 +22,7 @@ from app.serving.config import Settings
 from app.serving.security import security_headers
 from tests.browser.conftest import serving, zero_bands_command
 from tests.conftest import dom, one
+from tests.serving.clients import get, slowloris
 
 GUIDE = Path(__file__).resolve().parents[2] / "docs" / "deploying.md"
 NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
@@ -92,12 +93,7 @@ def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
-    request = urllib.request.Request(url, headers=headers or {})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
-    except urllib.error.HTTPError as error:
-        return error.code, {k.lower(): v for k, v in error.headers.items()}, error.read()
+    return get(url, headers)[:3]
 
 
 def test_the_apps_answers_pass_through_as_they_are(proxy: str) -> None:
@@ -120,12 +116,7 @@ def test_the_embed_snippet_names_the_address_people_see(proxy: str) -> None:
 
 def test_a_client_that_does_not_finish_its_headers_is_closed_and_slows_no_one(proxy: str) -> None:
     port = int(proxy.rpartition(":")[2])
-    slow = []
-    for _ in range(50):
-        sock = socket.create_connection(("127.0.0.1", port))
-        sock.sendall(b"GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ")  # and never the end of the headers
-        slow.append(sock)
-    silent = socket.create_connection(("127.0.0.1", port))  # sends nothing at all
+    slow, silent = slowloris(port, 50)
     started = time.monotonic()
     # A byte now and then does not buy more time: the deadline counts from the start.
     for _ in range(4):
