@@ -1,7 +1,6 @@
-// Page-wide shortcuts and the one polite live region. 0-3 switch the arrangement, f toggles full screen,
-// b or . blanks the screen, ? opens the list of keys (step.js has the arrows, PageUp, PageDown, Home, End
-// and space). None fires while typing in a field or with Ctrl, Alt or Meta. After every swap #narration,
-// outside the widget, says one sentence: the stage change, else the phase, else the fit verdict.
+// Page-wide shortcuts and the one polite live region. 0-3 switch the arrangement, f is full screen, b or . blanks
+// the screen, ? opens the list of keys (step.js has the arrows, PageUp, PageDown, Home, End and space); none while
+// typing in a field or with Ctrl, Alt or Meta. After a swap #narration says what changed: stage, phase or fit.
 "use strict";
 
 (function () {

@@ -116,16 +116,17 @@
   });
   document.addEventListener("DOMContentLoaded", render);
 
+  const ARROW_OWNERS = "#grid, input, select, textarea, summary";
   document.addEventListener("keydown", function (event) {
     if (event.altKey || event.ctrlKey || event.metaKey || document.querySelector("dialog[open]")) { return; }
     // At rest only → and PageDown, and only where the step can be watched.
     const which = MOVES[event.key];
     if (!byId("step") && (which !== "next" || !byId("step-enter"))) { return; }
-    // Arrow keys belong to the grid and to form fields when they have focus, PageUp and PageDown to form
-    // fields; on a button or a link (Play, Next) they still step. Space there does what the control does.
+    // Arrows belong to the grid and to a field with the focus; PageUp and PageDown to the run's fields, not the
+    // step's (a clicker steps wherever a click left the focus). On a button or link both step; Space clicks it.
     const target = event.target instanceof Element ? event.target : document.body;
     const paging = event.key === "PageUp" || event.key === "PageDown";
-    if (target.closest(paging ? "input, select, textarea" : "#grid, input, select, textarea, summary")) { return; }
+    if (target.closest(paging ? "input:not(#phase-slider), select:not(#step-speed), textarea" : ARROW_OWNERS)) { return; }
     if (!which && (event.key !== " " || target.closest("button, a"))) { return; }
     event.preventDefault();
     if (which) { setPlaying(false); move("key-" + which); } else { setPlaying(!playing); }

@@ -310,3 +310,19 @@ def test_the_list_of_keys_names_the_clicker_the_blank_screen_and_the_speed(
                   "speed"]:  # fmt: skip
         expect(keys).to_contain_text(words)
     watch.assert_clean(page)
+
+
+# A teacher who last clicked the phase slider or the speed, then picks up the clicker: its keys still step
+# one phase, where a slider or a drop-down would take PageDown for itself (a tenth of the step, the last option).
+@pytest.mark.parametrize(("focused", "key", "end"), [("#phase-slider", "PageDown", 5), ("#step-speed", "PageUp", 3)])
+def test_a_clicker_steps_when_the_steps_own_control_has_the_focus(
+    page: Page, server: str, watch: Watch, focused: str, key: str, end: int
+) -> None:
+    page.goto(f"{server}/?stage=zero3&phase=4")
+    page.focus(focused)
+    page.keyboard.press(key)
+    expect(page.locator("#step")).to_have_attribute("data-phase", str(end))
+    settled(page)
+    assert _in_address(page, "phase") == [str(end)]
+    expect(page.locator("#step-speed")).to_have_value("normal")
+    watch.assert_clean(page)

@@ -1,17 +1,16 @@
-"""Bad input: a readable message and a 4xx, as HTML where a person looks and JSON for the API."""
+"""app/web/errors.py: bad requests answered with a readable 4xx, as HTML for people and JSON for the API."""
 
 from __future__ import annotations
 
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from bs4 import BeautifulSoup, Tag
+from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
-from app.domain.stages import Stage
 from app.web.errors import describe
-from app.web.inputs import set_aside
 from tests.conftest import dom, one, opened_panel, text
+from tests.web.helpers import HX, SHOWN_16, query_of
 
 BAD_STAGES = ["zero9", "", "ZERO1", "<script>alert(1)</script>", '"><img src=x onerror=alert(1)>', "%ff", "x" * 5000]
 
@@ -236,32 +235,6 @@ def test_the_api_still_answers_json_without_the_rejected_value(client: TestClien
     assert "thirty billion" not in response.text
 
 
-def test_set_aside_keeps_the_valid_and_records_the_rest() -> None:
-    kept = set_aside({"stage": "zero3", "gpus": "5000", "model": "custom", "params": "7B", "phase": "x"})
-    assert (kept.query.stage, kept.query.gpus, kept.query.params, kept.query.phase) == (Stage.ZERO3, 8, "7B", None)
-    assert [(p.name, p.typed) for p in kept.problems] == [("gpus", "5000")]
-    assert sorted(e["loc"] for e in kept.errors) == [("query", "gpus"), ("query", "phase")]
-    assert kept.notice
-    clean = set_aside({"stage": "dp", "gpus": "4"})
-    assert (clean.problems, clean.errors, clean.notice) == ((), (), False)
-
-
-def test_an_invalid_field_takes_the_value_on_the_screen_once() -> None:
-    kept = set_aside({"stage": "zero1", "gpus": "0", "params": "7B"}, shown={"gpus": "16", "params": "1B"})
-    # Only the invalid field falls back; what was typed is still what the form shows and explains.
-    assert (kept.query.gpus, kept.query.params) == (16, "7B")
-    assert [(p.name, p.typed) for p in kept.problems] == [("gpus", "0")]
-    assert [e["loc"] for e in kept.errors] == [("query", "gpus")]
-    # A value on the screen that is no better is not given, and not reported a second time.
-    worse = set_aside({"gpus": "0"}, shown={"gpus": "abc"})
-    assert (worse.query.gpus, [p.typed for p in worse.problems], len(worse.errors)) == (8, ["0"], 1)
-    # Only the run form's fields: the stage shown is not a fallback for a bad stage.
-    assert set_aside({"stage": "zero9"}, shown={"stage": "zero3"}).query.stage == Stage.DP
-
-
-SHOWN_16 = "http://testserver/?stage=zero2&gpus=16"
-
-
 @pytest.mark.parametrize(
     ("headers", "gpus"),
     [
@@ -319,124 +292,6 @@ def test_the_api_explains_a_pattern_mismatch_in_a_sentence_without_the_pattern(c
     assert "thirty" not in str(body)
 
 
-def _after_the_switcher(tree: BeautifulSoup) -> list[Tag]:
-    """The widget's elements after the stage switcher, in order (the switcher may share a part with them)."""
-    nav = one(tree, "#widget nav.switcher")
-    after = [t for t in nav.find_next_siblings() if isinstance(t, Tag)]
-    part = nav.parent
-    if isinstance(part, Tag) and part.get("id") != "widget":
-        after += [t for t in part.find_next_siblings() if isinstance(t, Tag)]
-    return after
-
-
-# A bad link: what is given, the field the form shows it in, what would be accepted, what is drawn instead.
-BAD_LINKS = [
-    ({"gpus": "0"}, "f-gpus", "GPUs", "between 1 and 4096", "8 GPUs, the default"),
-    ({"gpus": "abc"}, "f-gpus", "GPUs", "between 1 and 4096", "8 GPUs, the default"),
-    ({"params": "-1"}, "f-params", "Weights", "a number of weights", "30B weights, the default"),
-    ({"capacity": "0"}, "f-capacity", "Card memory", "a memory size", "no card memory, so no fit check"),
-    ({"stage": "zero9"}, None, "“stage”", "'dp', 'zero1', 'zero2' or 'zero3'", None),
-]
-
-
-@pytest.mark.parametrize(
-    ("query", "field", "named", "accepted", "drawn"),
-    BAD_LINKS,
-    ids=["gpus=0", "gpus=abc", "params=-1", "capacity=0", "stage=zero9"],
-)
-def test_a_bad_link_says_so_first_naming_the_value_and_what_is_accepted(
-    client: TestClient, query: dict[str, str], field: str | None, named: str, accepted: str, drawn: str | None
-) -> None:
-    response = client.get("/", params=query)
-    assert response.status_code == 422
-    tree = dom(response.text)
-    after = _after_the_switcher(tree)
-    # The message is the first thing after the switcher (with the form to correct it under it, in one
-    # part of the widget): the field, the value given and what is accepted.
-    message = after[0] if field is None else after[0].find(True)
-    assert isinstance(message, Tag)
-    assert "notice" in message["class"]
-    assert message.get("role") == "alert"
-    said = " ".join(message.get_text(" ").split())
-    (value,) = query.values()
-    assert f"“{value}”" in said
-    assert named in said
-    assert accepted in said
-    # The other ways on stay: the switcher, the side-by-side page, the measured one.
-    assert len(tree.select("nav.switcher a")) == 4
-    assert urlsplit(str(one(tree, "#compare-link")["href"])).path == "/compare"
-    assert urlsplit(str(one(tree, "#measured-link")["href"])).path == "/measured"
-    if field is None:
-        assert tree.select("#grid") == []
-        return
-    # Then the form, its field marked with the message beside it; then the picture, said to be drawn without it.
-    assert after[0]["class"] == ["form-first"]
-    assert [str(c.get("id")) for c in after[0].find_all(True, recursive=False)] == ["set-aside", "run-form"]
-    assert one(tree, f"#{field}") in after[0].select('#run-form [aria-invalid="true"]')
-    assert one(message, "#set-aside-fix")["href"] == f"#{field}"
-    assert text(tree, "#drawn-instead") == f"Drawn without {next(iter(query))}={value}: {drawn}."
-    stage_head = after[1]
-    assert stage_head["class"] == ["stage-head"]
-    assert stage_head.select_one("#drawn-instead") is stage_head.find(True)
-    assert tree.select(".side #run-form") == []
-
-
-def test_a_bad_value_is_said_escaped_and_shortened(client: TestClient) -> None:
-    value = '"><img src=x onerror=alert(1)>' + "x" * 200
-    tree = dom(client.get("/", params={"model": "custom", "params": value}).text)
-    notice = one(tree, "#set-aside")
-    assert notice.select("img") == [] == tree.select("img")
-    assert tree.select("script:not([src])") == []
-    said = " ".join(notice.get_text(" ").split())
-    assert '“"><img src=x onerror=alert(1)>xxxxxxxxx…”' in said
-    assert len(text(tree, "#drawn-instead")) < 120
-
-
-def test_several_values_set_aside_are_each_named(client: TestClient) -> None:
-    tree = dom(client.get("/", params={"gpus": "0", "units": "furlongs", "stage": "zero3"}).text)
-    items = [" ".join(li.get_text(" ").split()) for li in tree.select("#set-aside li")]
-    assert [i.split(":")[0].strip() for i in items] == ["GPUs", "Units"]
-    drawn = "Drawn without gpus=0 and units=furlongs: 8 GPUs, the default; GiB, the default."
-    assert text(tree, "#drawn-instead") == drawn
-    assert one(tree, "#grid")["data-stage"] == "zero3"
-
-
-def test_the_run_on_the_screen_is_said_to_be_what_is_drawn(client: TestClient) -> None:
-    # The form sent without JavaScript, over a page of 16 GPUs: the picture stays at 16, and says so.
-    tree = dom(client.get("/?stage=zero2&gpus=0", headers={"Referer": SHOWN_16}).text)
-    assert text(tree, "#drawn-instead") == "Drawn without gpus=0: 16 GPUs, as on the screen before."
-
-
-FORM_FIRST = {"HX-Request": "true", "ZB-Form-First": "1"}
-
-
-def test_a_keystroke_is_answered_beside_the_field_and_the_form_stays_where_it_stood(client: TestClient) -> None:
-    # Typed in the form at its usual place: the message beside the field, nothing moves above it.
-    typed = dom(client.get("/?stage=zero2&gpus=0", headers={"HX-Request": "true"}).text)
-    assert typed.select("#set-aside, #drawn-instead, .form-first") == []
-    assert one(typed, ".side #run-form #f-gpus")["aria-invalid"] == "true"
-    # Typed in the form under a bad link's message: it stays first, with the message, until corrected ...
-    again = client.get("/?stage=zero2&gpus=x", headers=FORM_FIRST)
-    assert again.status_code == 422
-    tree = dom(again.text)
-    first = _after_the_switcher(tree)[0]
-    assert [str(c.get("id")) for c in first.find_all(True, recursive=False)] == ["set-aside", "run-form"]
-    # ... and once corrected, the form stays first (no message): it does not move away under the typing.
-    fixed = client.get("/?stage=zero2&gpus=16", headers=FORM_FIRST)
-    assert fixed.status_code == 200
-    tree = dom(fixed.text)
-    assert tree.select("#set-aside, #drawn-instead") == []
-    assert one(tree, ".form-first #run-form")["hx-get"] == "/"
-    assert one(tree, ".form-first")["hx-headers"] == '{"ZB-Form-First": "1"}'
-    assert tree.select(".side #run-form") == []
-    # A link followed from there (the switcher's) is the page as usual; and so is the same address without
-    # the form's header, though an answer with it was just given (and cached).
-    plain = dom(client.get("/?stage=zero2&gpus=16", headers={"HX-Request": "true"}).text)
-    assert plain.select(".form-first") == []
-    assert plain.select(".side #run-form")
-    assert "ZB-Form-First" in fixed.headers["vary"]
-
-
 def test_an_error_page_without_a_picture_keeps_the_widgets_links(client: TestClient) -> None:
     for path in ["/?stage=zero1&phase=99", "/stages/zero1", "/compare?left=zero9"]:
         tree = dom(client.get(path).text)
@@ -447,3 +302,49 @@ def test_an_error_page_without_a_picture_keeps_the_widgets_links(client: TestCli
     embedded = dom(client.get("/embed?stage=zero9").text)
     assert embedded.select(".notice")
     assert embedded.select("#compare-link, #measured-link") == []
+
+
+@pytest.mark.parametrize(
+    ("query", "named"), [("controls=all", "controls"), ("controls=", "controls"), ("calculator=maybe", "calculator")]
+)
+def test_a_bad_embed_option_is_a_clear_422_that_stays_in_the_embed(client: TestClient, query: str, named: str) -> None:
+    response = client.get(f"/embed?stage=zero1&gpus=4&{query}")
+    assert response.status_code == 422
+    tree = dom(response.text)
+    assert f"“{named}”" in text(tree, ".notice-message")
+    assert tree.select(".masthead") == []
+    switch = one(tree, "#switch-zero2")
+    assert urlsplit(str(switch["href"])).path == "/embed"
+    assert query_of(str(switch["href"]))["gpus"] == ["4"]
+
+
+def test_a_typo_in_an_embeds_calculator_keeps_the_embed(client: TestClient) -> None:
+    response = client.get("/embed?stage=zero1&calculator=1&gpus=lots", headers=HX)
+    assert response.status_code == 422
+    tree = dom(response.text)
+    assert one(tree, "#f-gpus")["aria-invalid"] == "true"
+    assert one(tree, "#run-form")["action"] == "/embed"
+    assert "hx-push-url" not in response.headers
+
+
+@pytest.mark.parametrize(
+    ("query", "named"),
+    [
+        ("model=llama-3-70b&gpus=0&capacity=80GiB", "gpus"),
+        ("capacity=banana", "capacity"),
+        ("params=<script>", "params"),
+    ],
+)
+def test_a_bad_run_in_an_embed_without_the_calculator_is_said_not_drawn(
+    client: TestClient, query: str, named: str
+) -> None:
+    # Nothing in such an embed could say a value was set aside: drawing the default run instead
+    # would put a wrong figure in the course page. It says what was wrong, and draws nothing.
+    response = client.get(f"/embed?stage=zero2&{query}")
+    assert response.status_code == 422
+    tree = dom(response.text)
+    assert f"“{named}”" in text(tree, ".notice-message")
+    assert tree.select("#grid, .cost-table, .headline") == []
+    assert tree.select("script:not([src])") == []
+    switch = one(tree, "#switch-zero3")
+    assert urlsplit(str(switch["href"])).path == "/embed"

@@ -1,4 +1,4 @@
-"""Every input within its bounds gives a 200; every input outside them a 4xx (page and API alike)."""
+"""app/web/inputs.py: the query models; every input within its bounds gives a 200, every one outside a 4xx."""
 
 from __future__ import annotations
 
@@ -14,7 +14,9 @@ from app.domain.architecture import ModelName
 from app.domain.bands import RecipeName
 from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit
 from app.domain.stages import Stage
-from app.web.inputs import RunQuery
+from app.web.inputs import RunQuery, set_aside
+from tests.conftest import dom, one, text
+from tests.web.helpers import get_tree, run_page, table_cells, theme_in
 
 PATHS = ["/", "/api/memory"]
 FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -143,3 +145,69 @@ def test_python_and_pydantic_read_the_patterns_alike(value: str) -> None:
 def test_the_engines_agree_on_the_examples(value: str, count: bool, size: bool) -> None:
     assert (_rust_accepts("params", value), re.fullmatch(COUNT_PATTERN, value) is not None) == (count, count)
     assert (_rust_accepts("capacity", value), re.fullmatch(BYTES_PATTERN, value) is not None) == (size, size)
+
+
+def test_set_aside_keeps_the_valid_and_records_the_rest() -> None:
+    kept = set_aside({"stage": "zero3", "gpus": "5000", "model": "custom", "params": "7B", "phase": "x"})
+    assert (kept.query.stage, kept.query.gpus, kept.query.params, kept.query.phase) == (Stage.ZERO3, 8, "7B", None)
+    assert [(p.name, p.typed) for p in kept.problems] == [("gpus", "5000")]
+    assert sorted(e["loc"] for e in kept.errors) == [("query", "gpus"), ("query", "phase")]
+    assert kept.notice
+    clean = set_aside({"stage": "dp", "gpus": "4"})
+    assert (clean.problems, clean.errors, clean.notice) == ((), (), False)
+
+
+def test_an_invalid_field_takes_the_value_on_the_screen_once() -> None:
+    kept = set_aside({"stage": "zero1", "gpus": "0", "params": "7B"}, shown={"gpus": "16", "params": "1B"})
+    # Only the invalid field falls back; what was typed is still what the form shows and explains.
+    assert (kept.query.gpus, kept.query.params) == (16, "7B")
+    assert [(p.name, p.typed) for p in kept.problems] == [("gpus", "0")]
+    assert [e["loc"] for e in kept.errors] == [("query", "gpus")]
+    # A value on the screen that is no better is not given, and not reported a second time.
+    worse = set_aside({"gpus": "0"}, shown={"gpus": "abc"})
+    assert (worse.query.gpus, [p.typed for p in worse.problems], len(worse.errors)) == (8, ["0"], 1)
+    # Only the run form's fields: the stage shown is not a fallback for a bad stage.
+    assert set_aside({"stage": "zero9"}, shown={"stage": "zero3"}).query.stage == Stage.DP
+
+
+@pytest.mark.parametrize("params", ["7.5e9", "7500000000", "7.5B"])
+def test_params_in_every_notation_without_naming_the_model(client: TestClient, params: str) -> None:
+    tree = run_page(client, f"params={params}&gpus=64&units=GB")
+    assert table_cells(tree, "td.per-gpu")[0] == "120.0 GB"
+    assert one(tree, '#f-model option[value="custom"]').has_attr("selected")
+
+
+@pytest.mark.parametrize("params", ["7.5e+09", "7.5e+9", "7.50E+09"])
+def test_an_exponent_typed_into_the_address_reads_although_its_plus_arrives_as_a_space(
+    client: TestClient, params: str
+) -> None:
+    # A raw '+' in a query string means a space: the server receives '7.5e 09'.
+    response = client.get(f"/?params={params}&gpus=64&units=GB")
+    assert response.status_code == 200
+    assert table_cells(dom(response.text), "td.per-gpu") == ["120.0 GB", "31.4 GB", "16.6 GB", "1.9 GB"]
+    api = client.get(f"/api/memory?params={params}&capacity=1e+11")
+    assert api.status_code == 200
+    assert (api.json()["inputs"]["params"], api.json()["inputs"]["capacity"]) == (7_500_000_000, 10**11)
+
+
+def test_a_bad_previous_stage_is_refused(client: TestClient) -> None:
+    get_tree(client, "stage=zero2&from=zero9", status=422)
+
+
+@pytest.mark.parametrize("value", ["dark", "PROJECTOR", ""])
+def test_a_bad_theme_is_a_clear_422(client: TestClient, value: str) -> None:
+    response = client.get(f"/?stage=zero1&theme={value}")
+    assert response.status_code == 422
+    tree = dom(response.text)
+    message = text(tree, ".notice-message")
+    assert "“theme”" in message
+    assert "'projector'" in message
+    # The switcher still offers a way on, in the default theme.
+    assert one(tree, "html").get("class") == ["theme-default"]
+    assert theme_in(str(one(tree, "#switch-zero1").get("href"))) == []
+
+
+def test_the_api_does_not_take_a_theme(client: TestClient) -> None:
+    schema = client.get("/openapi.json").json()
+    names = {p["name"] for path in schema["paths"].values() for op in path.values() for p in op.get("parameters", [])}
+    assert "theme" not in names

@@ -6,7 +6,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.domain.bands import RECIPES, Band
+from app.domain.bands import RECIPES, Band, RecipeName
 from app.domain.sharding import CellState, layout
 from app.domain.stages import Stage
 from app.web.grid_view import CellView, ColumnView
@@ -22,7 +22,7 @@ from tests.conftest import dom, one, opened_panel
     params=st.integers(1_000, 10**12),
 )
 def test_every_drawn_cell_is_its_stages_own_whatever_was_drawn_before(
-    client: TestClient, stages: list[Stage], gpus: int, recipe: str, params: int
+    client: TestClient, stages: list[Stage], gpus: int, recipe: RecipeName, params: int
 ) -> None:
     # Pages of one cluster in turn, another model size each time: the memo serves the plots of the
     # earlier ones, and a plot kept under the wrong key would draw another stage's cells.
@@ -33,10 +33,12 @@ def test_every_drawn_cell_is_its_stages_own_whatever_was_drawn_before(
         drawn = page.select("#grid .card")
         assert drawn
         for card in drawn:
-            index = int(card["data-card-index"])
+            index = int(str(card["data-card-index"]))
             expected = {(c.weight, str(c.band)): c.state for c in grid.card_cells(index)}
             for cell in card.select("span.cell"):
-                weight = int(cell.find_parent(class_="column")["data-weight"])
+                column = cell.find_parent(class_="column")
+                assert column is not None
+                weight = int(str(column["data-weight"]))
                 band = next(c.removeprefix("band-") for c in cell["class"] if c.startswith("band-"))
                 state = CellState.DASHED if "dashed" in cell["class"] else CellState.SOLID
                 assert expected[(weight, band)] is state, (stage, gpus, index, weight, band)

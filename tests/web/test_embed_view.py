@@ -1,20 +1,15 @@
-"""/embed: the widget alone for a course page, and the page's "Embed this" panel that makes the snippet."""
+"""app/web/embed_view.py: /embed, the widget alone, and the "Embed this" panel with its snippets."""
 
 from __future__ import annotations
 
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 import pytest
 from bs4 import Tag
 from fastapi.testclient import TestClient
 
 from tests.conftest import dom, one, opened_panel, text, unversioned
-
-HTMX = {"HX-Request": "true"}
-
-
-def _query(url: str) -> dict[str, list[str]]:
-    return parse_qs(urlsplit(url).query)
+from tests.web.helpers import query_of
 
 
 def _widget_urls(tree: Tag) -> list[str]:
@@ -92,14 +87,14 @@ def test_the_calculator_is_hidden_unless_asked_for(client: TestClient) -> None:
     ],
 )
 def test_every_link_in_an_embed_stays_in_the_embed_with_its_options(client: TestClient, path: str) -> None:
-    asked = _query(path)
+    asked = query_of(path)
     options = {k: v for k, v in asked.items() if k in {"controls", "calculator"}}
     run = {k: v for k, v in asked.items() if k in {"gpus", "model", "capacity"}}
     urls = _widget_urls(dom(client.get(path).text))
     assert urls
     for url in urls:
         assert urlsplit(url).path == "/embed", url
-        query = _query(url)
+        query = query_of(url)
         if urlsplit(url).query:  # the forms carry the options in hidden fields instead
             assert {k: v for k, v in query.items() if k in {"controls", "calculator"}} == options, url
             assert {k: v for k, v in query.items() if k in run} == run, url
@@ -107,138 +102,6 @@ def test_every_link_in_an_embed_stays_in_the_embed_with_its_options(client: Test
     for form in dom(client.get(path).text).select("form.phase-form"):
         hidden = {str(i["name"]): [str(i["value"])] for i in form.select("input[type=hidden]")}
         assert {k: v for k, v in hidden.items() if k in {"controls", "calculator"}} == options
-
-
-def test_an_htmx_swap_in_an_embed_gets_the_embeds_widget_and_replaces_the_address(client: TestClient) -> None:
-    response = client.get("/embed?stage=zero2&controls=step&phase=4", headers=HTMX)
-    assert response.status_code == 200
-    tree = dom(response.text)
-    assert tree.select("html, body, .masthead") == []
-    assert one(tree, "#grid")["data-stage"] == "zero2"
-    assert tree.select(".step-controls #step-next")
-    assert tree.select("#embed-this") == []
-    # A frame's history is the host page's: the embed replaces its address rather than pushing one.
-    assert "hx-push-url" not in response.headers
-    assert response.headers["hx-replace-url"] == "/embed?stage=zero2&phase=4&controls=step"
-
-
-def test_embeds_vary_on_the_htmx_headers(client: TestClient) -> None:
-    for headers in ({}, HTMX):
-        vary = {v.strip() for v in client.get("/embed?stage=zero1", headers=headers).headers["vary"].split(",")}
-        assert {"HX-Request", "HX-History-Restore-Request"} <= vary
-
-
-@pytest.mark.parametrize(
-    ("query", "named"), [("controls=all", "controls"), ("controls=", "controls"), ("calculator=maybe", "calculator")]
-)
-def test_a_bad_embed_option_is_a_clear_422_that_stays_in_the_embed(client: TestClient, query: str, named: str) -> None:
-    response = client.get(f"/embed?stage=zero1&gpus=4&{query}")
-    assert response.status_code == 422
-    tree = dom(response.text)
-    assert f"“{named}”" in text(tree, ".notice-message")
-    assert tree.select(".masthead") == []
-    switch = one(tree, "#switch-zero2")
-    assert urlsplit(str(switch["href"])).path == "/embed"
-    assert _query(str(switch["href"]))["gpus"] == ["4"]
-
-
-def test_a_typo_in_an_embeds_calculator_keeps_the_embed(client: TestClient) -> None:
-    response = client.get("/embed?stage=zero1&calculator=1&gpus=lots", headers=HTMX)
-    assert response.status_code == 422
-    tree = dom(response.text)
-    assert one(tree, "#f-gpus")["aria-invalid"] == "true"
-    assert one(tree, "#run-form")["action"] == "/embed"
-    assert "hx-push-url" not in response.headers
-
-
-@pytest.mark.parametrize(
-    ("query", "named"),
-    [
-        ("model=llama-3-70b&gpus=0&capacity=80GiB", "gpus"),
-        ("capacity=banana", "capacity"),
-        ("params=<script>", "params"),
-    ],
-)
-def test_a_bad_run_in_an_embed_without_the_calculator_is_said_not_drawn(
-    client: TestClient, query: str, named: str
-) -> None:
-    # Nothing in such an embed could say a value was set aside: drawing the default run instead
-    # would put a wrong figure in the course page. It says what was wrong, and draws nothing.
-    response = client.get(f"/embed?stage=zero2&{query}")
-    assert response.status_code == 422
-    tree = dom(response.text)
-    assert f"“{named}”" in text(tree, ".notice-message")
-    assert tree.select("#grid, .cost-table, .headline") == []
-    assert tree.select("script:not([src])") == []
-    switch = one(tree, "#switch-zero3")
-    assert urlsplit(str(switch["href"])).path == "/embed"
-
-
-def _snippet(tree: Tag) -> tuple[Tag, Tag]:
-    """The iframe and script of the snippet in the panel's text box, parsed as a teacher's page would."""
-    pasted = dom(one(tree, "#embed-snippet").get_text())
-    return one(pasted, "iframe"), one(pasted, "script")
-
-
-def test_the_page_offers_a_snippet_for_exactly_what_it_shows(client: TestClient) -> None:
-    page = dom(client.get("/?stage=zero3&phase=6&gpus=16&model=llama-3-70b&capacity=80GB").text)
-    assert text(page, "details#embed-this summary") == "Embed this"
-    # The page carries only the way to the panel, loaded when opened.
-    assert page.select("#embed-snippet") == []
-    panel = opened_panel(client, page)
-    frame, script = _snippet(panel)
-    src = urlsplit(str(frame["src"]))
-    assert (src.scheme, src.netloc, src.path) == ("http", "testserver", "/embed")
-    assert _query(str(frame["src"])) == {
-        "stage": ["zero3"],
-        "phase": ["6"],
-        "gpus": ["16"],
-        "model": ["llama-3-70b"],
-        "capacity": ["80GB"],
-    }
-    assert frame["title"] == "ZeRO Bands: ZeRO-3"
-    assert frame["allow"] == "fullscreen"
-    assert frame["loading"] == "lazy"
-    assert frame["width"] == "100%"
-    assert frame["height"] == "720"
-    assert frame.has_attr("data-zero-bands")
-    assert script["src"] == "http://testserver/static/embed.js"
-    link = str(one(panel, "#share-link")["href"])
-    assert link.startswith("http://testserver/?")
-    assert _query(link) == _query(str(frame["src"]))
-    assert one(panel, "#embed-url")["href"] == frame["src"]
-
-
-def test_the_snippet_can_be_had_for_each_choice_of_controls(client: TestClient) -> None:
-    page = dom(client.get("/?stage=zero1").text)
-    tree = opened_panel(client, page)
-    options = one(tree, "#embed-controls").select("option")
-    assert [o["value"] for o in options] == ["stages", "step", "none"]
-    assert [o.has_attr("selected") for o in options] == [True, False, False]
-    for option in options:
-        frame = one(dom(str(option["data-snippet"])), "iframe")
-        expected = [] if option["value"] == "stages" else [option["value"]]
-        assert _query(str(frame["src"])).get("controls", []) == expected
-        assert option["data-url"] == frame["src"]
-    # No inline style on the page or the panel: the snippet's style attribute is text for the teacher.
-    assert page.select("[style]") == tree.select("[style]") == []
-
-
-def test_the_snippet_is_absolute_under_a_prefix() -> None:
-    from starlette.applications import Starlette
-    from starlette.routing import Mount
-
-    from app.main import create_app
-
-    outer = Starlette(routes=[Mount("/course/zero", app=create_app())])
-    with TestClient(outer, base_url="https://school.example") as prefixed:
-        page = dom(prefixed.get("/course/zero/?stage=zero2").text)
-        assert one(page, "#embed-this")["hx-get"] == "/course/zero/share?stage=zero2"
-        frame, script = _snippet(opened_panel(prefixed, page))
-        assert frame["src"] == "https://school.example/course/zero/embed?stage=zero2"
-        assert script["src"] == "https://school.example/course/zero/static/embed.js"
-        embedded = dom(prefixed.get("/course/zero/embed?stage=zero2").text)
-        assert urlsplit(str(one(embedded, "#switch-zero1")["href"])).path == "/course/zero/embed"
 
 
 @pytest.mark.parametrize("path", ["/?stage=zero1", "/embed?stage=zero1", "/embed?stage=zero1&controls=none"])
@@ -249,47 +112,6 @@ def test_full_screen_is_offered_by_script_with_a_note_for_when_it_is_forbidden(c
     assert button.has_attr("hidden")
     assert one(tree, "#fullscreen-note").has_attr("hidden")
     assert "/static/app.js" in [unversioned(str(s["src"])) for s in tree.select("script")]
-
-
-@pytest.mark.parametrize("theme", ["default", "projector"])
-def test_without_javascript_the_panel_opens_as_a_page_of_its_own(client: TestClient, theme: str) -> None:
-    themed = "" if theme == "default" else "&theme=projector"
-    page = dom(client.get(f"/?stage=zero1&gpus=16{themed}").text)
-    link = one(page, "#embed-open")
-    response = client.get(str(link["href"]))
-    assert response.status_code == 200
-    tree = dom(response.text)
-    assert one(tree, "html")["class"] == [f"theme-{theme}"]
-    assert text(tree, "h1") == "ZeRO Bands"
-    assert text(tree, "h2") == "Embed this view"
-    # The way back is to the view the panel embeds, and the snippet embeds that same view.
-    back = str(one(tree, "#share-back")["href"])
-    assert _query(back) == {"stage": ["zero1"], "gpus": ["16"], **({"theme": ["projector"]} if themed else {})}
-    frame, _ = _snippet(tree)
-    assert _query(str(frame["src"])) == {"stage": ["zero1"], "gpus": ["16"]}
-    # The Copy button and the choice of controls need the page's script: hidden until it runs, and the
-    # hint says how to choose in the frame's address instead.
-    assert one(tree, "#embed-copy").has_attr("hidden")
-    assert one(tree, "#embed-controls-field").has_attr("hidden")
-    assert "controls=" in text(tree, "#embed-controls-hint")
-    assert [unversioned(str(s["src"])) for s in tree.select("script")] == [
-        "/static/htmx-2.0.11.min.js",
-        "/static/app.js",
-    ]
-
-
-def test_the_panel_is_fetched_on_its_own_and_never_pushes_an_address(client: TestClient) -> None:
-    page = dom(client.get("/?stage=zero2&phase=3").text)
-    panel = one(page, "details#embed-this")
-    # Opened, it loads into its body; its request is its own, so it never waits on (or drops) a click.
-    assert (panel["hx-trigger"], panel["hx-target"], panel["hx-swap"], panel["hx-sync"]) == (
-        "toggle", "#embed-body", "innerHTML", "this:replace",
-    )  # fmt: skip
-    response = client.get(str(panel["hx-get"]), headers={"HX-Request": "true"})
-    assert "hx-push-url" not in response.headers
-    assert dom(response.text).select("html, h2, #share-back") == []
-    frame, _ = _snippet(dom(response.text))
-    assert _query(str(frame["src"])) == {"stage": ["zero2"], "phase": ["3"]}
 
 
 def _entries(tree: Tag, selector: str) -> list[str]:
@@ -328,6 +150,114 @@ def test_an_embed_has_the_compact_key_and_leaves_the_full_pages_prose_to_screen_
         assert one(dom(client.get(path).text), ".legend")["class"] == ["legend"], path
 
 
+def _snippet(tree: Tag) -> tuple[Tag, Tag]:
+    """The iframe and script of the snippet in the panel's text box, parsed as a teacher's page would."""
+    pasted = dom(one(tree, "#embed-snippet").get_text())
+    return one(pasted, "iframe"), one(pasted, "script")
+
+
+def test_the_page_offers_a_snippet_for_exactly_what_it_shows(client: TestClient) -> None:
+    page = dom(client.get("/?stage=zero3&phase=6&gpus=16&model=llama-3-70b&capacity=80GB").text)
+    assert text(page, "details#embed-this summary") == "Embed this"
+    # The page carries only the way to the panel, loaded when opened.
+    assert page.select("#embed-snippet") == []
+    panel = opened_panel(client, page)
+    frame, script = _snippet(panel)
+    src = urlsplit(str(frame["src"]))
+    assert (src.scheme, src.netloc, src.path) == ("http", "testserver", "/embed")
+    assert query_of(str(frame["src"])) == {
+        "stage": ["zero3"],
+        "phase": ["6"],
+        "gpus": ["16"],
+        "model": ["llama-3-70b"],
+        "capacity": ["80GB"],
+    }
+    assert frame["title"] == "ZeRO Bands: ZeRO-3"
+    assert frame["allow"] == "fullscreen"
+    assert frame["loading"] == "lazy"
+    assert frame["width"] == "100%"
+    assert frame["height"] == "720"
+    assert frame.has_attr("data-zero-bands")
+    assert script["src"] == "http://testserver/static/embed.js"
+    link = str(one(panel, "#share-link")["href"])
+    assert link.startswith("http://testserver/?")
+    assert query_of(link) == query_of(str(frame["src"]))
+    assert one(panel, "#embed-url")["href"] == frame["src"]
+
+
+def test_the_snippet_can_be_had_for_each_choice_of_controls(client: TestClient) -> None:
+    page = dom(client.get("/?stage=zero1").text)
+    tree = opened_panel(client, page)
+    options = one(tree, "#embed-controls").select("option")
+    assert [o["value"] for o in options] == ["stages", "step", "none"]
+    assert [o.has_attr("selected") for o in options] == [True, False, False]
+    for option in options:
+        frame = one(dom(str(option["data-snippet"])), "iframe")
+        expected = [] if option["value"] == "stages" else [option["value"]]
+        assert query_of(str(frame["src"])).get("controls", []) == expected
+        assert option["data-url"] == frame["src"]
+    # No inline style on the page or the panel: the snippet's style attribute is text for the teacher.
+    assert page.select("[style]") == tree.select("[style]") == []
+
+
+def test_the_snippet_is_absolute_under_a_prefix() -> None:
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from app.main import create_app
+
+    outer = Starlette(routes=[Mount("/course/zero", app=create_app())])
+    with TestClient(outer, base_url="https://school.example") as prefixed:
+        page = dom(prefixed.get("/course/zero/?stage=zero2").text)
+        assert one(page, "#embed-this")["hx-get"] == "/course/zero/share?stage=zero2"
+        frame, script = _snippet(opened_panel(prefixed, page))
+        assert frame["src"] == "https://school.example/course/zero/embed?stage=zero2"
+        assert script["src"] == "https://school.example/course/zero/static/embed.js"
+        embedded = dom(prefixed.get("/course/zero/embed?stage=zero2").text)
+        assert urlsplit(str(one(embedded, "#switch-zero1")["href"])).path == "/course/zero/embed"
+
+
+@pytest.mark.parametrize("theme", ["default", "projector"])
+def test_without_javascript_the_panel_opens_as_a_page_of_its_own(client: TestClient, theme: str) -> None:
+    themed = "" if theme == "default" else "&theme=projector"
+    page = dom(client.get(f"/?stage=zero1&gpus=16{themed}").text)
+    link = one(page, "#embed-open")
+    response = client.get(str(link["href"]))
+    assert response.status_code == 200
+    tree = dom(response.text)
+    assert one(tree, "html")["class"] == [f"theme-{theme}"]
+    assert text(tree, "h1") == "ZeRO Bands"
+    assert text(tree, "h2") == "Embed this view"
+    # The way back is to the view the panel embeds, and the snippet embeds that same view.
+    back = str(one(tree, "#share-back")["href"])
+    assert query_of(back) == {"stage": ["zero1"], "gpus": ["16"], **({"theme": ["projector"]} if themed else {})}
+    frame, _ = _snippet(tree)
+    assert query_of(str(frame["src"])) == {"stage": ["zero1"], "gpus": ["16"]}
+    # The Copy button and the choice of controls need the page's script: hidden until it runs, and the
+    # hint says how to choose in the frame's address instead.
+    assert one(tree, "#embed-copy").has_attr("hidden")
+    assert one(tree, "#embed-controls-field").has_attr("hidden")
+    assert "controls=" in text(tree, "#embed-controls-hint")
+    assert [unversioned(str(s["src"])) for s in tree.select("script")] == [
+        "/static/htmx-2.0.11.min.js",
+        "/static/app.js",
+    ]
+
+
+def test_the_panel_is_fetched_on_its_own_and_never_pushes_an_address(client: TestClient) -> None:
+    page = dom(client.get("/?stage=zero2&phase=3").text)
+    panel = one(page, "details#embed-this")
+    # Opened, it loads into its body; its request is its own, so it never waits on (or drops) a click.
+    assert (panel["hx-trigger"], panel["hx-target"], panel["hx-swap"], panel["hx-sync"]) == (
+        "toggle", "#embed-body", "innerHTML", "this:replace",
+    )  # fmt: skip
+    response = client.get(str(panel["hx-get"]), headers={"HX-Request": "true"})
+    assert "hx-push-url" not in response.headers
+    assert dom(response.text).select("html, h2, #share-back") == []
+    frame, _ = _snippet(dom(response.text))
+    assert query_of(str(frame["src"])) == {"stage": ["zero2"], "phase": ["3"]}
+
+
 def test_the_panel_offers_the_calculator_and_each_snippet_follows_the_choice(client: TestClient) -> None:
     panel = opened_panel(client, dom(client.get("/?stage=zero1&gpus=16").text))
     box = one(panel, "input#embed-calculator[type=checkbox]")
@@ -338,7 +268,7 @@ def test_the_panel_offers_the_calculator_and_each_snippet_follows_the_choice(cli
         controls = [] if option["value"] == "stages" else [str(option["value"])]
         for data, calculator in [("data-snippet", []), ("data-snippet-calculator", ["1"])]:
             frame = one(dom(str(option[data])), "iframe")
-            src = _query(str(frame["src"]))
+            src = query_of(str(frame["src"]))
             assert (src.get("controls", []), src.get("calculator", []), src["gpus"]) == (controls, calculator, ["16"])
         assert option["data-url-calculator"] == one(dom(str(option["data-snippet-calculator"])), "iframe")["src"]
 
@@ -356,7 +286,12 @@ def test_without_javascript_the_panels_choices_are_links(client: TestClient) -> 
     # Followed, a link shows its choice: the snippet, the drop-down and the box, and the links mark it.
     chosen = dom(client.get("/share?stage=zero1&gpus=16&controls=none&calculator=1").text)
     frame, _ = _snippet(chosen)
-    assert _query(str(frame["src"])) == {"stage": ["zero1"], "gpus": ["16"], "controls": ["none"], "calculator": ["1"]}
+    assert query_of(str(frame["src"])) == {
+        "stage": ["zero1"],
+        "gpus": ["16"],
+        "controls": ["none"],
+        "calculator": ["1"],
+    }
     assert one(chosen, "#embed-url")["href"] == frame["src"]
     assert one(chosen, "#embed-controls option[selected]")["value"] == "none"
     assert one(chosen, "#embed-calculator").has_attr("checked")
@@ -365,20 +300,7 @@ def test_without_javascript_the_panels_choices_are_links(client: TestClient) -> 
         "With",
     ]
     # The way back is to the page, without the embed's options.
-    assert _query(str(one(chosen, "#share-back")["href"])) == {"stage": ["zero1"], "gpus": ["16"]}
+    assert query_of(str(one(chosen, "#share-back")["href"])) == {"stage": ["zero1"], "gpus": ["16"]}
     bad = client.get("/share?stage=zero1&controls=all")
     assert bad.status_code == 422
     assert "“controls”" in text(dom(bad.text), ".notice-message")
-
-
-def test_a_bad_link_to_an_embeds_calculator_says_so_first_and_stays_in_the_embed(client: TestClient) -> None:
-    response = client.get("/embed?stage=zero2&calculator=1&controls=none&gpus=0")
-    assert response.status_code == 422
-    tree = dom(response.text)
-    first = one(tree, "#widget .form-first")
-    assert [str(c.get("id")) for c in first.find_all(True, recursive=False)] == ["set-aside", "run-form"]
-    assert "“0” is not accepted" in text(first, "#set-aside")
-    assert one(first, "#run-form")["action"] == "/embed"
-    assert text(tree, "#drawn-instead") == "Drawn without gpus=0: 8 GPUs, the default."
-    # Its links stay in the embed: no way out to the site's side-by-side or measured pages.
-    assert tree.select("#compare-link, #measured-link, .masthead") == []

@@ -1,0 +1,59 @@
+"""app/web/form_view.py: the run form, showing the run as resolved."""
+
+from __future__ import annotations
+
+from urllib.parse import urlencode
+
+from fastapi.testclient import TestClient
+
+from tests.conftest import one
+from tests.web.helpers import run_page, table_cells
+
+
+def test_form_shows_the_run(client: TestClient) -> None:
+    tree = run_page(client, "model=llama-3-70b&gpus=64&capacity=80GiB&units=GB&stage=zero2")
+    form = one(tree, "form#run-form")
+    assert form["hx-get"] == "/"
+    assert form["hx-trigger"] == "input changed delay:400ms, submit"
+    assert one(form, 'input[name="stage"]')["value"] == "zero2"
+    assert one(form, "#f-model option[selected]")["value"] == "llama-3-70b"
+    assert one(form, "#f-params")["value"] == "70553706496"
+    assert one(form, "#f-params").has_attr("readonly")
+    assert one(form, "#f-gpus")["value"] == "64"
+    assert one(form, "#f-capacity")["value"] == "80GiB"
+    assert one(form, "#f-units option[selected]")["value"] == "GB"
+    assert [o["value"] for o in form.select("#f-cards option")] == [
+        "24GiB", "32GiB", "40GiB", "80GiB", "80GiB", "141GiB", "192GiB"
+    ]  # fmt: skip
+    assert one(form, 'button[type="submit"]') is not None
+
+
+def test_custom_recipe(client: TestClient) -> None:
+    query = "recipe=custom&weights_bytes=2&gradients_bytes=2&master_bytes=0&moments_bytes=1"
+    tree = run_page(client, query)
+    assert table_cells(tree, "td.bpw")[0] == "5.00"
+    assert [i.has_attr("readonly") for i in tree.select(".bands-field input")] == [False] * 4
+
+
+def test_a_value_the_form_shows_read_only_is_not_sent_back_as_if_typed(client: TestClient) -> None:
+    # Choosing another model sends the form: a read-only count (the last model's) must not come back
+    # as "the count entered", nor a preset recipe's bytes as bytes entered.
+    form = one(run_page(client, "model=llama-3-8b"), "#run-form")
+    assert one(form, "#f-params").has_attr("readonly")
+    assert not one(form, "#f-params").has_attr("name")
+    assert [i.get("name") for i in form.select(".bands-field input")] == [None] * 4
+    # What a browser sends when the model is changed: every named field as it stands, the new model.
+    sent = {str(i["name"]): str(i.get("value", "")) for i in form.select("input[name]")}
+    for select in form.select("select[name]"):
+        chosen = select.select_one("option[selected]") or select.select_one("option")
+        sent[str(select["name"])] = str(chosen["value"]) if chosen else ""
+    sent["model"] = "llama-3.1-405b"
+    tree = run_page(client, urlencode(sent))
+    assert one(tree, "#grid")
+    assert not tree.select(".notes")
+    # Typed, they are sent: a custom model's count, a custom recipe's bytes.
+    form = one(run_page(client, "model=custom&params=5B&recipe=custom"), "#run-form")
+    assert one(form, "#f-params")["name"] == "params"
+    assert [i.get("name") for i in form.select(".bands-field input")] == [
+        "weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes"
+    ]  # fmt: skip

@@ -1,0 +1,144 @@
+"""app/web/grid_view.py: the cards at rest, their columns and cells, as the page draws them."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.domain.bands import Band
+from app.domain.stages import Stage
+from tests.conftest import cell_facts, cell_selector, one, text
+from tests.web.helpers import HX, run_page, stage_page
+
+
+@pytest.mark.parametrize(
+    ("stage", "solid"),
+    [
+        (Stage.DP, [64, 64, 64, 64]),
+        (Stage.ZERO1, [64, 64, 8, 8]),
+        (Stage.ZERO2, [64, 8, 8, 8]),
+        (Stage.ZERO3, [8, 8, 8, 8]),
+    ],
+)
+@pytest.mark.parametrize("headers", [{}, HX], ids=["page", "fragment"])
+def test_grid_cells(client: TestClient, stage: Stage, solid: list[int], headers: dict[str, str]) -> None:
+    tree = stage_page(client, stage, headers)
+    grid = tree.select_one("#grid")
+    assert grid is not None
+    assert grid["data-stage"] == stage.value
+    cells = [cell_facts(c) for c in grid.select(".cell")]
+    assert len(cells) == 8 * 8 * 4
+    assert {(c["card"], c["weight"], c["band"]) for c in cells} == {
+        (str(card), str(weight), band.value) for card in range(8) for weight in range(8) for band in Band
+    }
+    counts = [sum(1 for c in cells if c["band"] == band and c["state"] == "solid") for band in Band]
+    assert counts == solid
+    assert {c["state"] for c in cells} <= {"solid", "dashed"}
+
+
+def test_every_cell_names_its_card_weight_band_and_holder(client: TestClient) -> None:
+    cells = stage_page(client, Stage.ZERO1).select("#grid .cell")
+    for cell in cells:
+        label = str(cell["aria-label"])
+        facts = cell_facts(cell)
+        assert cell["role"] == "img"
+        assert f"GPU {facts['card']}, weight {facts['weight']}," in label
+        if facts["state"] == "dashed":
+            assert f"GPU {facts['weight']} holds it on this weight's behalf" in label
+    dashed_master = stage_page(client, Stage.ZERO1).select_one(cell_selector(2, 5, "master"))
+    assert dashed_master is not None
+    assert dashed_master["aria-label"] == (
+        "GPU 2, weight 5, Master copy (fp32, 4 B): not stored here. GPU 5 holds it on this weight's behalf."
+    )
+
+
+def test_grid_has_exactly_one_tab_stop(client: TestClient) -> None:
+    cells = stage_page(client, Stage.ZERO2).select("#grid .cell")
+    assert [c["tabindex"] for c in cells].count("0") == 1
+
+
+@pytest.mark.parametrize(
+    ("stage", "held", "per_weight", "per_gpu"),
+    [
+        (Stage.DP, "128 B", "16.00", "447.0 GiB"),
+        (Stage.ZERO1, "44 B", "5.50", "153.7 GiB"),
+        (Stage.ZERO2, "30 B", "3.75", "104.8 GiB"),
+        (Stage.ZERO3, "16 B", "2.00", "55.9 GiB"),
+    ],
+)
+def test_each_card_shows_its_total(client: TestClient, stage: Stage, held: str, per_weight: str, per_gpu: str) -> None:
+    cards = stage_page(client, stage).select("#grid .card")
+    assert [text(card, "h4") for card in cards] == [f"GPU {i}" for i in range(8)]
+    for card in cards:
+        # Real quantities only: the picture's own scale (its 8 weights, "16 B of 128 B") is not one.
+        assert card.select(".card-total") == []
+        assert "128 B" not in card.get_text()
+        assert text(card, ".card-sub") == f"{per_weight} B/weight · {per_gpu}"
+
+
+def test_bands_are_drawn_in_proportion_to_their_bytes(client: TestClient) -> None:
+    column = one(stage_page(client, Stage.DP), "#grid .column")
+    classes = [next(c for c in cell["class"] if c.startswith("nb-")) for cell in column.select(".cell")]
+    assert classes == ["nb-2", "nb-2", "nb-4", "nb-8"]
+
+
+def test_responsible_weight_is_marked_only_when_something_is_sharded(client: TestClient) -> None:
+    assert stage_page(client, Stage.DP).select("#grid .axis .responsible") == []
+    marked = stage_page(client, Stage.ZERO1).select("#grid .card .axis .responsible")
+    assert [m.get_text() for m in marked] == [str(i) for i in range(8)]
+
+
+@pytest.mark.parametrize(
+    ("stage", "sharded"),
+    [
+        (Stage.DP, set()),
+        (Stage.ZERO1, {"master", "moments"}),
+        (Stage.ZERO2, {"gradients", "master", "moments"}),
+        (Stage.ZERO3, {"weights", "gradients", "master", "moments"}),
+    ],
+)
+def test_a_cell_claims_responsibility_only_for_a_band_the_stage_splits(
+    client: TestClient, stage: Stage, sharded: set[str]
+) -> None:
+    # On the card responsible for a weight (card i, weight i), a band the stage keeps whole is still
+    # every card's own copy: under data parallelism no card is responsible for anything.
+    tree = stage_page(client, stage)
+    for card in range(8):
+        for cell in tree.select(cell_selector(card, card)):
+            band, label = cell_facts(cell)["band"], str(cell["aria-label"])
+            assert label.endswith(
+                f"which is responsible for weight {card}." if band in sharded else "every card keeps its own copy."
+            ), label
+
+
+@pytest.mark.parametrize(
+    ("gpus", "cards", "weights"), [(1, 1, 1), (12, 12, 12), (16, 16, 16), (17, 8, 8), (4096, 8, 8)]
+)
+def test_grid_draws_every_card_up_to_sixteen_then_a_sample(
+    client: TestClient, gpus: int, cards: int, weights: int
+) -> None:
+    tree = run_page(client, f"gpus={gpus}&stage=zero1")
+    grid = one(tree, "#grid")
+    assert grid["data-gpus"] == str(gpus)
+    drawn = {cell_facts(cell)["card"] for cell in grid.select(".cell")}
+    assert len(drawn) == cards
+    assert len(grid.select(".cell")) == cards * weights * 4
+    # Its heading counts the cards as the table does, thousands separated.
+    assert text(grid, "#grid-heading") == f"What each of the {gpus:,} cards holds under ZeRO-1"
+    gaps = grid.select(".card-gap")
+    assert len(gaps) == (1 if gpus > 16 else 0)
+    if gpus > 16:
+        assert f"GPU 4 to GPU {gpus - 5:,}" in gaps[0].get_text()
+        assert drawn == {str(i) for i in (0, 1, 2, 3, gpus - 4, gpus - 3, gpus - 2, gpus - 1)}
+
+
+def test_totals_stay_exact_on_a_sampled_grid(client: TestClient) -> None:
+    tree = run_page(client, "gpus=64&stage=zero3&model=custom&params=7.5B&units=GB")
+    subs = {text(card, ".card-sub") for card in tree.select("#grid .card")}
+    assert subs == {"0.25 B/weight · 1.9 GB"}
+
+
+def test_sixteen_columns_label_every_other_weight_and_the_responsible_one(client: TestClient) -> None:
+    card = run_page(client, "gpus=16&stage=zero1").select("#grid .card")[3]
+    labels = [span.get_text() for span in card.select(".axis span")]
+    assert labels == ["0", "", "2", "3", "4", "", "6", "", "8", "", "10", "", "12", "", "14", ""]

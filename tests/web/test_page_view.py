@@ -1,0 +1,150 @@
+"""app/web/page_view.py: the page as a whole: its head, skip link, keys, footer and theme."""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs, urlsplit
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.conftest import dom, one, text, unversioned
+from tests.web.helpers import HX, RUN, get_tree, query_of, run_page, theme_in
+
+
+def test_page_head_loads_only_local_assets_and_configures_htmx(client: TestClient) -> None:
+    tree = dom(client.get("/").text)
+    scripts = [unversioned(str(s["src"])) for s in tree.select("script")]
+    assert scripts == [
+        "/static/htmx-2.0.11.min.js",
+        "/static/idiomorph-ext-0.8.0.min.js",
+        "/static/app.js",
+    ]
+    assert all(not s.string for s in tree.select("script"))
+    assert [unversioned(str(link["href"])) for link in tree.select("link[rel~=stylesheet]")] == ["/static/app.css"]
+    assert tree.select("[style]") == []
+    assert not any(attr.startswith(("on", "hx-on")) for tag in tree.find_all(True) for attr in tag.attrs)
+    config = tree.select_one('meta[name="htmx-config"]')
+    assert config is not None
+    settings = json.loads(str(config["content"]))
+    assert settings["allowEval"] is False
+    assert settings["includeIndicatorStyles"] is False
+    assert settings["historyCacheSize"] == 0
+
+
+def test_the_skip_link_leads_to_the_grid(client: TestClient) -> None:
+    tree = dom(client.get("/?stage=zero1").text)
+    first = tree.body.find(True) if tree.body else None
+    assert first is not None
+    assert "skip-link" in (first.get("class") or [])
+    assert first.get("href") == "#grid"
+    assert tree.select_one("#grid") is not None
+    # A notice has no grid, so no skip link that leads nowhere.
+    assert dom(client.get("/?stage=nope").text).select(".skip-link") == []
+
+
+def test_keys_script_hint_and_help_dialog(client: TestClient) -> None:
+    tree = get_tree(client, "stage=dp")
+    assert one(tree, 'script[src^="/static/app.js?v="]').has_attr("defer")
+    assert text(tree, ".keys-hint") == "Press ? for keys"
+    # The list itself is fetched when ? is first pressed: from the address the page names, with htmx.
+    assert tree.select("dialog") == []
+    slot = one(tree, "#keys-help-slot")
+    assert (slot["hx-trigger"], slot["hx-swap"]) == ("keys-help from:body", "outerHTML")
+    response = client.get(str(slot["hx-get"]))
+    assert response.headers["content-type"].startswith("text/html")
+    dialog = one(dom(response.text), "dialog#keys-help")
+    keys = [" ".join(dt.get_text(" ").split()) for dt in dialog.select("dt")]
+    assert keys == ["0 1 2 3", "← → PageUp PageDown", "Home End", "Space", "b .", "f", "?", "Esc"]
+    assert one(dialog, "form[method=dialog] button").get_text() == "Close"
+
+
+@pytest.mark.parametrize(
+    ("stage", "left", "right"), [("dp", "dp", "zero1"), ("zero2", "zero2", "zero3"), ("zero3", "dp", "zero3")]
+)
+def test_the_page_links_to_compare(client: TestClient, stage: str, left: str, right: str) -> None:
+    href = str(one(get_tree(client, f"stage={stage}&gpus=16"), "#compare-link")["href"])
+    assert urlsplit(href).path == "/compare"
+    assert query_of(href) == {"left": [left], "right": [right], "gpus": ["16"]}
+
+
+@pytest.mark.parametrize("headers", [{}, {"HX-Request": "true"}], ids=["page", "swap"])
+def test_the_json_links_carry_the_run_drawn_and_answer_for_it(client: TestClient, headers: dict[str, str]) -> None:
+    tree = run_page(client, f"{RUN}&stage=zero3&phase=3&theme=projector", headers)
+    links = one(tree, "#json-links")
+    # A swap replaces the footer's links out of band: the footer itself is not swapped.
+    assert links.get("hx-swap-oob") == ("innerHTML" if headers else None)
+    memory, layout = one(links, "a:nth-of-type(1)")["href"], one(links, "a:nth-of-type(3)")["href"]
+    assert isinstance(memory, str)
+    assert isinstance(layout, str)
+    run = parse_qs(RUN)
+    # The run's parameters, and the stage for the layout; not the phase or the theme, which the JSON has not.
+    assert urlsplit(memory).path == "/api/memory"
+    assert parse_qs(urlsplit(memory).query) == run
+    assert urlsplit(layout).path == "/api/layout"
+    assert parse_qs(urlsplit(layout).query) == {**run, "stage": ["zero3"]}
+    inputs = client.get(memory).json()["inputs"]
+    assert (inputs["params"], inputs["gpus"], inputs["largest_layer"], inputs["recipe"]) == (7, 16, 5, "fp32-adam")
+    grid = client.get(layout).json()
+    assert (grid["stage"], grid["gpus"], [b["bytes"] for b in grid["bands"]]) == ("zero3", 16, [4, 4, 0, 8])
+
+
+def test_the_default_runs_json_links_are_the_bare_addresses(client: TestClient) -> None:
+    tree = run_page(client, "")
+    assert one(tree, "#json-links a:nth-of-type(1)")["href"] == "/api/memory"
+    assert one(tree, "#json-links a:nth-of-type(3)")["href"] == "/api/layout?stage=dp"
+    assert run_page(client, "stage=zero2", {"HX-Request": "true"}).select("#json-links") != []
+
+
+PROJECTOR = "/?stage=zero3&gpus=16&capacity=80GiB&theme=projector"
+
+
+@pytest.mark.parametrize("phase", ["", "&phase=9"])
+def test_projector_is_a_class_on_the_page_and_every_address_keeps_it(client: TestClient, phase: str) -> None:
+    tree = dom(client.get(PROJECTOR + phase).text)
+    assert one(tree, "html").get("class") == ["theme-projector"]
+    links = [
+        str(tag.get("href") or tag.get("hx-get"))
+        for tag in tree.select("#widget a[href], #widget a[hx-get], .masthead a[href]")
+        if tag.get("id") != "theme-toggle"
+        and not str(tag.get("href") or "").startswith("#")
+        # A snippet for a course page embeds the default theme: the frame is a column, not a projector.
+        and not tag.find_parent(class_="embed-this")
+    ]
+    forms = [tag for tag in tree.select("#widget form") if tag.get("method") == "get"]
+    assert links
+    assert forms
+    for url in links:
+        assert theme_in(url) == ["projector"], url
+    for form in forms:
+        hidden = [i for i in form.select('input[type="hidden"]') if i.get("name") == "theme"]
+        assert [i.get("value") for i in hidden] == ["projector"], form.get("id") or form.get("class")
+
+
+def test_the_default_theme_adds_nothing_to_addresses(client: TestClient) -> None:
+    tree = dom(client.get("/?stage=zero1&phase=3").text)
+    assert one(tree, "html").get("class") == ["theme-default"]
+    assert not any(
+        theme_in(str(a.get("href"))) for a in tree.select("#widget a[href]") if a.get("id") != "theme-toggle"
+    )
+    assert not tree.select('input[name="theme"]')
+
+
+def test_the_toggle_switches_the_theme_and_keeps_the_run_and_phase(client: TestClient) -> None:
+    tree = dom(client.get("/?stage=zero2&gpus=16&phase=5").text)
+    toggle = one(tree, "#theme-toggle")
+    assert text(tree, "#theme-toggle") == "Projector view"
+    # A whole page load: the theme styles the page around the widget too.
+    assert toggle.get("hx-get") is None
+    query = query_of(str(toggle.get("href")))
+    assert query == {"stage": ["zero2"], "gpus": ["16"], "phase": ["5"], "theme": ["projector"]}
+
+    back = dom(client.get(str(toggle.get("href"))).text)
+    assert text(back, "#theme-toggle") == "Normal view"
+    assert query_of(str(one(back, "#theme-toggle").get("href"))) == {"stage": ["zero2"], "gpus": ["16"], "phase": ["5"]}
+
+
+def test_a_swapped_fragment_keeps_the_theme(client: TestClient) -> None:
+    tree = dom(client.get("/?stage=zero1&theme=projector", headers=HX).text)
+    assert theme_in(str(one(tree, "#switch-zero2").get("href"))) == ["projector"]
+    assert one(tree, '#run-form input[name="theme"]').get("value") == "projector"
