@@ -7,6 +7,9 @@ rank's live bytes at every layer's forward and backward. This module reads it (n
 and compares it with the grid and the step that the rest of the domain draws for the same run:
 the toy model's weights, 8 cards and the snapshot's recipe. Every byte of difference per rank is
 named; what is left unnamed is `unexplained`, and the tests require it to be 0.
+
+The comparison's dataclasses are also the JSON of `/api/measured`, field for field: the web layer
+serialises them as they are, so a field is named and documented here once.
 """
 
 from __future__ import annotations
@@ -91,6 +94,7 @@ class LayerHeld:
     gradients: int
     master: int
     moments: int
+    """Adam's two moments together."""
     start: int
     """Where this rank's part of the layer begins, in weights (0 when it holds all or none)."""
 
@@ -106,11 +110,14 @@ class LayerHeld:
 
 @dataclass(frozen=True)
 class LiveBytes:
-    """A rank's live bytes at one moment: 'start', 'forward', 'backward', 'after-backward' or 'after-update'."""
+    """A rank's live bytes of model state at one moment of the step (activations not counted)."""
 
     part: str
+    """start, forward, backward, after-backward or after-update."""
     layer: int | None
-    nbytes: int
+    phase: int
+    """The model's step phase this moment is set against (0-20)."""
+    bytes: int
 
 
 @dataclass(frozen=True)
@@ -119,10 +126,10 @@ class RankHeld:
 
     rank: int
     layers: tuple[LayerHeld, ...]
-    counters: int
+    counters_bytes: int
     """Bytes of the optimizer's step counters: one 4-byte count per tensor it keeps state for."""
-    storage: int
-    """Bytes of the distinct storages behind all of it: what the rank really holds."""
+    storage_bytes: int
+    """Bytes of the distinct storages behind all of it, shared storage once: what the rank really holds."""
     phases: tuple[LiveBytes, ...]
 
     def band_bytes(self, band: Band) -> int:
@@ -132,12 +139,12 @@ class RankHeld:
     @property
     def viewed(self) -> int:
         """The bytes the tensors themselves cover: every band of every layer, and the counters."""
-        return sum(self.band_bytes(band) for band in Band) + self.counters
+        return sum(self.band_bytes(band) for band in Band) + self.counters_bytes
 
     @property
     def padding(self) -> int:
         """Storage no tensor covers: the padding of a flat buffer."""
-        return self.storage - self.viewed
+        return self.storage_bytes - self.viewed
 
 
 @dataclass(frozen=True)
@@ -204,17 +211,20 @@ class SnapshotError(ValueError):
     """The snapshot cannot be read: the message says what is wrong."""
 
 
-def _rank(data: Mapping[str, Any]) -> RankHeld:
+def _rank(data: Mapping[str, Any], layers: int) -> RankHeld:
+    def moment(part: str, layer: int | None, nbytes: int) -> LiveBytes:
+        return LiveBytes(part, layer, phase_of(part, layer, layers), nbytes)
+
     return RankHeld(
         rank=int(data["rank"]),
         layers=tuple(
             LayerHeld(int(x["weights"]), int(x["gradients"]), int(x["master"]), int(x["moments"]), int(x["start"]))
             for x in data["layers"]
         ),
-        counters=int(data["counters"]),
-        storage=int(data["storage"]),
+        counters_bytes=int(data["counters"]),
+        storage_bytes=int(data["storage"]),
         phases=tuple(
-            LiveBytes(str(p["part"]), None if p["layer"] is None else int(p["layer"]), int(p["bytes"]))
+            moment(str(p["part"]), None if p["layer"] is None else int(p["layer"]), int(p["bytes"]))
             for p in data["phases"]
         ),
     )
@@ -226,12 +236,13 @@ def parse(data: Mapping[str, Any]) -> Snapshot:
         if data["format"] != SNAPSHOT_FORMAT:
             raise SnapshotError(f"snapshot format {data['format']!r}, expected {SNAPSHOT_FORMAT}")
         model = data["model"]
+        toy = ToyModel(int(model["layers"]), int(model["rows"]), int(model["columns"]))
         return Snapshot(
             torch=str(data["torch"]),
             world_size=int(data["world_size"]),
             precision=str(data["precision"]),
             recipe=RECIPES[RecipeName(data["recipe"])],
-            model=ToyModel(int(model["layers"]), int(model["rows"]), int(model["columns"])),
+            model=toy,
             seconds=float(data["seconds"]),
             arrangements=tuple(
                 Measured(
@@ -239,7 +250,7 @@ def parse(data: Mapping[str, Any]) -> Snapshot:
                     impl=Impl(a["impl"]),
                     title=str(a["title"]),
                     seconds=float(a["seconds"]),
-                    ranks=tuple(_rank(r) for r in a["ranks"]),
+                    ranks=tuple(_rank(r, toy.layers) for r in a["ranks"]),
                 )
                 for a in data["arrangements"]
             ),
@@ -266,23 +277,20 @@ class Difference:
     """Bytes by which one rank's measurement exceeds the model (negative: falls short), and why."""
 
     reason: Reason
-    nbytes: int
+    bytes: int
+    """Measured minus model; negative when PyTorch holds less."""
     text: str
 
 
 @dataclass(frozen=True)
-class RankAgreement:
-    """One rank: the model's bytes, the measured bytes, and the named differences between them."""
+class RankAgreement(RankHeld):
+    """One rank: what it held, its live bytes through the step, and its agreement with the model."""
 
-    rank: int
-    model: int
-    measured: int
+    model_bytes: int
+    """What the model says this card keeps."""
     differences: tuple[Difference, ...]
-
-    @property
-    def unexplained(self) -> int:
-        """What no named difference accounts for: 0 when the explanation is complete."""
-        return self.measured - self.model - sum(d.nbytes for d in self.differences)
+    unexplained_bytes: int
+    """Measured minus model minus the named differences: 0 when the explanation is complete."""
 
 
 @dataclass(frozen=True)
@@ -313,53 +321,66 @@ class CellMeasure:
 
 @dataclass(frozen=True)
 class CurvePoint:
-    """One moment of the step: the model's live bytes and the measured ones (rank 0; every rank alike)."""
+    """One moment of the step: the model's live bytes against rank 0's measured ones."""
 
     phase: int
     label: str
-    model: int
-    measured: int
+    model_bytes: int
+    measured_bytes: int
     ranks_alike: bool
 
 
 @dataclass(frozen=True)
-class Agreement:
-    """An arrangement against the model: cell by cell, rank by rank, and moment by moment."""
+class Agreement(Measured):
+    """One arrangement as PyTorch ran it, against the model: rank by rank, and moment by moment."""
 
-    measured: Measured
-    cells: tuple[CellMeasure, ...]
     ranks: tuple[RankAgreement, ...]
+    cells_agreeing: int
+    """Cells (rank × layer × band) that hold exactly what the model draws."""
+    cells: int
+    """Cells compared: every rank's layers, in the bands that cost bytes."""
     curve: tuple[CurvePoint, ...]
-
-    @property
-    def cells_agreeing(self) -> int:
-        """Cells where the rank holds exactly what the model draws."""
-        return sum(1 for cell in self.cells if cell.agrees)
 
     @property
     def unexplained(self) -> int:
         """The largest unnamed difference over the ranks, in bytes."""
-        return max(abs(r.unexplained) for r in self.ranks)
+        return max(abs(r.unexplained_bytes) for r in self.ranks)
 
     @property
     def curve_gap(self) -> int:
         """The largest distance between the measured live bytes and the model's over the step, in bytes."""
-        return max(abs(point.measured - point.model) for point in self.curve)
+        return max(abs(point.measured_bytes - point.model_bytes) for point in self.curve)
 
     @property
     def ratio(self) -> Fraction:
         """Measured bytes over model bytes, summed over ranks: 1 is exact."""
-        return Fraction(sum(r.measured for r in self.ranks), sum(r.model for r in self.ranks))
+        return Fraction(sum(r.storage_bytes for r in self.ranks), sum(r.model_bytes for r in self.ranks))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The measurement snapshot and its comparison with the model."""
+
+    torch: str
+    world_size: int
+    precision: str
+    recipe: str
+    """The model's recipe the measurement is set against."""
+    layers: int
+    layer_weights: int
+    seconds: float
+    """Wall time of the whole measurement."""
+    arrangements: tuple[Agreement, ...]
 
 
 def _differences(snapshot: Snapshot, measured: Measured, rank: RankHeld) -> tuple[Difference, ...]:
     found: list[Difference] = []
-    if rank.counters:
-        count = rank.counters // 4
+    if rank.counters_bytes:
+        count = rank.counters_bytes // 4
         found.append(
             Difference(
                 Reason.STEP_COUNTERS,
-                rank.counters,
+                rank.counters_bytes,
                 f"Adam's step counters: {count} × 4 B, one for each parameter tensor this rank updates "
                 f"({'the flat parameter' if measured.impl is Impl.FSDP1 else 'one per layer it keeps state for'}). "
                 "The model counts no counters.",
@@ -398,13 +419,13 @@ _PHASE_OF = {"start": 0, "after-backward": 18, "after-update": 19}
 """Where the measured moments sit on the model's 21 phases; forward and backward by layer."""
 
 
-def phase_of(point: LiveBytes, layers: int) -> int:
+def phase_of(part: str, layer: int | None, layers: int) -> int:
     """The model's phase for a measured moment: forward of layer i is phase 1 + i, its backward 2 × layers − i."""
-    if point.part == "forward" and point.layer is not None:
-        return 1 + point.layer
-    if point.part == "backward" and point.layer is not None:
-        return 2 * layers - point.layer
-    return _PHASE_OF[point.part]
+    if part == "forward" and layer is not None:
+        return 1 + layer
+    if part == "backward" and layer is not None:
+        return 2 * layers - layer
+    return _PHASE_OF[part]
 
 
 def _label(point: LiveBytes) -> str:
@@ -413,9 +434,9 @@ def _label(point: LiveBytes) -> str:
     return {"start": "Start", "after-backward": "After backward", "after-update": "After update"}[point.part]
 
 
-def compare(snapshot: Snapshot, measured: Measured) -> Agreement:
-    """The arrangement against the model's grid, bytes per card and step for the same run."""
-    run, toy = snapshot.run, snapshot.model
+def cell_measures(snapshot: Snapshot, measured: Measured) -> tuple[CellMeasure, ...]:
+    """Every drawn cell of the model's grid (bands of no bytes left out), with the share each rank held."""
+    toy = snapshot.model
     grid = layout(measured.stage, snapshot.world_size, snapshot.recipe)
     by_rank = {r.rank: r for r in measured.ranks}
     cells = []
@@ -427,23 +448,58 @@ def compare(snapshot: Snapshot, measured: Measured) -> Agreement:
         share = Fraction(held.nbytes(cell.band), full)
         start = Fraction(held.start, toy.layer_weights) if share else Fraction(0)
         cells.append(CellMeasure(cell.card, cell.weight, cell.band, cell.state, share, start))
+    return tuple(cells)
+
+
+def _rank_agreement(snapshot: Snapshot, measured: Measured, rank: RankHeld, model_bytes: int) -> RankAgreement:
+    differences = _differences(snapshot, measured, rank)
+    unexplained = rank.storage_bytes - model_bytes - sum(d.bytes for d in differences)
+    # The rank as read, then how it agrees with the model.
+    return RankAgreement(**vars(rank), model_bytes=model_bytes, differences=differences, unexplained_bytes=unexplained)
+
+
+def compare(snapshot: Snapshot, measured: Measured) -> Agreement:
+    """The arrangement against the model's grid, bytes per card and step for the same run."""
+    run, toy = snapshot.run, snapshot.model
+    cells = cell_measures(snapshot, measured)
     model_bytes = per_gpu_bytes(measured.stage, toy.params, snapshot.world_size, snapshot.recipe)
-    ranks = tuple(
-        RankAgreement(r.rank, model_bytes, r.storage, _differences(snapshot, measured, r)) for r in measured.ranks
-    )
     phases = step(measured.stage, run, model_columns(toy.params, None, toy.layer_weights))
     first = measured.ranks[0]
     curve = tuple(
         CurvePoint(
-            phase=phase_of(point, toy.layers),
+            phase=point.phase,
             label=_label(point),
-            model=phases[phase_of(point, toy.layers)].live_bytes,
-            measured=point.nbytes,
-            ranks_alike=all(r.phases[i].nbytes == point.nbytes for r in measured.ranks),
+            model_bytes=phases[point.phase].live_bytes,
+            measured_bytes=point.bytes,
+            ranks_alike=all(r.phases[i].bytes == point.bytes for r in measured.ranks),
         )
         for i, point in enumerate(first.phases)
     )
-    return Agreement(measured, tuple(cells), ranks, curve)
+    return Agreement(
+        stage=measured.stage,
+        impl=measured.impl,
+        title=measured.title,
+        seconds=measured.seconds,
+        ranks=tuple(_rank_agreement(snapshot, measured, r, model_bytes) for r in measured.ranks),
+        cells_agreeing=sum(1 for cell in cells if cell.agrees),
+        cells=len(cells),
+        curve=curve,
+    )
+
+
+def comparison(snapshot: Snapshot) -> Comparison:
+    """The whole snapshot against the model: what `/api/measured` serves."""
+    toy = snapshot.model
+    return Comparison(
+        torch=snapshot.torch,
+        world_size=snapshot.world_size,
+        precision=snapshot.precision,
+        recipe=snapshot.recipe.name,
+        layers=toy.layers,
+        layer_weights=toy.layer_weights,
+        seconds=snapshot.seconds,
+        arrangements=tuple(compare(snapshot, m) for m in snapshot.arrangements),
+    )
 
 
 CURVE_NOTES: dict[tuple[Stage, Impl], str] = {

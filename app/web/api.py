@@ -7,6 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from app.domain.fit import Run, report
+from app.domain.measured import comparison
 from app.domain.scenario import resolve
 from app.domain.sharding import layout
 from app.web.inputs import LayoutQuery, RunQuery, StepQuery
@@ -51,4 +52,4 @@ def training_step(query: Annotated[StepQuery, Query()]) -> StepOut:
 @router.get("/measured", name="api_measured")
 def measured() -> MeasuredOut:
     """What PyTorch held on 8 CPU ranks in one real step (the shipped snapshot), compared with the model."""
-    return MeasuredOut.of(shipped_snapshot())
+    return MeasuredOut(comparison(shipped_snapshot()))

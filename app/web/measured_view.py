@@ -8,6 +8,7 @@ from fractions import Fraction
 from functools import lru_cache
 from urllib.parse import urlencode
 
+from app import APP_NAME
 from app.domain.bands import BandSpec
 from app.domain.measured import (
     CURVE_NOTES,
@@ -18,6 +19,7 @@ from app.domain.measured import (
     CellMeasure,
     Impl,
     Snapshot,
+    cell_measures,
     compare,
     default_impl,
     parse,
@@ -25,8 +27,9 @@ from app.domain.measured import (
 from app.domain.sharding import CellState
 from app.domain.stages import Stage
 from app.measure import SNAPSHOT
-from app.web.view_models import StageLink, Theme, legend
-from app.web.views import APP_NAME
+from app.web.bars import legend
+from app.web.inputs import Theme
+from app.web.stage_view import StageLink
 
 HIDDEN_GAP = Fraction(1, 4)
 """Lines closer than this, in the SVG's units (40 high), are drawn on top of each other: 3 px strokes."""
@@ -63,19 +66,18 @@ class MeasuredCard:
 
 @dataclass(frozen=True)
 class RankRow:
-    """One rank of the agreement table."""
+    """One rank of the agreement table, its bytes written out."""
 
     rank: int
     model: str
     measured: str
     difference: str
     reasons: tuple[str, ...]
-    unexplained: int
 
 
 @dataclass(frozen=True)
 class CurveRow:
-    """One moment of the step, model against measured."""
+    """One moment of the step, model against measured, its bytes written out."""
 
     label: str
     model: str
@@ -152,36 +154,38 @@ def _cell(cell: CellMeasure, spec: BandSpec, *, measured: bool) -> MeasuredCell:
     return MeasuredCell(css, f"{where}: {said}.", state, _share(share))
 
 
-def _cards(agreement: Agreement, specs: tuple[BandSpec, ...], *, measured: bool) -> tuple[MeasuredCard, ...]:
+def _cards(
+    agreement: Agreement, measures: tuple[CellMeasure, ...], specs: tuple[BandSpec, ...], *, measured: bool
+) -> tuple[MeasuredCard, ...]:
     by_band = {spec.band: spec for spec in specs}
     ranks = {r.rank: r for r in agreement.ranks}
     cards = []
     for rank in sorted(ranks):
         columns = []
-        for layer in sorted({c.weight for c in agreement.cells}):
-            cells = [c for c in agreement.cells if c.card == rank and c.weight == layer]
+        for layer in sorted({c.weight for c in measures}):
+            cells = [c for c in measures if c.card == rank and c.weight == layer]
             columns.append(tuple(_cell(c, by_band[c.band], measured=measured) for c in cells))
-        total = ranks[rank].measured if measured else ranks[rank].model
+        total = ranks[rank].storage_bytes if measured else ranks[rank].model_bytes
         cards.append(MeasuredCard(rank, f"GPU {rank}", tuple(columns), _bytes(total)))
     return tuple(cards)
 
 
 def _curve(agreement: Agreement, stage: Stage, impl: Impl) -> Curve:
     points = agreement.curve
-    top = max(max(p.model, p.measured) for p in points)
+    top = max(max(p.model_bytes, p.measured_bytes) for p in points)
     last = len(points) - 1
 
     def line(values: list[int]) -> str:
         return " ".join(f"{i * 100 / last:.2f},{40 - v / top * 36:.2f}" for i, v in enumerate(values))
 
-    model_peak, measured_peak = max(p.model for p in points), max(p.measured for p in points)
+    model_peak, measured_peak = max(p.model_bytes for p in points), max(p.measured_bytes for p in points)
     gap = agreement.curve_gap
     hidden = Fraction(gap * 36, top) < HIDDEN_GAP
     return Curve(
-        model_points=line([p.model for p in points]),
-        measured_points=line([p.measured for p in points]),
+        model_points=line([p.model_bytes for p in points]),
+        measured_points=line([p.measured_bytes for p in points]),
         top=_bytes(top),
-        rows=tuple(CurveRow(p.label, _bytes(p.model), _bytes(p.measured)) for p in points),
+        rows=tuple(CurveRow(p.label, _bytes(p.model_bytes), _bytes(p.measured_bytes)) for p in points),
         note=CURVE_NOTES[(stage, impl)],
         summary=f"Live bytes on rank 0 through the step: measured peak {_bytes(measured_peak)}, "
         f"the model's {_bytes(model_peak)}.",
@@ -212,21 +216,20 @@ def measured_view(
     """The view of one measured arrangement; `base` is this page's path and `page` the main page's."""
     snap = snapshot or shipped_snapshot()
     measured = snap.arrangement(stage, impl)
-    agreement = compare(snap, measured)
+    agreement, measures = compare(snap, measured), cell_measures(snap, measured)
     specs = legend(snap.recipe)
     ranks = agreement.ranks
-    model_total, measured_total = sum(r.model for r in ranks), sum(r.measured for r in ranks)
+    model_total, measured_total = sum(r.model_bytes for r in ranks), sum(r.storage_bytes for r in ranks)
     differences = tuple(dict.fromkeys(d.text for r in ranks for d in r.differences))
-    per_rank = {r.measured - r.model for r in ranks}
+    per_rank = {r.storage_bytes - r.model_bytes for r in ranks}
     spread = _signed(per_rank.pop()) if len(per_rank) == 1 else "differs by rank"
     rows = tuple(
         RankRow(
             rank=r.rank,
-            model=_bytes(r.model),
-            measured=_bytes(r.measured),
-            difference=_signed(r.measured - r.model),
-            reasons=tuple(f"{d.reason.value.replace('-', ' ')} {_signed(d.nbytes)}" for d in r.differences),
-            unexplained=r.unexplained,
+            model=_bytes(r.model_bytes),
+            measured=_bytes(r.storage_bytes),
+            difference=_signed(r.storage_bytes - r.model_bytes),
+            reasons=tuple(f"{d.reason.value.replace('-', ' ')} {_signed(d.bytes)}" for d in r.differences),
         )
         for r in ranks
     )
@@ -251,14 +254,14 @@ def measured_view(
             "precision runs on gloo under FSDP, but DDP and ZeroRedundancyOptimizer have no bf16 master copy, so "
             "all six arrangements are measured in fp32 to be drawn against one recipe."
         ),
-        model_cards=_cards(agreement, specs, measured=False),
-        measured_cards=_cards(agreement, specs, measured=True),
+        model_cards=_cards(agreement, measures, specs, measured=False),
+        measured_cards=_cards(agreement, measures, specs, measured=True),
         agreement=(
             f"Per card, measured {spread} against the model: {_bytes(measured_total)} on {len(ranks)} ranks "
             f"against {_bytes(model_total)}, {float(agreement.ratio):.2%} of the model's bytes; "
             + ("every byte of difference is named below." if unexplained == 0 else f"{unexplained:,} B unexplained.")
         ),
-        cells=f"{agreement.cells_agreeing} of {len(agreement.cells)} cells hold exactly what the model draws.",
+        cells=f"{agreement.cells_agreeing} of {agreement.cells} cells hold exactly what the model draws.",
         rows=rows,
         differences=differences,
         pattern=PATTERN_NOTES[impl],

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field, GetJsonSchemaHandler, SerializerFunctionWrapHandler, model_serializer
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    RootModel,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+)
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
@@ -12,7 +20,7 @@ from app.domain.architecture import ModelName
 from app.domain.bands import Band, Recipe
 from app.domain.communication import Collective, Transfer, transfers
 from app.domain.fit import StageReport, layer_exceeds_card, report
-from app.domain.measured import Impl, Reason, Snapshot, compare, phase_of
+from app.domain.measured import Comparison
 from app.domain.quantities import ByteUnit
 from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, shown_indices
@@ -326,138 +334,11 @@ def _share_text(part: Share | None) -> str:
     return "0" if part is None else part.text
 
 
-# The measurement: what PyTorch held, and the comparison with the model.
+# The measurement: the domain's dataclasses are its JSON, field for field.
 
 
-class MeasuredLayerOut(BaseModel):
-    """What one rank held of one layer after the step, in bytes per band."""
-
-    weights: int
-    gradients: int
-    master: int
-    moments: int = Field(description="Adam's two moments together.")
-    start: int = Field(description="Where this rank's part of the layer begins, in weights.")
-
-
-class LiveBytesOut(BaseModel):
-    """A rank's live bytes of model state at one moment of the step (activations not counted)."""
-
-    part: str = Field(description="start, forward, backward, after-backward or after-update.")
-    layer: int | None
-    phase: int = Field(description="The model's step phase this moment is set against (0-20).")
-    bytes: int
-
-
-class DifferenceOut(BaseModel):
-    """A named difference between the model's bytes and the measured ones on one rank."""
-
-    reason: Reason
-    bytes: int = Field(description="Measured minus model; negative when PyTorch holds less.")
-    text: str
-
-
-class MeasuredRankOut(BaseModel):
-    """One rank: what it held, its live bytes through the step, and its agreement with the model."""
-
-    rank: int
-    layers: list[MeasuredLayerOut]
-    counters_bytes: int = Field(description="The optimizer's step counters.")
-    storage_bytes: int = Field(description="Bytes of the distinct storages behind it all: shared storage once.")
-    model_bytes: int = Field(description="What the model says this card keeps.")
-    differences: list[DifferenceOut]
-    unexplained_bytes: int = Field(description="Measured minus model minus the named differences: 0 when complete.")
-    phases: list[LiveBytesOut]
-
-
-class CurvePointOut(BaseModel):
-    """One moment of the step: the model's live bytes against rank 0's measured ones."""
-
-    phase: int
-    label: str
-    model_bytes: int
-    measured_bytes: int
-    ranks_alike: bool
-
-
-class ArrangementOut(BaseModel):
-    """One arrangement as PyTorch ran it, against the model."""
-
-    stage: Stage
-    impl: Impl
-    title: str
-    seconds: float
-    cells_agreeing: int = Field(description="Cells (rank × layer × band) that hold exactly what the model draws.")
-    cells: int
-    ranks: list[MeasuredRankOut]
-    curve: list[CurvePointOut]
-
-
-class MeasuredOut(BaseModel):
+class MeasuredOut(RootModel[Comparison]):
     """The shipped measurement snapshot and its comparison with the model."""
 
-    torch: str
-    world_size: int
-    precision: str
-    recipe: str = Field(description="The model's recipe the measurement is set against.")
-    layers: int
-    layer_weights: int
-    seconds: float = Field(description="Wall time of the whole measurement.")
-    arrangements: list[ArrangementOut]
-
-    @classmethod
-    def of(cls, snapshot: Snapshot) -> MeasuredOut:
-        """From the snapshot, each arrangement compared with the model."""
-        toy = snapshot.model
-        arrangements = []
-        for measured in snapshot.arrangements:
-            agreement = compare(snapshot, measured)
-            by_rank = {r.rank: r for r in agreement.ranks}
-            ranks = [
-                MeasuredRankOut(
-                    rank=r.rank,
-                    layers=[MeasuredLayerOut(**vars(layer)) for layer in r.layers],
-                    counters_bytes=r.counters,
-                    storage_bytes=r.storage,
-                    model_bytes=by_rank[r.rank].model,
-                    differences=[
-                        DifferenceOut(reason=d.reason, bytes=d.nbytes, text=d.text) for d in by_rank[r.rank].differences
-                    ],
-                    unexplained_bytes=by_rank[r.rank].unexplained,
-                    phases=[
-                        LiveBytesOut(part=p.part, layer=p.layer, phase=phase_of(p, toy.layers), bytes=p.nbytes)
-                        for p in r.phases
-                    ],
-                )
-                for r in measured.ranks
-            ]
-            arrangements.append(
-                ArrangementOut(
-                    stage=measured.stage,
-                    impl=measured.impl,
-                    title=measured.title,
-                    seconds=measured.seconds,
-                    cells_agreeing=agreement.cells_agreeing,
-                    cells=len(agreement.cells),
-                    ranks=ranks,
-                    curve=[
-                        CurvePointOut(
-                            phase=p.phase,
-                            label=p.label,
-                            model_bytes=p.model,
-                            measured_bytes=p.measured,
-                            ranks_alike=p.ranks_alike,
-                        )
-                        for p in agreement.curve
-                    ],
-                )
-            )
-        return cls(
-            torch=snapshot.torch,
-            world_size=snapshot.world_size,
-            precision=snapshot.precision,
-            recipe=snapshot.recipe.name,
-            layers=toy.layers,
-            layer_weights=toy.layer_weights,
-            seconds=snapshot.seconds,
-            arrangements=arrangements,
-        )
+    # The fields' descriptions are the domain's attribute docstrings, so each is written once, beside its field.
+    model_config = ConfigDict(use_attribute_docstrings=True)

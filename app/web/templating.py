@@ -50,7 +50,8 @@ templates = Jinja2Templates(directory=TEMPLATES_DIR)
 # Templates do not change while the app runs: no stat of the file on every render.
 templates.env.auto_reload = False
 templates.env.globals["url_for"] = template_url_for
-templates.env.globals["htmx_config"] = json.dumps(HTMX_CONFIG, separators=(",", ":"))
+HTMX_CONFIG_JSON = json.dumps(HTMX_CONFIG, separators=(",", ":"))
+templates.env.globals["htmx_config"] = HTMX_CONFIG_JSON
 
 
 class _Same:

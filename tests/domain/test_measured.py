@@ -13,7 +13,18 @@ from fractions import Fraction
 import pytest
 
 from app.domain.bands import Band
-from app.domain.measured import CURVE_NOTES, IMPLS, Impl, Reason, SnapshotError, compare, parse, phase_of
+from app.domain.measured import (
+    CURVE_NOTES,
+    IMPLS,
+    Impl,
+    Reason,
+    SnapshotError,
+    cell_measures,
+    compare,
+    comparison,
+    parse,
+    phase_of,
+)
 from app.domain.sharding import CellState
 from app.domain.stages import Stage
 from app.measure import SNAPSHOT
@@ -52,11 +63,12 @@ def test_every_rank_is_the_model_plus_the_named_differences_exactly(stage: Stage
     agreement = compare(SNAP, SNAP.arrangement(stage, impl))
     named = NAMED[(stage, impl)]
     for rank in agreement.ranks:
-        assert rank.model == MODEL[stage]
-        assert {d.reason: d.nbytes for d in rank.differences} == named
+        assert rank.model_bytes == MODEL[stage]
+        assert {d.reason: d.bytes for d in rank.differences} == named
         # No tolerance: what the names do not cover must be nothing at all.
-        assert rank.measured == MODEL[stage] + sum(named.values())
-        assert rank.unexplained == 0
+        assert rank.storage_bytes == MODEL[stage] + sum(named.values())
+        assert rank.unexplained_bytes == 0
+    assert agreement.unexplained == 0
 
 
 @pytest.mark.parametrize(("stage", "impl", "agreeing"), [
@@ -69,28 +81,28 @@ def test_every_rank_is_the_model_plus_the_named_differences_exactly(stage: Stage
     (Stage.ZERO3, Impl.FSDP2, 0),
 ])  # fmt: skip
 def test_cells_agree_where_the_pattern_is_the_models(stage: Stage, impl: Impl, agreeing: int) -> None:
-    agreement = compare(SNAP, SNAP.arrangement(stage, impl))
+    measured = SNAP.arrangement(stage, impl)
+    agreement, cells = compare(SNAP, measured), cell_measures(SNAP, measured)
     # 8 ranks × 8 layers × 3 drawn bands (fp32 Adam has no master copy).
-    assert len(agreement.cells) == 192
-    assert agreement.cells_agreeing == agreeing
+    assert agreement.cells == len(cells) == 192
+    assert agreement.cells_agreeing == sum(1 for cell in cells if cell.agrees) == agreeing
 
 
 def test_fsdp2_holds_one_eighth_strip_of_every_cell_where_its_rows_fall() -> None:
-    agreement = compare(SNAP, SNAP.arrangement(Stage.ZERO3, Impl.FSDP2))
-    for cell in agreement.cells:
+    for cell in cell_measures(SNAP, SNAP.arrangement(Stage.ZERO3, Impl.FSDP2)):
         assert cell.state is CellState.PARTIAL
         assert (cell.share, cell.start) == (Fraction(1, 8), Fraction(cell.card, 8))
 
 
 def test_fsdp1_and_zero_redundancy_put_layer_i_on_rank_i() -> None:
     for stage, impl in ((Stage.ZERO3, Impl.FSDP1), (Stage.ZERO1, Impl.ZERO_REDUNDANCY)):
-        moments = [c for c in compare(SNAP, SNAP.arrangement(stage, impl)).cells if c.band is Band.MOMENTS]
+        moments = [c for c in cell_measures(SNAP, SNAP.arrangement(stage, impl)) if c.band is Band.MOMENTS]
         assert {(c.card, c.weight) for c in moments if c.share == 1} == {(i, i) for i in range(8)}
         assert all(c.share == 0 for c in moments if c.card != c.weight)
 
 
 def _curve(stage: Stage, impl: Impl) -> list[tuple[int, int, int]]:
-    return [(p.phase, p.model, p.measured) for p in compare(SNAP, SNAP.arrangement(stage, impl)).curve]
+    return [(p.phase, p.model_bytes, p.measured_bytes) for p in compare(SNAP, SNAP.arrangement(stage, impl)).curve]
 
 
 def test_zero3_fsdp2_gathers_one_layer_at_a_time_as_the_model_does() -> None:
@@ -129,11 +141,11 @@ def test_fsdp1_with_one_flat_parameter_gathers_the_whole_model_and_its_gradients
 def test_fsdp1_curves_are_not_the_models_and_the_notes_do_not_say_they_are() -> None:
     # The model's ZeRO-3 peak: 16 B × P/8 + one layer's weights and gradients (8 B × 4,096) = 98,304 B.
     zero3 = compare(SNAP, SNAP.arrangement(Stage.ZERO3, Impl.FSDP1))
-    assert max(p.model for p in zero3.curve) == 98_304
+    assert max(p.model_bytes for p in zero3.curve) == 98_304
     assert zero3.curve_gap == 327_684 - 98_304
     # The model's ZeRO-2 peak: its 180,224 B at rest + one layer's gradients, 16,384 B = 196,608 B.
     zero2 = compare(SNAP, SNAP.arrangement(Stage.ZERO2, Impl.FSDP1))
-    assert max(p.model for p in zero2.curve) == 196_608
+    assert max(p.model_bytes for p in zero2.curve) == 196_608
     assert zero2.curve_gap == 327_684 - 196_608
     for stage in (Stage.ZERO2, Stage.ZERO3):
         note = CURVE_NOTES[(stage, Impl.FSDP1)]
@@ -150,8 +162,34 @@ def test_the_curves_that_do_agree_differ_only_by_the_step_counters() -> None:
 
 
 def test_measured_moments_sit_on_the_models_phases() -> None:
-    phases = [phase_of(p, 8) for p in SNAP.arrangements[0].ranks[0].phases]
-    assert phases == [0, *range(1, 17), 18, 19]
+    # Read with the snapshot: each moment knows its phase on the model's step, as the curve sets it.
+    moments = SNAP.arrangements[0].ranks[0].phases
+    assert [p.phase for p in moments] == [phase_of(p.part, p.layer, 8) for p in moments]
+    assert [p.phase for p in moments] == [0, *range(1, 17), 18, 19]
+    assert [p.phase for p in compare(SNAP, SNAP.arrangements[0]).curve] == [p.phase for p in moments]
+
+
+def test_the_comparison_is_the_snapshot_with_every_arrangement_compared() -> None:
+    whole = comparison(SNAP)
+    assert (whole.torch, whole.world_size, whole.precision, whole.seconds) == (
+        SNAP.torch,
+        SNAP.world_size,
+        SNAP.precision,
+        SNAP.seconds,
+    )
+    assert (whole.recipe, whole.layers, whole.layer_weights) == ("fp32-adam", 8, LAYER)
+    assert whole.arrangements == tuple(compare(SNAP, m) for m in SNAP.arrangements)
+    # Each compared rank is the rank as read, with its agreement added.
+    for agreement, measured in zip(whole.arrangements, SNAP.arrangements, strict=True):
+        assert (agreement.stage, agreement.impl, agreement.title, agreement.seconds) == (
+            measured.stage,
+            measured.impl,
+            measured.title,
+            measured.seconds,
+        )
+        for compared, held in zip(agreement.ranks, measured.ranks, strict=True):
+            assert (compared.rank, compared.layers, compared.phases) == (held.rank, held.layers, held.phases)
+            assert (compared.counters_bytes, compared.storage_bytes) == (held.counters_bytes, held.storage_bytes)
 
 
 @pytest.mark.parametrize(

@@ -3,11 +3,24 @@
 from __future__ import annotations
 
 import re
+from dataclasses import fields
 from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import TypeAdapter
 
+from app.domain.measured import (
+    Agreement,
+    Comparison,
+    CurvePoint,
+    Difference,
+    LayerHeld,
+    LiveBytes,
+    RankAgreement,
+    comparison,
+)
+from app.web.measured_view import shipped_snapshot
 from tests.conftest import dom, one, text
 
 
@@ -153,6 +166,32 @@ def test_the_api_serves_the_snapshot_and_the_comparison(client: TestClient) -> N
     schema = client.get("/openapi.json").json()
     assert "/api/measured" in schema["paths"]
     assert "MeasuredOut" in schema["components"]["schemas"]
+
+
+def test_the_api_is_the_domains_dataclasses_field_for_field(client: TestClient) -> None:
+    body = client.get("/api/measured").json()
+    arrangement = body["arrangements"][0]
+    rank = arrangement["ranks"][0]
+    nested = {
+        Comparison: body,
+        Agreement: arrangement,
+        RankAgreement: rank,
+        LayerHeld: rank["layers"][0],
+        LiveBytes: rank["phases"][0],
+        Difference: rank["differences"][0],
+        CurvePoint: arrangement["curve"][0],
+    }
+    documented = client.get("/openapi.json").json()["components"]["schemas"]
+    for shape, data in nested.items():
+        names = {field.name for field in fields(shape)}
+        # No field of the web's own: each JSON object has its dataclass's fields, all required in the schema.
+        assert set(data) == names, shape
+        assert set(documented[shape.__name__]["properties"]) == set(documented[shape.__name__]["required"]) == names
+    assert body == TypeAdapter(Comparison).dump_python(comparison(shipped_snapshot()), mode="json")
+    # The descriptions are the domain's attribute docstrings.
+    unexplained = documented["RankAgreement"]["properties"]["unexplained_bytes"]["description"]
+    assert unexplained.startswith("Measured minus model minus the named differences")
+    assert documented["MeasuredOut"]["$ref"] == "#/components/schemas/Comparison"
 
 
 MEASURED = [
