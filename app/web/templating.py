@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
+from jinja2 import Environment, FileSystemLoader
 from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -46,7 +49,26 @@ FORM_FIRST_HEADER = "ZB-Form-First"
 # These headers decide the body or the history header, so a cache must key on them.
 VARY = f"HX-Request, HX-History-Restore-Request, {HISTORY_HEADER}, {FORM_FIRST_HEADER}"
 
+_INDENT = re.compile(r"^[ \t]+", re.MULTILINE)
+
+
+class _Unindented(FileSystemLoader):
+    """Templates without the indentation that keeps them readable here.
+
+    A browser collapses a newline and the spaces after it into one space, as it does a newline
+    alone, so the page looks the same. (No template holds a <pre>, and the one <textarea> gets its
+    text from a variable.) The fragment is a fifth smaller, and a run never seen is rendered,
+    compressed and sent in 2.3-2.8 ms instead of 2.8-3.6 ms (bench.render, the two alternating).
+    """
+
+    def get_source(self, environment: Environment, template: str) -> tuple[str, str, Callable[[], bool]]:
+        """The template's source, each line's leading spaces and tabs taken off."""
+        source, filename, uptodate = super().get_source(environment, template)
+        return _INDENT.sub("", source), filename, uptodate
+
+
 templates = Jinja2Templates(directory=TEMPLATES_DIR)
+templates.env.loader = _Unindented(TEMPLATES_DIR)
 # Templates do not change while the app runs: no stat of the file on every render.
 templates.env.auto_reload = False
 templates.env.globals["url_for"] = template_url_for
