@@ -58,3 +58,10 @@ def test_a_new_object_is_never_given_another_ones_markup() -> None:
 def test_the_snippet_to_copy_keeps_its_own_lines(client: TestClient) -> None:
     snippet = one(opened_panel(client, dom(client.get("/?stage=zero1").text)), "#embed-snippet").get_text()
     assert "\n<script" in snippet
+
+
+def test_pages_are_sent_without_the_templates_indentation(client: TestClient) -> None:
+    for path in ["/?stage=zero3", "/?stage=zero2&phase=3", "/compare", "/measured", "/embed", "/share"]:
+        html = client.get(path).text
+        indented = [line for line in html.splitlines() if line[:1] in {" ", "\t"}]
+        assert indented == [], (path, indented[:3])
