@@ -14,7 +14,7 @@ from app.web.templating import rendered
 from tests.conftest import dom, one, opened_panel
 
 
-@settings(max_examples=40, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     stages=st.lists(st.sampled_from(list(Stage)), min_size=2, max_size=4),
     gpus=st.sampled_from([1, 2, 3, 8, 16, 100, 1024]),
