@@ -1,6 +1,6 @@
-// Page-wide shortcuts and the one polite live region. 0-3 switch the arrangement, f is full screen, b or . blanks
-// the screen, ? opens the list of keys (step.js has the arrows, PageUp, PageDown, Home, End and space); none while
-// typing in a field or with Ctrl, Alt or Meta. After a swap #narration says what changed: stage, phase or fit.
+// Page-wide shortcuts and the one polite live region: 0-3 switch the arrangement, f is full screen, b or . blanks the
+// screen, ? lists the keys (step.js has the rest), none while typing in a field (the step's slider and pace are not)
+// or with Ctrl, Alt or Meta. After a swap #narration says what changed: the stage, the phase or the fit.
 "use strict";
 
 (function () {
@@ -52,7 +52,8 @@
   document.addEventListener("keydown", function (event) {
     if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || event.isComposing) { return; }
     const target = event.target instanceof Element ? event.target : document.body;
-    if (target.closest("input, select, textarea, [contenteditable]:not([contenteditable='false'])")) { return; }
+    const typing = "input:not(#phase-slider), select:not(#step-speed), textarea, [contenteditable]:not([contenteditable='false'])";
+    if (target.closest(typing)) { return; }
     // F with Caps Lock is f; with Shift it is not a shortcut.
     const key = event.key === "F" && !event.shiftKey ? "f" : event.key;
     if (Object.hasOwn(ACTIONS, key) && !document.querySelector("dialog[open]")) { event.preventDefault(); ACTIONS[key](); }

@@ -78,8 +78,7 @@
   // Typing a count into Weights makes the model "Another model", before the form's request reads it.
   document.addEventListener("input", function (event) {
     if (event.target.id !== "f-params" || event.target.name || !byId("f-model").id) { return; }
-    event.target.name = "params";
-    byId("f-model").value = "custom";
+    event.target.name = "params"; byId("f-model").value = "custom";
   }, true);
 
   // "toggle" does not bubble: listen while it comes down.

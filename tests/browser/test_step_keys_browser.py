@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
@@ -325,4 +326,21 @@ def test_a_clicker_steps_when_the_steps_own_control_has_the_focus(
     settled(page)
     assert _in_address(page, "phase") == [str(end)]
     expect(page.locator("#step-speed")).to_have_value("normal")
+    watch.assert_clean(page)
+
+
+# The slider and the pace are clicked, not typed in: the page's own keys still work from them.
+@pytest.mark.parametrize("focused", ["#phase-slider", "#step-speed"])
+def test_the_page_keys_work_when_the_steps_own_control_has_the_focus(
+    page: Page, server: str, watch: Watch, focused: str
+) -> None:
+    page.goto(f"{server}/?stage=zero3&phase=4")
+    page.focus(focused)
+    page.keyboard.press("b")
+    expect(page.locator("html")).to_have_class(re.compile(r"\bblanked\b"))
+    page.keyboard.press("b")  # any key brings the picture back, and does nothing else
+    expect(page.locator("html")).not_to_have_class(re.compile(r"\bblanked\b"))
+    page.focus(focused)
+    page.keyboard.press("1")
+    expect(page.locator("#grid")).to_have_attribute("data-stage", "zero1")
     watch.assert_clean(page)
