@@ -148,3 +148,26 @@ def test_a_swapped_fragment_keeps_the_theme(client: TestClient) -> None:
     tree = dom(client.get("/?stage=zero1&theme=projector", headers=HX).text)
     assert theme_in(str(one(tree, "#switch-zero2").get("href"))) == ["projector"]
     assert one(tree, '#run-form input[name="theme"]').get("value") == "projector"
+
+
+# The words under the table, with the run's own weight count for P; an embed of the picture alone has none.
+@pytest.mark.parametrize(
+    ("path", "p_says"),
+    [
+        ("/?stage=zero3", "The number of weights, here 30B."),
+        ("/?stage=zero1&params=7.5B&gpus=64", "The number of weights, here 7.5B."),
+        ("/embed?stage=zero2&calculator=1", "The number of weights, here 30B."),
+        ("/embed?stage=zero2", None),
+    ],
+)
+def test_the_words_the_figures_use_are_one_click_away(client: TestClient, path: str, p_says: str | None) -> None:
+    for headers in ({}, {"HX-Request": "true"}):
+        words = dom(client.get(path, headers=headers).text).select_one("details#words")
+        if p_says is None:
+            assert words is None
+            continue
+        assert words is not None
+        assert "open" not in words.attrs
+        terms = [" ".join(dt.get_text().split()) for dt in words.select("dt")]
+        assert terms == ["P", "All-reduce", "Reduce-scatter", "All-gather", "bf16, fp32"]
+        assert " ".join(words.select("dd")[0].get_text().split()).startswith(p_says)
