@@ -34,15 +34,15 @@ def detail(phase: Phase, columns: tuple[Column, ...]) -> str:
     column = columns[phase.column]
     if Band.WEIGHTS in phase.sharded:
         limit = (
-            "the largest layer is unknown here, so the figures count model states only"
+            "; the largest layer is unknown here, so the figures count model states only"
             if column.largest_layer is None
-            else f"at most {column.largest_layer:,} weights are assembled at once"
+            else f", so at most {column.largest_layer:,} weights are assembled at once and its memory stays level"
         )
         sent = ", reduce-scatters its gradients" if phase.part is Part.BACKWARD else ""
-        return (
-            f"Layer by layer: a card gathers one layer, uses it{sent} and discards the gathered weights before "
-            f"the next, so {limit}. A card never holds the whole model, only its slice and the layer in hand."
-        )
+        said = f"Layer by layer: a card gathers one layer, uses it{sent} and discards it before the next{limit}."
+        # The picture gives each column to one card; a real run splits every layer across all of them.
+        real = "in a real run each layer is split across all the cards, each sending its part"
+        return f"{said} Here a column is one card's; {real}."
     if Band.GRADIENTS in phase.sharded and phase.part is Part.BACKWARD:
         return (
             "Layer by layer: each layer's gradients are sent as soon as they are computed, so a card never holds "

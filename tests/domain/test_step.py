@@ -252,3 +252,16 @@ def test_every_phase_says_what_happens_in_at_most_35_words(model: ModelName, gpu
             said = explanation(phase, scenario.recipe, scenario.columns)
             assert len(said.split()) <= 35, said
             assert len(detail(phase, scenario.columns).split()) <= 60
+
+
+# The review's question: the drawing shows column k coming from card k, which a student may take for a
+# broadcast. "More" says why, and what a real all-gather does; and why a card's memory stays level.
+@pytest.mark.parametrize("gpus", [2, 8, 64])
+def test_zero3_more_says_how_the_drawn_gather_relates_to_a_real_one(gpus: int) -> None:
+    lesson = resolve(Inputs(gpus=gpus))  # the seed's 30B in 8 equal layers: the largest layer is known
+    passes = [p for p in step(Stage.ZERO3, lesson.run, lesson.columns) if p.part in (Part.FORWARD, Part.BACKWARD)]
+    assert len(passes) == 16
+    for phase in passes:
+        more = detail(phase, lesson.columns)
+        assert "at most 3,750,000,000 weights are assembled at once and its memory stays level" in more
+        assert more.endswith("in a real run each layer is split across all the cards, each sending its part.")
