@@ -25,8 +25,10 @@ from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
 from app.web.form_view import FieldProblem
 
-_COUNT_EXAMPLES = "a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000"
-_BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 80e9"
+_COUNT_EXAMPLES = (
+    "a number of weights under 10,000T, such as 7.5B, 7.5e9 or 7,500,000,000 (at most four digits before K, M, B or T)"
+)
+_BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 80e9 (at most four digits before GB, GiB, TB or TiB)"
 
 # What a person is told when a text field does not match its pattern (the regex itself is no help).
 FIELD_HINTS = {"params": _COUNT_EXAMPLES, "largest_layer": _COUNT_EXAMPLES, "capacity": _BYTES_EXAMPLES}

@@ -71,7 +71,7 @@ def test_every_preset_resolves(client: TestClient, model: str) -> None:
 @pytest.mark.parametrize(
     ("query", "field", "message"),
     [
-        ({"params": "7.5 Q"}, "params", "“params” should be a number of weights, such as 7.5B"),
+        ({"params": "7.5 Q"}, "params", "“params” should be a number of weights under 10,000T, such as 7.5B"),
         ({"gpus": "0"}, "gpus", "greater than or equal to 1"),
         ({"gpus": "4097"}, "gpus", "less than or equal to 4096"),
         ({"capacity": "80MB"}, "capacity", "“capacity” should be a memory size"),

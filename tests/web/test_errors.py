@@ -129,11 +129,13 @@ def test_a_bare_g_on_the_api_names_both_readings_without_echoing_it(
 def test_only_sizes_are_ambiguous_a_count_with_a_g_is_simply_wrong() -> None:
     error = {"loc": ("query", "params"), "msg": "String should match pattern", "type": "string_pattern_mismatch"}
     assert describe([{**error, "input": "80G"}], show_input=False) == (
-        "The query parameter “params” should be a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000."
+        "The query parameter “params” should be a number of weights under 10,000T, such as 7.5B, 7.5e9 or 7,500,000,000"
+        " (at most four digits before K, M, B or T)."
     )
     size = {**error, "loc": ("query", "capacity"), "input": "80 GHz"}
     assert describe([size], show_input=True) == (
-        "The query parameter “capacity” should be a memory size, such as 80GB, 80GiB or 80e9; “80 GHz” is not."
+        "The query parameter “capacity” should be a memory size, such as 80GB, 80GiB or 80e9"
+        " (at most four digits before GB, GiB, TB or TiB); “80 GHz” is not."
     )
 
 
@@ -168,7 +170,8 @@ def test_a_typo_in_the_weights_keeps_the_widget_and_says_so_beside_the_field(
     assert one(tree, "#f-capacity")["value"] == "80GiB"
     assert _problem(tree, "#f-params") == (
         "thirty billion",
-        "Enter a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000, or leave it blank.",
+        "Enter a number of weights under 10,000T, such as 7.5B, 7.5e9 or 7,500,000,000"
+        " (at most four digits before K, M, B or T), or leave it blank.",
     )
     assert tree.select('[aria-invalid="true"]') == [one(tree, "#f-params")]
     # A link followed says so at the top too; a keystroke in the form is answered beside the field only.
@@ -287,7 +290,8 @@ def test_the_answer_to_a_typo_is_not_cached_for_the_next_screen(client: TestClie
 def test_the_api_explains_a_pattern_mismatch_in_a_sentence_without_the_pattern(client: TestClient) -> None:
     body = client.get("/api/memory", params={"params": "thirty billion"}).json()
     assert [d["msg"] for d in body["detail"]] == [
-        "The query parameter “params” should be a number of weights, such as 7.5B, 7.5e9 or 7,500,000,000."
+        "The query parameter “params” should be a number of weights under 10,000T, such as 7.5B, 7.5e9 or 7,500,000,000"
+        " (at most four digits before K, M, B or T)."
     ]
     assert "thirty" not in str(body)
 
