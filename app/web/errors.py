@@ -154,7 +154,10 @@ def _embed_set_aside(request: Request) -> Response:
     link = embed_links(request, query)
     unseen = bool(kept.problems) and not query.calculator and not kept.notice
     if unseen:
-        view = error_view(describe(kept.errors, show_input=True), link, query.stage)
+        # In the words the page's notice uses ("GPUs: “0” is not accepted. Enter a whole number…"), not pydantic's.
+        fields = set_aside_view(kept.problems, resolve(query.inputs()), kept.fell_back).fields
+        said = " ".join(f"{f.label}: “{f.typed}” is not accepted. {f.message}" for f in fields)
+        view = error_view(said, link, query.stage)
     else:
         view = _set_aside_view(query, link, kept, form_first(request))
     view = replace(view, embed=embed_view(query.controls, query.calculator))
