@@ -222,7 +222,7 @@ def measured_view(
     model_total, measured_total = sum(r.model_bytes for r in ranks), sum(r.storage_bytes for r in ranks)
     differences = tuple(dict.fromkeys(d.text for r in ranks for d in r.differences))
     per_rank = {r.storage_bytes - r.model_bytes for r in ranks}
-    spread = _signed(per_rank.pop()) if len(per_rank) == 1 else "differs by rank"
+    spread = f"{_signed(per_rank.pop())} a card" if len(per_rank) == 1 else "differing from card to card"
     rows = tuple(
         RankRow(
             rank=r.rank,
@@ -257,8 +257,8 @@ def measured_view(
         model_cards=_cards(agreement, measures, specs, measured=False),
         measured_cards=_cards(agreement, measures, specs, measured=True),
         agreement=(
-            f"Per card, measured {spread} against the model: {_bytes(measured_total)} on {len(ranks)} ranks "
-            f"against {_bytes(model_total)}, {float(agreement.ratio):.2%} of the model's bytes; "
+            f"Measured on {len(ranks)} ranks together: {_bytes(measured_total)} against the model's "
+            f"{_bytes(model_total)}, {float(agreement.ratio):.2%} of its bytes ({spread}); "
             + ("every byte of difference is named below." if unexplained == 0 else f"{unexplained:,} B unexplained.")
         ),
         cells=f"{agreement.cells_agreeing} of {agreement.cells} cells hold exactly what the model draws.",

@@ -264,3 +264,12 @@ def test_projector_hides_columns_only_in_the_main_pages_cost_table() -> None:
         for selector in rule.split(","):
             # The measured page's tables are .figures too; a rule on .figures alone would hide their headers.
             assert ".cost-table" in selector, selector
+
+
+def test_the_agreement_says_totals_as_totals_and_the_difference_per_card(client: TestClient) -> None:
+    # The review read "Per card, measured +32 B … 4,194,560 B on 8 ranks" as one figure per card.
+    said = " ".join(dom(client.get("/measured").text).get_text(" ").split())
+    # 4,194,560 - 4,194,304 = 256 B over 8 ranks: 32 B each.
+    assert (
+        "Measured on 8 ranks together: 4,194,560 B against the model's 4,194,304 B, 100.01% of its bytes (+32 B a card)"
+    ) in said
