@@ -27,7 +27,7 @@ from app.web.inputs import FIELD_HINTS, NOT_MEASURED, SIZE_FIELDS, EmbedQuery, P
 from app.web.links import Links, embed_links, page_links, path_for
 from app.web.page_view import PageView, compare_href, error_view, page_view, with_problems
 from app.web.pages import form_first, with_way_out
-from app.web.set_aside_view import set_aside_view
+from app.web.set_aside_view import set_aside_view, with_drawn
 from app.web.templating import render, replace_history
 
 _MAX_SHOWN = 40
@@ -181,7 +181,8 @@ def _set_aside_view(query: PageQuery, link: Links, kept: SetAside, first: bool, 
         return error_view(message, link, query.stage if stage_ok else None, compare)
     inputs = query.inputs()
     scenario = resolve(inputs)
-    view = with_problems(page_view(query.stage, link, scenario, inputs, query.phase), kept.problems)
+    problems = with_drawn(kept.problems, scenario, kept.fell_back)
+    view = with_problems(page_view(query.stage, link, scenario, inputs, query.phase), problems)
     if not first:
         return replace(view, compare_href=compare)
     said = set_aside_view(kept.problems, scenario, kept.fell_back) if kept.problems else None

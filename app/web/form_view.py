@@ -39,6 +39,8 @@ class FieldProblem:
     name: str
     typed: str
     message: str
+    drawn: str = ""
+    """What the picture uses meanwhile, in a sentence: "Drawn with 64 GPUs, as on the screen before."."""
 
 
 @dataclass(frozen=True)

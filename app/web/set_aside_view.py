@@ -7,7 +7,7 @@ run is never taken for the one asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.domain.bands import Band
 from app.domain.quantities import count_label, gpus_label
@@ -94,6 +94,7 @@ _NONE = {"capacity": "no card memory, so no fit check", "largest_layer": "no lar
 
 
 def _instead(name: str, scenario: Scenario, from_screen: frozenset[str]) -> str:
+    """What the picture uses in place of the field `name`: "64 GPUs, as on the screen before"."""
     drawn = _drawn(name, scenario)
     if drawn is None:
         return _NONE[name]
@@ -111,3 +112,13 @@ def set_aside_view(problems: tuple[FieldProblem, ...], scenario: Scenario, from_
     given = " and ".join(f"{p.name}={shortened(p.typed)}" for p in problems)
     instead = "; ".join(_instead(p.name, scenario, from_screen) for p in problems)
     return SetAsideView(fields, f"Drawn without {given}: {instead}.")
+
+
+def with_drawn(
+    problems: tuple[FieldProblem, ...], scenario: Scenario, from_screen: frozenset[str]
+) -> tuple[FieldProblem, ...]:
+    """Each problem with what the picture uses meanwhile, said beside its field.
+
+    So the figures on the screen are never taken for those of the value typed.
+    """
+    return tuple(replace(p, drawn=f"Drawn with {_instead(p.name, scenario, from_screen)}.") for p in problems)

@@ -149,7 +149,14 @@ def _problem(tree: BeautifulSoup, selector: str) -> tuple[str, str]:
     assert field.get("aria-invalid") == "true"
     message = one(tree, f"#{field['aria-describedby']}")
     assert message.get("role") == "alert"
-    return str(field.get("value", "")), " ".join(message.get_text(" ").split())
+    said = " ".join(message.get_text(" ").split())
+    return str(field.get("value", "")), said.removesuffix(" " + _drawn(tree, selector)).strip()
+
+
+def _drawn(tree: BeautifulSoup, selector: str) -> str:
+    """What the message beside a field says the picture uses meanwhile ("Drawn with 16 GPUs, …")."""
+    drawn = one(tree, f"#{one(tree, selector)['aria-describedby']}").select_one(".field-drawn")
+    return "" if drawn is None else " ".join(drawn.get_text(" ").split())
 
 
 @pytest.mark.parametrize("headers", [{}, {"HX-Request": "true"}], ids=["page", "fragment"])
@@ -259,6 +266,9 @@ def test_a_typo_in_the_gpus_redraws_the_run_on_the_screen_not_the_default(
     assert one(tree, "#grid")["data-gpus"] == gpus
     assert len(tree.select("#grid .card")) == int(gpus)
     assert _problem(tree, "#f-gpus") == ("0", "Enter a whole number of GPUs between 1 and 4096.")
+    # Beside the field too, what the cards show meanwhile: they are not the figures of the value typed.
+    before = "as on the screen before" if gpus == "16" else "the default"
+    assert _drawn(tree, "#f-gpus") == f"Drawn with {gpus} GPUs, {before}."
     assert {"hx-current-url", "referer"} <= {v.strip().lower() for v in response.headers["vary"].split(",")}
     # The address and the share link name the run drawn, not the typo (htmx would put that in the bar).
     drawn = "/?stage=zero2" + ("" if gpus == "8" else f"&gpus={gpus}")
