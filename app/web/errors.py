@@ -156,7 +156,7 @@ def _embed_set_aside(request: Request) -> Response:
     if unseen:
         # In the words the page's notice uses ("GPUs: “0” is not accepted. Enter a whole number…"), not pydantic's.
         fields = set_aside_view(kept.problems, resolve(query.inputs()), kept.fell_back).fields
-        said = " ".join(f"{f.label}: “{f.typed}” is not accepted. {f.message}" for f in fields)
+        said = " ".join(f"{f.label}: {f.said}" for f in fields)
         view = error_view(said, link, query.stage)
     else:
         view = _set_aside_view(query, link, kept, form_first(request))

@@ -42,6 +42,11 @@ class SetAsideField:
     field_id: str
     """The form field's id, to go and correct it."""
 
+    @property
+    def said(self) -> str:
+        """What is said after the field's label: "“0” is not accepted. Enter a whole number of GPUs…"."""
+        return f"“{self.typed}” is not accepted. {self.message}"
+
 
 @dataclass(frozen=True)
 class SetAsideView:
