@@ -1,6 +1,6 @@
-// Page-wide shortcuts and the one polite live region: 0-3 switch the arrangement, f is full screen, b or . blanks the
-// screen, ? lists the keys (step.js has the rest), none while typing in a field (the step's slider and pace are not)
-// or with Ctrl, Alt or Meta. After a swap #narration says what changed: the stage, the phase or the fit.
+// Page-wide shortcuts and one polite live region: 0-3 switch the arrangement, f is full screen, b or . blanks, ? lists
+// the keys (step.js has the rest); none while typing in a field (data-not-typed marks the step's slider and pace, not
+// typed in) or with Ctrl, Alt or Meta. After a swap #narration says what changed: the stage, the phase or the fit.
 "use strict";
 
 (function () {
@@ -52,7 +52,7 @@
   document.addEventListener("keydown", function (event) {
     if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || event.isComposing) { return; }
     const target = event.target instanceof Element ? event.target : document.body;
-    const typing = "input:not(#phase-slider), select:not(#step-speed), textarea, [contenteditable]:not([contenteditable='false'])";
+    const typing = "input:not([data-not-typed]), select:not([data-not-typed]), textarea, [contenteditable]:not([contenteditable='false'])";
     if (target.closest(typing)) { return; }
     // F with Caps Lock is f; with Shift it is not a shortcut.
     const key = event.key === "F" && !event.shiftKey ? "f" : event.key;

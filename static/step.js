@@ -126,7 +126,7 @@
     // step's (a clicker steps wherever a click left the focus). On a button or link both step; Space clicks it.
     const target = event.target instanceof Element ? event.target : document.body;
     const paging = event.key === "PageUp" || event.key === "PageDown";
-    if (target.closest(paging ? "input:not(#phase-slider), select:not(#step-speed), textarea" : ARROW_OWNERS)) { return; }
+    if (target.closest(paging ? "input:not([data-not-typed]), select:not([data-not-typed]), textarea" : ARROW_OWNERS)) { return; }
     if (!which && (event.key !== " " || target.closest("button, a"))) { return; }
     event.preventDefault();
     if (which) { setPlaying(false); move("key-" + which); } else { setPlaying(!playing); }
