@@ -41,6 +41,13 @@ class Architecture:
     """LayerNorm has a weight and a bias per channel; RMSNorm only a weight."""
     positions: int = 0
     """Learned position embeddings (GPT-3 has 2048); 0 for rotary."""
+    context: int = 4096
+    """The sequence length it was trained at: the default length of a micro-batch's sequences."""
+    dropout: bool = False
+    """Dropout after attention and MLP (GPT-3 trained with it; Llama without): each keeps a 1-byte mask."""
+    flash_attention: bool = True
+    """Attention computed in tiles, keeping no s × s scores (Llama's usual kernels); False: the
+    scores kept in memory, as Korthikanti et al. 2022 count them for GPT-3."""
 
     def __post_init__(self) -> None:
         if min(self.layers, self.hidden, self.ffn, self.vocab, self.heads, self.kv_heads) < 1:
@@ -131,10 +138,14 @@ def _preset(name: ModelName, title: str, architecture: Architecture, source: str
     return ModelPreset(name, title, architecture.params, architecture, source)
 
 
-LLAMA_3_8B = Architecture(layers=32, hidden=4096, ffn=14336, vocab=128256, heads=32, kv_heads=8, tied_embeddings=False)
-LLAMA_3_70B = Architecture(layers=80, hidden=8192, ffn=28672, vocab=128256, heads=64, kv_heads=8, tied_embeddings=False)
+LLAMA_3_8B = Architecture(
+    layers=32, hidden=4096, ffn=14336, vocab=128256, heads=32, kv_heads=8, tied_embeddings=False, context=8192
+)
+LLAMA_3_70B = Architecture(
+    layers=80, hidden=8192, ffn=28672, vocab=128256, heads=64, kv_heads=8, tied_embeddings=False, context=8192
+)
 LLAMA_3_1_405B = Architecture(
-    layers=126, hidden=16384, ffn=53248, vocab=128256, heads=128, kv_heads=8, tied_embeddings=False
+    layers=126, hidden=16384, ffn=53248, vocab=128256, heads=128, kv_heads=8, tied_embeddings=False, context=131072
 )
 GPT_3_175B = Architecture(
     layers=96,
@@ -148,6 +159,9 @@ GPT_3_175B = Architecture(
     biases=True,
     layer_norm=True,
     positions=2048,
+    context=2048,
+    dropout=True,
+    flash_attention=False,
 )
 
 PRESETS: dict[ModelName, ModelPreset] = {

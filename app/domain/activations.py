@@ -1,0 +1,192 @@
+"""Activations: what a micro-batch leaves on a card for the backward pass, term by term.
+
+The bytes follow Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer
+Models", section 4, with tensor parallelism t = 1: a block keeps sbh(34 + 5as/h) bytes without
+recomputation, 34sbh when only the attention scores are recomputed ("selective"), and its 2sbh input
+when the whole block is ("full"). Their count is for GPT-3 (LayerNorm, a 4h GELU MLP, dropout, the
+s × s scores kept); the terms below are theirs, written for any width so the same sum covers
+Llama's grouped-query attention, SwiGLU, RMSNorm and no dropout. docs/activations.md derives each
+term, and `zero-bands measure` checks them against the tensors autograd saves.
+
+s is the sequence length, b the micro-batch, h the width, a the heads, kv the width of K and V,
+f the MLP's inner width and v the vocabulary. Activations are bf16 (2 bytes); a dropout mask is
+1 byte; the softmax's log-sum-exp and the loss's log-probabilities are fp32 (4 bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.domain.architecture import Architecture
+from app.domain.columns import COLUMNS, pieces
+
+HALF = 2
+"""Bytes of a bf16 or fp16 activation."""
+MASK = 1
+"""Bytes of one element of a dropout mask."""
+FULL = 4
+"""Bytes of an fp32 element."""
+
+
+class Recompute(StrEnum):
+    """What a block recomputes in the backward pass instead of keeping."""
+
+    NONE = "none"
+    """Keep everything the backward needs."""
+    SELECTIVE = "selective"
+    """Recompute the attention scores (the s × s terms), keep the rest: Korthikanti's selective."""
+    FULL = "full"
+    """Keep each block's input only, and run the block again in the backward."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """The micro-batch one card works on."""
+
+    batch: int
+    """Sequences per micro-batch, per GPU."""
+    seq: int
+    """Tokens per sequence."""
+    recompute: Recompute = Recompute.NONE
+
+    def __post_init__(self) -> None:
+        if self.batch < 0 or self.seq < 1:
+            raise ValueError("a micro-batch has 0 or more sequences of at least 1 token")
+
+    @property
+    def tokens(self) -> int:
+        """Tokens per micro-batch: s × b."""
+        return self.batch * self.seq
+
+
+@dataclass(frozen=True)
+class Saved:
+    """One tensor (or kind of tensor) a block keeps for its backward."""
+
+    name: str
+    formula: str
+    """Its size as the paper writes it, e.g. '2sbh'."""
+    nbytes: int
+    recomputed_by: frozenset[Recompute] = frozenset({Recompute.FULL})
+    """The choices under which it is recomputed rather than kept."""
+
+
+def block_saved(arch: Architecture, shape: Shape) -> tuple[Saved, ...]:
+    """Every tensor one transformer block keeps for its backward, with no recomputation."""
+    sb, h, f = shape.tokens, arch.hidden, arch.ffn
+    kv = arch.kv_heads * arch.head_dim
+    scores = arch.heads * shape.seq * shape.seq * shape.batch  # a·s²·b: one score per head, query and key
+    both = frozenset({Recompute.SELECTIVE, Recompute.FULL})
+    saved = [
+        Saved("attention norm's input", "2sbh", HALF * sb * h),
+        Saved("Q, K and V projections' input", "2sbh", HALF * sb * h),
+        Saved("Q", "2sbh", HALF * sb * h),
+        Saved("K and V", "4sb·kv", 2 * HALF * sb * kv),
+    ]
+    if arch.flash_attention:
+        # Tiled attention keeps no scores: the backward recomputes them from Q, K, V, the output and
+        # one fp32 log-sum-exp per head and token.
+        saved.append(Saved("softmax's log-sum-exp", "4asb", FULL * arch.heads * sb))
+    else:
+        saved.append(Saved("softmax's output", "2as²b", HALF * scores, both))
+        if arch.dropout:
+            saved.append(Saved("attention dropout's mask", "as²b", MASK * scores, both))
+            saved.append(Saved("attention dropout's output", "2as²b", HALF * scores, both))
+    saved.append(Saved("output projection's input", "2sbh", HALF * sb * h))
+    if arch.dropout:
+        saved.append(Saved("attention's dropout mask", "sbh", MASK * sb * h))
+    saved += [Saved("MLP norm's input", "2sbh", HALF * sb * h), Saved("MLP's input", "2sbh", HALF * sb * h)]
+    if arch.gated_mlp:
+        saved += [
+            Saved("gate's output (SiLU's input)", "2sbf", HALF * sb * f),
+            Saved("SiLU's output", "2sbf", HALF * sb * f),
+            Saved("up projection's output", "2sbf", HALF * sb * f),
+        ]
+    else:
+        saved.append(Saved("GELU's input", "2sbf", HALF * sb * f))
+    saved.append(Saved("down projection's input", "2sbf", HALF * sb * f))
+    if arch.dropout:
+        saved.append(Saved("MLP's dropout mask", "sbh", MASK * sb * h))
+    return tuple(saved)
+
+
+def head_saved(arch: Architecture, shape: Shape) -> tuple[Saved, ...]:
+    """What the rest of the model keeps: Korthikanti's input dropout and output layer (section 4.3).
+
+    Never recomputed: checkpointing covers the blocks.
+    """
+    sb, h = shape.tokens, arch.hidden
+    saved = [Saved("embedding dropout's mask", "sbh", MASK * sb * h, frozenset())] if arch.dropout else []
+    return (
+        *saved,
+        Saved("final norm's input", "2sbh", HALF * sb * h, frozenset()),
+        Saved("output head's input", "2sbh", HALF * sb * h, frozenset()),
+        Saved("logits, as fp32 log-probabilities", "4sbv", logits_bytes(arch, shape), frozenset()),
+    )
+
+
+def logits_bytes(arch: Architecture, shape: Shape) -> int:
+    """The loss's fp32 log-probabilities: one per vocabulary entry, token and sequence (4sbv)."""
+    return FULL * arch.vocab * shape.tokens
+
+
+def kept(saved: tuple[Saved, ...], recompute: Recompute) -> int:
+    """Bytes of the tensors kept under a recomputation choice."""
+    return sum(s.nbytes for s in saved if recompute not in s.recomputed_by)
+
+
+def per_layer_bytes(arch: Architecture, shape: Shape) -> int:
+    """What one block keeps for its backward: Korthikanti's per-layer figure.
+
+    Under `full` that is the block's input, 2sbh; the block's working set, recomputed in the
+    backward, is `working_bytes`.
+    """
+    if shape.recompute is Recompute.FULL:
+        return HALF * shape.tokens * arch.hidden
+    return kept(block_saved(arch, shape), shape.recompute)
+
+
+def working_bytes(arch: Architecture, shape: Shape) -> int:
+    """What the block in hand holds beyond what it keeps: under `full`, its whole set, recomputed."""
+    if shape.recompute is Recompute.FULL:
+        return kept(block_saved(arch, shape), Recompute.NONE)
+    return 0
+
+
+def head_bytes(arch: Architecture, shape: Shape) -> int:
+    """What the embedding's dropout and the output layer keep, the logits included."""
+    return kept(head_saved(arch, shape), shape.recompute)
+
+
+def per_column(arch: Architecture, params: int, shape: Shape) -> tuple[int, ...]:
+    """Activation bytes on a card while it works on each eighth of the model, forward or backward.
+
+    A block's activations are there from the end of its forward to its backward, so the eighth in
+    which a block ends counts it, and every later eighth too; the backward, walking back, frees them
+    in the same order. The embedding's dropout mask is there from the first eighth, the output
+    layer's tensors in the last. Under `full`, an eighth that works on a block also holds one
+    block's recomputed working set.
+    """
+    ends = [0] * COLUMNS
+    working = [False] * COLUMNS
+    position = 0
+    for piece in pieces(arch):
+        start, position = position, position + piece.params
+        if piece.block is None:
+            continue
+        # The eighth holding the block's last weight; eighths are [P·c/8, P·(c+1)/8).
+        ends[min(COLUMNS - 1, (position - 1) * COLUMNS // params)] += 1
+        for column in range(start * COLUMNS // params, min(COLUMNS - 1, (position - 1) * COLUMNS // params) + 1):
+            working[column] = True
+    head = head_saved(arch, shape)
+    first = sum(s.nbytes for s in head if s.name == "embedding dropout's mask")
+    last = kept(head, shape.recompute) - first
+    layer, extra = per_layer_bytes(arch, shape), working_bytes(arch, shape)
+    result, done = [], 0
+    for column in range(COLUMNS):
+        done += ends[column]
+        result.append(
+            first + done * layer + (extra if working[column] else 0) + (last if column == COLUMNS - 1 else 0)
+        )
+    return tuple(result)
