@@ -186,7 +186,5 @@ def per_column(arch: Architecture, params: int, shape: Shape) -> tuple[int, ...]
     result, done = [], 0
     for column in range(COLUMNS):
         done += ends[column]
-        result.append(
-            first + done * layer + (extra if working[column] else 0) + (last if column == COLUMNS - 1 else 0)
-        )
+        result.append(first + done * layer + (extra if working[column] else 0) + (last if column == COLUMNS - 1 else 0))
     return tuple(result)
