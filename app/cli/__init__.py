@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.domain.activations import Recompute
 from app.domain.architecture import ModelName
 from app.domain.bands import RecipeName
 from app.domain.quantities import ByteUnit
@@ -59,6 +60,9 @@ def parser() -> argparse.ArgumentParser:
     table.add_argument("--largest-layer", help="weights ZeRO-3 gathers at once (default: from the architecture)")
     table.add_argument("--capacity", help="one card's memory: 80GB, 80GiB, or bytes such as 80e9")
     table.add_argument("--units", choices=[u.value for u in ByteUnit], default=ByteUnit.GIB.value)
+    table.add_argument("--batch", help="sequences per micro-batch, per GPU (default: 1; 0 counts no activations)")
+    table.add_argument("--seq", help="tokens per sequence (default: the model's context, or 4096)")
+    table.add_argument("--recompute", choices=[r.value for r in Recompute], default=Recompute.NONE.value)
     export = commands.add_parser(
         "export",
         help="write a static copy of the pages that any static file server can serve",

@@ -27,6 +27,8 @@ MASK = 1
 """Bytes of one element of a dropout mask."""
 FULL = 4
 """Bytes of an fp32 element."""
+MAX_SEQ = 1 << 20
+"""The longest sequence the form takes: a million tokens, past any model's context."""
 
 
 class Recompute(StrEnum):
@@ -188,3 +190,25 @@ def per_column(arch: Architecture, params: int, shape: Shape) -> tuple[int, ...]
         done += ends[column]
         result.append(first + done * layer + (extra if working[column] else 0) + (last if column == COLUMNS - 1 else 0))
     return tuple(result)
+
+
+@dataclass(frozen=True)
+class Activations:
+    """What one sequence of a micro-batch leaves on a card: the figures a run scales by its batch."""
+
+    seq: int
+    recompute: Recompute
+    per_column: tuple[int, ...]
+    """Bytes while a card works on each eighth of the model (`per_column`)."""
+    per_layer: int
+    """What one block keeps for its backward (`per_layer_bytes`)."""
+    logits: int
+    """The loss's fp32 log-probabilities (`logits_bytes`)."""
+
+
+def for_one_sequence(arch: Architecture, params: int, seq: int, recompute: Recompute) -> Activations:
+    """A model's activations for one sequence of `seq` tokens: every figure is linear in the batch."""
+    shape = Shape(1, seq, recompute)
+    return Activations(
+        seq, recompute, per_column(arch, params, shape), per_layer_bytes(arch, shape), logits_bytes(arch, shape)
+    )

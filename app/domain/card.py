@@ -30,7 +30,7 @@ class Law(StrEnum):
     PER_LAYER = "per layer in hand"
     """Bytes for every weight of the layer a card is working on, while it works on it."""
     PER_TOKEN = "per token"
-    """Bytes for every token of the micro-batch (activations)."""
+    """The micro-batch's activations: the bytes its tokens keep at the moment, which the moment carries."""
     FIXED = "fixed"
     """Bytes per process, whatever the model."""
 
@@ -59,6 +59,8 @@ class Moment:
     part: Pass = Pass.REST
     layer: int | None = None
     """Weights of the layer in hand; None at rest, or when the layer's size is unknown."""
+    activation: int = 0
+    """Bytes of activations the micro-batch keeps at this moment (`activations.per_column`)."""
 
 
 AT_REST = Moment()
@@ -129,10 +131,14 @@ def layer_in_hand(recipe: Recipe) -> tuple[Term, ...]:
     )
 
 
+ACTIVATIONS = Term("activations", Law.PER_TOKEN, 1, during=frozenset({Pass.FORWARD, Pass.BACKWARD}))
+"""Kept from a layer's forward to its backward, then freed: none at rest or after the backward."""
+
+
 @lru_cache(maxsize=64)
 def card_terms(recipe: Recipe) -> tuple[Term, ...]:
-    """Every term of a card for a recipe: model state, then what it holds for the layer in hand."""
-    return (*model_state(recipe), *layer_in_hand(recipe))
+    """Every term of a card for a recipe: model state, what it holds for the layer in hand, activations."""
+    return (*model_state(recipe), *layer_in_hand(recipe), ACTIVATIONS)
 
 
 def term_bytes(term: Term, stage: Stage, params: int, gpus: int, moment: Moment = AT_REST) -> int:
@@ -144,9 +150,9 @@ def term_bytes(term: Term, stage: Stage, params: int, gpus: int, moment: Moment 
     if term.law is Law.PER_LAYER:
         # One card has nobody to gather from or send to: its layer is already whole, in its buffers.
         return term.nbytes * moment.layer if moment.layer is not None and gpus > 1 else 0
-    if term.law is Law.FIXED:
-        return term.nbytes
-    raise ValueError(f"{term.name}: a {term.law} term needs the micro-batch, which this run does not have")
+    if term.law is Law.PER_TOKEN:
+        return term.nbytes * moment.activation
+    return term.nbytes
 
 
 def card_bytes(
@@ -156,16 +162,28 @@ def card_bytes(
     return sum(term_bytes(t, stage, params, gpus, moment) for t in card_terms(recipe) if t.place is place)
 
 
-def moments(largest_layer: int | None) -> tuple[Moment, ...]:
-    """The moments that can be a card's highest: at rest, and each pass over the largest layer."""
-    return (AT_REST, Moment(Pass.FORWARD, largest_layer), Moment(Pass.BACKWARD, largest_layer))
+def moments(layers: tuple[int | None, ...], activations: tuple[int, ...]) -> tuple[Moment, ...]:
+    """The moments that can be a card's highest: at rest, and both passes over each eighth of the model.
+
+    `layers` and `activations` give each eighth's largest layer and the activation bytes a card
+    keeps while working on it.
+    """
+    passes = (Pass.FORWARD, Pass.BACKWARD)
+    eighths = zip(layers, activations, strict=True)
+    return (AT_REST, *(Moment(part, layer, kept) for layer, kept in eighths for part in passes))
 
 
-def peak_bytes(stage: Stage, params: int, gpus: int, recipe: Recipe, largest_layer: int | None) -> int:
+def peak_moment(stage: Stage, params: int, gpus: int, recipe: Recipe, candidates: tuple[Moment, ...]) -> Moment:
+    """The highest of a card's moments on its GPU (the first, of equals): where the fit test looks."""
+    _, changing = _gpu_terms(recipe)
+    return max(candidates, key=lambda m: sum(term_bytes(t, stage, params, gpus, m) for t in changing))
+
+
+def peak_bytes(stage: Stage, params: int, gpus: int, recipe: Recipe, candidates: tuple[Moment, ...]) -> int:
     """The most a card holds on its GPU during the step, at its highest moment: the fit test's one figure."""
     steady, changing = _gpu_terms(recipe)
     base = sum(term_bytes(t, stage, params, gpus) for t in steady)
-    return base + max(sum(term_bytes(t, stage, params, gpus, m) for t in changing) for m in moments(largest_layer))
+    return base + max(sum(term_bytes(t, stage, params, gpus, m) for t in changing) for m in candidates)
 
 
 @lru_cache(maxsize=64)

@@ -1,22 +1,28 @@
-"""A training run sized against a card: memory per stage, the ZeRO-3 peak, fit, and the largest model.
+"""A training run sized against a card: memory per stage, the peak, fit, and the largest model and micro-batch.
 
-Model states only, as the ZeRO paper's Table 2 counts them: activations, buffers and
-fragmentation come out of the headroom.
+The model states, as the ZeRO paper's Table 2 counts them, plus the layer in hand and, when the
+model's shape is known and the micro-batch is not empty, the activations. One peak, the highest
+moment of the step, is behind the verdict, the headroom and every "largest ... that fits".
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from functools import cached_property
 
 from app.domain import card
+from app.domain.activations import Activations
 from app.domain.bands import MIXED_ADAM, Band, Recipe
-from app.domain.card import Moment, Pass, layer_in_hand, term_bytes
+from app.domain.card import ACTIVATIONS, Moment, layer_in_hand, term_bytes
+from app.domain.columns import COLUMNS
 from app.domain.communication import communication_p, transfers
 from app.domain.memory import DEFAULT_GPUS, DEFAULT_PARAMS, per_gpu_bytes
 from app.domain.stages import Stage
 
 MAX_GPUS = 4096
+MAX_BATCH = 65536
+"""The largest micro-batch per GPU the form takes, and the most "largest micro-batch" reports."""
 
 
 @dataclass(frozen=True)
@@ -28,6 +34,12 @@ class Run:
     recipe: Recipe = MIXED_ADAM
     largest_layer: int | None = None
     capacity: int | None = None
+    column_layers: tuple[int | None, ...] = ()
+    """Each eighth's largest layer (`columns.model_columns`); empty: the largest layer for each."""
+    activations: Activations | None = None
+    """What one sequence keeps, from the model's shape; None for a bare weight count."""
+    batch: int = 0
+    """Sequences per micro-batch per GPU: 0 counts no activations."""
 
     def __post_init__(self) -> None:
         if self.params < 1:
@@ -38,6 +50,17 @@ class Run:
             raise ValueError("the largest layer has between 1 weight and the whole model")
         if self.capacity is not None and self.capacity < 1:
             raise ValueError("a card has at least one byte")
+        if not 0 <= self.batch <= MAX_BATCH:
+            raise ValueError(f"a micro-batch has between 0 and {MAX_BATCH:,} sequences")
+        if self.column_layers and len(self.column_layers) != COLUMNS:
+            raise ValueError(f"a model has {COLUMNS} eighths")
+
+    @cached_property
+    def moments(self) -> tuple[Moment, ...]:
+        """Every moment of the step that can be a card's highest, with its layer in hand and activations."""
+        layers = self.column_layers or (self.largest_layer,) * COLUMNS
+        kept = self.activations.per_column if self.activations else (0,) * COLUMNS
+        return card.moments(layers, tuple(self.batch * k for k in kept))
 
     @property
     def assembled_layer_bytes(self) -> int | None:
@@ -58,10 +81,17 @@ class StageReport:
     communication_p: int
     communication_bytes: int
     peak_bytes: int
+    """The whole GPU peak: model states, the layer in hand and activations at the highest moment."""
+    state_peak_bytes: int
+    """Model states and the layer in hand at their own highest moment, as the ZeRO paper counts."""
+    activation_bytes: int
+    """Activations at the moment of `peak_bytes`."""
     fits: bool | None
     headroom_bytes: int | None
     max_params_that_fit: int | None
     """None without a capacity, and when not even a model of one largest layer fits."""
+    max_batch_that_fits: int | None
+    """None without a capacity or activations, and when not even an empty micro-batch fits."""
 
 
 UNKNOWN_LAYER_RULE = (
@@ -84,29 +114,46 @@ class LayerExtra:
     """The layer's whole weights, assembled from their owners (ZeRO-3)."""
     computed: int
     """The layer's whole gradients, computed here before they are reduce-scattered (ZeRO-2 and 3)."""
+    activations: int = 0
+    """The micro-batch's activations kept at that moment."""
 
     @property
     def total(self) -> int:
-        """Both together."""
-        return self.gathered + self.computed
+        """All of it together."""
+        return self.gathered + self.computed + self.activations
 
 
-def layer_extra(stage: Stage, run: Run, layer: int | None, *, backward: bool) -> LayerExtra:
+def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
     """What a card holds beyond its state while it works on one layer of `layer` weights.
 
     ZeRO-3 assembles the layer's whole weights, in forward and again in backward; in backward
     ZeRO-2 and ZeRO-3 also compute the layer's whole gradients before reduce-scattering them to
     their owners. Data parallelism and ZeRO-1 write into buffers they already keep, and one card
-    has nobody to share with. An unknown layer adds nothing: model states only.
+    has nobody to share with. An unknown layer adds nothing: model states only. The activations
+    are the moment's.
     """
-    moment = Moment(Pass.BACKWARD if backward else Pass.FORWARD, layer)
     gathered, computed = (term_bytes(t, stage, run.params, run.gpus, moment) for t in layer_in_hand(run.recipe))
-    return LayerExtra(gathered, computed)
+    return LayerExtra(gathered, computed, term_bytes(ACTIVATIONS, stage, run.params, run.gpus, moment))
+
+
+def peak_moment(stage: Stage, run: Run) -> Moment:
+    """The highest moment of a card's step: the one every peak, bar and verdict is drawn at."""
+    return card.peak_moment(stage, run.params, run.gpus, run.recipe, run.moments)
+
+
+def peak_extra(stage: Stage, run: Run) -> LayerExtra:
+    """What a card holds beyond its state at its highest moment."""
+    return layer_extra(stage, run, peak_moment(stage, run))
 
 
 def peak_bytes(stage: Stage, run: Run) -> int:
-    """The most a card holds during the step: its state, plus the backward pass of the largest layer."""
-    return card.peak_bytes(stage, run.params, run.gpus, run.recipe, run.largest_layer)
+    """The most a card holds during the step: its state, plus the most it holds beyond it at one moment."""
+    return card.peak_bytes(stage, run.params, run.gpus, run.recipe, run.moments)
+
+
+def state_peak_bytes(stage: Stage, run: Run) -> int:
+    """The peak of model states and the layer in hand alone: the ZeRO paper's and the seed's figure."""
+    return peak_bytes(stage, replace(run, batch=0))
 
 
 def _peak_for(stage: Stage, run: Run, params: int) -> int:
@@ -134,6 +181,31 @@ def max_params_that_fit(stage: Stage, run: Run) -> int | None:
     return low
 
 
+def max_batch_that_fits(stage: Stage, run: Run) -> int | None:
+    """The largest micro-batch whose peak fits the card, the model kept as it is.
+
+    The same test as the verdict: this many sequences fit, one more does not. None without a
+    capacity or activations, or when the model does not fit even with no micro-batch; at most
+    MAX_BATCH.
+    """
+    if run.capacity is None or run.activations is None:
+        return None
+    capacity = run.capacity
+
+    def fits(batch: int) -> bool:
+        return peak_bytes(stage, replace(run, batch=batch)) <= capacity
+
+    if not fits(0):
+        return None
+    if fits(MAX_BATCH):
+        return MAX_BATCH
+    low, high = 0, MAX_BATCH  # low always fits, high never does
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if fits(middle) else (low, middle)
+    return low
+
+
 def stage_report(stage: Stage, run: Run) -> StageReport:
     """Memory, traffic and fit of one stage."""
     peak = peak_bytes(stage, run)
@@ -148,9 +220,12 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         communication_p=communication_p(stage, run.gpus),
         communication_bytes=communication_bytes(stage, run),
         peak_bytes=peak,
+        state_peak_bytes=state_peak_bytes(stage, run),
+        activation_bytes=peak_extra(stage, run).activations,
         fits=None if capacity is None else peak <= capacity,
         headroom_bytes=None if capacity is None else capacity - peak,
         max_params_that_fit=max_params_that_fit(stage, run),
+        max_batch_that_fits=max_batch_that_fits(stage, run),
     )
 
 

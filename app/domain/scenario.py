@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.domain.activations import Recompute, for_one_sequence
 from app.domain.architecture import PRESETS, Architecture, ModelName, ModelPreset
 from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
 from app.domain.columns import COLUMNS, Column, model_columns
@@ -15,6 +16,11 @@ from app.domain.memory import DEFAULT_GPUS
 from app.domain.quantities import ByteUnit
 
 DEFAULT_MODEL = ModelName.SEED_30B
+DEFAULT_SEQ = 4096
+"""The sequence length of a model without a context of its own."""
+NO_SHAPE = (
+    "A bare weight count has no layers' shapes, so no activations are counted: pick a model with an architecture."
+)
 
 
 @dataclass(frozen=True)
@@ -30,6 +36,8 @@ class Scenario:
     architecture: Architecture | None = None
     equal_layers: bool = False
     """Whether the model is drawn as 8 equal layers, one a column (the lesson's example)."""
+    seq: int = DEFAULT_SEQ
+    """Tokens per sequence: as entered, else the model's context."""
 
     @property
     def recipe(self) -> Recipe:
@@ -54,6 +62,9 @@ class Inputs:
     largest_layer: int | None = None
     capacity: int | None = None
     units: ByteUnit = ByteUnit.GIB
+    batch: int = 1
+    seq: int | None = None
+    recompute: Recompute = Recompute.NONE
 
 
 def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, ModelPreset | None]:
@@ -99,7 +110,18 @@ def resolve(inputs: Inputs) -> Scenario:
         largest, source = preset.largest_layer, preset.largest_layer_source
     else:
         largest, source = None, "unknown"
-    run = Run(params=params, gpus=inputs.gpus, recipe=recipe, largest_layer=largest, capacity=inputs.capacity)
     architecture = preset.architecture if preset is not None else None
     equal = preset is not None and preset.equal_layers == COLUMNS and inputs.largest_layer is None
-    return Scenario(run, name, title, source, inputs.units, tuple(notes), architecture, equal)
+    seq = inputs.seq or (architecture.context if architecture else DEFAULT_SEQ)
+    columns = model_columns(params, architecture, largest, equal)
+    run = Run(
+        params=params,
+        gpus=inputs.gpus,
+        recipe=recipe,
+        largest_layer=largest,
+        capacity=inputs.capacity,
+        column_layers=tuple(column.largest_layer for column in columns),
+        activations=for_one_sequence(architecture, params, seq, inputs.recompute) if architecture else None,
+        batch=inputs.batch,
+    )
+    return Scenario(run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq)

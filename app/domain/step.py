@@ -12,19 +12,20 @@ same moment whichever arrangement is shown:
   19       optimizer update
   20       weight synchronisation, where the stage needs it
 
-Every card's live memory is its state at rest (`memory.per_gpu_bytes`) plus what it holds for the
-layer it is working on (`fit.layer_extra`), the same two functions the table's peak adds up, so the
-step's highest figure is the table's peak.
+Every card's live memory is its state at rest (`memory.per_gpu_bytes`) plus what it holds at the
+moment (`fit.layer_extra`): the layer in hand and the activations kept so far, the run's own moments
+(`Run.moments`) that the table's peak is the highest of, so the step's highest figure is the peak.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
 from math import ceil, floor
 
 from app.domain.bands import Band
+from app.domain.card import AT_REST, Moment
 from app.domain.columns import COLUMNS, Column
 from app.domain.communication import Collective
 from app.domain.fit import LayerExtra, Run, layer_extra
@@ -237,6 +238,15 @@ def _transfers(
     return ()
 
 
+def _moment(run: Run, columns: tuple[Column, ...], part: Part, column: int | None) -> Moment:
+    """The card's moment in a phase: the run's own for a pass over a column, else at rest."""
+    if column is None or part not in (Part.FORWARD, Part.BACKWARD):
+        return AT_REST
+    moment = run.moments[1 + 2 * column + (part is Part.BACKWARD)]
+    # A run drawn without its own eighths takes each column's largest layer from the columns.
+    return moment if run.column_layers else replace(moment, layer=columns[column].largest_layer)
+
+
 def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ...]:
     """Every phase of one training step of `run` under a stage, with its running traffic tally."""
     if len(columns) != COLUMNS:
@@ -250,9 +260,7 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ..
         # Data parallelism on one card still has nobody to all-reduce with.
         transfers = _transfers(stage, sharded, index, part, column) if run.gpus > 1 else ()
         tally += sum((t.volume_p for t in transfers), start=Fraction(0))
-        working = part in (Part.FORWARD, Part.BACKWARD) and column is not None
-        layer = columns[column].largest_layer if working and column is not None else None
-        extra = layer_extra(stage, run, layer, backward=part is Part.BACKWARD)
+        extra = layer_extra(stage, run, _moment(run, columns, part, column))
         phases.append(Phase(stage, run.gpus, index, part, column, transfers, tally, state, extra))
     return tuple(phases)
 

@@ -12,10 +12,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from app.domain.activations import Recompute
 from app.domain.bands import BandSpec, Recipe
-from app.domain.fit import LayerExtra, Run, layer_extra, peak_bytes
+from app.domain.fit import LayerExtra, Run, peak_bytes, peak_extra
 from app.domain.memory import band_bytes, per_gpu_bytes
-from app.domain.scenario import Scenario
+from app.domain.scenario import NO_SHAPE, Scenario
 from app.domain.stages import Stage
 
 REST_SHARE = Fraction(3, 4)
@@ -112,6 +113,8 @@ def bar_view(
         add("gathered", extra.gathered, "one layer's weights, assembled from their owners")
     if extra.computed:
         add("sent", extra.computed, "one layer's gradients, computed here before they are reduce-scattered")
+    if extra.activations:
+        add("activations", extra.activations, "activations kept for the backward pass")
     now = per_gpu_bytes(stage, run.params, run.gpus, run.recipe) + extra.total
     if peak > now:
         add("peak", peak - now, "peak so far, above now")
@@ -145,13 +148,38 @@ def bar_note(scenario: Scenario, stage: Stage) -> str:
             f"The bar under each card runs from 0 to the peak on one card, {top}; "
             f"the tick marks what it keeps at rest, {rest}."
         )
+    said = f"{said} {activations_said(scenario, stage)}"
     if capacity is None:
         return said
     where = "the line" if capacity <= scale.top else "beyond the bar's end"
     return f"{said} The card's {units.show(capacity)} is {where}."
 
 
+def activations_said(scenario: Scenario, stage: Stage) -> str:
+    """What the bars count of the micro-batch's activations, in a sentence."""
+    run = scenario.run
+    if run.activations is None:
+        return NO_SHAPE
+    sequences = f"{run.batch:,} {'sequence' if run.batch == 1 else 'sequences'} of {scenario.seq:,} tokens"
+    if not run.batch:
+        return "With no sequence in the micro-batch, no activations are counted."
+    kept = scenario.units.show(peak_extra(stage, run).activations)
+    how = _RECOMPUTED[run.activations.recompute]
+    return f"Violet: the activations of {sequences} per GPU, {how}, {kept} at the peak."
+
+
+_RECOMPUTED = {
+    Recompute.NONE: "none recomputed",
+    Recompute.SELECTIVE: "the attention scores recomputed",
+    Recompute.FULL: "each layer's input kept and the layer recomputed",
+}
+
+
 def bar_keys(stage: Stage, run: Run) -> tuple[str, ...]:
     """What of one layer a stage's bars draw: its largest layer's, at the peak, has the most."""
-    extra = layer_extra(stage, run, run.largest_layer, backward=True)
-    return (*(("gathered",) if extra.gathered else ()), *(("sent",) if extra.computed else ()))
+    extra = peak_extra(stage, run)
+    return (
+        *(("gathered",) if extra.gathered else ()),
+        *(("sent",) if extra.computed else ()),
+        *(("activations",) if extra.activations else ()),
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.domain.activations import Recompute
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.bands import RECIPES, Band, Recipe, RecipeName
 from app.domain.hardware import CARDS
@@ -61,6 +62,10 @@ class FormView:
     capacity: str
     cards: tuple[Option, ...]
     units: tuple[Option, ...]
+    batch: int = 1
+    seq: str = ""
+    seq_placeholder: str = ""
+    recomputes: tuple[Option, ...] = ()
     problems: tuple[FieldProblem, ...] = ()
     """Fields whose value was set aside; the page shows what was typed there, and why it is wrong."""
     phase: int | None = None
@@ -103,12 +108,27 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         largest_layer="" if inputs.largest_layer is None else str(inputs.largest_layer),
         largest_layer_placeholder="derived" if scenario.run.largest_layer is not None else "unknown",
         # Open when it holds something the person entered, closed on the seed's view.
-        more_open=custom_recipe or inputs.largest_layer is not None,
+        more_open=custom_recipe
+        or inputs.largest_layer is not None
+        or inputs.batch != 1
+        or inputs.seq is not None
+        or inputs.recompute is not Recompute.NONE,
         capacity="" if run.capacity is None else _capacity_text(run.capacity),
         cards=tuple(Option(card.entry, f"{card.name}, {card.gib} GiB") for card in CARDS),
         units=tuple(Option(unit.value, unit.value, unit is scenario.units) for unit in ByteUnit),
+        batch=run.batch,
+        seq="" if inputs.seq is None else str(inputs.seq),
+        seq_placeholder=f"{scenario.seq:,}",
+        recomputes=tuple(Option(r.value, _RECOMPUTE_LABELS[r], r is inputs.recompute) for r in Recompute),
         phase=phase,
     )
+
+
+_RECOMPUTE_LABELS = {
+    Recompute.NONE: "None: keep every activation",
+    Recompute.SELECTIVE: "Selective: recompute the attention scores",
+    Recompute.FULL: "Full: keep each layer's input only",
+}
 
 
 def _sizes(recipe: Recipe) -> str:

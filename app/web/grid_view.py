@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from app.domain.bands import Band, Recipe
 from app.domain.change import Change
-from app.domain.fit import StageReport, layer_extra
+from app.domain.fit import StageReport, peak_extra
 from app.domain.quantities import ByteUnit, per_weight
 from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, layout
@@ -153,13 +153,15 @@ def _verdict(row: StageReport, units: ByteUnit) -> str:
     if row.fits is None or row.headroom_bytes is None:
         return ""
     if row.fits:
-        return f"Fits: {units.show(row.headroom_bytes)} left for activations."
+        # Until the activations are counted, the headroom is what is left for them.
+        rest = "." if row.activation_bytes else " for activations."
+        return f"Fits: {units.show(row.headroom_bytes)} left{rest}"
     return f"Does not fit: {units.show(-row.headroom_bytes)} over."
 
 
 def _rest_bar(scenario: Scenario, row: StageReport, scale: BarScale | None) -> BarView:
     run = scenario.run
-    extra = layer_extra(row.stage, run, run.largest_layer, backward=True)
+    extra = peak_extra(row.stage, run)
     bar = bar_view(scenario, row.stage, extra, row.peak_bytes, "Peak memory on one card", scale)
     return replace(bar, verdict=_verdict(row, scenario.units), fits=row.fits)
 

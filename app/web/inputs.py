@@ -14,9 +14,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from app.domain.activations import MAX_SEQ, Recompute
 from app.domain.architecture import ModelName
 from app.domain.bands import MAX_CUSTOM_BAND_BYTES, RecipeName
-from app.domain.fit import MAX_GPUS
+from app.domain.fit import MAX_BATCH, MAX_GPUS
 from app.domain.measured import IMPLS, Impl, default_impl
 from app.domain.memory import DEFAULT_GPUS
 from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, ambiguity, parse_bytes, parse_count
@@ -86,6 +87,22 @@ class RunQuery(BaseModel):
         None, pattern=_blank_or(BYTES_PATTERN), description=f"One card's memory: {_BYTES_EXAMPLES}."
     )
     units: ByteUnit = Field(ByteUnit.GIB, description="GiB (2^30 bytes, as the seed) or GB (10^9, as the ZeRO paper).")
+    batch: int = Field(
+        1, ge=0, le=MAX_BATCH, description="Sequences per micro-batch, per GPU; 0 counts no activations."
+    )
+    seq: int | None = Field(
+        None, ge=1, le=MAX_SEQ, description="Tokens per sequence. Defaults to the model's context, or 4096."
+    )
+    recompute: Recompute = Field(
+        Recompute.NONE,
+        description="What each block recomputes in the backward: none, selective (the attention scores) or full.",
+    )
+
+    @field_validator("seq", mode="before")
+    @classmethod
+    def _blank_is_the_context(cls, value: object) -> object:
+        # The form sends a blank field as an empty string: the model's own context.
+        return None if value == "" else value
 
     def inputs(self) -> Inputs:
         """The domain's inputs, with texts read as counts and sizes."""
@@ -98,6 +115,9 @@ class RunQuery(BaseModel):
             largest_layer=_count(self.largest_layer),
             capacity=parse_bytes(self.capacity) if self.capacity and self.capacity.strip() else None,
             units=self.units,
+            batch=self.batch,
+            seq=self.seq,
+            recompute=self.recompute,
         )
 
     def canonical(self) -> dict[str, str]:
@@ -224,6 +244,10 @@ def _field_message(name: str, error: Mapping[str, Any], typed: str) -> str:
         return f"Enter {FIELD_HINTS[name]}, or leave it blank."
     if name == "gpus":
         return f"Enter a whole number of GPUs between 1 and {MAX_GPUS}."
+    if name == "batch":
+        return f"Enter a whole number of sequences per GPU between 0 and {MAX_BATCH:,} (0: no activations)."
+    if name == "seq":
+        return f"Enter a whole number of tokens between 1 and {MAX_SEQ:,}, or leave it blank for the model's context."
     if name in _BAND_FIELDS:
         return (
             f"Enter a whole number of bytes between {1 if name == 'weights_bytes' else 0} and {MAX_CUSTOM_BAND_BYTES}."

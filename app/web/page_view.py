@@ -93,7 +93,9 @@ def page_view(
 
 
 # Fields folded away under "Bytes per band and largest layer": opened when one of them is wrong.
-_FOLDED = frozenset({"weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes", "largest_layer"})
+_FOLDED = frozenset(
+    {"weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes", "largest_layer", "batch", "seq", "recompute"}
+)
 
 
 def with_problems(view: PageView, problems: tuple[FieldProblem, ...]) -> PageView:

@@ -16,10 +16,11 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from app.domain.activations import Recompute
 from app.domain.architecture import ModelName
 from app.domain.bands import Band, Recipe
 from app.domain.communication import Collective, Transfer, transfers
-from app.domain.fit import StageReport, layer_exceeds_card, report
+from app.domain.fit import Run, StageReport, layer_exceeds_card, report
 from app.domain.measured import Comparison
 from app.domain.quantities import ByteUnit
 from app.domain.scenario import Scenario
@@ -127,8 +128,22 @@ class MemoryRow(BaseModel):
     communication_p: int = Field(description="Traffic of one step in units of P; 0 on one card.")
     communication_bytes: int = Field(description="Bytes through each card per step: P × the bytes of each band moved.")
     peak_bytes: int = Field(
-        description="Most held during a step: the state plus, for ZeRO-3, one assembled layer's weights and "
-        "gradients; for ZeRO-2, one layer's gradients. Model states only when the largest layer is unknown."
+        description="The whole GPU peak: the state plus, at the step's highest moment, what a card holds beyond it "
+        "(for ZeRO-3 one assembled layer's weights and gradients, for ZeRO-2 one layer's gradients) and the "
+        "activations kept by then. Equal to state_peak_bytes when no activations are counted."
+    )
+    state_peak_bytes: int = Field(
+        description="Model states and the layer in hand at their own highest moment, without activations: the "
+        "seed's and the ZeRO paper's figure. Model states only when the largest layer is unknown."
+    )
+    activation_bytes: int = Field(description="Activations at the moment of peak_bytes, on one card.")
+    activation_bytes_per_layer: int | None = Field(
+        None,
+        description="What one block keeps for its backward (Korthikanti et al. 2022's per-layer figure; under "
+        "full recomputation the block's input). Absent for a bare weight count, which has no shape.",
+    )
+    logits_bytes: int | None = Field(
+        None, description="The loss's fp32 log-probabilities, 4 × vocab × seq × batch; absent without a shape."
     )
     fits: bool | None = Field(None, description="Whether the peak fits the capacity (only with a capacity).")
     headroom_bytes: int | None = Field(
@@ -139,6 +154,11 @@ class MemoryRow(BaseModel):
         description="Largest model whose peak fits, by the same test as fits, with the largest layer unchanged "
         "(only with a capacity; null when not even a model of one largest layer fits).",
     )
+    max_batch_that_fits: int | None = Field(
+        None,
+        description="Largest micro-batch per GPU whose peak fits, by the same test as fits, at most 65,536 (only "
+        "with a capacity and a model's shape; null when not even an empty micro-batch fits).",
+    )
 
     @model_serializer(mode="wrap")
     def _null_when_nothing_fits(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -147,6 +167,8 @@ class MemoryRow(BaseModel):
         data: dict[str, Any] = handler(self)
         if self.fits is not None:
             data.setdefault("max_params_that_fit", None)
+            if self.activation_bytes_per_layer is not None:
+                data.setdefault("max_batch_that_fits", None)
         return data
 
     @classmethod
@@ -155,8 +177,9 @@ class MemoryRow(BaseModel):
         return handler({key: value for key, value in schema.items() if key != "serialization"})
 
     @classmethod
-    def of(cls, row: StageReport) -> MemoryRow:
+    def of(cls, row: StageReport, run: Run) -> MemoryRow:
         """From the domain's report."""
+        shape = run.activations
         return cls(
             stage=row.stage,
             bytes_per_weight=float(row.bytes_per_weight),
@@ -164,9 +187,14 @@ class MemoryRow(BaseModel):
             communication_p=row.communication_p,
             communication_bytes=row.communication_bytes,
             peak_bytes=row.peak_bytes,
+            state_peak_bytes=row.state_peak_bytes,
+            activation_bytes=row.activation_bytes,
+            activation_bytes_per_layer=shape.per_layer * run.batch if shape else None,
+            logits_bytes=shape.logits * run.batch if shape else None,
             fits=row.fits,
             headroom_bytes=row.headroom_bytes,
             max_params_that_fit=row.max_params_that_fit,
+            max_batch_that_fits=row.max_batch_that_fits,
         )
 
 
@@ -188,6 +216,12 @@ class ResolvedInputs(BaseModel):
     )
     capacity: int | None = None
     units: ByteUnit
+    batch: int = Field(description="Sequences per micro-batch, per GPU.")
+    seq: int = Field(description="Tokens per sequence: as given, else the model's context.")
+    recompute: Recompute
+    activations_counted: bool = Field(
+        description="False for a bare weight count (no shape to count them from) or an empty micro-batch."
+    )
 
 
 class MemoryOut(BaseModel):
@@ -214,8 +248,12 @@ class MemoryOut(BaseModel):
                 layer_exceeds_card=layer_exceeds_card(run),
                 capacity=run.capacity,
                 units=scenario.units,
+                batch=run.batch,
+                seq=scenario.seq,
+                recompute=run.activations.recompute if run.activations else Recompute.NONE,
+                activations_counted=run.activations is not None and run.batch > 0,
             ),
-            stages=[MemoryRow.of(row) for row in report(run)],
+            stages=[MemoryRow.of(row, run) for row in report(run)],
             notes=list(scenario.notes),
         )
 
@@ -271,7 +309,8 @@ class StepOut(BaseModel):
     state_bytes: int = Field(description="What every card keeps at rest.")
     gathered_bytes: int = Field(description="One layer's weights assembled on every card during this phase.")
     computed_bytes: int = Field(description="One layer's gradients computed on every card before the reduce-scatter.")
-    live_bytes: int = Field(description="What each card holds now: the three above added up; the same on every card.")
+    activation_bytes: int = Field(description="Activations every card keeps now, for the backward pass.")
+    live_bytes: int = Field(description="What each card holds now: the four above added up; the same on every card.")
     peak_bytes_so_far: int = Field(description="The most live bytes from phase 0 to this one.")
     cells: list[StepCellOut]
 
@@ -311,6 +350,7 @@ class StepOut(BaseModel):
             state_bytes=phase.state_bytes,
             gathered_bytes=phase.extra.gathered,
             computed_bytes=phase.extra.computed,
+            activation_bytes=phase.extra.activations,
             live_bytes=phase.live_bytes,
             peak_bytes_so_far=peak_so_far(phases, index),
             cells=[

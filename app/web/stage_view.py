@@ -50,6 +50,8 @@ class StageView:
     sampled: bool
     rows: tuple[TableRow, ...]
     capacity: str | None
+    activations: bool
+    """Whether activations are counted from a shape: the table then has their columns."""
     boundary: Boundary
     notes: tuple[str, ...]
     step: StepView | None = None
@@ -118,7 +120,8 @@ def stage_view(
         shards_anything=bool(stage.sharded),
         gpus=run.gpus,
         params_label=params_label(run.params),
-        summary=f"{scenario.model_title}, {run.params:,} weights, on {gpus_label(run.gpus)} with {run.recipe.title}",
+        summary=f"{scenario.model_title}, {run.params:,} weights, on {gpus_label(run.gpus)} with {run.recipe.title}"
+        + (f", micro-batch {run.batch:,} × {scenario.seq:,} tokens" if run.activations else ""),
         bytes_per_weight=per_weight(chosen.bytes_per_weight),
         per_gpu=units.show(chosen.per_gpu_bytes),
         share_of_dp=percent(chosen.bytes_per_weight / by_stage[Stage.DP].bytes_per_weight),
@@ -127,6 +130,7 @@ def stage_view(
         sampled=any(isinstance(card, CardGap) for card in cards),
         rows=table_rows(stage, link, rows, scenario),
         capacity=None if run.capacity is None else units.show(run.capacity),
+        activations=run.activations is not None,
         boundary=boundary(scenario),
         notes=scenario.notes,
         step=stepping,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.domain.communication import transfers
-from app.domain.fit import UNKNOWN_LAYER_RULE, StageReport, layer_exceeds_card
+from app.domain.fit import MAX_BATCH, UNKNOWN_LAYER_RULE, StageReport, layer_exceeds_card
 from app.domain.quantities import LARGEST_COUNT, ByteUnit, per_weight
 from app.domain.quantities import count_label as params_label
 from app.domain.scenario import Scenario
@@ -23,12 +23,15 @@ class TableRow:
     bytes_per_weight: str
     per_gpu: str
     peak: str
+    activations: str | None
+    """At the peak; None when none are counted (a bare count), so the table leaves the column out."""
     communication: str
     communication_bytes: str
     breakdown: tuple[str, ...]
     fits: bool | None
     headroom: str | None
     max_model: str | None
+    max_batch: str | None
     current: bool
 
 
@@ -47,7 +50,7 @@ def table_rows(
     current: Stage | None, link: LinkFor, rows: tuple[StageReport, ...], scenario: Scenario
 ) -> tuple[TableRow, ...]:
     """The comparison table, one row per stage."""
-    units, gpus = scenario.units, scenario.run.gpus
+    units, gpus, counted = scenario.units, scenario.run.gpus, scenario.run.activations is not None
     return tuple(
         TableRow(
             stage=r.stage,
@@ -56,12 +59,14 @@ def table_rows(
             bytes_per_weight=per_weight(r.bytes_per_weight),
             per_gpu=units.show(r.per_gpu_bytes),
             peak=units.show(r.peak_bytes),
+            activations=units.show(r.activation_bytes) if counted else None,
             communication=f"{r.communication_p}P",
             communication_bytes=units.show(r.communication_bytes),
             breakdown=tuple(t.description for t in transfers(r.stage, gpus)) or ("nothing: one card",),
             fits=r.fits,
             headroom=None if r.headroom_bytes is None else _headroom(r.headroom_bytes, units),
             max_model=_max_model(r),
+            max_batch=_max_batch(r) if counted else None,
             current=r.stage is current,
         )
         for r in rows
@@ -78,6 +83,18 @@ def _max_model(row: StageReport) -> str | None:
         return f"at least {params_label(_floor_significant(LARGEST_COUNT))} weights"
     # Rounded down, so the figure shown, entered as a model, still fits.
     return f"{params_label(_floor_significant(row.max_params_that_fit))} weights"
+
+
+def _max_batch(row: StageReport) -> str | None:
+    if row.fits is None and row.max_batch_that_fits is None:
+        return None
+    if row.max_batch_that_fits is None:
+        return "none: the model states alone are too big"
+    if row.max_batch_that_fits == MAX_BATCH:
+        return f"at least {MAX_BATCH:,}"
+    if row.max_batch_that_fits == 0:
+        return "0: not one sequence"
+    return f"{row.max_batch_that_fits:,} sequences" if row.max_batch_that_fits > 1 else "1 sequence"
 
 
 def _floor_significant(count: int, digits: int = 3) -> int:

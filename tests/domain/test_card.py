@@ -23,7 +23,7 @@ from app.domain.stages import Stage
 SEED, LAYER = 30 * 10**9, 3_750_000_000
 
 
-def test_a_card_is_four_bands_of_state_and_two_terms_for_the_layer_in_hand() -> None:
+def test_a_card_is_four_bands_of_state_two_terms_for_the_layer_in_hand_and_activations() -> None:
     terms = card_terms(MIXED_ADAM)
     assert [(t.name, t.law, t.nbytes) for t in terms] == [
         ("weights", Law.PER_WEIGHT, 2),
@@ -32,6 +32,7 @@ def test_a_card_is_four_bands_of_state_and_two_terms_for_the_layer_in_hand() -> 
         ("moments", Law.PER_WEIGHT, 8),
         ("gathered", Law.PER_LAYER, 2),
         ("computed", Law.PER_LAYER, 2),
+        ("activations", Law.PER_TOKEN, 1),
     ]
     assert all(t.place is Place.GPU for t in terms)
     # The seed's list of what each stage splits: ZeRO-1 the optimizer state, ZeRO-2 the gradients too,
@@ -59,10 +60,11 @@ def test_the_seeds_card_at_rest_in_the_forward_pass_and_at_its_peak(
 ) -> None:
     assert card_bytes(stage, SEED, 8, MIXED_ADAM) == rest
     assert card_bytes(stage, SEED, 8, MIXED_ADAM, Moment(Pass.FORWARD, LAYER)) == forward
-    assert peak_bytes(stage, SEED, 8, MIXED_ADAM, LAYER) == peak
+    eighths = moments((LAYER,) * 8, (0,) * 8)
+    assert peak_bytes(stage, SEED, 8, MIXED_ADAM, eighths) == peak
     # The peak is the highest of the moments, and an unknown layer leaves model states only.
-    assert peak == max(card_bytes(stage, SEED, 8, MIXED_ADAM, m) for m in moments(LAYER))
-    assert peak_bytes(stage, SEED, 8, MIXED_ADAM, None) == rest
+    assert peak == max(card_bytes(stage, SEED, 8, MIXED_ADAM, m) for m in eighths)
+    assert peak_bytes(stage, SEED, 8, MIXED_ADAM, moments((None,) * 8, (0,) * 8)) == rest
 
 
 def test_a_split_term_is_a_padded_slice_and_one_card_has_nobody_to_gather_from() -> None:
@@ -76,7 +78,17 @@ def test_a_split_term_is_a_padded_slice_and_one_card_has_nobody_to_gather_from()
     assert term_bytes(gathered, Stage.ZERO3, SEED, 8, AT_REST) == 0
 
 
-def test_a_fixed_term_counts_once_and_a_per_token_term_asks_for_a_batch() -> None:
+def test_a_fixed_term_counts_once_and_activations_are_the_moments() -> None:
     assert term_bytes(Term("context", Law.FIXED, 500_000_000), Stage.DP, SEED, 8) == 500_000_000
-    with pytest.raises(ValueError, match="micro-batch"):
-        term_bytes(Term("activations", Law.PER_TOKEN, 2), Stage.DP, SEED, 8)
+    activations = card_terms(MIXED_ADAM)[-1]
+    assert term_bytes(activations, Stage.ZERO3, SEED, 8, Moment(Pass.BACKWARD, LAYER, 123)) == 123
+    assert term_bytes(activations, Stage.ZERO3, SEED, 8, AT_REST) == 0
+
+
+def test_the_peak_is_one_moment_not_the_sum_of_each_terms_highest() -> None:
+    # ZeRO-3, 8 cards: eighth 0 has a big layer and few activations, eighth 7 the reverse. The peak
+    # takes the larger of 4 B × 100 + 10 and 4 B × 10 + 300 (weights and gradients of the layer, bf16),
+    # not 4 B × 100 + 300.
+    rest = card_bytes(Stage.ZERO3, 800, 8, MIXED_ADAM)
+    eighths = moments((100, 10, 10, 10, 10, 10, 10, 10), (10, 0, 0, 0, 0, 0, 0, 300))
+    assert peak_bytes(Stage.ZERO3, 800, 8, MIXED_ADAM, eighths) == rest + max(4 * 100 + 10, 4 * 10 + 300)

@@ -6,9 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.domain.activations import Recompute
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.bands import MIXED_ADAM, RECIPES, Recipe, RecipeName, custom_recipe
+from app.domain.card import Moment, Pass
 from app.domain.fit import (
+    MAX_BATCH,
     LayerExtra,
     Run,
     communication_bytes,
@@ -19,7 +22,9 @@ from app.domain.fit import (
     stage_report,
 )
 from app.domain.quantities import ByteUnit
+from app.domain.scenario import Inputs, resolve
 from app.domain.stages import Stage
+from app.domain.step import step
 
 recipes = st.sampled_from(list(RECIPES.values()))
 
@@ -133,10 +138,10 @@ def test_the_layer_in_hand_counts_the_gradients_at_their_own_size() -> None:
     run = Run(params=800, gpus=8, recipe=custom_recipe(2, 4, 4, 8), largest_layer=100)
     # ZeRO-3, backward: the layer's whole weights gathered, 100 × 2 = 200 B, and its whole gradients
     # computed, 100 × 4 = 400 B. Forward: the weights only.
-    assert layer_extra(Stage.ZERO3, run, 100, backward=True) == LayerExtra(gathered=200, computed=400)
-    assert layer_extra(Stage.ZERO3, run, 100, backward=False) == LayerExtra(gathered=200, computed=0)
+    assert layer_extra(Stage.ZERO3, run, Moment(Pass.BACKWARD, 100)) == LayerExtra(gathered=200, computed=400)
+    assert layer_extra(Stage.ZERO3, run, Moment(Pass.FORWARD, 100)) == LayerExtra(gathered=200, computed=0)
     # ZeRO-2 keeps its weights whole, so it gathers nothing; it computes the 400 B of gradients.
-    assert layer_extra(Stage.ZERO2, run, 100, backward=True) == LayerExtra(gathered=0, computed=400)
+    assert layer_extra(Stage.ZERO2, run, Moment(Pass.BACKWARD, 100)) == LayerExtra(gathered=0, computed=400)
     # The peaks. ZeRO-3: a slice of 100 weights × (2 + 4 + 4 + 8) = 1,800 B, + 200 + 400 = 2,400 B.
     # ZeRO-2: the whole weights, 800 × 2 = 1,600 B, a slice of the rest, 100 × 16 = 1,600 B, + 400 = 3,600 B.
     assert peak_bytes(Stage.ZERO3, run) == 2_400
@@ -208,3 +213,72 @@ def test_zero3_cards_together_hold_the_whole_state(params: int, gpus: int, recip
 
 def test_defaults() -> None:
     assert Run().recipe is MIXED_ADAM
+
+
+# Activations: the runs a page draws, from a model's shape (app/domain/scenario.py).
+shaped = st.sampled_from([ModelName.LLAMA_3_8B, ModelName.LLAMA_3_70B, ModelName.GPT_3_175B])
+
+
+def _shaped_run(name: ModelName, gpus: int, batch: int, seq: int, recompute: Recompute, capacity: int | None) -> Run:
+    inputs = Inputs(model=name, gpus=gpus, batch=batch, seq=seq, recompute=recompute, capacity=capacity)
+    return resolve(inputs).run
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=shaped,
+    gpus=st.integers(1, 4096),
+    batch=st.integers(0, 64),
+    seq=st.integers(1, 32768),
+    recompute=st.sampled_from(list(Recompute)),
+    stage=st.sampled_from(list(Stage)),
+)
+def test_the_steps_highest_moment_is_the_peak(
+    name: ModelName, gpus: int, batch: int, seq: int, recompute: Recompute, stage: Stage
+) -> None:
+    scenario = resolve(Inputs(model=name, gpus=gpus, batch=batch, seq=seq, recompute=recompute))
+    phases = step(stage, scenario.run, scenario.columns)
+    assert max(p.live_bytes for p in phases) == peak_bytes(stage, scenario.run)
+    # At rest and after the backward, no activations; the most are kept at the backward's start.
+    assert phases[0].extra.activations == phases[-1].extra.activations == 0
+    assert max(p.extra.activations for p in phases) == phases[9].extra.activations
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=shaped,
+    gpus=st.integers(1, 4096),
+    seq=st.integers(1, 32768),
+    recompute=st.sampled_from(list(Recompute)),
+    capacity=st.integers(2**30, 2**40),
+)
+def test_the_largest_micro_batch_that_fits_fits_and_one_more_does_not(
+    name: ModelName, gpus: int, seq: int, recompute: Recompute, capacity: int
+) -> None:
+    for row in report(_shaped_run(name, gpus, 1, seq, recompute, capacity)):
+        largest = row.max_batch_that_fits
+        if largest is None:  # not even an empty micro-batch fits: the model states alone are too big
+            assert not stage_report(row.stage, _shaped_run(name, gpus, 0, seq, recompute, capacity)).fits
+            continue
+        assert stage_report(row.stage, _shaped_run(name, gpus, largest, seq, recompute, capacity)).fits
+        if largest < MAX_BATCH:
+            assert not stage_report(row.stage, _shaped_run(name, gpus, largest + 1, seq, recompute, capacity)).fits
+
+
+def test_no_activations_leave_the_seeds_and_the_papers_figures_alone() -> None:
+    # An empty micro-batch, or a bare count, adds nothing: peak_bytes is state_peak_bytes.
+    for run in (_shaped_run(ModelName.LLAMA_3_8B, 8, 0, 8192, Recompute.NONE, None), resolve(Inputs(batch=4)).run):
+        assert all(r.peak_bytes == r.state_peak_bytes and r.activation_bytes == 0 for r in report(run))
+
+
+def test_llama_8b_zero3_peak_by_hand() -> None:
+    # Llama 3 8B on 8 cards, s = 8192, b = 1, no recomputation. The peak is the backward's start, over
+    # the last eighth: 32 blocks' 1,376,780,288 B each, plus the output layer (final norm's and head's
+    # inputs, 2 × 2sbh = 134,217,728 B, and the logits, 4sbv = 4,202,692,608 B), on top of the state
+    # at rest (16,060,522,496 B) and the output head gathered and its gradients computed
+    # (2 × 2 B × 525,336,576 = 2,101,346,304 B).
+    run = _shaped_run(ModelName.LLAMA_3_8B, 8, 1, 8192, Recompute.NONE, None)
+    activations = 32 * 1_376_780_288 + 134_217_728 + 4_202_692_608
+    row = stage_report(Stage.ZERO3, run)
+    assert row.activation_bytes == activations
+    assert row.peak_bytes == 16_060_522_496 + 2_101_346_304 + activations

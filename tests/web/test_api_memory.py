@@ -38,7 +38,7 @@ def test_defaults_are_the_seed_run_and_capacity_fields_are_absent(client: TestCl
 
 
 def test_with_a_capacity(client: TestClient) -> None:
-    body = _memory(client, model="llama-3-70b", gpus="64", capacity="80GiB")
+    body = _memory(client, model="llama-3-70b", gpus="64", capacity="80GiB", batch="0")
     rows = body["stages"]
     assert [row["fits"] for row in rows] == [False, False, False, True]
     assert rows[-1]["peak_bytes"] == rows[-1]["per_gpu_bytes"] + 1_050_673_152 * 4
@@ -88,3 +88,53 @@ def test_bad_input_is_a_readable_422(client: TestClient, query: dict[str, str], 
     body = response.json()
     assert body["detail"][0]["loc"] == ["query", field]
     assert message in body["message"]
+
+
+# Korthikanti et al. 2022 with t = 1, GPT-3 175B at s = 2048, b = 1: sbh = 25,165,824 and 5as/h = 80.
+@pytest.mark.parametrize(
+    ("recompute", "per_layer"),
+    [("none", 25_165_824 * 114), ("selective", 25_165_824 * 34), ("full", 25_165_824 * 2)],
+)
+def test_gpt3_activations_are_korthikantis(client: TestClient, recompute: str, per_layer: int) -> None:
+    body = _memory(client, model="gpt-3-175b", gpus="1024", seq="2048", batch="1", recompute=recompute)
+    assert body["inputs"]["activations_counted"] is True
+    for row in body["stages"]:
+        assert row["activation_bytes_per_layer"] == per_layer
+        assert row["logits_bytes"] == 4 * 50_257 * 2048
+        assert row["peak_bytes"] == row["state_peak_bytes"] + row["activation_bytes"] or row["stage"] != "dp"
+
+
+def test_a_bare_count_has_no_activations(client: TestClient) -> None:
+    body = _memory(client, model="zero-7.5b", batch="8", capacity="80GB")
+    assert body["inputs"]["activations_counted"] is False
+    for row in body["stages"]:
+        assert row["activation_bytes"] == 0
+        assert row["peak_bytes"] == row["state_peak_bytes"]
+        assert "activation_bytes_per_layer" not in row
+        assert "max_batch_that_fits" not in row
+
+
+def test_the_largest_micro_batch_is_null_when_the_states_alone_are_over(client: TestClient) -> None:
+    # Llama 3 70B under data parallelism keeps 16 B × 70.6B weights, 1.1 TB: over an 80 GiB card. ZeRO-3
+    # on 64 cards keeps 17.6 GB, but one sequence of 8,192 tokens keeps 80 × 2.72 GB without
+    # recomputation: 0 fits. With full recomputation, 80 × 2sbh = 10.7 GB, and more than one fits.
+    rows = _memory(client, model="llama-3-70b", gpus="64", capacity="80GiB")["stages"]
+    assert rows[0]["max_batch_that_fits"] is None
+    assert rows[3]["max_batch_that_fits"] == 0
+    full = _memory(client, model="llama-3-70b", gpus="64", capacity="80GiB", recompute="full")["stages"]
+    assert full[3]["max_batch_that_fits"] > 1
+
+
+@pytest.mark.parametrize(
+    ("params", "said"),
+    [
+        ({"batch": "-1"}, "batch"),
+        ({"batch": "1.5"}, "batch"),
+        ({"seq": "0"}, "seq"),
+        ({"recompute": "some"}, "'none', 'selective' or 'full'"),
+    ],
+)
+def test_bad_micro_batches_are_422s_that_say_why(client: TestClient, params: dict[str, str], said: str) -> None:
+    answer = client.get("/api/memory", params={"model": "llama-3-8b", **params})
+    assert answer.status_code == 422
+    assert said in answer.json()["message"]

@@ -35,7 +35,7 @@ _BARS = [
     # ZeRO-1 adds nothing for a layer: the bar is its state at rest, 2 + 2 + 12/8 = 5.5 B/weight,
     # the master copy 0.5 of it. The 80 GiB card (86e9 B) is past the bar's end (44.2e9 B).
     (
-        "model=llama-3-8b&gpus=8&capacity=80GiB&stage=zero1",
+        "model=llama-3-8b&gpus=8&capacity=80GiB&stage=zero1&batch=0",
         {"band-weights": 200 / 5.5, "band-gradients": 200 / 5.5, "band-master": 50 / 5.5, "band-moments": 100 / 5.5},
         None,
         False,
@@ -63,7 +63,7 @@ _BARS = [
     # embedding, 525.3e6 weights × 2 B gathered and × 2 B computed: 2.1013e9 B, to scale, over half the bar.
     # A 4 GiB card (4.295e9 B) is past the peak (4.1088e9 B).
     (
-        "model=llama-3-8b&gpus=64&stage=zero3&capacity=4GiB",
+        "model=llama-3-8b&gpus=64&stage=zero3&capacity=4GiB&batch=0",
         {
             "band-weights": _LLAMA_8B * 2 / 64 / (_LLAMA_8B / 4 + _LLAMA_8B_EMBEDDING * 4) * 100,
             "gathered": _LLAMA_8B_EMBEDDING * 2 / (_LLAMA_8B / 4 + _LLAMA_8B_EMBEDDING * 4) * 100,
@@ -75,7 +75,7 @@ _BARS = [
     # Under data parallelism the same run does not fit: 16 B × 8.03e9 = 128.5e9 B against a 64 GiB card
     # (68.72e9 B), whose line is at 68.72 / 128.48 of the bar.
     (
-        "model=llama-3-8b&capacity=64GiB&stage=dp",
+        "model=llama-3-8b&capacity=64GiB&stage=dp&batch=0",
         {"band-master": 25.0},
         None,
         False,

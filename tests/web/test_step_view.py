@@ -182,7 +182,7 @@ def test_phase_out_of_range_is_a_readable_422(client: TestClient, phase: str) ->
 
 
 def test_api_step(client: TestClient) -> None:
-    body = client.get("/api/step", params={"stage": "zero3", "phase": "9", "model": "llama-3-8b"}).json()
+    body = client.get("/api/step", params={"stage": "zero3", "phase": "9", "model": "llama-3-8b", "batch": "0"}).json()
     assert (body["part"], body["column"], body["title"]) == ("backward", 7, "Backward pass, column 7")
     assert body["columns"][7]["label"] == "layers 30–32 of 32 and the output head"
     assert [t["collective"] for t in body["transfers"]] == ["all-gather", "reduce-scatter"]
@@ -192,7 +192,7 @@ def test_api_step(client: TestClient) -> None:
     assert body["state_bytes"] == 16_060_522_496
     assert (body["gathered_bytes"], body["computed_bytes"]) == (1_050_673_152, 1_050_673_152)
     assert body["live_bytes"] == 18_161_868_800
-    memory = client.get("/api/memory", params={"model": "llama-3-8b"}).json()
+    memory = client.get("/api/memory", params={"model": "llama-3-8b", "batch": "0"}).json()
     assert memory["stages"][3]["peak_bytes"] == body["live_bytes"]
     assert len(body["cells"]) == 8 * 8 * 4
     assert {c["holding"] for c in body["cells"] if c["column"] == 7 and c["band"] == "gradients"} == {"sent", "held"}

@@ -52,7 +52,7 @@ def test_zero_paper_figure_1_on_the_page(client: TestClient) -> None:
     [("80GiB", ["✗ does not fit", "✗ does not fit", "✗ does not fit", "✓ fits"]), ("", None)],
 )
 def test_verdicts_follow_the_capacity(client: TestClient, capacity: str, fits: list[str] | None) -> None:
-    tree = run_page(client, f"model=llama-3-70b&gpus=64&capacity={capacity}")
+    tree = run_page(client, f"model=llama-3-70b&gpus=64&capacity={capacity}&batch=0")
     if fits is None:
         assert tree.select("td.verdict-cell") == []
         assert tree.select(".bar .verdict") == []
@@ -114,7 +114,8 @@ def test_a_model_past_a_thousand_trillion_weights_keeps_its_t(client: TestClient
 def test_the_largest_model_that_fits_entered_fits_and_one_percent_more_does_not(
     client: TestClient, model: str, gpus: int, capacity: str, stage: str
 ) -> None:
-    tree = run_page(client, f"model={model}&gpus={gpus}&capacity={capacity}")
+    # Model states only: a count re-entered has no shape, so no activations (tests/web/test_activations.py).
+    tree = run_page(client, f"model={model}&gpus={gpus}&capacity={capacity}&batch=0")
     shown = text(tree, f"table.figures tr[data-stage={stage}] td.max-model").removesuffix(" weights")
     body = client.get("/api/memory", params={"model": model}).json()
     layer = body["inputs"].get("largest_layer")
@@ -157,3 +158,24 @@ def test_the_tables_model_column_reads_as_a_phrase_for_any_size(client: TestClie
     headings = [th.get_text(strip=True) for th in tree.select("table.figures thead th")]
     assert heading in headings
     assert {td["data-label"] for td in tree.select("table.figures td.per-gpu")} == {heading}
+
+
+def test_activations_and_the_largest_micro_batch_have_their_columns(client: TestClient) -> None:
+    tree = run_page(client, "model=llama-3-8b&capacity=80GiB&stage=zero3")
+    # Every stage keeps the same activations: 32 blocks × 1,376,780,288 B, the output layer's inputs
+    # (134,217,728 B) and the logits (4,202,692,608 B): 48,393,660,416 B = 45.1 GiB.
+    assert table_cells(tree, "td.activations") == ["45.1 GiB"] * 4
+    # DP's states alone are 119.7 GiB; ZeRO-1's 41.1 GiB + 45.1 GiB of activations is over 80 GiB.
+    assert table_cells(tree, "td.max-batch") == [
+        "none: the model states alone are too big",
+        "0: not one sequence",
+        "1 sequence",
+        "1 sequence",
+    ]
+
+
+def test_a_bare_count_has_no_activation_columns_and_says_why(client: TestClient) -> None:
+    tree = run_page(client, "model=zero-7.5b&capacity=80GB")
+    assert tree.select("td.activations") == []
+    assert tree.select("td.max-batch") == []
+    assert "no layers' shapes, so no activations are counted" in text(tree, ".grid-note")
