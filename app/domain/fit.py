@@ -18,6 +18,7 @@ from app.domain.card import ACTIVATIONS, Moment, layer_in_hand, term_bytes
 from app.domain.columns import COLUMNS
 from app.domain.communication import communication_p, transfers
 from app.domain.memory import DEFAULT_GPUS, DEFAULT_PARAMS, per_gpu_bytes
+from app.domain.overheads import DEFAULTS, OverheadItem, Overheads, overhead_items, total
 from app.domain.stages import Stage
 
 MAX_GPUS = 4096
@@ -40,6 +41,10 @@ class Run:
     """What one sequence keeps, from the model's shape; None for a bare weight count."""
     batch: int = 0
     """Sequences per micro-batch per GPU: 0 counts no activations."""
+    overheads: Overheads = DEFAULTS
+    """The overheads' settings: their figures are always worked out, to say what they would add."""
+    count_overheads: bool = False
+    """Whether the peak counts them (`overheads=1`); by default the theory alone, as the paper counts."""
 
     def __post_init__(self) -> None:
         if self.params < 1:
@@ -86,6 +91,10 @@ class StageReport:
     """Model states and the layer in hand at their own highest moment, as the ZeRO paper counts."""
     activation_bytes: int
     """Activations at the moment of `peak_bytes`."""
+    overheads: tuple[OverheadItem, ...]
+    """The overheads at that moment, counted in `peak_bytes` only with `overheads=1`."""
+    overhead_bytes: int
+    """Those counted: all of them, or 0."""
     fits: bool | None
     headroom_bytes: int | None
     max_params_that_fit: int | None
@@ -146,14 +155,42 @@ def peak_extra(stage: Stage, run: Run) -> LayerExtra:
     return layer_extra(stage, run, peak_moment(stage, run))
 
 
-def peak_bytes(stage: Stage, run: Run) -> int:
-    """The most a card holds during the step: its state, plus the most it holds beyond it at one moment."""
+def theory_peak_bytes(stage: Stage, run: Run) -> int:
+    """The theory's peak: model states, the layer in hand and activations at the step's highest moment."""
     return card.peak_bytes(stage, run.params, run.gpus, run.recipe, run.moments)
+
+
+def overheads(stage: Stage, run: Run) -> tuple[OverheadItem, ...]:
+    """The overheads a card holds at its highest moment, counted or not.
+
+    The allocator keeps what it reserved at the peak, so they are drawn the same at every moment.
+    """
+    recipe, moment = run.recipe, peak_moment(stage, run)
+    return overhead_items(
+        stage,
+        run.params,
+        run.gpus,
+        recipe.nbytes(Band.WEIGHTS),
+        recipe.nbytes(Band.GRADIENTS),
+        theory_peak_bytes(stage, run),
+        moment.layer,
+        run.overheads,
+    )
+
+
+def counted_overhead_bytes(stage: Stage, run: Run) -> int:
+    """The overheads the peak counts: all of them with `overheads=1`, none by default."""
+    return total(overheads(stage, run)) if run.count_overheads else 0
+
+
+def peak_bytes(stage: Stage, run: Run) -> int:
+    """The most a card holds during the step: the theory's peak, plus the overheads when counted."""
+    return theory_peak_bytes(stage, run) + counted_overhead_bytes(stage, run)
 
 
 def state_peak_bytes(stage: Stage, run: Run) -> int:
     """The peak of model states and the layer in hand alone: the ZeRO paper's and the seed's figure."""
-    return peak_bytes(stage, replace(run, batch=0))
+    return theory_peak_bytes(stage, replace(run, batch=0))
 
 
 def _peak_for(stage: Stage, run: Run, params: int) -> int:
@@ -209,6 +246,7 @@ def max_batch_that_fits(stage: Stage, run: Run) -> int | None:
 def stage_report(stage: Stage, run: Run) -> StageReport:
     """Memory, traffic and fit of one stage."""
     peak = peak_bytes(stage, run)
+    items = overheads(stage, run)
     capacity = run.capacity
     state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe)
     return StageReport(
@@ -222,6 +260,8 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         peak_bytes=peak,
         state_peak_bytes=state_peak_bytes(stage, run),
         activation_bytes=peak_extra(stage, run).activations,
+        overheads=items,
+        overhead_bytes=total(items) if run.count_overheads else 0,
         fits=None if capacity is None else peak <= capacity,
         headroom_bytes=None if capacity is None else capacity - peak,
         max_params_that_fit=max_params_that_fit(stage, run),

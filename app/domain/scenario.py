@@ -13,6 +13,7 @@ from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, cust
 from app.domain.columns import COLUMNS, Column, model_columns
 from app.domain.fit import Run
 from app.domain.memory import DEFAULT_GPUS
+from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.quantities import ByteUnit
 
 DEFAULT_MODEL = ModelName.SEED_30B
@@ -65,6 +66,8 @@ class Inputs:
     batch: int = 1
     seq: int | None = None
     recompute: Recompute = Recompute.NONE
+    overheads: Overheads = DEFAULTS
+    count_overheads: bool = False
 
 
 def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, ModelPreset | None]:
@@ -123,5 +126,7 @@ def resolve(inputs: Inputs) -> Scenario:
         column_layers=tuple(column.largest_layer for column in columns),
         activations=for_one_sequence(architecture, params, seq, inputs.recompute) if architecture else None,
         batch=inputs.batch,
+        overheads=inputs.overheads,
+        count_overheads=inputs.count_overheads,
     )
     return Scenario(run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq)

@@ -28,7 +28,7 @@ from app.domain.bands import Band
 from app.domain.card import AT_REST, Moment
 from app.domain.columns import COLUMNS, Column
 from app.domain.communication import Collective
-from app.domain.fit import LayerExtra, Run, layer_extra
+from app.domain.fit import LayerExtra, Run, counted_overhead_bytes, layer_extra
 from app.domain.memory import per_gpu_bytes
 from app.domain.sharding import CellState
 from app.domain.stages import OPTIMIZER_STATE, Stage
@@ -141,11 +141,13 @@ class Phase:
     """What every card keeps at rest."""
     extra: LayerExtra
     """What every card holds beyond that for the layer in hand."""
+    overhead_bytes: int = 0
+    """The overheads, when counted: the same at every moment (`fit.overheads`)."""
 
     @property
     def live_bytes(self) -> int:
         """What each card holds during this phase; every card holds the same amount."""
-        return self.state_bytes + self.extra.total
+        return self.state_bytes + self.extra.total + self.overhead_bytes
 
     @property
     def sharded(self) -> frozenset[Band]:
@@ -253,6 +255,7 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ..
         raise ValueError(f"a step walks across {COLUMNS} columns")
     sharded = stage.sharded if run.gpus > 1 else frozenset()
     state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe)
+    overhead = counted_overhead_bytes(stage, run)
     phases: list[Phase] = []
     tally = Fraction(0)
     for index in range(PHASES):
@@ -261,7 +264,7 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ..
         transfers = _transfers(stage, sharded, index, part, column) if run.gpus > 1 else ()
         tally += sum((t.volume_p for t in transfers), start=Fraction(0))
         extra = layer_extra(stage, run, _moment(run, columns, part, column))
-        phases.append(Phase(stage, run.gpus, index, part, column, transfers, tally, state, extra))
+        phases.append(Phase(stage, run.gpus, index, part, column, transfers, tally, state, extra, overhead))
     return tuple(phases)
 
 

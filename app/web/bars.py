@@ -14,7 +14,7 @@ from fractions import Fraction
 
 from app.domain.activations import Recompute
 from app.domain.bands import BandSpec, Recipe
-from app.domain.fit import LayerExtra, Run, peak_bytes, peak_extra
+from app.domain.fit import LayerExtra, Run, counted_overhead_bytes, peak_bytes, peak_extra
 from app.domain.memory import band_bytes, per_gpu_bytes
 from app.domain.scenario import NO_SHAPE, Scenario
 from app.domain.stages import Stage
@@ -115,7 +115,10 @@ def bar_view(
         add("sent", extra.computed, "one layer's gradients, computed here before they are reduce-scattered")
     if extra.activations:
         add("activations", extra.activations, "activations kept for the backward pass")
-    now = per_gpu_bytes(stage, run.params, run.gpus, run.recipe) + extra.total
+    overhead = counted_overhead_bytes(stage, run)
+    if overhead:
+        add("overheads", overhead, "overheads: CUDA context, NCCL buffers, buckets and fragmentation")
+    now = per_gpu_bytes(stage, run.params, run.gpus, run.recipe) + extra.total + overhead
     if peak > now:
         add("peak", peak - now, "peak so far, above now")
     capacity = run.capacity
@@ -182,4 +185,5 @@ def bar_keys(stage: Stage, run: Run) -> tuple[str, ...]:
         *(("gathered",) if extra.gathered else ()),
         *(("sent",) if extra.computed else ()),
         *(("activations",) if extra.activations else ()),
+        *(("overheads",) if counted_overhead_bytes(stage, run) else ()),
     )

@@ -7,7 +7,7 @@ what is accepted: the count and size grammars are the domain's own patterns.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import Any
 
@@ -20,6 +20,7 @@ from app.domain.bands import MAX_CUSTOM_BAND_BYTES, RecipeName
 from app.domain.fit import MAX_BATCH, MAX_GPUS
 from app.domain.measured import IMPLS, Impl, default_impl
 from app.domain.memory import DEFAULT_GPUS
+from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, ambiguity, parse_bytes, parse_count
 from app.domain.scenario import Inputs
 from app.domain.stages import Stage
@@ -32,9 +33,18 @@ _COUNT_EXAMPLES = (
 _BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 80e9 (at most four digits before GB, GiB, TB or TiB)"
 
 # What a person is told when a text field does not match its pattern (the regex itself is no help).
-FIELD_HINTS = {"params": _COUNT_EXAMPLES, "largest_layer": _COUNT_EXAMPLES, "capacity": _BYTES_EXAMPLES}
+FIELD_HINTS = {
+    "params": _COUNT_EXAMPLES,
+    "largest_layer": _COUNT_EXAMPLES,
+    "capacity": _BYTES_EXAMPLES,
+    "cuda_context": _BYTES_EXAMPLES,
+    "nccl_per_group": _BYTES_EXAMPLES,
+    "reduce_bucket_size": _COUNT_EXAMPLES.replace("weights", "elements"),
+    "prefetch_bucket_size": _COUNT_EXAMPLES.replace("weights", "elements"),
+    "max_live_parameters": _COUNT_EXAMPLES.replace("weights", "elements"),
+}
 # The fields read as memory sizes, where a bare G or T deserves its own answer (GB or GiB?).
-SIZE_FIELDS = frozenset({"capacity"})
+SIZE_FIELDS = frozenset({"capacity", "cuda_context", "nccl_per_group"})
 
 
 class Theme(StrEnum):
@@ -56,6 +66,10 @@ def _blank_or(pattern: str) -> str:
 
 def _count(text: str | None) -> int | None:
     return parse_count(text) if text and text.strip() else None
+
+
+def _size(text: str | None) -> int | None:
+    return parse_bytes(text) if text and text.strip() else None
 
 
 class RunQuery(BaseModel):
@@ -104,6 +118,51 @@ class RunQuery(BaseModel):
         # The form sends a blank field as an empty string: the model's own context.
         return None if value == "" else value
 
+    overheads: bool = Field(
+        False,
+        description="1: count the overheads (CUDA context, NCCL buffers, buckets, fragmentation) in the peak; "
+        "0: the theory alone, as the ZeRO paper counts. docs/overheads.md.",
+    )
+    cuda_context: str | None = Field(
+        None, pattern=_blank_or(BYTES_PATTERN), description=f"The CUDA context per process: {_BYTES_EXAMPLES}."
+    )
+    nccl_per_group: str | None = Field(
+        None, pattern=_blank_or(BYTES_PATTERN), description=f"NCCL's buffers per communicator: {_BYTES_EXAMPLES}."
+    )
+    process_groups: int = Field(DEFAULTS.process_groups, ge=0, le=64, description="Communicators per process.")
+    gradient_as_bucket_view: bool = Field(
+        DEFAULTS.gradient_as_bucket_view, description="DDP's gradients as views into its buckets (1): no copy."
+    )
+    reduce_bucket_size: str | None = Field(
+        None, pattern=_blank_or(COUNT_PATTERN), description="DeepSpeed's reduce_bucket_size, in elements (5e8)."
+    )
+    prefetch_bucket_size: str | None = Field(
+        None, pattern=_blank_or(COUNT_PATTERN), description="ZeRO-3's stage3_prefetch_bucket_size, in elements (5e7)."
+    )
+    max_live_parameters: str | None = Field(
+        None, pattern=_blank_or(COUNT_PATTERN), description="ZeRO-3's stage3_max_live_parameters, in elements (1e9)."
+    )
+    fragmentation: int = Field(
+        DEFAULTS.fragmentation, ge=0, le=100, description="Percent the caching allocator holds beyond its tensors."
+    )
+
+    def settings(self) -> Overheads:
+        """The overheads' settings: each given one, else its default."""
+        given = {
+            "cuda_context": _size(self.cuda_context),
+            "nccl_per_group": _size(self.nccl_per_group),
+            "reduce_bucket_size": _count(self.reduce_bucket_size),
+            "prefetch_bucket_size": _count(self.prefetch_bucket_size),
+            "max_live_parameters": _count(self.max_live_parameters),
+        }
+        return replace(
+            DEFAULTS,
+            process_groups=self.process_groups,
+            gradient_as_bucket_view=self.gradient_as_bucket_view,
+            fragmentation=self.fragmentation,
+            **{name: value for name, value in given.items() if value is not None},
+        )
+
     def inputs(self) -> Inputs:
         """The domain's inputs, with texts read as counts and sizes."""
         return Inputs(
@@ -113,11 +172,13 @@ class RunQuery(BaseModel):
             recipe=self.recipe,
             band_bytes=(self.weights_bytes, self.gradients_bytes, self.master_bytes, self.moments_bytes),
             largest_layer=_count(self.largest_layer),
-            capacity=parse_bytes(self.capacity) if self.capacity and self.capacity.strip() else None,
+            capacity=_size(self.capacity),
             units=self.units,
             batch=self.batch,
             seq=self.seq,
             recompute=self.recompute,
+            overheads=self.settings(),
+            count_overheads=self.overheads,
         )
 
     def canonical(self) -> dict[str, str]:

@@ -39,6 +39,11 @@ class Links:
         """The parameters every address carries besides the stage and the phase."""
         return (*self.run, *self.options)
 
+    def setting(self, name: str, value: str | None) -> Links:
+        """The same addresses with one run parameter set to `value`, or left out (None: its default)."""
+        run = tuple((k, v) for k, v in self.run if k != name)
+        return replace(self, run=run if value is None else (*run, (name, value)))
+
     def themed(self, theme: Theme) -> Links:
         """The same addresses in another theme."""
         return replace(self, theme=theme)

@@ -117,6 +117,15 @@ class LayoutOut(BaseModel):
         )
 
 
+class OverheadOut(BaseModel):
+    """One overhead on one card, at its highest moment."""
+
+    name: str
+    bytes: int
+    source: str = Field(description="Where its default comes from: an issue, documentation or the code.")
+    parameter: str = Field(description="The URL parameter that sets it.")
+
+
 class MemoryRow(BaseModel):
     """One stage of the described run."""
 
@@ -144,6 +153,10 @@ class MemoryRow(BaseModel):
     )
     logits_bytes: int | None = Field(
         None, description="The loss's fp32 log-probabilities, 4 × vocab × seq × batch; absent without a shape."
+    )
+    overhead_bytes: int = Field(description="The overheads counted in peak_bytes: their sum with overheads=1, else 0.")
+    overheads: list[OverheadOut] = Field(
+        description="Every overhead at the peak, counted or not; their sum is what overheads=1 adds."
     )
     fits: bool | None = Field(None, description="Whether the peak fits the capacity (only with a capacity).")
     headroom_bytes: int | None = Field(
@@ -191,6 +204,10 @@ class MemoryRow(BaseModel):
             activation_bytes=row.activation_bytes,
             activation_bytes_per_layer=shape.per_layer * run.batch if shape else None,
             logits_bytes=shape.logits * run.batch if shape else None,
+            overhead_bytes=row.overhead_bytes,
+            overheads=[
+                OverheadOut(name=o.name, bytes=o.nbytes, source=o.source, parameter=o.parameter) for o in row.overheads
+            ],
             fits=row.fits,
             headroom_bytes=row.headroom_bytes,
             max_params_that_fit=row.max_params_that_fit,
@@ -219,6 +236,7 @@ class ResolvedInputs(BaseModel):
     batch: int = Field(description="Sequences per micro-batch, per GPU.")
     seq: int = Field(description="Tokens per sequence: as given, else the model's context.")
     recompute: Recompute
+    overheads: bool = Field(description="Whether the peak counts the overheads (overheads=1).")
     activations_counted: bool = Field(
         description="False for a bare weight count (no shape to count them from) or an empty micro-batch."
     )
@@ -251,6 +269,7 @@ class MemoryOut(BaseModel):
                 batch=run.batch,
                 seq=scenario.seq,
                 recompute=run.activations.recompute if run.activations else Recompute.NONE,
+                overheads=run.count_overheads,
                 activations_counted=run.activations is not None and run.batch > 0,
             ),
             stages=[MemoryRow.of(row, run) for row in report(run)],

@@ -32,6 +32,16 @@ class StageLink:
 
 
 @dataclass(frozen=True)
+class OverheadRow:
+    """One overhead of the stage shown, as the list under the table gives it."""
+
+    name: str
+    size: str
+    source: str
+    parameter: str
+
+
+@dataclass(frozen=True)
 class StageView:
     """Everything drawn for the chosen stage of the described run."""
 
@@ -52,6 +62,10 @@ class StageView:
     capacity: str | None
     activations: bool
     """Whether activations are counted from a shape: the table then has their columns."""
+    overheads_counted: bool
+    overheads_href: str
+    """The same view with the overheads counted, or not: the other way."""
+    overheads: tuple[OverheadRow, ...]
     boundary: Boundary
     notes: tuple[str, ...]
     step: StepView | None = None
@@ -131,6 +145,11 @@ def stage_view(
         rows=table_rows(stage, link, rows, scenario),
         capacity=None if run.capacity is None else units.show(run.capacity),
         activations=run.activations is not None,
+        overheads_counted=run.count_overheads,
+        overheads_href=link.setting("overheads", None if run.count_overheads else "1").at(stage, phase),
+        overheads=tuple(
+            OverheadRow(item.name, units.show(item.nbytes), item.source, item.parameter) for item in chosen.overheads
+        ),
         boundary=boundary(scenario),
         notes=scenario.notes,
         step=stepping,

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from app.domain.communication import transfers
 from app.domain.fit import MAX_BATCH, UNKNOWN_LAYER_RULE, StageReport, layer_exceeds_card
+from app.domain.overheads import total
 from app.domain.quantities import LARGEST_COUNT, ByteUnit, per_weight
 from app.domain.quantities import count_label as params_label
 from app.domain.scenario import Scenario
@@ -32,6 +33,8 @@ class TableRow:
     headroom: str | None
     max_model: str | None
     max_batch: str | None
+    overheads: str
+    """What the overheads come to, counted in the peak or not."""
     current: bool
 
 
@@ -67,6 +70,7 @@ def table_rows(
             headroom=None if r.headroom_bytes is None else _headroom(r.headroom_bytes, units),
             max_model=_max_model(r),
             max_batch=_max_batch(r) if counted else None,
+            overheads=units.show(total(r.overheads)),
             current=r.stage is current,
         )
         for r in rows

@@ -282,3 +282,16 @@ def test_llama_8b_zero3_peak_by_hand() -> None:
     row = stage_report(Stage.ZERO3, run)
     assert row.activation_bytes == activations
     assert row.peak_bytes == 16_060_522_496 + 2_101_346_304 + activations
+
+
+@settings(max_examples=40, deadline=None)
+@given(name=shaped, gpus=st.integers(1, 4096), batch=st.integers(0, 8), stage=st.sampled_from(list(Stage)))
+def test_counted_overheads_are_the_same_at_every_moment_and_the_peak_is_still_the_steps_highest(
+    name: ModelName, gpus: int, batch: int, stage: Stage
+) -> None:
+    scenario = resolve(Inputs(model=name, gpus=gpus, batch=batch, count_overheads=True))
+    phases = step(stage, scenario.run, scenario.columns)
+    row = stage_report(stage, scenario.run)
+    assert row.overhead_bytes == sum(item.nbytes for item in row.overheads) > 0
+    assert {p.overhead_bytes for p in phases} == {row.overhead_bytes}
+    assert max(p.live_bytes for p in phases) == row.peak_bytes

@@ -138,3 +138,32 @@ def test_bad_micro_batches_are_422s_that_say_why(client: TestClient, params: dic
     answer = client.get("/api/memory", params={"model": "llama-3-8b", **params})
     assert answer.status_code == 422
     assert said in answer.json()["message"]
+
+
+def test_overheads_are_listed_always_and_counted_on_request(client: TestClient) -> None:
+    theory = _memory(client, model="llama-3-8b", gpus="8", stage="zero2", capacity="80GiB")["stages"][2]
+    counted = _memory(client, model="llama-3-8b", gpus="8", capacity="80GiB", overheads="1")["stages"][2]
+    names = [o["name"] for o in theory["overheads"]]
+    assert names == ["CUDA context", "NCCL buffers", "Reduce bucket", "Allocator fragmentation"]
+    assert all(o["source"].startswith("https://") for o in theory["overheads"])
+    assert theory["overhead_bytes"] == 0
+    # By hand: 400 MiB + 688 MiB + 5e8 × 2 B, then 10 % of the theory's peak and the bucket, rounded up.
+    fixed = 400 * 2**20 + 688 * 2**20
+    margin = -(-(theory["peak_bytes"] + 1_000_000_000) // 10)
+    assert counted["overhead_bytes"] == fixed + 1_000_000_000 + margin
+    assert counted["peak_bytes"] == theory["peak_bytes"] + counted["overhead_bytes"]
+    assert counted["state_peak_bytes"] == theory["state_peak_bytes"]
+
+
+def test_an_overhead_set_by_its_parameter(client: TestClient) -> None:
+    rows = _memory(client, model="llama-3-8b", overheads="1", cuda_context="1GiB", fragmentation="0")["stages"]
+    assert rows[0]["overheads"][0] == {
+        "name": "CUDA context",
+        "bytes": 2**30,
+        "source": "https://github.com/pytorch/pytorch/issues/109888",
+        "parameter": "cuda_context",
+    }
+    assert rows[0]["overheads"][-1]["bytes"] == 0
+    bad = client.get("/api/memory", params={"fragmentation": "101"})
+    assert bad.status_code == 422
+    assert "fragmentation" in bad.json()["message"]

@@ -105,7 +105,7 @@ def test_projector_is_a_class_on_the_page_and_every_address_keeps_it(client: Tes
     assert one(tree, "html").get("class") == ["theme-projector"]
     links = [
         str(tag.get("href") or tag.get("hx-get"))
-        for tag in tree.select("#widget a[href], #widget a[hx-get], .masthead a[href]")
+        for tag in tree.select("#widget a[href]:not(.source), #widget a[hx-get], .masthead a[href]")
         if tag.get("id") != "theme-toggle"
         and not str(tag.get("href") or "").startswith("#")
         # A snippet for a course page embeds the default theme: the frame is a column, not a projector.

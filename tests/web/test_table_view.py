@@ -179,3 +179,21 @@ def test_a_bare_count_has_no_activation_columns_and_says_why(client: TestClient)
     assert tree.select("td.activations") == []
     assert tree.select("td.max-batch") == []
     assert "no layers' shapes, so no activations are counted" in text(tree, ".grid-note")
+
+
+def test_the_overheads_are_one_click_from_the_verdict_and_back(client: TestClient) -> None:
+    tree = run_page(client, "model=llama-3-8b&capacity=80GiB&stage=zero3")
+    hints = tree.select("td.verdict-cell a.overhead-hint")
+    assert len(hints) == 4
+    said = hints[3].get_text(" ", strip=True)
+    assert said.startswith("+ ")
+    assert said.endswith("of overheads: count them")
+    counted = run_page(client, str(hints[3]["href"]).split("?", 1)[1].split("#")[0])
+    assert counted.select("td.verdict-cell a.overhead-hint") == []
+    assert len(counted.select("td.overheads")) == 4
+    assert one(counted, "#grid .card .bar rect.overheads") is not None
+    # The list under the table names each item with its source, and the way back to the theory alone.
+    items = [text(row, "th") for row in counted.select("table.overhead-items tbody tr")]
+    assert items == ["CUDA context", "NCCL buffers", "Reduce bucket", "Prefetched weights", "Allocator fragmentation"]
+    back = one(counted, "details.overheads p a")
+    assert "overheads=" not in str(back["href"])
