@@ -260,8 +260,8 @@ class TermTable:
 
     @property
     def unexplained(self) -> int:
-        """Bytes of difference no reason names: 0 when the explanation is complete."""
-        return sum(row.difference - row.named for row in self.rows)
+        """Bytes of difference no reason names, term by term: 0 when the explanation is complete."""
+        return sum(abs(row.difference - row.named) for row in self.rows)
 
 
 @dataclass(frozen=True)
