@@ -367,7 +367,9 @@ def _kernel_note(block: MeasuredBlock) -> KernelNote:
     difference = block.variant.nbytes - block.choice(Recompute.NONE).nbytes
 
     def said(found: dict[str, list[SavedTensor]], names: list[str]) -> str:
-        return "; ".join(f"{n} ({len(found[n])} × {found[n][0].dtype}, {sum(t.bytes for t in found[n]):,} B)" for n in names)
+        return "; ".join(
+            f"{n} ({len(found[n])} × {found[n][0].dtype}, {sum(t.bytes for t in found[n]):,} B)" for n in names
+        )
 
     gone = [n for n in base if n not in variant]
     new = [n for n in variant if n not in base]

@@ -117,7 +117,7 @@ class _RMSNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not self.fused:
             return F.rms_norm(x, (HIDDEN,), self.weight, 1e-5)
-        out, rstd = _FusedRMSNorm.apply(x, self.weight, 1e-5)
+        out, rstd = _FusedRMSNorm.apply(x, self.weight, 1e-5)  # type: ignore[no-untyped-call]
         self.tags.tag("RMSNorm's reciprocal RMS", rstd)
         assert isinstance(out, torch.Tensor)
         return out
@@ -172,6 +172,7 @@ class GPTBlock(_Block):
         return out
 
     def attention_core(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Scores, causal mask, softmax, dropout, attention over V: what selective recomputes."""
         s = q.shape[2]
         # The causal mask made here and added, as a fused scale-mask-softmax applies it: nothing kept.
         causal = torch.full((s, s), float("-inf"), dtype=q.dtype).triu(1)
@@ -181,6 +182,7 @@ class GPTBlock(_Block):
         return torch.matmul(dropped, v)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The block, naming each tensor the formula counts."""
         tag = self.tags.tag
         tag("attention norm's input", x)
         y = tag("Q, K and V projections' input", self.norm1(x))
@@ -214,15 +216,21 @@ class LlamaBlock(_Block):
 
     def _rotary(self, x: torch.Tensor) -> torch.Tensor:
         first, second = x.chunk(2, dim=-1)
-        cos, sin = self.tags.tag("rotary's cos", self.cos), self.tags.tag("rotary's sin", self.sin)
+        cos, sin = self.cos, self.sin
+        assert isinstance(cos, torch.Tensor)
+        assert isinstance(sin, torch.Tensor)
+        self.tags.tag("rotary's cos", cos)
+        self.tags.tag("rotary's sin", sin)
         return x * cos + torch.cat([-second, first], dim=-1) * sin
 
     def attention_core(self, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+        """Flash-style attention: the CPU's fused kernel, grouped-query heads handled inside it."""
         out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
         assert isinstance(out, torch.Tensor)
         return out
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The block, naming each tensor the formula counts."""
         tag = self.tags.tag
         tag("attention norm's input", x)
         y = tag("Q, K and V projections' input", self.norm1(x))
@@ -237,7 +245,8 @@ class LlamaBlock(_Block):
         gate = tag("gate's output (SiLU's input)", self.gate(y))
         silu = tag("SiLU's output", F.silu(gate))
         up = tag("up projection's output", self.up(y))
-        return x + self.down(tag("down projection's input", silu * up))
+        out: torch.Tensor = x + self.down(tag("down projection's input", silu * up))
+        return out
 
 
 class GPTHead(nn.Module):
@@ -250,6 +259,7 @@ class GPTHead(nn.Module):
         self.norm = nn.LayerNorm(HIDDEN)
 
     def forward(self, ids: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Embedding to loss, naming each tensor the formula counts."""
         tag = self.tags.tag
         positions = tag("position embedding's indices", torch.arange(ids.shape[1]))
         x = self.tokens(tag("token embedding's indices", ids)) + self.positions(positions)
@@ -270,13 +280,16 @@ class LlamaHead(nn.Module):
         self.head = nn.Linear(HIDDEN, VOCAB, bias=False)
 
     def forward(self, ids: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+        """Embedding to loss, naming each tensor the formula counts."""
         tag = self.tags.tag
         x = self.tokens(tag("token embedding's indices", ids))
         y = tag("output head's input", self.norm(tag("final norm's input", x)))
         return _loss(tag, self.head(y), targets)
 
 
-def _loss(tag: Callable[[str, torch.Tensor], torch.Tensor], logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+def _loss(
+    tag: Callable[[str, torch.Tensor], torch.Tensor], logits: torch.Tensor, targets: torch.Tensor
+) -> torch.Tensor:
     """fp32 cross-entropy: the log-softmax in fp32, as the logits' 4sbv counts it."""
     logprobs = tag("logits, as fp32 log-probabilities", torch.log_softmax(logits.float(), dim=-1))
     return F.nll_loss(logprobs.view(-1, VOCAB), targets.view(-1))
@@ -322,11 +335,13 @@ def _record(run: Callable[[], torch.Tensor], module: nn.Module, tags: _Tags) -> 
     for tensor in saved:
         storage = tensor.untyped_storage()
         address = storage.data_ptr()
-        entry = {
-            "dtype": str(tensor.dtype).removeprefix("torch."),
+        dtype = str(tensor.dtype).removeprefix("torch.")
+        saved_by = sorted(set(operators.get(address, [])))
+        entry: dict[str, Any] = {
+            "dtype": dtype,
             "shape": list(tensor.shape),
             "bytes": storage.nbytes(),
-            "saved_by": sorted(set(operators.get(address, []))),
+            "saved_by": saved_by,
         }
         if address in params:
             excluded.setdefault(address, {"name": params[address], **entry})
@@ -334,11 +349,12 @@ def _record(run: Callable[[], torch.Tensor], module: nn.Module, tags: _Tags) -> 
         if address in tensors:
             continue  # the same storage saved again, or a view of it: counted once
         name = tags.name_of(address)
-        keys = [tuple(op.split(".", 1)) for op in entry["saved_by"]]
-        keys += [(*key, entry["dtype"]) for key in keys]  # the narrower names last
+        keys = [tuple(op.split(".", 1)) for op in saved_by]
+        keys += [(*key, dtype) for key in keys]  # the narrower names last
         name = name or next((OPERATOR_NAMES[key] for key in keys if key in OPERATOR_NAMES), None)
         tensors[address] = {"name": name, **entry}
-    out.float().sum().backward()  # the block trains: its backward runs on what was kept
+    # The block trains: its backward runs on what was kept.
+    out.float().sum().backward()  # type: ignore[no-untyped-call]
     tags.named.clear()
     return {"tensors": list(tensors.values()), "excluded": list(excluded.values())}
 
@@ -353,7 +369,9 @@ def _block_run(block: _Block, choice: str) -> Callable[[], torch.Tensor]:
             out = checkpoint(block, x, use_reentrant=False)
             assert isinstance(out, torch.Tensor)
             return out
-        return block(x)
+        out = block(x)
+        assert isinstance(out, torch.Tensor)
+        return out
 
     return run
 

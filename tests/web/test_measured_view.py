@@ -7,8 +7,8 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
-from fastapi.testclient import TestClient
 from bs4 import BeautifulSoup
+from fastapi.testclient import TestClient
 from pydantic import TypeAdapter
 
 from app.domain.measured import (
