@@ -23,6 +23,12 @@ from typing import Any
 from app.domain.bands import RECIPES, Band, Recipe, RecipeName
 from app.domain.columns import model_columns
 from app.domain.fit import Run
+from app.domain.measured_activations import (
+    ActivationsComparison,
+    ActivationsSnapshot,
+    compare_activations,
+    parse_activations,
+)
 from app.domain.memory import band_bytes, per_gpu_bytes
 from app.domain.sharding import CellState, layout
 from app.domain.stages import Stage
@@ -188,6 +194,8 @@ class Snapshot:
     model: ToyModel
     seconds: float
     arrangements: tuple[Measured, ...]
+    activations: ActivationsSnapshot
+    """Two small blocks' saved tensors, term by term (`app.domain.measured_activations`)."""
 
     def arrangement(self, stage: Stage, impl: Impl) -> Measured:
         """One arrangement; KeyError if it was not measured."""
@@ -254,6 +262,7 @@ def parse(data: Mapping[str, Any]) -> Snapshot:
                 )
                 for a in data["arrangements"]
             ),
+            activations=parse_activations(data["activations"]),
         )
     except (KeyError, TypeError, ValueError) as error:
         if isinstance(error, SnapshotError):
@@ -371,6 +380,8 @@ class Comparison:
     seconds: float
     """Wall time of the whole measurement."""
     arrangements: tuple[Agreement, ...]
+    activations: ActivationsComparison
+    """Two small blocks' activations, formula against measurement, every byte of difference named."""
 
 
 def _differences(snapshot: Snapshot, measured: Measured, rank: RankHeld) -> tuple[Difference, ...]:
@@ -499,6 +510,7 @@ def comparison(snapshot: Snapshot) -> Comparison:
         layer_weights=toy.layer_weights,
         seconds=snapshot.seconds,
         arrangements=tuple(compare(snapshot, m) for m in snapshot.arrangements),
+        activations=compare_activations(snapshot.activations),
     )
 
 

@@ -34,6 +34,8 @@ import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 from torch import nn  # noqa: E402
 
+from app.measure.activations import measure_activations  # noqa: E402
+
 WORLD_SIZE = 8
 LAYERS = 8
 DIM = 64
@@ -365,4 +367,5 @@ def measure() -> dict[str, Any]:
         "model": {"layers": LAYERS, "rows": DIM, "columns": DIM, "bias": False, "batch": BATCH, "steps": STEPS},
         "seconds": round(time.perf_counter() - began, 1),
         "arrangements": arrangements,
+        "activations": measure_activations(),
     }

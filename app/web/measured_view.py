@@ -24,6 +24,7 @@ from app.domain.measured import (
     default_impl,
     parse,
 )
+from app.domain.measured_activations import ActivationsComparison, TermTable, compare_activations
 from app.domain.sharding import CellState
 from app.domain.stages import Stage
 from app.measure import SNAPSHOT
@@ -99,6 +100,42 @@ class Curve:
 
 
 @dataclass(frozen=True)
+class TermRowView:
+    """One term of an activations table, its bytes written out."""
+
+    term: str
+    formula: str
+    formula_bytes: str
+    measured: str
+    difference: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ActivationsTableView:
+    """One block (or output layer) under one recompute choice: the formula's terms against the measured."""
+
+    id: str
+    caption: str
+    rows: tuple[TermRowView, ...]
+    formula_total: str
+    measured_total: str
+    difference: str
+    summary: str
+    excluded: str
+    note: str
+
+
+@dataclass(frozen=True)
+class ActivationsView:
+    """The section "Activations, formula against measurement"."""
+
+    intro: str
+    tables: tuple[ActivationsTableView, ...]
+    kernels: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class MeasuredView:
     """The whole page for one arrangement."""
 
@@ -123,6 +160,7 @@ class MeasuredView:
     legend: tuple[BandSpec, ...]
     back_href: str
     source: str
+    activations: ActivationsView
 
 
 def _bytes(n: int) -> str:
@@ -193,6 +231,56 @@ def _curve(agreement: Agreement, stage: Stage, impl: Impl) -> Curve:
         "hides the model's dashed one."
         if hidden
         else "",
+    )
+
+
+BLOCK_TITLES = {
+    "gpt": "GPT-style block (Korthikanti et al. 2022's: LayerNorm, scores kept, dropout)",
+    "llama": "Llama-style block (RMSNorm, grouped-query attention, rotary, SwiGLU, flash-style attention)",
+}
+CHOICE_TITLES = {"none": "nothing recomputed", "selective": "the attention core recomputed", "full": "all recomputed"}
+
+
+def _activations_table(table: TermTable) -> ActivationsTableView:
+    part = BLOCK_TITLES[table.block] if table.part == "block" else f"{table.block.capitalize()}'s output layer"
+    choice = "" if table.part != "block" else f", {table.recompute.value}: {CHOICE_TITLES[table.recompute.value]}"
+    rows = tuple(
+        TermRowView(
+            term=row.name,
+            formula=row.formula if row.formula_bytes else f"not counted ({row.formula})",
+            formula_bytes=_bytes(row.formula_bytes) if row.formula_bytes else "—",
+            measured=_bytes(row.measured_bytes),
+            difference=_signed(row.difference),
+            reason=row.reason or ("agrees" if row.difference == 0 else "unexplained"),
+        )
+        for row in table.rows
+    )
+    unexplained = table.unexplained
+    return ActivationsTableView(
+        id=f"act-{table.block}-{'head' if table.part != 'block' else table.recompute.value}",
+        caption=f"{part}{choice}",
+        rows=rows,
+        formula_total=_bytes(table.formula_bytes),
+        measured_total=_bytes(table.measured_bytes),
+        difference=_signed(table.measured_bytes - table.formula_bytes),
+        summary="every byte of difference is named." if unexplained == 0 else f"{unexplained:,} B unexplained.",
+        excluded=table.excluded,
+        note=table.note,
+    )
+
+
+def activations_view(comparison: ActivationsComparison) -> ActivationsView:
+    """The activations section: every table, and torch's CPU kernels that keep more."""
+    c = comparison
+    return ActivationsView(
+        intro=(
+            f"Two small blocks run one forward pass in {c.dtype} on the CPU (s = {c.seq}, b = {c.batch}, "
+            f"h = {c.hidden}, a = {c.heads}, v = {c.vocab}), and saved-tensor hooks record every tensor autograd keeps "
+            "for the backward, counted by storage (a tensor saved twice, or as a view, once). The formula is "
+            "activations.py's, evaluated at the same dimensions (docs/activations.md derives it)."
+        ),
+        tables=tuple(_activations_table(t) for t in c.tables),
+        kernels=tuple(k.text for k in c.kernels),
     )
 
 
@@ -269,4 +357,5 @@ def measured_view(
         legend=specs,
         back_href=f"{page}?{urlencode({'stage': stage.value, **theme_of(theme)})}",
         source=f"Snapshot: torch {snap.torch}, measured in {snap.seconds:.0f} s by zero-bands measure.",
+        activations=activations_view(compare_activations(snap.activations)),
     )

@@ -7,6 +7,7 @@ from dataclasses import fields
 from pathlib import Path
 
 import pytest
+from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from pydantic import TypeAdapter
 
@@ -20,6 +21,7 @@ from app.domain.measured import (
     RankAgreement,
     comparison,
 )
+from app.domain.measured_activations import ActivationsComparison, KernelNote, TermRow, TermTable
 from app.web.measured_view import shipped_snapshot
 from tests.conftest import dom, one, text
 
@@ -180,6 +182,10 @@ def test_the_api_is_the_domains_dataclasses_field_for_field(client: TestClient) 
         LiveBytes: rank["phases"][0],
         Difference: rank["differences"][0],
         CurvePoint: arrangement["curve"][0],
+        ActivationsComparison: body["activations"],
+        TermTable: body["activations"]["tables"][0],
+        TermRow: body["activations"]["tables"][0]["rows"][0],
+        KernelNote: body["activations"]["kernels"][0],
     }
     documented = client.get("/openapi.json").json()["components"]["schemas"]
     for shape, data in nested.items():
@@ -207,9 +213,11 @@ MEASURED = [
 @pytest.mark.parametrize("url", MEASURED)
 def test_every_table_cell_is_labelled_with_its_column_for_narrow_screens(client: TestClient, url: str) -> None:
     tree = dom(client.get(url).text)
-    for table in ("#ranks", ".curve-table"):
-        headers = [th.get_text(strip=True) for th in tree.select(f"{table} thead th")]
-        for row in tree.select(f"{table} tbody tr"):
+    tables = tree.select("#ranks, .curve-table, .activations-table")
+    assert len(tables) == 2 + 8
+    for table in tables:
+        headers = [th.get_text(strip=True) for th in table.select("thead th")]
+        for row in table.select("tbody tr, tfoot tr"):
             cells = row.select("td")
             assert cells
             # The row's own header is the first column; each td is labelled with the header above it.
@@ -273,3 +281,46 @@ def test_the_agreement_says_totals_as_totals_and_the_difference_per_card(client:
     assert (
         "Measured on 8 ranks together: 4,194,560 B against the model's 4,194,304 B, 100.01% of its bytes (+32 B a card)"
     ) in said
+
+
+def _rows(tree: BeautifulSoup, table: str) -> dict[str, list[str]]:
+    return {
+        " ".join(row.th.get_text(" ").split()): [" ".join(td.get_text(" ").split()) for td in row.select("td")]
+        for row in tree.select(f"{table} tbody tr")
+        if row.th
+    }
+
+
+def test_the_activations_section_draws_each_block_and_choice_term_by_term(client: TestClient) -> None:
+    tree = dom(client.get("/measured").text)
+    assert text(tree, "#activations-heading") == "Activations, formula against measurement"
+    ids = [t["id"] for t in tree.select("#activations table")]
+    assert ids == [f"act-{b}-{c}" for b in ("gpt", "llama") for c in ("none", "selective", "full", "head")]
+    gpt = _rows(tree, "#act-gpt-none")
+    # s = 32, b = 2, h = 64, a = 4: 2as²b = 16,384 B, the mask as²b = 8,192 B, both measured so.
+    assert gpt["softmax's output"][:4] == ["2as²b", "16,384 B", "16,384 B", "0 B"]
+    assert gpt["attention dropout's mask"][:4] == ["as²b", "8,192 B", "8,192 B", "0 B"]
+    assert gpt["LayerNorm's mean"][:4] == ["not counted (2 × 2sb)", "—", "256 B", "+256 B"]
+    assert "bf16 here" in gpt["LayerNorm's mean"][4]
+    total = [" ".join(td.get_text(" ").split()) for td in one(tree, "#act-gpt-none tfoot tr").select("td")]
+    assert total[1:] == ["180,224 B", "180,736 B", "+512 B", "every byte of difference is named."]
+    llama = _rows(tree, "#act-llama-selective")
+    assert llama["softmax's log-sum-exp"][:4] == ["4asb", "1,024 B", "0 B", "−1,024 B"]
+    assert "runs its whole forward again" in llama["softmax's log-sum-exp"][4]
+    assert llama["rotary's cos"][:4] == ["not counted (2s·(h/a))", "—", "1,024 B", "+1,024 B"]
+    assert list(_rows(tree, "#act-llama-full")) == ["attention norm's input"]
+    head = _rows(tree, "#act-llama-head")
+    assert head["logits, as fp32 log-probabilities"][:3] == ["4sbv", "81,920 B", "81,920 B"]
+    assert all(
+        " ".join(td.get_text(" ").split()).endswith("every byte of difference is named.")
+        for td in tree.select("#activations tfoot td.reasons")
+    )
+    kernels = [li.get_text() for li in tree.select("#kernels li")]
+    assert len(kernels) == 2
+    assert "+16,384 B" in kernels[0]
+    assert "+49,152 B" in kernels[1]
+
+
+def test_the_activations_section_is_in_the_htmx_fragment_too(client: TestClient) -> None:
+    response = client.get("/measured?stage=zero2", headers={"HX-Request": "true"})
+    assert len(dom(response.text).select(".activations-table")) == 8
