@@ -37,7 +37,8 @@ class Recompute(StrEnum):
     NONE = "none"
     """Keep everything the backward needs."""
     SELECTIVE = "selective"
-    """Recompute the attention scores (the s × s terms), keep the rest: Korthikanti's selective."""
+    """Recompute the core attention (the s × s terms, or a tiled kernel's log-sum-exp), keep the rest:
+    Korthikanti's selective."""
     FULL = "full"
     """Keep each block's input only, and run the block again in the backward."""
 
@@ -88,8 +89,9 @@ def block_saved(arch: Architecture, shape: Shape) -> tuple[Saved, ...]:
     ]
     if arch.flash_attention:
         # Tiled attention keeps no scores: the backward recomputes them from Q, K, V, the output and
-        # one fp32 log-sum-exp per head and token.
-        saved.append(Saved("softmax's log-sum-exp", "4asb", FULL * arch.heads * sb))
+        # one fp32 log-sum-exp per head and token. Selective recomputation runs the kernel again, as
+        # Megatron's checkpointing of the core attention does, so it keeps not even that.
+        saved.append(Saved("softmax's log-sum-exp", "4asb", FULL * arch.heads * sb, both))
     else:
         saved.append(Saved("softmax's output", "2as²b", HALF * scores, both))
         if arch.dropout:

@@ -210,13 +210,6 @@ EXTRAS: dict[str, _Extra] = {
 }
 """What the blocks and output layers keep that the formula leaves out."""
 
-SELECTIVE_FLASH = (
-    "Checkpointing scaled_dot_product_attention runs its whole forward again in the backward, so its "
-    "log-sum-exp is not kept: −4asb. The formula's selective recomputes only the s × s scores, which flash "
-    "attention never keeps, so it changes nothing there; checkpointing the kernel buys 4asb for a second "
-    "attention forward"
-)
-
 FULL_NAME = "attention norm's input"
 """Under full recomputation the block keeps its input alone, which is its attention norm's input."""
 
@@ -311,10 +304,7 @@ def _extra_row(name: str, tensors: list[SavedTensor], snap: ActivationsSnapshot)
 def _term_row(term: Saved, tensors: list[SavedTensor], recompute: Recompute) -> TermRow:
     measured = sum(t.bytes for t in tensors)
     difference = measured - term.nbytes
-    named, reason = 0, ""
-    if difference and not tensors and term.name == "softmax's log-sum-exp" and recompute is Recompute.SELECTIVE:
-        named, reason = difference, f"{SELECTIVE_FLASH}: {difference:,} B."
-    return TermRow(term.name, term.formula, term.nbytes, measured, len(tensors), difference, named, reason)
+    return TermRow(term.name, term.formula, term.nbytes, measured, len(tensors), difference, 0, "")
 
 
 def _excluded(recorded: Recorded) -> tuple[str, int]:

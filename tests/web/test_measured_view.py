@@ -305,8 +305,8 @@ def test_the_activations_section_draws_each_block_and_choice_term_by_term(client
     total = [" ".join(td.get_text(" ").split()) for td in one(tree, "#act-gpt-none tfoot tr").select("td")]
     assert total[1:] == ["180,224 B", "180,736 B", "+512 B", "every byte of difference is named."]
     llama = _rows(tree, "#act-llama-selective")
-    assert llama["softmax's log-sum-exp"][:4] == ["4asb", "1,024 B", "0 B", "−1,024 B"]
-    assert "runs its whole forward again" in llama["softmax's log-sum-exp"][4]
+    assert "softmax's log-sum-exp" not in llama  # recomputed with the kernel, as the formula says
+    assert _rows(tree, "#act-llama-none")["softmax's log-sum-exp"][:4] == ["4asb", "1,024 B", "1,024 B", "0 B"]
     assert llama["rotary's cos"][:4] == ["not counted (2s·(h/a))", "—", "1,024 B", "+1,024 B"]
     assert list(_rows(tree, "#act-llama-full")) == ["attention norm's input"]
     head = _rows(tree, "#act-llama-head")
