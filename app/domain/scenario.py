@@ -19,9 +19,7 @@ from app.domain.quantities import ByteUnit
 DEFAULT_MODEL = ModelName.SEED_30B
 DEFAULT_SEQ = 4096
 """The sequence length of a model without a context of its own."""
-NO_SHAPE = (
-    "A bare weight count has no layers' shapes, so no activations are counted: pick a model with an architecture."
-)
+NO_SHAPE = "A bare weight count has no layers' shapes, so no activations are counted."
 
 
 @dataclass(frozen=True)

@@ -240,17 +240,18 @@ def test_describing_a_run_updates_grid_bars_and_verdicts(page: Page, server: str
     page.press("#f-capacity", "Enter")
     verdicts = page.locator("#grid .card .verdict")
     expect(verdicts).to_have_count(8)
-    expect(verdicts.first).to_contain_text("Fits: 59.7 GiB left for activations.")
+    # One sequence of 8,192 tokens keeps 206.8 GiB of activations at the backward's start: over the card.
+    expect(verdicts.first).to_contain_text("Does not fit: 147.2 GiB over.")
     expect(page.locator("#grid .card").first.locator("rect.gathered")).to_have_count(1)
-    # The bar runs to the stage's peak (20.3 GiB), so the layer in hand shows; the card is past its end.
-    expect(page.locator("#grid .card").first.locator("line.capacity")).to_have_count(0)
-    expect(page.locator("#grid .grid-note")).to_contain_text("The card's 80.0 GiB is beyond the bar's end.")
+    expect(page.locator("#grid .card").first.locator("rect.activations")).to_have_count(1)
+    expect(page.locator("#grid .card").first.locator("line.capacity")).to_have_count(1)
+    expect(page.locator("#grid .grid-note")).to_contain_text("The card's 80.0 GiB is the line.")
     expect(page).to_have_url(f"{server}/?stage=zero3&model=llama-3-70b&gpus=64&capacity=80GiB")
     settled(page)
 
     page.click("#switch-zero1")
     expect(grid).to_have_attribute("data-stage", "zero1")
-    expect(verdicts.first).to_contain_text("Does not fit: 195.2 GiB over.")
+    expect(verdicts.first).to_contain_text("Does not fit: 402.0 GiB over.")
     expect(page.locator("#grid .card").first.locator("line.capacity")).to_have_count(1)
     expect(page.locator("table.figures tr.current .verdict")).to_have_text("✗ does not fit")
     assert page.evaluate("window.__sameDocument") is True
