@@ -36,7 +36,8 @@ def detail(phase: Phase, columns: tuple[Column, ...]) -> str:
         limit = (
             "; the largest layer is unknown here, so the figures count model states only"
             if column.largest_layer is None
-            else f", so at most {column.largest_layer:,} weights are assembled at once and its memory stays level"
+            else f", so at most {column.largest_layer:,} weights are assembled at once"
+            " and the weights it holds stay level"
         )
         sent = ", reduce-scatters its gradients" if phase.part is Part.BACKWARD else ""
         said = f"Layer by layer: a card gathers one layer, uses it{sent} and discards it before the next{limit}."

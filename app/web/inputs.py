@@ -309,6 +309,10 @@ def _field_message(name: str, error: Mapping[str, Any], typed: str) -> str:
         return f"Enter a whole number of sequences per GPU between 0 and {MAX_BATCH:,} (0: no activations)."
     if name == "seq":
         return f"Enter a whole number of tokens between 1 and {MAX_SEQ:,}, or leave it blank for the model's context."
+    if name == "fragmentation":
+        return "Enter a whole percent between 0 and 100."
+    if name == "process_groups":
+        return "Enter a whole number of process groups between 0 and 64."
     if name in _BAND_FIELDS:
         return (
             f"Enter a whole number of bytes between {1 if name == 'weights_bytes' else 0} and {MAX_CUSTOM_BAND_BYTES}."

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from app.domain.activations import Recompute
 from app.domain.bands import Band
 from app.domain.quantities import count_label, gpus_label
 from app.domain.scenario import Scenario
@@ -92,7 +93,17 @@ def _drawn(name: str, scenario: Scenario) -> str | None:
         return None if run.largest_layer is None else f"a largest layer of {run.largest_layer:,} weights"
     if name == "recipe":
         return scenario.recipe.title
-    return scenario.units.value
+    if name == "units":
+        return scenario.units.value
+    if name == "batch":
+        return f"a micro-batch of {run.batch:,}"
+    if name == "seq":
+        return f"sequences of {scenario.seq:,} tokens"
+    if name == "recompute":
+        chosen = run.activations.recompute if run.activations else Recompute.NONE
+        return "no recomputation" if chosen is Recompute.NONE else f"{chosen} recomputation"
+    # The overheads' settings: the value drawn is the setting's own.
+    return f"{name}={getattr(run.overheads, name, int(run.count_overheads))}"
 
 
 _NONE = {"capacity": "no card memory, so no fit check", "largest_layer": "no largest layer"}

@@ -81,7 +81,11 @@ def _max_model(row: StageReport) -> str | None:
     if row.fits is None:
         return None
     if row.max_params_that_fit is None:
-        return "none: one layer alone is too big"
+        return (
+            "none: one layer and this micro-batch's activations are too big"
+            if row.activation_bytes
+            else "none: one layer alone is too big"
+        )
     if row.max_params_that_fit > LARGEST_COUNT:
         # More than the form reads: its largest count fits, and that is as far as it can say.
         return f"at least {params_label(_floor_significant(LARGEST_COUNT))} weights"

@@ -263,5 +263,5 @@ def test_zero3_more_says_how_the_drawn_gather_relates_to_a_real_one(gpus: int) -
     assert len(passes) == 16
     for phase in passes:
         more = detail(phase, lesson.columns)
-        assert "at most 3,750,000,000 weights are assembled at once and its memory stays level" in more
+        assert "at most 3,750,000,000 weights are assembled at once and the weights it holds stay level" in more
         assert more.endswith("in a real run each layer is split across all the cards, each sending its part.")

@@ -100,3 +100,18 @@ def test_a_bad_link_to_an_embeds_calculator_says_so_first_and_stays_in_the_embed
     assert text(tree, "#drawn-instead") == "Drawn without gpus=0: 8 GPUs, the default."
     # Its links stay in the embed: no way out to the site's side-by-side or measured pages.
     assert tree.select("#compare-link, #measured-link, .masthead") == []
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("batch=-1", "a micro-batch of 1, the default"),
+        ("seq=0", "sequences of 8,192 tokens, the default"),
+        ("recompute=bogus", "no recomputation, the default"),
+        ("overheads=1&fragmentation=500", "fragmentation=10, the default"),
+    ],
+)
+def test_a_micro_batch_or_overhead_set_aside_says_what_is_drawn(client: TestClient, query: str, said: str) -> None:
+    answer = client.get(f"/?model=llama-3-8b&{query}")
+    assert answer.status_code == 422
+    assert said in dom(answer.text).get_text(" ")
