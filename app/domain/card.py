@@ -61,6 +61,8 @@ class Moment:
     """Weights of the layer in hand; None at rest, or when the layer's size is unknown."""
     activation: int = 0
     """Bytes of activations the micro-batch keeps at this moment (`activations.per_column`)."""
+    frozen: bool = False
+    """Whether the layer in hand is frozen: no gradients are computed for its weights."""
 
 
 AT_REST = Moment()
@@ -84,6 +86,8 @@ class Term:
     place: Place = Place.GPU
     band: Band | None = None
     """The band of state it is, for the four bands of model state."""
+    trains: bool = False
+    """Only trainable weights have it (gradients, master copy, moments); a frozen weight does not."""
 
 
 def shard_weights(params: int, gpus: int) -> int:
@@ -100,7 +104,14 @@ def _stages_splitting(band: Band) -> frozenset[Stage]:
 def model_state(recipe: Recipe) -> tuple[Term, ...]:
     """The four bands of model state: bytes per weight each, split by the stages that shard them."""
     return tuple(
-        Term(spec.band.value, Law.PER_WEIGHT, spec.nbytes, split_by=_stages_splitting(spec.band), band=spec.band)
+        Term(
+            spec.band.value,
+            Law.PER_WEIGHT,
+            spec.nbytes,
+            split_by=_stages_splitting(spec.band),
+            band=spec.band,
+            trains=spec.band is not Band.WEIGHTS,
+        )
         for spec in recipe.specs
     )
 
@@ -127,6 +138,7 @@ def layer_in_hand(recipe: Recipe) -> tuple[Term, ...]:
             recipe.nbytes(Band.GRADIENTS),
             under=_stages_splitting(Band.GRADIENTS),
             during=frozenset({Pass.BACKWARD}),
+            trains=True,
         ),
     )
 
@@ -141,13 +153,16 @@ def card_terms(recipe: Recipe) -> tuple[Term, ...]:
     return (*model_state(recipe), *layer_in_hand(recipe), ACTIVATIONS)
 
 
-def term_bytes(term: Term, stage: Stage, params: int, gpus: int, moment: Moment = AT_REST) -> int:
-    """Bytes of one term on one card at one moment of the step."""
+def term_bytes(term: Term, stage: Stage, params: int, gpus: int, moment: Moment = AT_REST, frozen: int = 0) -> int:
+    """Bytes of one term on one card at one moment of the step; `frozen` weights keep no trainable term."""
     if stage not in term.under or moment.part not in term.during:
         return 0
     if term.law is Law.PER_WEIGHT:
-        return term.nbytes * (shard_weights(params, gpus) if stage in term.split_by else params)
+        count = params - frozen if term.trains else params
+        return term.nbytes * (shard_weights(count, gpus) if stage in term.split_by else count)
     if term.law is Law.PER_LAYER:
+        if term.trains and moment.frozen:
+            return 0
         # One card has nobody to gather from or send to: its layer is already whole, in its buffers.
         return term.nbytes * moment.layer if moment.layer is not None and gpus > 1 else 0
     if term.law is Law.PER_TOKEN:
@@ -156,34 +171,46 @@ def term_bytes(term: Term, stage: Stage, params: int, gpus: int, moment: Moment 
 
 
 def card_bytes(
-    stage: Stage, params: int, gpus: int, recipe: Recipe, moment: Moment = AT_REST, place: Place = Place.GPU
+    stage: Stage,
+    params: int,
+    gpus: int,
+    recipe: Recipe,
+    moment: Moment = AT_REST,
+    place: Place = Place.GPU,
+    frozen: int = 0,
 ) -> int:
     """Bytes on one card in `place` at one moment: the sum of its terms there."""
-    return sum(term_bytes(t, stage, params, gpus, moment) for t in card_terms(recipe) if t.place is place)
+    return sum(term_bytes(t, stage, params, gpus, moment, frozen) for t in card_terms(recipe) if t.place is place)
 
 
-def moments(layers: tuple[int | None, ...], activations: tuple[int, ...]) -> tuple[Moment, ...]:
+def moments(
+    layers: tuple[int | None, ...], activations: tuple[int, ...], frozen: tuple[bool, ...] | None = None
+) -> tuple[Moment, ...]:
     """The moments that can be a card's highest: at rest, and both passes over each eighth of the model.
 
-    `layers` and `activations` give each eighth's largest layer and the activation bytes a card
-    keeps while working on it.
+    `layers`, `activations` and `frozen` give each eighth's largest layer, the activation bytes a
+    card keeps while working on it, and whether its weights are frozen (none, if not given).
     """
     passes = (Pass.FORWARD, Pass.BACKWARD)
-    eighths = zip(layers, activations, strict=True)
-    return (AT_REST, *(Moment(part, layer, kept) for layer, kept in eighths for part in passes))
+    eighths = zip(layers, activations, frozen or (False,) * len(layers), strict=True)
+    return (AT_REST, *(Moment(part, layer, kept, cold) for layer, kept, cold in eighths for part in passes))
 
 
-def peak_moment(stage: Stage, params: int, gpus: int, recipe: Recipe, candidates: tuple[Moment, ...]) -> Moment:
+def peak_moment(
+    stage: Stage, params: int, gpus: int, recipe: Recipe, candidates: tuple[Moment, ...], frozen: int = 0
+) -> Moment:
     """The highest of a card's moments on its GPU (the first, of equals): where the fit test looks."""
     _, changing = _gpu_terms(recipe)
-    return max(candidates, key=lambda m: sum(term_bytes(t, stage, params, gpus, m) for t in changing))
+    return max(candidates, key=lambda m: sum(term_bytes(t, stage, params, gpus, m, frozen) for t in changing))
 
 
-def peak_bytes(stage: Stage, params: int, gpus: int, recipe: Recipe, candidates: tuple[Moment, ...]) -> int:
+def peak_bytes(
+    stage: Stage, params: int, gpus: int, recipe: Recipe, candidates: tuple[Moment, ...], frozen: int = 0
+) -> int:
     """The most a card holds on its GPU during the step, at its highest moment: the fit test's one figure."""
     steady, changing = _gpu_terms(recipe)
-    base = sum(term_bytes(t, stage, params, gpus) for t in steady)
-    return base + max(sum(term_bytes(t, stage, params, gpus, m) for t in changing) for m in candidates)
+    base = sum(term_bytes(t, stage, params, gpus, frozen=frozen) for t in steady)
+    return base + max(sum(term_bytes(t, stage, params, gpus, m, frozen) for t in changing) for m in candidates)
 
 
 @lru_cache(maxsize=64)

@@ -45,6 +45,8 @@ class Run:
     """The overheads' settings: their figures are always worked out, to say what they would add."""
     count_overheads: bool = False
     """Whether the peak counts them (`overheads=1`); by default the theory alone, as the paper counts."""
+    frozen: int = 0
+    """Weights that do not train, the first ones a forward pass meets: they keep their weights band only."""
 
     def __post_init__(self) -> None:
         if self.params < 1:
@@ -59,13 +61,20 @@ class Run:
             raise ValueError(f"a micro-batch has between 0 and {MAX_BATCH:,} sequences")
         if self.column_layers and len(self.column_layers) != COLUMNS:
             raise ValueError(f"a model has {COLUMNS} eighths")
+        if not 0 <= self.frozen <= self.params:
+            raise ValueError("the frozen weights are between none and all of the model's")
+
+    def frozen_column(self, column: int, columns: int = COLUMNS) -> bool:
+        """Whether most of one of `columns` equal columns of the weights is frozen (its middle is)."""
+        return (2 * column + 1) * self.params < 2 * columns * self.frozen
 
     @cached_property
     def moments(self) -> tuple[Moment, ...]:
         """Every moment of the step that can be a card's highest, with its layer in hand and activations."""
         layers = self.column_layers or (self.largest_layer,) * COLUMNS
         kept = self.activations.per_column if self.activations else (0,) * COLUMNS
-        return card.moments(layers, tuple(self.batch * k for k in kept))
+        frozen = tuple(self.frozen_column(column) for column in range(COLUMNS))
+        return card.moments(layers, tuple(self.batch * k for k in kept), frozen)
 
     @property
     def assembled_layer_bytes(self) -> int | None:
@@ -141,13 +150,15 @@ def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
     has nobody to share with. An unknown layer adds nothing: model states only. The activations
     are the moment's.
     """
-    gathered, computed = (term_bytes(t, stage, run.params, run.gpus, moment) for t in layer_in_hand(run.recipe))
+    gathered, computed = (
+        term_bytes(t, stage, run.params, run.gpus, moment, run.frozen) for t in layer_in_hand(run.recipe)
+    )
     return LayerExtra(gathered, computed, term_bytes(ACTIVATIONS, stage, run.params, run.gpus, moment))
 
 
 def peak_moment(stage: Stage, run: Run) -> Moment:
     """The highest moment of a card's step: the one every peak, bar and verdict is drawn at."""
-    return card.peak_moment(stage, run.params, run.gpus, run.recipe, run.moments)
+    return card.peak_moment(stage, run.params, run.gpus, run.recipe, run.moments, run.frozen)
 
 
 def peak_extra(stage: Stage, run: Run) -> LayerExtra:
@@ -157,7 +168,7 @@ def peak_extra(stage: Stage, run: Run) -> LayerExtra:
 
 def theory_peak_bytes(stage: Stage, run: Run) -> int:
     """The theory's peak: model states, the layer in hand and activations at the step's highest moment."""
-    return card.peak_bytes(stage, run.params, run.gpus, run.recipe, run.moments)
+    return card.peak_bytes(stage, run.params, run.gpus, run.recipe, run.moments, run.frozen)
 
 
 def overheads(stage: Stage, run: Run) -> tuple[OverheadItem, ...]:
@@ -194,7 +205,8 @@ def state_peak_bytes(stage: Stage, run: Run) -> int:
 
 
 def _peak_for(stage: Stage, run: Run, params: int) -> int:
-    return peak_bytes(stage, replace(run, params=params))
+    # A model of another size, frozen in the same proportion.
+    return peak_bytes(stage, replace(run, params=params, frozen=run.frozen * params // run.params))
 
 
 def max_params_that_fit(stage: Stage, run: Run) -> int | None:
@@ -248,7 +260,7 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
     peak = peak_bytes(stage, run)
     items = overheads(stage, run)
     capacity = run.capacity
-    state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe)
+    state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen)
     return StageReport(
         stage=stage,
         # Not bytes_per_weight(stage, gpus, recipe), the 1/N of a model that divides evenly: a slice

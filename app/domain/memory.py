@@ -30,18 +30,22 @@ def bytes_per_weight(stage: Stage, gpus: int = DEFAULT_GPUS, recipe: Recipe = MI
     )
 
 
-def band_bytes(stage: Stage, band: Band, params: int, gpus: int, recipe: Recipe = MIXED_ADAM) -> int:
+def band_bytes(stage: Stage, band: Band, params: int, gpus: int, recipe: Recipe = MIXED_ADAM, frozen: int = 0) -> int:
     """Bytes of one band on one card: the whole band, or one padded slice of it when the stage shards it."""
     (term,) = (t for t in model_state(recipe) if t.band is band)
-    return term_bytes(term, stage, params, gpus)
+    return term_bytes(term, stage, params, gpus, frozen=frozen)
 
 
 def per_gpu_bytes(
-    stage: Stage, params: int = DEFAULT_PARAMS, gpus: int = DEFAULT_GPUS, recipe: Recipe = MIXED_ADAM
+    stage: Stage,
+    params: int = DEFAULT_PARAMS,
+    gpus: int = DEFAULT_GPUS,
+    recipe: Recipe = MIXED_ADAM,
+    frozen: int = 0,
 ) -> int:
     """Bytes of model state on one card for a model of `params` weights: whole bands plus one padded slice."""
     if params < 0:
         raise ValueError("params cannot be negative")
     if gpus < 1:
         raise ValueError("gpus must be at least 1")
-    return card_bytes(stage, params, gpus, recipe)
+    return card_bytes(stage, params, gpus, recipe, frozen=frozen)

@@ -15,6 +15,7 @@ from app.domain.fit import Run
 from app.domain.memory import DEFAULT_GPUS
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.quantities import ByteUnit
+from app.domain.trainable import LoraTargets, adapter_params, parse_trainable
 
 DEFAULT_MODEL = ModelName.SEED_30B
 DEFAULT_SEQ = 4096
@@ -37,6 +38,8 @@ class Scenario:
     """Whether the model is drawn as 8 equal layers, one a column (the lesson's example)."""
     seq: int = DEFAULT_SEQ
     """Tokens per sequence: as entered, else the model's context."""
+    adapters: int = 0
+    """LoRA's adapter weights, counted in the run's weights; 0 without LoRA."""
 
     @property
     def recipe(self) -> Recipe:
@@ -46,7 +49,8 @@ class Scenario:
     @property
     def columns(self) -> tuple[Column, ...]:
         """The model in eighths, as the step walks across it."""
-        return model_columns(self.run.params, self.architecture, self.run.largest_layer, self.equal_layers)
+        base = self.run.params - self.adapters
+        return model_columns(base, self.architecture, self.run.largest_layer, self.equal_layers)
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,10 @@ class Inputs:
     recompute: Recompute = Recompute.NONE
     overheads: Overheads = DEFAULTS
     count_overheads: bool = False
+    trainable: str | None = None
+    """A count ('1.5B') or a fraction ('0.25', '25%') of the model's weights; None: all of them train."""
+    lora_rank: int | None = None
+    lora_targets: LoraTargets = LoraTargets.QKVO
 
 
 def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, ModelPreset | None]:
@@ -115,8 +123,10 @@ def resolve(inputs: Inputs) -> Scenario:
     equal = preset is not None and preset.equal_layers == COLUMNS and inputs.largest_layer is None
     seq = inputs.seq or (architecture.context if architecture else DEFAULT_SEQ)
     columns = model_columns(params, architecture, largest, equal)
+    adapters, frozen = _trainable(inputs, params, architecture, notes)
     run = Run(
-        params=params,
+        params=params + adapters,
+        frozen=frozen,
         gpus=inputs.gpus,
         recipe=recipe,
         largest_layer=largest,
@@ -127,4 +137,17 @@ def resolve(inputs: Inputs) -> Scenario:
         overheads=inputs.overheads,
         count_overheads=inputs.count_overheads,
     )
-    return Scenario(run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq)
+    return Scenario(run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq, adapters)
+
+
+def _trainable(inputs: Inputs, params: int, architecture: Architecture | None, notes: list[str]) -> tuple[int, int]:
+    """LoRA's adapter weights and the model's frozen ones. The query model has checked `trainable`."""
+    adapters = 0
+    if inputs.lora_rank is not None:
+        if architecture is None:
+            notes.append("LoRA's adapters are counted from the layers' shapes, which a bare weight count has not.")
+        else:
+            adapters = adapter_params(architecture, inputs.lora_rank, inputs.lora_targets)
+    # LoRA freezes the model and trains its adapters; without it, everything trains.
+    trains = parse_trainable(inputs.trainable, params) if inputs.trainable is not None else (0 if adapters else params)
+    return adapters, params - trains

@@ -75,7 +75,7 @@ class BarScale:
 def stage_scale(scenario: Scenario, stage: Stage) -> BarScale:
     """The bar of one stage: to its peak, broken where one layer would be under a quarter of it."""
     run = scenario.run
-    rest = per_gpu_bytes(stage, run.params, run.gpus, run.recipe)
+    rest = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen)
     top = peak_bytes(stage, run)
     layer = top - rest
     return BarScale(rest, top, broken=0 < layer * 4 < top)
@@ -108,7 +108,7 @@ def bar_view(
         segments.append(Segment(css, float(start), float(end - start), f"{text}: {units.show(nbytes)}"))
 
     for spec in legend(run.recipe):
-        add(f"band-{spec.band}", band_bytes(stage, spec.band, run.params, run.gpus, run.recipe), spec.label)
+        add(f"band-{spec.band}", band_bytes(stage, spec.band, run.params, run.gpus, run.recipe, run.frozen), spec.label)
     if extra.gathered:
         add("gathered", extra.gathered, "one layer's weights, assembled from their owners")
     if extra.computed:
@@ -118,7 +118,7 @@ def bar_view(
     overhead = counted_overhead_bytes(stage, run)
     if overhead:
         add("overheads", overhead, "overheads: CUDA context, NCCL buffers, buckets and fragmentation")
-    now = per_gpu_bytes(stage, run.params, run.gpus, run.recipe) + extra.total + overhead
+    now = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen) + extra.total + overhead
     if peak > now:
         add("peak", peak - now, "peak so far, above now")
     capacity = run.capacity
@@ -151,11 +151,24 @@ def bar_note(scenario: Scenario, stage: Stage) -> str:
             f"The bar under each card runs from 0 to the peak on one card, {top}; "
             f"the tick marks what it keeps at rest, {rest}."
         )
-    said = f"{said} {activations_said(scenario, stage)}"
+    said = f"{said} {activations_said(scenario, stage)}{frozen_said(scenario)}"
     if capacity is None:
         return said
     where = "the line" if capacity <= scale.top else "beyond the bar's end"
     return f"{said} The card's {units.show(capacity)} is {where}."
+
+
+def frozen_said(scenario: Scenario) -> str:
+    """What the cards leave out of frozen weights, in a sentence; blank when every weight trains."""
+    run = scenario.run
+    if not run.frozen:
+        return ""
+    trains = run.params - run.frozen
+    lora = f", LoRA's {scenario.adapters:,} adapter weights among them" if scenario.adapters else ""
+    return (
+        f" {run.frozen:,} weights are frozen and {trains:,} train{lora}: a frozen weight has no gradient and needs "
+        "no optimizer state, so its columns keep the weights band only."
+    )
 
 
 def activations_said(scenario: Scenario, stage: Stage) -> str:

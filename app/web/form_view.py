@@ -11,6 +11,7 @@ from app.domain.hardware import CARDS
 from app.domain.quantities import ByteUnit
 from app.domain.scenario import Inputs, Scenario
 from app.domain.stages import Stage
+from app.domain.trainable import LoraTargets
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ class FormView:
     seq: str = ""
     seq_placeholder: str = ""
     recomputes: tuple[Option, ...] = ()
+    trainable: str = ""
+    lora_rank: str = ""
+    lora_targets: tuple[Option, ...] = ()
     problems: tuple[FieldProblem, ...] = ()
     """Fields whose value was set aside; the page shows what was typed there, and why it is wrong."""
     phase: int | None = None
@@ -112,7 +116,9 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         or inputs.largest_layer is not None
         or inputs.batch != 1
         or inputs.seq is not None
-        or inputs.recompute is not Recompute.NONE,
+        or inputs.recompute is not Recompute.NONE
+        or inputs.trainable is not None
+        or inputs.lora_rank is not None,
         capacity="" if run.capacity is None else _capacity_text(run.capacity),
         cards=tuple(Option(card.entry, f"{card.name}, {card.gib} GiB") for card in CARDS),
         units=tuple(Option(unit.value, unit.value, unit is scenario.units) for unit in ByteUnit),
@@ -120,9 +126,18 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         seq="" if inputs.seq is None else str(inputs.seq),
         seq_placeholder=f"{scenario.seq:,}",
         recomputes=tuple(Option(r.value, _RECOMPUTE_LABELS[r], r is inputs.recompute) for r in Recompute),
+        trainable=inputs.trainable or "",
+        lora_rank="" if inputs.lora_rank is None else str(inputs.lora_rank),
+        lora_targets=tuple(Option(t.value, _TARGET_LABELS[t], t is inputs.lora_targets) for t in LoraTargets),
         phase=phase,
     )
 
+
+_TARGET_LABELS = {
+    LoraTargets.QV: "Q and V (the LoRA paper's)",
+    LoraTargets.QKVO: "Q, K, V and O",
+    LoraTargets.ALL_LINEAR: "Every linear layer of the blocks",
+}
 
 _RECOMPUTE_LABELS = {
     Recompute.NONE: "None: keep every activation",

@@ -95,10 +95,19 @@ def _hidden_before(shown: tuple[int, ...], position: int) -> int:
     return shown[position] - shown[position - 1] - 1 if position else 0
 
 
-def _columns(grid: Layout, card: int, tab_stop: bool, moved: Change | None = None) -> tuple[ColumnView, ...]:
-    """A card's columns; `tab_stop` makes its first cell the grid's single tab stop."""
+def _columns(
+    grid: Layout, card: int, tab_stop: bool, moved: Change | None = None, frozen: frozenset[int] = frozenset()
+) -> tuple[ColumnView, ...]:
+    """A card's columns; `tab_stop` makes its first cell the grid's single tab stop.
+
+    A `frozen` weight's column keeps its weights band only: no gradient, master copy or moments.
+    """
     recipe = grid.recipe
-    cells = [c for c in grid.card_cells(card) if recipe.nbytes(c.band) > 0]
+    cells = [
+        c
+        for c in grid.card_cells(card)
+        if recipe.nbytes(c.band) > 0 and (c.band is Band.WEIGHTS or c.weight not in frozen)
+    ]
     first = cells[0] if tab_stop else None
     by_weight: dict[int, list[Cell]] = {}
     for c in cells:
@@ -123,7 +132,8 @@ def _columns(grid: Layout, card: int, tab_stop: bool, moved: Change | None = Non
                         state=c.state,
                         holder=c.holder,
                         nbytes=recipe.nbytes(c.band),
-                        label=cell_label(c, recipe, c.band in grid.stage.sharded),
+                        label=cell_label(c, recipe, c.band in grid.stage.sharded)
+                        + (" Frozen: it has no gradient and needs no optimizer state." if c.weight in frozen else ""),
                         # One tab stop for the whole grid; the arrow keys move within it.
                         focusable=c is first,
                         changed=moved is not None and moved.cell_changes(c.card, c.weight, c.band, grid.gpus),
@@ -143,10 +153,16 @@ _layout = lru_cache(maxsize=64)(layout)
 
 @lru_cache(maxsize=512)
 def card_columns(
-    stage: Stage, gpus: int, recipe: Recipe, card: int, tab_stop: bool, moved: Change | None
+    stage: Stage,
+    gpus: int,
+    recipe: Recipe,
+    card: int,
+    tab_stop: bool,
+    moved: Change | None,
+    frozen: frozenset[int] = frozenset(),
 ) -> tuple[ColumnView, ...]:
     """One drawn card's columns of cells (see `_columns`), built once for each set of inputs."""
-    return _columns(_layout(stage, gpus, recipe), card, tab_stop, moved)
+    return _columns(_layout(stage, gpus, recipe), card, tab_stop, moved, frozen)
 
 
 def _verdict(row: StageReport, units: ByteUnit) -> str:
@@ -175,6 +191,7 @@ def rest_cards(
     # Every card at rest holds as much as every other: its figures are printed once, shown on each.
     bytes_per_weight = f"{per_weight(row.bytes_per_weight)} B/weight"
     model_bytes = scenario.units.show(row.per_gpu_bytes)
+    frozen = frozenset(w for w in grid.shown if scenario.run.frozen_column(w, grid.gpus))
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(grid.shown):
         if hidden := _hidden_before(grid.shown, position):
@@ -183,7 +200,7 @@ def rest_cards(
             CardView(
                 index=card,
                 title=f"GPU {card:,}",
-                columns=card_columns(stage, grid.gpus, grid.recipe, card, position == 0, moved),
+                columns=card_columns(stage, grid.gpus, grid.recipe, card, position == 0, moved, frozen),
                 bytes_per_weight=bytes_per_weight,
                 model_bytes=model_bytes,
                 bar=bar,

@@ -15,16 +15,17 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from pydantic_core import PydanticCustomError
 
 from app.domain.activations import MAX_SEQ, Recompute
-from app.domain.architecture import ModelName
+from app.domain.architecture import PRESETS, ModelName
 from app.domain.bands import MAX_CUSTOM_BAND_BYTES, RecipeName
 from app.domain.fit import MAX_BATCH, MAX_GPUS
 from app.domain.measured import IMPLS, Impl, default_impl
 from app.domain.memory import DEFAULT_GPUS
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, ambiguity, parse_bytes, parse_count
-from app.domain.scenario import Inputs
+from app.domain.scenario import DEFAULT_MODEL, Inputs
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
+from app.domain.trainable import MAX_LORA_RANK, LoraTargets, parse_trainable
 from app.web.form_view import FieldProblem
 
 _COUNT_EXAMPLES = (
@@ -146,6 +147,39 @@ class RunQuery(BaseModel):
         DEFAULTS.fragmentation, ge=0, le=100, description="Percent the caching allocator holds beyond its tensors."
     )
 
+    trainable: str | None = Field(
+        None,
+        description="Weights that train: a count (1.5B) or a fraction of the model's (0.25 or 25%); the first "
+        "weights a forward pass meets are the frozen ones. Default: all, or none of the model's with LoRA.",
+    )
+    lora_rank: int | None = Field(None, ge=1, le=MAX_LORA_RANK, description="LoRA's rank r; none: no adapters.")
+    lora_targets: LoraTargets = Field(
+        LoraTargets.QKVO, description="The matrices of each block with adapters: qv, qkvo or all-linear."
+    )
+
+    @field_validator("lora_rank", mode="before")
+    @classmethod
+    def _blank_is_no_lora(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @field_validator("trainable")
+    @classmethod
+    def _within_the_model(cls, text: str | None, info: ValidationInfo) -> str | None:
+        if text is None or not text.strip():
+            return None
+        model, params = info.data.get("model"), info.data.get("params")
+        # The model's count as the run will resolve it: a preset's own, a custom count, or the seed's.
+        if model in (None, ModelName.CUSTOM):
+            base = parse_count(params) if params else PRESETS[DEFAULT_MODEL].params
+        else:
+            base = PRESETS[model].params
+        try:
+            parse_trainable(text, base)
+        except ValueError as exc:
+            # A sentence of its own: the error pages show it as it is, without pydantic's "Value error, ".
+            raise PydanticCustomError("trainable", str(exc)) from None
+        return text
+
     def settings(self) -> Overheads:
         """The overheads' settings: each given one, else its default."""
         given = {
@@ -179,6 +213,9 @@ class RunQuery(BaseModel):
             recompute=self.recompute,
             overheads=self.settings(),
             count_overheads=self.overheads,
+            trainable=self.trainable,
+            lora_rank=self.lora_rank,
+            lora_targets=self.lora_targets,
         )
 
     def canonical(self) -> dict[str, str]:
@@ -309,6 +346,11 @@ def _field_message(name: str, error: Mapping[str, Any], typed: str) -> str:
         return f"Enter a whole number of sequences per GPU between 0 and {MAX_BATCH:,} (0: no activations)."
     if name == "seq":
         return f"Enter a whole number of tokens between 1 and {MAX_SEQ:,}, or leave it blank for the model's context."
+    if name == "trainable":
+        said = str(error.get("msg", "this is not a number of weights"))
+        return f"{said[:1].upper()}{said[1:]}: enter a count (1.5B) or a fraction (0.25 or 25%), or leave it blank."
+    if name == "lora_rank":
+        return f"Enter a whole LoRA rank between 1 and {MAX_LORA_RANK:,}, or leave it blank for no adapters."
     if name == "fragmentation":
         return "Enter a whole percent between 0 and 100."
     if name == "process_groups":

@@ -94,7 +94,8 @@ def page_view(
 
 # Fields folded away under "Bytes per band and largest layer": opened when one of them is wrong.
 _FOLDED = frozenset(
-    {"weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes", "largest_layer", "batch", "seq", "recompute"}
+    {"weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes", "largest_layer"}
+    | {"batch", "seq", "recompute", "trainable", "lora_rank", "lora_targets"}
 )
 
 

@@ -237,6 +237,9 @@ class ResolvedInputs(BaseModel):
     seq: int = Field(description="Tokens per sequence: as given, else the model's context.")
     recompute: Recompute
     overheads: bool = Field(description="Whether the peak counts the overheads (overheads=1).")
+    trainable_params: int = Field(description="Weights that train, LoRA's adapters included.")
+    frozen_params: int = Field(description="Weights that do not train: their weights band only.")
+    adapter_params: int = Field(description="LoRA's adapter weights, counted in params; 0 without LoRA.")
     activations_counted: bool = Field(
         description="False for a bare weight count (no shape to count them from) or an empty micro-batch."
     )
@@ -270,6 +273,9 @@ class MemoryOut(BaseModel):
                 seq=scenario.seq,
                 recompute=run.activations.recompute if run.activations else Recompute.NONE,
                 overheads=run.count_overheads,
+                trainable_params=run.params - run.frozen,
+                frozen_params=run.frozen,
+                adapter_params=scenario.adapters,
                 activations_counted=run.activations is not None and run.batch > 0,
             ),
             stages=[MemoryRow.of(row, run) for row in report(run)],

@@ -26,6 +26,12 @@ _LABELS = {
     "recipe": "Recipe",
     "units": "Units",
     "largest_layer": "Largest layer",
+    "batch": "Micro-batch",
+    "seq": "Sequence length",
+    "recompute": "Recomputation",
+    "trainable": "Trainable weights",
+    "lora_rank": "LoRA rank",
+    "lora_targets": "LoRA targets",
 }
 _BANDS = {f"{band.value}_bytes": band for band in Band}
 
@@ -102,6 +108,10 @@ def _drawn(name: str, scenario: Scenario) -> str | None:
     if name == "recompute":
         chosen = run.activations.recompute if run.activations else Recompute.NONE
         return "no recomputation" if chosen is Recompute.NONE else f"{chosen} recomputation"
+    if name == "trainable":
+        return f"{run.params - run.frozen:,} trainable weights"
+    if name in ("lora_rank", "lora_targets"):
+        return f"LoRA's {scenario.adapters:,} adapter weights" if scenario.adapters else "no LoRA"
     # The overheads' settings: the value drawn is the setting's own.
     return f"{name}={getattr(run.overheads, name, int(run.count_overheads))}"
 

@@ -220,6 +220,8 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
                 cells=tuple(
                     _step_cell(phase, card, column, spec, position == 0 and column.index == 0 and spec is specs[0])
                     for spec in specs
+                    # A frozen column keeps its weights only: no gradient, master copy or moments.
+                    if spec.band is Band.WEIGHTS or not run.frozen_column(column.index)
                 ),
             )
             for column in columns

@@ -167,3 +167,27 @@ def test_an_overhead_set_by_its_parameter(client: TestClient) -> None:
     bad = client.get("/api/memory", params={"fragmentation": "101"})
     assert bad.status_code == 422
     assert "fragmentation" in bad.json()["message"]
+
+
+def test_lora_through_the_api_is_peft_s_count(client: TestClient) -> None:
+    # peft, Llama 3 8B, r = 16, all-linear: "trainable params: 41,943,040 || all params: 8,072,204,288".
+    inputs = _memory(client, model="llama-3-8b", lora_rank="16", lora_targets="all-linear")["inputs"]
+    assert (inputs["trainable_params"], inputs["params"]) == (41_943_040, 8_072_204_288)
+    assert inputs["adapter_params"] == 41_943_040
+    assert inputs["frozen_params"] == 8_030_261_248
+
+
+@pytest.mark.parametrize(
+    ("params", "said"),
+    [
+        ({"trainable": "9B"}, "more than the model's 8,030,261,248"),
+        ({"trainable": "1.5"}, "between 0 and 1"),
+        ({"trainable": "150%"}, "between 0 and 1"),
+        ({"lora_rank": "0"}, "lora_rank"),
+        ({"lora_targets": "mlp"}, "'qv', 'qkvo' or 'all-linear'"),
+    ],
+)
+def test_bad_trainable_or_lora_is_a_422_that_says_why(client: TestClient, params: dict[str, str], said: str) -> None:
+    answer = client.get("/api/memory", params={"model": "llama-3-8b", **params})
+    assert answer.status_code == 422
+    assert said in answer.json()["message"]

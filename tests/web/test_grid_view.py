@@ -142,3 +142,21 @@ def test_sixteen_columns_label_every_other_weight_and_the_responsible_one(client
     card = run_page(client, "gpus=16&stage=zero1").select("#grid .card")[3]
     labels = [span.get_text() for span in card.select(".axis span")]
     assert labels == ["0", "", "2", "3", "4", "", "6", "", "8", "", "10", "", "12", "", "14", ""]
+
+
+@pytest.mark.parametrize(
+    ("query", "frozen_columns"),
+    [
+        # A quarter trains: the middles of the first six of 8 columns (1/16 to 11/16) fall in the frozen 75 %.
+        ("model=llama-3-8b&trainable=0.25&stage=zero1&batch=0", 6),
+        ("model=llama-3-8b&lora_rank=16&stage=zero3&batch=0", 8),  # LoRA freezes every base weight
+        ("model=llama-3-8b&stage=zero3&batch=0", 0),
+    ],
+)
+def test_frozen_columns_keep_their_weights_band_only(client: TestClient, query: str, frozen_columns: int) -> None:
+    tree = run_page(client, query)
+    stacks = [len(column.select(".cell")) for column in one(tree, "#grid .card").select(".plot .column[data-weight]")]
+    assert stacks.count(1) == frozen_columns
+    assert stacks.count(4) == 8 - frozen_columns
+    note = text(tree, ".grid-note")
+    assert ("a frozen weight has no gradient and needs no optimizer state" in note) == bool(frozen_columns)

@@ -1,0 +1,90 @@
+"""Frozen weights and LoRA, against peft's own printouts and sums worked by hand."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.domain.architecture import LLAMA_3_8B, PRESETS, ModelName
+from app.domain.bands import Band
+from app.domain.fit import report
+from app.domain.memory import band_bytes
+from app.domain.scenario import Inputs, resolve
+from app.domain.stages import Stage
+from app.domain.step import step
+from app.domain.trainable import LoraTargets, adapter_params, parse_trainable
+
+# peft's print_trainable_parameters() for Llama 3 8B with r = 16: "trainable params: 13,631,488" for
+# q, k, v and o, and "trainable params: 41,943,040 || all params: 8,072,204,288" for all-linear.
+PEFT_LLAMA_3_8B = [
+    (LoraTargets.QKVO, 13_631_488),
+    (LoraTargets.ALL_LINEAR, 41_943_040),
+    # By hand, the LoRA paper's Q and V: 32 blocks × 16 × ((4096 + 4096) + (4096 + 1024)).
+    (LoraTargets.QV, 32 * 16 * (8192 + 5120)),
+]
+
+
+@pytest.mark.parametrize(("targets", "expected"), PEFT_LLAMA_3_8B)
+def test_adapters_are_peft_s_count(targets: LoraTargets, expected: int) -> None:
+    assert adapter_params(LLAMA_3_8B, 16, targets) == expected
+
+
+def test_all_linear_with_the_model_is_peft_s_all_params() -> None:
+    run = resolve(Inputs(model=ModelName.LLAMA_3_8B, lora_rank=16, lora_targets=LoraTargets.ALL_LINEAR)).run
+    assert run.params == 8_072_204_288
+    assert run.params - run.frozen == 41_943_040
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("0.25", 250), ("25%", 250), ("1", 1000), ("0", 0), ("300", 300), ("1e2", 100), ("0.5%", 5)],
+)
+def test_trainable_as_a_count_or_a_fraction(text: str, expected: int) -> None:
+    assert parse_trainable(text, 1000) == expected
+
+
+@pytest.mark.parametrize(("text", "said"), [("2.5", "between 0 and 1"), ("150%", "between 0 and 1"), ("2K", "more")])
+def test_trainable_out_of_range(text: str, said: str) -> None:
+    with pytest.raises(ValueError, match=said):
+        parse_trainable(text, 1000)
+
+
+def test_a_frozen_weight_keeps_its_weights_band_only() -> None:
+    # Llama 3 8B on one card, a quarter trainable: 2 B for every weight, and 2 + 4 + 8 B for the
+    # 2,007,565,312 that train: 16,060,522,496 + 28,105,914,368 B.
+    run = resolve(Inputs(model=ModelName.LLAMA_3_8B, gpus=1, trainable="0.25", batch=0)).run
+    assert report(run)[0].per_gpu_bytes == 2 * 8_030_261_248 + 14 * 2_007_565_312
+
+
+def test_lora_on_a_bare_count_says_why_there_are_no_adapters() -> None:
+    scenario = resolve(Inputs(model=ModelName.ZERO_7_5B, lora_rank=8))
+    assert scenario.adapters == 0
+    assert any("LoRA" in note for note in scenario.notes)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from([ModelName.LLAMA_3_8B, ModelName.GPT_3_175B, ModelName.SEED_30B]),
+    gpus=st.integers(1, 4096),
+    share=st.integers(0, 100),
+    rank=st.none() | st.integers(1, 256),
+    stage=st.sampled_from(list(Stage)),
+)
+def test_frozen_weights_never_add_gradients_or_optimizer_state(
+    name: ModelName, gpus: int, share: int, rank: int | None, stage: Stage
+) -> None:
+    frozen = resolve(Inputs(model=name, gpus=gpus, trainable=f"{share}%", lora_rank=rank, batch=0))
+    every = resolve(Inputs(model=name, gpus=gpus, lora_rank=rank, trainable="1", batch=0))
+    # Freezing can only take state away, never add it, at rest or at any moment of the step; the
+    # gradients, master copy and moments are those of the trainable weights alone.
+    row = list(Stage).index(stage)
+    assert report(frozen.run)[row].per_gpu_bytes <= report(every.run)[row].per_gpu_bytes
+    trains = frozen.run.params - frozen.run.frozen
+    for band in (Band.GRADIENTS, Band.MASTER, Band.MOMENTS):
+        alone = band_bytes(stage, band, trains, gpus, frozen.recipe)
+        assert band_bytes(stage, band, frozen.run.params, gpus, frozen.recipe, frozen.run.frozen) == alone
+    highest = max(p.live_bytes for p in step(stage, frozen.run, frozen.columns))
+    assert highest <= max(p.live_bytes for p in step(stage, every.run, every.columns))
+    # And the weights band stays whole: frozen weights are still weights.
+    assert PRESETS[name].params <= frozen.run.params
