@@ -27,8 +27,8 @@ def _cards(cards: range, verb: str) -> str:
     return f"{cards_text(cards)} {verb}{'s' if len(cards) == 1 else ''}"
 
 
-def detail(phase: Phase, columns: tuple[Column, ...]) -> str:
-    """The longer explanation of a phase, when it has one: how a pass goes layer by layer."""
+def _passes(phase: Phase, columns: tuple[Column, ...]) -> str:
+    """How a pass goes layer by layer, where the stage splits weights or gradients."""
     if phase.part not in (Part.FORWARD, Part.BACKWARD) or phase.column is None:
         return ""
     column = columns[phase.column]
@@ -42,7 +42,7 @@ def detail(phase: Phase, columns: tuple[Column, ...]) -> str:
         sent = ", reduce-scatters its gradients" if phase.part is Part.BACKWARD else ""
         said = f"Layer by layer: a card gathers one layer, uses it{sent} and discards it before the next{limit}."
         # The picture gives each column to one card; a real run splits every layer across all of them.
-        real = "in a real run each layer is split across all the cards, each sending its part"
+        real = "a real run splits each layer across all the cards, each sending its part"
         return f"{said} Here a column is one card's; {real}."
     if Band.GRADIENTS in phase.sharded and phase.part is Part.BACKWARD:
         return (
@@ -50,6 +50,15 @@ def detail(phase: Phase, columns: tuple[Column, ...]) -> str:
             "a full set of gradients, only its own slice and the layer in hand."
         )
     return ""
+
+
+def detail(phase: Phase, columns: tuple[Column, ...]) -> str:
+    """The longer explanation of a phase, when it has one: how a pass goes, and what its activations do."""
+    said = _passes(phase, columns)
+    if phase.extra.activations:
+        kept = "Its activations stay for the backward." if phase.part is Part.FORWARD else "Its activations then go."
+        said = f"{said} {kept}" if said else kept
+    return said
 
 
 def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> str:

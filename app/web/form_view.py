@@ -141,7 +141,7 @@ _TARGET_LABELS = {
 
 _RECOMPUTE_LABELS = {
     Recompute.NONE: "None: keep every activation",
-    Recompute.SELECTIVE: "Selective: recompute the attention scores",
+    Recompute.SELECTIVE: "Selective: recompute the attention core",
     Recompute.FULL: "Full: keep each layer's input only",
 }
 

@@ -242,7 +242,8 @@ CHOICE_TITLES = {"none": "nothing recomputed", "selective": "the attention core 
 
 
 def _activations_table(table: TermTable) -> ActivationsTableView:
-    part = BLOCK_TITLES[table.block] if table.part == "block" else f"{table.block.capitalize()}'s output layer"
+    named = {"gpt": "GPT", "llama": "Llama"}[table.block]
+    part = BLOCK_TITLES[table.block] if table.part == "block" else f"{named}'s output layer"
     choice = "" if table.part != "block" else f", {table.recompute.value}: {CHOICE_TITLES[table.recompute.value]}"
     rows = tuple(
         TermRowView(

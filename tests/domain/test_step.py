@@ -264,4 +264,4 @@ def test_zero3_more_says_how_the_drawn_gather_relates_to_a_real_one(gpus: int) -
     for phase in passes:
         more = detail(phase, lesson.columns)
         assert "at most 3,750,000,000 weights are assembled at once and the weights it holds stay level" in more
-        assert more.endswith("in a real run each layer is split across all the cards, each sending its part.")
+        assert more.endswith("a real run splits each layer across all the cards, each sending its part.")
