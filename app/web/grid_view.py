@@ -172,7 +172,7 @@ def _verdict(row: StageReport, units: ByteUnit) -> str:
         # Until the activations are counted, the headroom is what is left for them.
         rest = "." if row.activation_bytes else " for activations."
         return f"Fits: {units.show(row.headroom_bytes)} left{rest}"
-    return f"Does not fit: {units.show(-row.headroom_bytes)} over."
+    return f"Over by {units.show(-row.headroom_bytes)}."
 
 
 def _rest_bar(scenario: Scenario, row: StageReport, scale: BarScale | None) -> BarView:

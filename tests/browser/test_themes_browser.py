@@ -51,7 +51,11 @@ def _style(page: Page, selector: str, prop: str, pseudo: str | None = None) -> s
 
 
 # Arriving by the switcher (`from`) adds the sentence saying what changed: the cards stay above the fold.
-@pytest.mark.parametrize("arrival", ["", "&from=dp", "&from=zero3"])
+# With the activations' and the overheads' bands too: a Llama run with a card to fit, overheads counted.
+NEW_BANDS = "&model=llama-3-8b&capacity=80GiB&overheads=1"
+
+
+@pytest.mark.parametrize("arrival", ["", "&from=dp", "&from=zero3", NEW_BANDS])
 @pytest.mark.parametrize("stage", STAGES)
 def test_default_at_1280_shows_every_card_and_the_key_above_the_fold(
     page: Page, server: str, stage: str, arrival: str
@@ -107,6 +111,19 @@ def test_the_projector_shows_cards_key_and_cost_on_one_screen_at_rest_and_in_eve
     if stage == "zero3":
         page.goto(f"{server}/?stage=zero3&phase=10&theme=projector")
         screenshot(page, f"theme-projector-zero3-10-{width}x{height}")
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_the_projector_holds_the_new_bands_on_one_screen(page: Page, server: str, stage: str) -> None:
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    for moment in ["", "&phase=1", "&phase=9", "&phase=16"]:
+        page.goto(f"{server}/?stage={stage}{NEW_BANDS}{moment}&theme=projector")
+        expect(page.locator("#grid .card").first.locator("rect.activations, rect.overheads")).not_to_have_count(0)
+        boxes: list[tuple[str, list[float]]] = page.evaluate(_ON_SCREEN)
+        outside = [
+            name for name, (left, top, right, bottom) in boxes if min(left, top) < 0 or right > 1920 or bottom > 1080
+        ]
+        assert outside == [], moment
 
 
 def test_projector_type_is_larger_and_darker(browser: Browser, server: str) -> None:
