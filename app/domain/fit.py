@@ -76,6 +76,11 @@ class Run:
         frozen = tuple(self.frozen_column(column) for column in range(COLUMNS))
         return card.moments(layers, tuple(self.batch * k for k in kept), frozen)
 
+    @cached_property
+    def candidates(self) -> tuple[Moment, ...]:
+        """The moments that differ: a bare count's 16 passes are two moments, forward and backward."""
+        return tuple(dict.fromkeys(self.moments))
+
     @property
     def assembled_layer_bytes(self) -> int | None:
         """One whole layer's weights and gradients: what ZeRO-3 gathers and computes on one card."""
@@ -158,7 +163,7 @@ def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
 
 def peak_moment(stage: Stage, run: Run) -> Moment:
     """The highest moment of a card's step: the one every peak, bar and verdict is drawn at."""
-    return card.peak_moment(stage, run.params, run.gpus, run.recipe, run.moments, run.frozen)
+    return card.peak_moment(stage, run.params, run.gpus, run.recipe, run.candidates, run.frozen)
 
 
 def peak_extra(stage: Stage, run: Run) -> LayerExtra:
@@ -168,7 +173,7 @@ def peak_extra(stage: Stage, run: Run) -> LayerExtra:
 
 def theory_peak_bytes(stage: Stage, run: Run) -> int:
     """The theory's peak: model states, the layer in hand and activations at the step's highest moment."""
-    return card.peak_bytes(stage, run.params, run.gpus, run.recipe, run.moments, run.frozen)
+    return card.peak_bytes(stage, run.params, run.gpus, run.recipe, run.candidates, run.frozen)
 
 
 def overheads(stage: Stage, run: Run) -> tuple[OverheadItem, ...]:
@@ -205,8 +210,13 @@ def state_peak_bytes(stage: Stage, run: Run) -> int:
 
 
 def _peak_for(stage: Stage, run: Run, params: int) -> int:
-    # A model of another size, frozen in the same proportion.
-    return peak_bytes(stage, replace(run, params=params, frozen=run.frozen * params // run.params))
+    """The peak of a model of another size, frozen in the same proportion, with the moments drawn."""
+    frozen = run.frozen * params // run.params
+    if run.count_overheads:  # they depend on the size (DDP's buckets, the margin): worked out afresh
+        return peak_bytes(stage, replace(run, params=params, frozen=frozen))
+    # The layers and activations of the shape drawn, kept as they are: the bisection asks some
+    # hundred peaks a page, and the moments do not change with the size.
+    return card.peak_bytes(stage, params, run.gpus, run.recipe, run.candidates, frozen)
 
 
 def max_params_that_fit(stage: Stage, run: Run) -> int | None:
