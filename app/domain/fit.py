@@ -125,8 +125,15 @@ UNKNOWN_LAYER_RULE = (
 
 
 def communication_bytes(stage: Stage, run: Run) -> int:
-    """Bytes through each card per step: P weights × the bytes of the band each collective moves."""
-    return sum(t.volume_p * run.params * run.recipe.nbytes(t.band) for t in transfers(stage, run.gpus))
+    """Bytes through each card per step: P weights × the bytes of the band each collective moves.
+
+    Only trainable weights have gradients to move; every weight, frozen or not, is gathered.
+    """
+    trains = run.params - run.frozen
+    return sum(
+        t.volume_p * (trains if t.band is Band.GRADIENTS else run.params) * run.recipe.nbytes(t.band)
+        for t in transfers(stage, run.gpus)
+    )
 
 
 @dataclass(frozen=True)
@@ -184,7 +191,7 @@ def overheads(stage: Stage, run: Run) -> tuple[OverheadItem, ...]:
     recipe, moment = run.recipe, peak_moment(stage, run)
     return overhead_items(
         stage,
-        run.params,
+        run.params - run.frozen,  # DDP buckets the gradients of the weights that train, and only those
         run.gpus,
         recipe.nbytes(Band.WEIGHTS),
         recipe.nbytes(Band.GRADIENTS),

@@ -145,7 +145,10 @@ def _trainable(inputs: Inputs, params: int, architecture: Architecture | None, n
     adapters = 0
     if inputs.lora_rank is not None:
         if architecture is None:
-            notes.append("LoRA's adapters are counted from the layers' shapes, which a bare weight count has not.")
+            notes.append(
+                "LoRA's adapters are counted from the layers' shapes, which a bare weight count has not: "
+                "drawn without LoRA."
+            )
         else:
             adapters = adapter_params(architecture, inputs.lora_rank, inputs.lora_targets)
     # LoRA freezes the model and trains its adapters; without it, everything trains.

@@ -143,6 +143,8 @@ class Phase:
     """What every card holds beyond that for the layer in hand."""
     overhead_bytes: int = 0
     """The overheads, when counted: the same at every moment (`fit.overheads`)."""
+    frozen: bool = False
+    """Whether the column in hand is frozen: the backward computes no gradients for it."""
 
     @property
     def live_bytes(self) -> int:
@@ -240,6 +242,26 @@ def _transfers(
     return ()
 
 
+def _trained_share(run: Run, columns: tuple[int, ...]) -> Fraction:
+    """The share of these columns' weights that train: the trainable weights are the last ones."""
+    start, end = Fraction(min(columns), COLUMNS), Fraction(max(columns) + 1, COLUMNS)
+    first = Fraction(run.frozen, run.params)  # where the trainable weights begin, as a share of the model
+    return max(Fraction(0), end - max(start, first)) / (end - start)
+
+
+def _trained(run: Run, moves: tuple[InFlight, ...]) -> tuple[InFlight, ...]:
+    """The collectives as they are with frozen weights: gradients move for the trainable weights only."""
+    if not run.frozen:
+        return moves
+    kept = []
+    for move in moves:
+        if move.band is Band.GRADIENTS:
+            move = replace(move, volume_p=move.volume_p * _trained_share(run, move.columns))
+        if move.volume_p:
+            kept.append(move)
+    return tuple(kept)
+
+
 def _moment(run: Run, columns: tuple[Column, ...], part: Part, column: int | None) -> Moment:
     """The card's moment in a phase: the run's own for a pass over a column, else at rest."""
     if column is None or part not in (Part.FORWARD, Part.BACKWARD):
@@ -261,10 +283,11 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ..
     for index in range(PHASES):
         part, column = _part(index)
         # Data parallelism on one card still has nobody to all-reduce with.
-        transfers = _transfers(stage, sharded, index, part, column) if run.gpus > 1 else ()
+        transfers = _trained(run, _transfers(stage, sharded, index, part, column)) if run.gpus > 1 else ()
         tally += sum((t.volume_p for t in transfers), start=Fraction(0))
         extra = layer_extra(stage, run, _moment(run, columns, part, column))
-        phases.append(Phase(stage, run.gpus, index, part, column, transfers, tally, state, extra, overhead))
+        frozen = column is not None and run.frozen_column(column)
+        phases.append(Phase(stage, run.gpus, index, part, column, transfers, tally, state, extra, overhead, frozen))
     return tuple(phases)
 
 

@@ -111,6 +111,12 @@ def _pass(phase: Phase, recipe: Recipe, column: Column) -> str:
         if phase.gpus == 1:
             return f"The card runs column {k} ({what}) on its batch. Nothing moves: there is no other card."
         return f"Each card runs column {k} ({what}) on its own batch with its own copy of the weights. Nothing moves."
+    if phase.frozen:
+        gather = "gather its weights again and " if Band.WEIGHTS in sharded else ""
+        return (
+            f"Column {k} ({what}) is frozen: the cards {gather}pass the backward through it to the layers "
+            "before, but compute no gradients for its weights."
+        )
     if Band.WEIGHTS in sharded:
         return (
             f"Layer by layer, the cards gather column {k}'s weights ({what}) again, compute the gradients and "

@@ -14,8 +14,10 @@ from fractions import Fraction
 
 from app.domain.activations import Recompute
 from app.domain.bands import BandSpec, Recipe
+from app.domain.columns import COLUMNS
 from app.domain.fit import LayerExtra, Run, counted_overhead_bytes, peak_bytes, peak_extra
 from app.domain.memory import band_bytes, per_gpu_bytes
+from app.domain.quantities import percent
 from app.domain.scenario import NO_SHAPE, Scenario
 from app.domain.stages import Stage
 
@@ -165,9 +167,16 @@ def frozen_said(scenario: Scenario) -> str:
         return ""
     trains = run.params - run.frozen
     lora = f", LoRA's {scenario.adapters:,} adapter weights among them" if scenario.adapters else ""
+    drawn = (
+        "The picture draws the frozen weights as the first columns, and their bands at their bytes; each card's "
+        "figures count what ZeRO really keeps, a share of the trainable weights' state on every card."
+    )
+    if all(run.frozen_column(column) for column in range(COLUMNS)):
+        share = percent(Fraction(trains, run.params))
+        drawn = f"The trainable weights, {share} of the model, are too few to draw as a column: the figures count them."
     return (
         f" {run.frozen:,} weights are frozen and {trains:,} train{lora}: a frozen weight has no gradient and needs "
-        "no optimizer state, so its columns keep the weights band only."
+        f"no optimizer state, so its columns keep the weights band only. {drawn}"
     )
 
 

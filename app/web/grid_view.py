@@ -57,6 +57,8 @@ class ColumnView:
     cells: tuple[CellView, ...]
     gap_label: str = ""
     axis_label: str = "…"
+    missing: int = 0
+    """Bytes of the bands a frozen weight has not (gradients, master copy, moments): left blank."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ def _columns(
                 weight=weight,
                 responsible=responsible,
                 axis_label=str(weight) if labelled else "",
+                missing=recipe.total - recipe.nbytes(Band.WEIGHTS) if weight in frozen else 0,
                 cells=tuple(
                     CellView(
                         card=c.card,

@@ -391,6 +391,8 @@ class StepOut(BaseModel):
                 for card in cards
                 for column in columns
                 for band in Band
+                # A frozen column keeps its weights only, as the page draws it.
+                if band is Band.WEIGHTS or not run.frozen_column(column.index)
             ],
         )
 

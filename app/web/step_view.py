@@ -217,6 +217,7 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
                 weight=column.index,
                 responsible=column.index in mine,
                 axis_label=str(column.index),
+                missing=recipe.total - recipe.nbytes(Band.WEIGHTS) if run.frozen_column(column.index) else 0,
                 cells=tuple(
                     _step_cell(phase, card, column, spec, position == 0 and column.index == 0 and spec is specs[0])
                     for spec in specs

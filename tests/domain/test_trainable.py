@@ -88,3 +88,40 @@ def test_frozen_weights_never_add_gradients_or_optimizer_state(
     assert highest <= max(p.live_bytes for p in step(stage, every.run, every.columns))
     # And the weights band stays whole: frozen weights are still weights.
     assert PRESETS[name].params <= frozen.run.params
+
+
+def test_lora_moves_the_adapters_gradients_only_and_ddp_buckets_them_only() -> None:
+    # Llama 3 70B with LoRA r = 16 on Q, K, V, O: 65,536,000 adapter weights train, by hand
+    # 80 × 16 × ((8192 + 8192) × 2 + (8192 + 1024) × 2).
+    run = resolve(Inputs(model=ModelName.LLAMA_3_70B, gpus=8, lora_rank=16, batch=0, count_overheads=True)).run
+    trains = run.params - run.frozen
+    assert trains == 80 * 16 * (16384 * 2 + 9216 * 2) == 65_536_000
+    dp, _, _, zero3 = report(run)
+    # Data parallelism all-reduces the adapters' bf16 gradients: 2 × 2 B × 65,536,000.
+    assert dp.communication_bytes == 2 * 2 * trains
+    # ZeRO-3 all-gathers every weight twice, frozen or not, and reduce-scatters the adapters' gradients.
+    assert zero3.communication_bytes == 2 * 2 * run.params + 2 * trains
+    buckets = next(item for item in dp.overheads if item.name == "DDP gradient buckets")
+    assert buckets.nbytes == 2 * trains
+
+
+@pytest.mark.parametrize("stage", list(Stage))
+@pytest.mark.parametrize("trainable", ["0.25", "1", "0"])
+def test_the_steps_tally_is_the_tables_traffic_with_frozen_weights(stage: Stage, trainable: str) -> None:
+    scenario = resolve(Inputs(model=ModelName.LLAMA_3_8B, gpus=8, trainable=trainable, batch=0))
+    run = scenario.run
+    phases = step(stage, run, scenario.columns)
+    row = report(run)[list(Stage).index(stage)]
+    weights, gradients = (run.recipe.nbytes(band) for band in (Band.WEIGHTS, Band.GRADIENTS))
+    # The tally is in units of P: weights traffic at the weights' bytes, gradients' at theirs.
+    moved = sum(
+        t.volume_p * run.params * (gradients if t.band is Band.GRADIENTS else weights)
+        for p in phases
+        for t in p.transfers
+    )
+    assert moved == row.communication_bytes
+    # And a frozen column's backward computes, and sends, no gradients.
+    for p in phases:
+        if p.frozen and p.part.value == "backward":
+            assert p.extra.computed == 0
+            assert all(t.band is not Band.GRADIENTS for t in p.transfers)

@@ -254,3 +254,19 @@ def test_zero3_gathering_a_layer_moves_a_tenth_of_the_bar_and_discarding_it_brin
     after = _page(client, f"{run}&phase=17")
     assert text(after, "#grid .card .card-sub").split(" · ")[0] == now
     assert _drawn_now(after) == pytest.approx(rest)
+
+
+def test_a_frozen_column_in_the_step_keeps_its_weights_and_its_place(client: TestClient) -> None:
+    # A quarter trains: columns 0-5 are frozen. In the JSON, as on the page, they keep their weights only.
+    query = {"model": "llama-3-8b", "stage": "zero3", "trainable": "0.25", "batch": "0", "phase": "11"}
+    body = client.get("/api/step", params=query).json()
+    frozen = {c["band"] for c in body["cells"] if c["column"] == 5}
+    assert frozen == {"weights"}
+    assert {c["band"] for c in body["cells"] if c["column"] == 7} == {"weights", "gradients", "master", "moments"}
+    assert body["computed_bytes"] == 0
+    assert [t["collective"] for t in body["transfers"]] == ["all-gather"]
+    assert "is frozen" in body["explanation"]
+    tree = dom(client.get("/", params=query).text)
+    column = one(tree, "#grid .card .plot .column[data-weight='5']")
+    # The blank below its weights is the 14 B per weight a frozen weight does not keep: area stays memory.
+    assert "nb-14" in one(column, ".missing")["class"]
