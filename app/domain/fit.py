@@ -83,10 +83,16 @@ class Run:
 
     @property
     def assembled_layer_bytes(self) -> int | None:
-        """One whole layer's weights and gradients: what ZeRO-3 gathers and computes on one card."""
+        """One whole layer's weights and gradients: what ZeRO-3 gathers and computes on one card.
+
+        A frozen largest layer has no gradients to compute: its weights alone.
+        """
         if self.largest_layer is None:
             return None
-        return self.largest_layer * (self.recipe.nbytes(Band.WEIGHTS) + self.recipe.nbytes(Band.GRADIENTS))
+        layers = self.column_layers or (self.largest_layer,)
+        frozen = self.frozen_column(layers.index(max(layers, key=lambda n: n or 0)), len(layers))
+        gradients = 0 if frozen else self.recipe.nbytes(Band.GRADIENTS)
+        return self.largest_layer * (self.recipe.nbytes(Band.WEIGHTS) + gradients)
 
 
 @dataclass(frozen=True)

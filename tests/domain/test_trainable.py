@@ -125,3 +125,12 @@ def test_the_steps_tally_is_the_tables_traffic_with_frozen_weights(stage: Stage,
         if p.frozen and p.part.value == "backward":
             assert p.extra.computed == 0
             assert all(t.band is not Band.GRADIENTS for t in p.transfers)
+
+
+def test_a_frozen_largest_layer_is_assembled_without_gradients() -> None:
+    # Llama 3 70B's largest layer is its embedding, 128,256 × 8,192 = 1,050,673,152 weights: frozen
+    # under LoRA, so ZeRO-3 assembles its bf16 weights only, 2 B each.
+    lora = resolve(Inputs(model=ModelName.LLAMA_3_70B, lora_rank=16)).run
+    full = resolve(Inputs(model=ModelName.LLAMA_3_70B)).run
+    assert lora.assembled_layer_bytes == 2 * 1_050_673_152
+    assert full.assembled_layer_bytes == 4 * 1_050_673_152
