@@ -461,3 +461,28 @@ def test_projector_step_buttons_make_one_row_and_the_keys_close_is_big(page: Pag
     left, top, right, bottom = close.evaluate(BOX)
     assert right - left >= 44
     assert bottom - top >= 32
+
+
+_BELOW_THE_TABLE = """() => {
+  const top = s => document.querySelector(s).getBoundingClientRect().top;
+  const table = document.querySelector('.table-wrap').getBoundingClientRect().bottom;
+  return [top('.overheads') >= table, top('.words') >= table];
+}"""
+
+
+@pytest.mark.parametrize(
+    ("width", "height", "moment"),
+    [
+        (390, 844, ""),
+        (1280, 800, "&phase=9"),
+        (1920, 1080, "&theme=projector"),
+        (1920, 1080, "&theme=projector&phase=9"),
+    ],
+)
+def test_the_overheads_and_the_words_come_after_the_table(
+    page: Page, server: str, width: int, height: int, moment: str
+) -> None:
+    # Neither has a place of its own in the grid layouts: without one, they would be put in the first free cell.
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}/?model=llama-3-8b&capacity=80GiB&stage=zero3{moment}")
+    assert page.evaluate(_BELOW_THE_TABLE) == [True, True]
