@@ -20,7 +20,7 @@ from app.domain.trainable import LoraTargets, adapter_params, parse_trainable
 DEFAULT_MODEL = ModelName.SEED_30B
 DEFAULT_SEQ = 4096
 """The sequence length of a model without a context of its own."""
-NO_SHAPE = "A bare weight count has no layers' shapes, so no activations are counted."
+NO_SHAPE = "This model is only a number of weights, with no layer shapes, so its activations cannot be counted."
 
 
 @dataclass(frozen=True)

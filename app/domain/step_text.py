@@ -56,7 +56,11 @@ def detail(phase: Phase, columns: tuple[Column, ...]) -> str:
     """The longer explanation of a phase, when it has one: how a pass goes, and what its activations do."""
     said = _passes(phase, columns)
     if phase.extra.activations:
-        kept = "Its activations stay for the backward." if phase.part is Part.FORWARD else "Its activations then go."
+        kept = (
+            "This column's activations stay until its backward pass."
+            if phase.part is Part.FORWARD
+            else "This column's activations then go."
+        )
         said = f"{said} {kept}" if said else kept
     return said
 
@@ -113,10 +117,13 @@ def _pass(phase: Phase, recipe: Recipe, column: Column) -> str:
         return f"Each card runs column {k} ({what}) on its own batch with its own copy of the weights. Nothing moves."
     if phase.frozen:
         gather = "gather its weights again and " if Band.WEIGHTS in sharded else ""
-        return (
-            f"Column {k} ({what}) is frozen: the cards {gather}pass the backward through it to the layers "
-            "before, but compute no gradients for its weights."
-        )
+        onwards = "pass the backward through it to the layers before" if k else "finish the backward pass on it"
+        if any(t.band is Band.GRADIENTS for t in phase.transfers):  # LoRA's adapters, say, in a frozen column
+            return (
+                f"Column {k} ({what}) is mostly frozen: the cards {gather}{onwards}, computing and "
+                "reduce-scattering gradients only for its few trainable weights."
+            )
+        return f"Column {k} ({what}) is frozen: the cards {gather}{onwards}, but compute no gradients for its weights."
     if Band.WEIGHTS in sharded:
         return (
             f"Layer by layer, the cards gather column {k}'s weights ({what}) again, compute the gradients and "

@@ -77,7 +77,8 @@ class BarScale:
 def stage_scale(scenario: Scenario, stage: Stage) -> BarScale:
     """The bar of one stage: to its peak, broken where one layer would be under a quarter of it."""
     run = scenario.run
-    rest = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen)
+    # The overheads, when counted, are there at rest too: the tick is after them.
+    rest = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen) + counted_overhead_bytes(stage, run)
     top = peak_bytes(stage, run)
     layer = top - rest
     return BarScale(rest, top, broken=0 < layer * 4 < top)
@@ -111,15 +112,15 @@ def bar_view(
 
     for spec in legend(run.recipe):
         add(f"band-{spec.band}", band_bytes(stage, spec.band, run.params, run.gpus, run.recipe, run.frozen), spec.label)
+    overhead = counted_overhead_bytes(stage, run)
+    if overhead:  # kept all through the step, as the state is
+        add("overheads", overhead, "overheads: CUDA context, NCCL buffers, buckets and fragmentation")
     if extra.gathered:
         add("gathered", extra.gathered, "one layer's weights, assembled from their owners")
     if extra.computed:
         add("sent", extra.computed, "one layer's gradients, computed here before they are reduce-scattered")
     if extra.activations:
         add("activations", extra.activations, "activations kept for the backward pass")
-    overhead = counted_overhead_bytes(stage, run)
-    if overhead:
-        add("overheads", overhead, "overheads: CUDA context, NCCL buffers, buckets and fragmentation")
     now = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen) + extra.total + overhead
     if peak > now:
         add("peak", peak - now, "peak so far, above now")
@@ -153,11 +154,22 @@ def bar_note(scenario: Scenario, stage: Stage) -> str:
             f"The bar under each card runs from 0 to the peak on one card, {top}; "
             f"the tick marks what it keeps at rest, {rest}."
         )
-    said = f"{said} {activations_said(scenario, stage)}{frozen_said(scenario)}"
+    said = f"{said} {activations_said(scenario, stage)}{overheads_said(scenario, stage)}{frozen_said(scenario)}"
     if capacity is None:
         return said
     where = "the line" if capacity <= scale.top else "beyond the bar's end"
     return f"{said} The card's {units.show(capacity)} is {where}."
+
+
+def overheads_said(scenario: Scenario, stage: Stage) -> str:
+    """What the hatched part of the bars is, when the overheads are counted."""
+    overhead = counted_overhead_bytes(stage, scenario.run)
+    if not overhead:
+        return ""
+    return (
+        f" Hatched: {scenario.units.show(overhead)} of overheads, memory a real run holds beyond the theory all "
+        "through the step (the list under the table says what each is)."
+    )
 
 
 def frozen_said(scenario: Scenario) -> str:
@@ -166,10 +178,13 @@ def frozen_said(scenario: Scenario) -> str:
     if not run.frozen:
         return ""
     trains = run.params - run.frozen
-    lora = f", LoRA's {scenario.adapters:,} adapter weights among them" if scenario.adapters else ""
+    lora = ""
+    if scenario.adapters:
+        added = f"LoRA's adapter weights, added to the model's {run.params - scenario.adapters:,}"
+        lora = f", all of them {added}" if scenario.adapters == trains else f", {scenario.adapters:,} of them {added}"
     drawn = (
-        "The picture draws the frozen weights as the first columns, and their bands at their bytes; each card's "
-        "figures count what ZeRO really keeps, a share of the trainable weights' state on every card."
+        "In the picture the frozen weights are the first columns; the figures under each card count what ZeRO "
+        "really keeps, an equal share of the trainable weights' state on every card."
     )
     if all(run.frozen_column(column) for column in range(COLUMNS)):
         share = percent(Fraction(trains, run.params))
@@ -194,9 +209,9 @@ def activations_said(scenario: Scenario, stage: Stage) -> str:
 
 
 _RECOMPUTED = {
-    Recompute.NONE: "none recomputed",
-    Recompute.SELECTIVE: "the attention scores recomputed",
-    Recompute.FULL: "each layer's input kept and the layer recomputed",
+    Recompute.NONE: "with nothing recomputed",
+    Recompute.SELECTIVE: "with the attention core recomputed",
+    Recompute.FULL: "with each layer's input kept and the layer recomputed",
 }
 
 
