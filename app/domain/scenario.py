@@ -20,7 +20,7 @@ from app.domain.trainable import LoraTargets, adapter_params, parse_trainable
 DEFAULT_MODEL = ModelName.SEED_30B
 DEFAULT_SEQ = 4096
 """The sequence length of a model without a context of its own."""
-NO_SHAPE = "This model is only a number of weights, with no layer shapes, so its activations cannot be counted."
+NO_SHAPE = "A weight count alone has no layer shapes: its activations are not counted."
 
 
 @dataclass(frozen=True)

@@ -178,7 +178,7 @@ def test_a_bare_count_has_no_activation_columns_and_says_why(client: TestClient)
     tree = run_page(client, "model=zero-7.5b&capacity=80GB")
     assert tree.select("td.activations") == []
     assert tree.select("td.max-batch") == []
-    assert "with no layer shapes, so its activations cannot be counted" in text(tree, ".grid-note")
+    assert "has no layer shapes: its activations are not counted" in text(tree, ".grid-note")
 
 
 def test_the_overheads_are_one_click_from_the_verdict_and_back(client: TestClient) -> None:
