@@ -43,6 +43,7 @@ FIELD_HINTS = {
     "reduce_bucket_size": _COUNT_EXAMPLES.replace("weights", "elements"),
     "prefetch_bucket_size": _COUNT_EXAMPLES.replace("weights", "elements"),
     "max_live_parameters": _COUNT_EXAMPLES.replace("weights", "elements"),
+    "trainable": "a number of weights (1.5B), a fraction from 0 to 1 (0.25) or a percentage (25%)",
 }
 # The fields read as memory sizes, where a bare G or T deserves its own answer (GB or GiB?).
 SIZE_FIELDS = frozenset({"capacity", "cuda_context", "nccl_per_group"})
@@ -58,6 +59,11 @@ class Theme(StrEnum):
     def other(self) -> Theme:
         """The theme the page's toggle switches to."""
         return Theme.DEFAULT if self is Theme.PROJECTOR else Theme.PROJECTOR
+
+
+# A fraction of the weights (0.25, 1), a percentage (25%), or a count (1.5B): whether a count is within
+# the model's weights depends on the model, which no pattern can say; the validator below does.
+TRAINABLE_PATTERN = rf"^\s*(?:0|1|0?\.\d+|1\.0+|\d{{1,3}}(?:\.\d+)?\s*%)\s*$|{COUNT_PATTERN}"
 
 
 def _blank_or(pattern: str) -> str:
@@ -149,6 +155,7 @@ class RunQuery(BaseModel):
 
     trainable: str | None = Field(
         None,
+        pattern=_blank_or(TRAINABLE_PATTERN),
         description="Weights that train: a count (1.5B) or a fraction of the model's (0.25 or 25%); the first "
         "weights a forward pass meets are the frozen ones. Default: all, or none of the model's with LoRA.",
     )

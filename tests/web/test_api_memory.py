@@ -181,7 +181,7 @@ def test_lora_through_the_api_is_peft_s_count(client: TestClient) -> None:
     ("params", "said"),
     [
         ({"trainable": "9B"}, "more than the model's 8,030,261,248"),
-        ({"trainable": "1.5"}, "between 0 and 1"),
+        ({"trainable": "1.5"}, "a fraction from 0 to 1"),
         ({"trainable": "150%"}, "between 0 and 1"),
         ({"lora_rank": "0"}, "lora_rank"),
         ({"lora_targets": "mlp"}, "'qv', 'qkvo' or 'all-linear'"),
