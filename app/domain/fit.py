@@ -7,6 +7,7 @@ moment of the step, is behind the verdict, the headroom and every "largest ... t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from functools import cached_property
@@ -243,13 +244,18 @@ def max_params_that_fit(stage: Stage, run: Run) -> int | None:
     smallest = run.largest_layer or 1
     if _peak_for(stage, run, smallest) > run.capacity:
         return None
-    # The peak grows with the weights, so bisect: low always fits, high never does.
+    capacity = run.capacity
     low, high = smallest, smallest + 1
-    while _peak_for(stage, run, high) <= run.capacity:
+    while _peak_for(stage, run, high) <= capacity:  # the peak grows with the weights: double past it
         low, high = high, high * 2
+    return _last_fitting(lambda params: _peak_for(stage, run, params) <= capacity, low, high)
+
+
+def _last_fitting(fits: Callable[[int], bool], low: int, high: int) -> int:
+    """The largest n from `low` (which fits) below `high` (which does not) that fits, by bisection."""
     while high - low > 1:
         middle = (low + high) // 2
-        low, high = (middle, high) if _peak_for(stage, run, middle) <= run.capacity else (low, middle)
+        low, high = (middle, high) if fits(middle) else (low, middle)
     return low
 
 
@@ -271,11 +277,7 @@ def max_batch_that_fits(stage: Stage, run: Run) -> int | None:
         return None
     if fits(MAX_BATCH):
         return MAX_BATCH
-    low, high = 0, MAX_BATCH  # low always fits, high never does
-    while high - low > 1:
-        middle = (low + high) // 2
-        low, high = (middle, high) if fits(middle) else (low, middle)
-    return low
+    return _last_fitting(fits, 0, MAX_BATCH)
 
 
 def stage_report(stage: Stage, run: Run) -> StageReport:
