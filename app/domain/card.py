@@ -88,6 +88,8 @@ class Term:
     """The band of state it is, for the four bands of model state."""
     trains: bool = False
     """Only trainable weights have it (gradients, master copy, moments); a frozen weight does not."""
+    one_card: bool = False
+    """A per-layer term allocated even on one card (DeepSpeed's and FSDP2's gather buffers)."""
 
 
 def shard_weights(params: int, gpus: int) -> int:
@@ -147,12 +149,6 @@ ACTIVATIONS = Term("activations", Law.PER_TOKEN, 1, during=frozenset({Pass.FORWA
 """Kept from a layer's forward to its backward, then freed: none at rest or after the backward."""
 
 
-@lru_cache(maxsize=64)
-def card_terms(recipe: Recipe) -> tuple[Term, ...]:
-    """Every term of a card for a recipe: model state, what it holds for the layer in hand, activations."""
-    return (*model_state(recipe), *layer_in_hand(recipe), ACTIVATIONS)
-
-
 def term_bytes(term: Term, stage: Stage, params: int, gpus: int, moment: Moment = AT_REST, frozen: int = 0) -> int:
     """Bytes of one term on one card at one moment of the step; `frozen` weights keep no trainable term."""
     if stage not in term.under or moment.part not in term.during:
@@ -164,7 +160,7 @@ def term_bytes(term: Term, stage: Stage, params: int, gpus: int, moment: Moment 
         if term.trains and moment.frozen:
             return 0
         # One card has nobody to gather from or send to: its layer is already whole, in its buffers.
-        return term.nbytes * moment.layer if moment.layer is not None and gpus > 1 else 0
+        return term.nbytes * moment.layer if moment.layer is not None and (gpus > 1 or term.one_card) else 0
     if term.law is Law.PER_TOKEN:
         return term.nbytes * moment.activation
     return term.nbytes
@@ -174,13 +170,13 @@ def card_bytes(
     stage: Stage,
     params: int,
     gpus: int,
-    recipe: Recipe,
+    terms: tuple[Term, ...],
     moment: Moment = AT_REST,
     place: Place = Place.GPU,
     frozen: int = 0,
 ) -> int:
-    """Bytes on one card in `place` at one moment: the sum of its terms there."""
-    return sum(term_bytes(t, stage, params, gpus, moment, frozen) for t in card_terms(recipe) if t.place is place)
+    """Bytes on one card in `place` at one moment: the sum of its `terms` there (`accounting.terms`)."""
+    return sum(term_bytes(t, stage, params, gpus, moment, frozen) for t in terms if t.place is place)
 
 
 def moments(
@@ -197,29 +193,29 @@ def moments(
 
 
 def peak_moment(
-    stage: Stage, params: int, gpus: int, recipe: Recipe, candidates: tuple[Moment, ...], frozen: int = 0
+    stage: Stage, params: int, gpus: int, terms: tuple[Term, ...], candidates: tuple[Moment, ...], frozen: int = 0
 ) -> Moment:
     """The highest of a card's moments on its GPU (the first, of equals): where the fit test looks."""
-    _, changing = _gpu_terms(recipe)
+    _, changing = _gpu_terms(terms)
     return max(candidates, key=lambda m: sum(term_bytes(t, stage, params, gpus, m, frozen) for t in changing))
 
 
 def peak_bytes(
-    stage: Stage, params: int, gpus: int, recipe: Recipe, candidates: tuple[Moment, ...], frozen: int = 0
+    stage: Stage, params: int, gpus: int, terms: tuple[Term, ...], candidates: tuple[Moment, ...], frozen: int = 0
 ) -> int:
     """The most a card holds on its GPU during the step, at its highest moment: the fit test's one figure."""
-    steady, changing = _gpu_terms(recipe)
+    steady, changing = _gpu_terms(terms)
     base = sum(term_bytes(t, stage, params, gpus, frozen=frozen) for t in steady)
     return base + max(sum(term_bytes(t, stage, params, gpus, m, frozen) for t in changing) for m in candidates)
 
 
 @lru_cache(maxsize=64)
-def _gpu_terms(recipe: Recipe) -> tuple[tuple[Term, ...], tuple[Term, ...]]:
+def _gpu_terms(all_terms: tuple[Term, ...]) -> tuple[tuple[Term, ...], tuple[Term, ...]]:
     """A card's GPU terms: those the same at every moment, and those that change with the moment.
 
     Those the same are added once: the bisection for the largest model that fits asks for some
     hundred peaks a page.
     """
-    terms = [t for t in card_terms(recipe) if t.place is Place.GPU]
+    terms = [t for t in all_terms if t.place is Place.GPU]
     steady = tuple(t for t in terms if t.during == ALL_PASSES and t.law is not Law.PER_LAYER)
     return steady, tuple(t for t in terms if t.during != ALL_PASSES or t.law is Law.PER_LAYER)

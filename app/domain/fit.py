@@ -13,9 +13,10 @@ from fractions import Fraction
 from functools import cached_property
 
 from app.domain import card
+from app.domain.accounting import KEPT_GATHERED, PAPER, Setup, terms
 from app.domain.activations import Activations
 from app.domain.bands import MIXED_ADAM, Band, Recipe
-from app.domain.card import ACTIVATIONS, Moment, layer_in_hand, term_bytes
+from app.domain.card import Law, Moment, Place, Term, term_bytes
 from app.domain.columns import COLUMNS
 from app.domain.communication import communication_p, transfers
 from app.domain.memory import DEFAULT_GPUS, DEFAULT_PARAMS, per_gpu_bytes
@@ -48,6 +49,16 @@ class Run:
     """Whether the peak counts them (`overheads=1`); by default the theory alone, as the paper counts."""
     frozen: int = 0
     """Weights that do not train, the first ones a forward pass meets: they keep their weights band only."""
+    setup: Setup = PAPER
+    """Whose accounting, and what is offloaded where."""
+    nodes: int = 1
+    """The machines the cards are in, an equal number each: host memory and NVMe are per node."""
+    zero_init: bool = True
+    """DeepSpeed's `zero.Init`: each process builds only its slice of the model, not a whole fp32 copy."""
+    host_memory: int | None = None
+    """One node's CPU RAM, for the host's verdict; None: no verdict."""
+    nvme_space: int | None = None
+    """One node's NVMe space, for ZeRO-Infinity's verdict; None: no verdict."""
 
     def __post_init__(self) -> None:
         if self.params < 1:
@@ -64,6 +75,17 @@ class Run:
             raise ValueError(f"a model has {COLUMNS} eighths")
         if not 0 <= self.frozen <= self.params:
             raise ValueError("the frozen weights are between none and all of the model's")
+        if self.nodes < 1 or self.gpus % self.nodes:
+            raise ValueError(f"{self.gpus} GPUs do not split evenly across {self.nodes} nodes")
+
+    @property
+    def gpus_per_node(self) -> int:
+        """The cards in each node."""
+        return self.gpus // self.nodes
+
+    def terms(self, stage: Stage) -> tuple[Term, ...]:
+        """Every term of a card under `stage`, counted and placed as the run's setup says."""
+        return terms(self.recipe, stage, self.setup)
 
     def frozen_column(self, column: int, columns: int = COLUMNS) -> bool:
         """Whether most of one of `columns` equal columns of the weights is frozen (its middle is)."""
@@ -169,15 +191,17 @@ def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
     has nobody to share with. An unknown layer adds nothing: model states only. The activations
     are the moment's.
     """
-    gathered, computed = (
-        term_bytes(t, stage, run.params, run.gpus, moment, run.frozen) for t in layer_in_hand(run.recipe)
-    )
-    return LayerExtra(gathered, computed, term_bytes(ACTIVATIONS, stage, run.params, run.gpus, moment))
+    held = {"gathered": 0, "computed": 0, "activations": 0}
+    for term in run.terms(stage):
+        if term.place is Place.GPU and (term.during != card.ALL_PASSES or term.law is Law.PER_LAYER):
+            name = "gathered" if term.name == KEPT_GATHERED else term.name
+            held[name] += term_bytes(term, stage, run.params, run.gpus, moment, run.frozen)
+    return LayerExtra(held["gathered"], held["computed"], held["activations"])
 
 
 def peak_moment(stage: Stage, run: Run) -> Moment:
     """The highest moment of a card's step: the one every peak, bar and verdict is drawn at."""
-    return card.peak_moment(stage, run.params, run.gpus, run.recipe, run.candidates, run.frozen)
+    return card.peak_moment(stage, run.params, run.gpus, run.terms(stage), run.candidates, run.frozen)
 
 
 def peak_extra(stage: Stage, run: Run) -> LayerExtra:
@@ -187,7 +211,7 @@ def peak_extra(stage: Stage, run: Run) -> LayerExtra:
 
 def theory_peak_bytes(stage: Stage, run: Run) -> int:
     """The theory's peak: model states, the layer in hand and activations at the step's highest moment."""
-    return card.peak_bytes(stage, run.params, run.gpus, run.recipe, run.candidates, run.frozen)
+    return card.peak_bytes(stage, run.params, run.gpus, run.terms(stage), run.candidates, run.frozen)
 
 
 def overheads(stage: Stage, run: Run) -> tuple[OverheadItem, ...]:
@@ -230,7 +254,7 @@ def _peak_for(stage: Stage, run: Run, params: int) -> int:
         return peak_bytes(stage, replace(run, params=params, frozen=frozen))
     # The layers and activations of the shape drawn, kept as they are: the bisection asks some
     # hundred peaks a page, and the moments do not change with the size.
-    return card.peak_bytes(stage, params, run.gpus, run.recipe, run.candidates, frozen)
+    return card.peak_bytes(stage, params, run.gpus, run.terms(stage), run.candidates, frozen)
 
 
 def max_params_that_fit(stage: Stage, run: Run) -> int | None:
@@ -285,7 +309,7 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
     peak = peak_bytes(stage, run)
     items = overheads(stage, run)
     capacity = run.capacity
-    state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen)
+    state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup)
     return StageReport(
         stage=stage,
         # Not bytes_per_weight(stage, gpus, recipe), the 1/N of a model that divides evenly: a slice

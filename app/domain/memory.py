@@ -10,8 +10,9 @@ from __future__ import annotations
 from fractions import Fraction
 from functools import lru_cache
 
+from app.domain.accounting import PAPER, Setup, terms
 from app.domain.bands import MIXED_ADAM, Band, Recipe
-from app.domain.card import card_bytes, model_state, term_bytes
+from app.domain.card import Place, card_bytes, term_bytes
 from app.domain.stages import Stage
 
 DEFAULT_GPUS = 8
@@ -30,9 +31,17 @@ def bytes_per_weight(stage: Stage, gpus: int = DEFAULT_GPUS, recipe: Recipe = MI
     )
 
 
-def band_bytes(stage: Stage, band: Band, params: int, gpus: int, recipe: Recipe = MIXED_ADAM, frozen: int = 0) -> int:
-    """Bytes of one band on one card: the whole band, or one padded slice of it when the stage shards it."""
-    (term,) = (t for t in model_state(recipe) if t.band is band)
+def band_bytes(
+    stage: Stage,
+    band: Band,
+    params: int,
+    gpus: int,
+    recipe: Recipe = MIXED_ADAM,
+    frozen: int = 0,
+    setup: Setup = PAPER,
+) -> int:
+    """Bytes of one band on one card, wherever it lives: the whole band, or one padded slice of it."""
+    (term,) = (t for t in terms(recipe, stage, setup) if t.band is band)
     return term_bytes(term, stage, params, gpus, frozen=frozen)
 
 
@@ -42,10 +51,12 @@ def per_gpu_bytes(
     gpus: int = DEFAULT_GPUS,
     recipe: Recipe = MIXED_ADAM,
     frozen: int = 0,
+    setup: Setup = PAPER,
+    place: Place = Place.GPU,
 ) -> int:
-    """Bytes of model state on one card for a model of `params` weights: whole bands plus one padded slice."""
+    """Bytes of model state one card keeps in `place`, at rest: whole bands plus one padded slice of each split one."""
     if params < 0:
         raise ValueError("params cannot be negative")
     if gpus < 1:
         raise ValueError("gpus must be at least 1")
-    return card_bytes(stage, params, gpus, recipe, frozen=frozen)
+    return card_bytes(stage, params, gpus, terms(recipe, stage, setup), place=place, frozen=frozen)

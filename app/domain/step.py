@@ -276,7 +276,7 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ..
     if len(columns) != COLUMNS:
         raise ValueError(f"a step walks across {COLUMNS} columns")
     sharded = stage.sharded if run.gpus > 1 else frozenset()
-    state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen)
+    state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup)
     overhead = counted_overhead_bytes(stage, run)
     phases: list[Phase] = []
     tally = Fraction(0)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from app.domain.accounting import terms as card_terms_of
 from app.domain.bands import MIXED_ADAM, RECIPES, Band, RecipeName
 from app.domain.card import (
     AT_REST,
@@ -13,7 +14,6 @@ from app.domain.card import (
     Place,
     Term,
     card_bytes,
-    card_terms,
     moments,
     peak_bytes,
     term_bytes,
@@ -21,10 +21,12 @@ from app.domain.card import (
 from app.domain.stages import Stage
 
 SEED, LAYER = 30 * 10**9, 3_750_000_000
+PAPER = card_terms_of(MIXED_ADAM, Stage.DP)
+"""The paper's terms: the same list under every stage, which `under` and `split_by` tell apart."""
 
 
 def test_a_card_is_four_bands_of_state_two_terms_for_the_layer_in_hand_and_activations() -> None:
-    terms = card_terms(MIXED_ADAM)
+    terms = PAPER
     assert [(t.name, t.law, t.nbytes) for t in terms] == [
         ("weights", Law.PER_WEIGHT, 2),
         ("gradients", Law.PER_WEIGHT, 2),
@@ -58,20 +60,20 @@ def test_a_card_is_four_bands_of_state_two_terms_for_the_layer_in_hand_and_activ
 def test_the_seeds_card_at_rest_in_the_forward_pass_and_at_its_peak(
     stage: Stage, rest: float, forward: float, peak: float
 ) -> None:
-    assert card_bytes(stage, SEED, 8, MIXED_ADAM) == rest
-    assert card_bytes(stage, SEED, 8, MIXED_ADAM, Moment(Pass.FORWARD, LAYER)) == forward
+    assert card_bytes(stage, SEED, 8, PAPER) == rest
+    assert card_bytes(stage, SEED, 8, PAPER, Moment(Pass.FORWARD, LAYER)) == forward
     eighths = moments((LAYER,) * 8, (0,) * 8)
-    assert peak_bytes(stage, SEED, 8, MIXED_ADAM, eighths) == peak
+    assert peak_bytes(stage, SEED, 8, PAPER, eighths) == peak
     # The peak is the highest of the moments, and an unknown layer leaves model states only.
-    assert peak == max(card_bytes(stage, SEED, 8, MIXED_ADAM, m) for m in eighths)
-    assert peak_bytes(stage, SEED, 8, MIXED_ADAM, moments((None,) * 8, (0,) * 8)) == rest
+    assert peak == max(card_bytes(stage, SEED, 8, PAPER, m) for m in eighths)
+    assert peak_bytes(stage, SEED, 8, PAPER, moments((None,) * 8, (0,) * 8)) == rest
 
 
 def test_a_split_term_is_a_padded_slice_and_one_card_has_nobody_to_gather_from() -> None:
     # 7 weights on 16 cards: each card keeps a slice of ceil(7/16) = 1 weight, so 8 B of fp32 moments.
-    (moments_term,) = (t for t in card_terms(RECIPES[RecipeName.FP32_ADAM]) if t.band is Band.MOMENTS)
+    (moments_term,) = (t for t in card_terms_of(RECIPES[RecipeName.FP32_ADAM], Stage.DP) if t.band is Band.MOMENTS)
     assert term_bytes(moments_term, Stage.ZERO3, 7, 16) == 8
-    gathered = card_terms(MIXED_ADAM)[4]
+    gathered = PAPER[4]
     assert term_bytes(gathered, Stage.ZERO3, SEED, 8, Moment(Pass.FORWARD, LAYER)) == 7_500_000_000
     assert term_bytes(gathered, Stage.ZERO3, SEED, 1, Moment(Pass.FORWARD, LAYER)) == 0
     assert term_bytes(gathered, Stage.ZERO2, SEED, 8, Moment(Pass.FORWARD, LAYER)) == 0
@@ -80,7 +82,7 @@ def test_a_split_term_is_a_padded_slice_and_one_card_has_nobody_to_gather_from()
 
 def test_a_fixed_term_counts_once_and_activations_are_the_moments() -> None:
     assert term_bytes(Term("context", Law.FIXED, 500_000_000), Stage.DP, SEED, 8) == 500_000_000
-    activations = card_terms(MIXED_ADAM)[-1]
+    activations = PAPER[-1]
     assert term_bytes(activations, Stage.ZERO3, SEED, 8, Moment(Pass.BACKWARD, LAYER, 123)) == 123
     assert term_bytes(activations, Stage.ZERO3, SEED, 8, AT_REST) == 0
 
@@ -89,6 +91,6 @@ def test_the_peak_is_one_moment_not_the_sum_of_each_terms_highest() -> None:
     # ZeRO-3, 8 cards: eighth 0 has a big layer and few activations, eighth 7 the reverse. The peak
     # takes the larger of 4 B × 100 + 10 and 4 B × 10 + 300 (weights and gradients of the layer, bf16),
     # not 4 B × 100 + 300.
-    rest = card_bytes(Stage.ZERO3, 800, 8, MIXED_ADAM)
+    rest = card_bytes(Stage.ZERO3, 800, 8, PAPER)
     eighths = moments((100, 10, 10, 10, 10, 10, 10, 10), (10, 0, 0, 0, 0, 0, 0, 300))
-    assert peak_bytes(Stage.ZERO3, 800, 8, MIXED_ADAM, eighths) == rest + max(4 * 100 + 10, 4 * 10 + 300)
+    assert peak_bytes(Stage.ZERO3, 800, 8, PAPER, eighths) == rest + max(4 * 100 + 10, 4 * 10 + 300)

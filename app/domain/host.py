@@ -1,0 +1,99 @@
+"""What each node's host keeps for its cards, and what crosses each card's PCIe link in a step.
+
+The host's figures are per node: its cards' offloaded state in CPU RAM (pinned or not) and on NVMe.
+DeepSpeed's accounting takes its estimators' CPU rule instead (`deepspeed.cpu_bytes_per_node`),
+which also counts building the model and a buffer factor. PCIe is per card: the gradients' slice
+goes down to the host after the backward, the host updates it, and the weights' slice comes back up;
+with the weights offloaded, each card fetches its slice for every gather instead, twice a step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.domain import deepspeed
+from app.domain.accounting import Accounting
+from app.domain.bands import Band
+from app.domain.card import Place, shard_weights
+from app.domain.fit import Run
+from app.domain.memory import per_gpu_bytes
+from app.domain.placement import Home
+from app.domain.stages import Stage
+
+
+@dataclass(frozen=True)
+class HostReport:
+    """One node's host under one stage, and one card's PCIe traffic."""
+
+    cpu_bytes: int
+    """CPU RAM the node's processes keep for training state, pinned memory included."""
+    pinned_bytes: int
+    """Of which page-locked: the offloaded state with `pin_memory`, and ZeRO-Infinity's swap buffers."""
+    nvme_bytes: int
+    """State on the node's NVMe drives."""
+    pcie_bytes_per_step: int
+    """Bytes one card's PCIe link carries in a step, both ways: apart from the traffic between cards."""
+    gradients_down: int
+    weights_up: int
+    cpu_fits: bool | None
+    """The CPU RAM against `host_memory`; None without it."""
+    nvme_fits: bool | None
+    """The NVMe bytes against `nvme_space`; None without it or with nothing on NVMe."""
+
+    @property
+    def fits(self) -> bool | None:
+        """The host's verdict: None when nothing is known."""
+        verdicts = [v for v in (self.cpu_fits, self.nvme_fits) if v is not None]
+        return all(verdicts) if verdicts else None
+
+
+def _placed(stage: Stage, run: Run, place: Place) -> int:
+    return per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup, place)
+
+
+def _pcie(stage: Stage, run: Run) -> tuple[int, int]:
+    """Gradients down and weights up over one card's link in a step."""
+    moved = {t.band for t in run.terms(stage) if t.band is not None and t.place is not Place.GPU}
+    if Band.MASTER not in moved:
+        return 0, 0
+    fsdp = run.setup.accounting is Accounting.FSDP2
+    by_band = {t.band: t.nbytes for t in run.terms(stage) if t.band is not None}
+    gradient = by_band[Band.GRADIENTS] if fsdp else run.recipe.nbytes(Band.GRADIENTS)
+    trains = shard_weights(run.params - run.frozen, run.gpus)
+    down = trains * gradient
+    if Band.WEIGHTS in moved:  # each gather, forward and backward, starts from the slice on the host
+        return down, 2 * shard_weights(run.params, run.gpus) * by_band[Band.WEIGHTS]
+    return down, trains * by_band[Band.WEIGHTS]
+
+
+def host_report(stage: Stage, run: Run) -> HostReport:
+    """The host of each node, which are all alike, under `stage`."""
+    per_node = run.gpus_per_node
+    pinned = _placed(stage, run, Place.CPU_PINNED) * per_node
+    cpu = pinned + _placed(stage, run, Place.CPU_PAGEABLE) * per_node
+    nvme = _placed(stage, run, Place.NVME) * per_node
+    placement = run.setup.placement
+    if run.setup.accounting is Accounting.DEEPSPEED:
+        if placement.offloads and placement.home(stage) is Home.NVME:
+            weights_on_nvme = any(t.band is Band.WEIGHTS and t.place is Place.NVME for t in run.terms(stage))
+            buffers = deepspeed.nvme_swap_buffers(
+                shard_weights(run.params, run.gpus), weights_on_nvme, run.recipe.nbytes(Band.WEIGHTS)
+            )
+            pinned += buffers * per_node
+            cpu = pinned
+        else:
+            largest = run.largest_layer or run.params
+            cpu = deepspeed.cpu_bytes_per_node(
+                stage, run.params, largest, run.nodes, per_node, placement, run.zero_init
+            )
+    down, up = _pcie(stage, run)
+    return HostReport(
+        cpu_bytes=cpu,
+        pinned_bytes=pinned,
+        nvme_bytes=nvme,
+        pcie_bytes_per_step=down + up,
+        gradients_down=down,
+        weights_up=up,
+        cpu_fits=None if run.host_memory is None else cpu <= run.host_memory,
+        nvme_fits=None if run.nvme_space is None or not nvme else nvme <= run.nvme_space,
+    )
