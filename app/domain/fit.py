@@ -13,12 +13,13 @@ from fractions import Fraction
 from functools import cached_property
 
 from app.domain import card
-from app.domain.accounting import KEPT_GATHERED, PAPER, Setup, terms
+from app.domain.accounting import KEPT_GATHERED, PAPER, Setup, differences, terms
 from app.domain.activations import Activations
 from app.domain.bands import MIXED_ADAM, Band, Recipe
 from app.domain.card import Law, Moment, Place, Term, term_bytes
 from app.domain.columns import COLUMNS
 from app.domain.communication import communication_p, transfers
+from app.domain.host import HostReport, host_report
 from app.domain.memory import DEFAULT_GPUS, DEFAULT_PARAMS, per_gpu_bytes
 from app.domain.overheads import DEFAULTS, OverheadItem, Overheads, overhead_items, total
 from app.domain.stages import Stage
@@ -144,6 +145,10 @@ class StageReport:
     """None without a capacity, and when not even a model of one largest layer fits."""
     max_batch_that_fits: int | None
     """None without a capacity or activations, and when not even an empty micro-batch fits."""
+    host: HostReport
+    """Each node's host, and each card's PCIe traffic."""
+    differences: tuple[str, ...] = ()
+    """How the run's accounting and placement count this stage differently from the paper, a sentence each."""
 
 
 UNKNOWN_LAYER_RULE = (
@@ -327,6 +332,8 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         headroom_bytes=None if capacity is None else capacity - peak,
         max_params_that_fit=max_params_that_fit(stage, run),
         max_batch_that_fits=max_batch_that_fits(stage, run),
+        host=host_report(stage, run),
+        differences=differences(stage, run.recipe, run.setup, padded=run.params % run.gpus != 0),
     )
 
 

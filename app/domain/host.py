@@ -10,15 +10,18 @@ with the weights offloaded, each card fetches its slice for every gather instead
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from app.domain import deepspeed
 from app.domain.accounting import Accounting
 from app.domain.bands import Band
 from app.domain.card import Place, shard_weights
-from app.domain.fit import Run
 from app.domain.memory import per_gpu_bytes
 from app.domain.placement import Home
 from app.domain.stages import Stage
+
+if TYPE_CHECKING:  # fit's report includes the host's
+    from app.domain.fit import Run
 
 
 @dataclass(frozen=True)

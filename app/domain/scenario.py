@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.domain.accounting import Accounting, Setup
 from app.domain.activations import Recompute, for_one_sequence
 from app.domain.architecture import PRESETS, Architecture, ModelName, ModelPreset
 from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
@@ -14,6 +15,7 @@ from app.domain.columns import COLUMNS, Column, model_columns
 from app.domain.fit import Run
 from app.domain.memory import DEFAULT_GPUS
 from app.domain.overheads import DEFAULTS, Overheads
+from app.domain.placement import Device, Offload, Placement, cluster_of
 from app.domain.quantities import ByteUnit
 from app.domain.trainable import LoraTargets, adapter_params, parse_trainable
 
@@ -74,6 +76,16 @@ class Inputs:
     """A count ('1.5B') or a fraction ('0.25', '25%') of the model's weights; None: all of them train."""
     lora_rank: int | None = None
     lora_targets: LoraTargets = LoraTargets.QKVO
+    offload: Offload = Offload.NONE
+    offload_device: Device | None = None
+    """Where `optimizer` and `optimizer+params` offload to; None: the CPU (`nvme` implies NVMe)."""
+    pin_memory: bool = True
+    nodes: int | None = None
+    gpus_per_node: int | None = None
+    host_memory: int | None = None
+    nvme_space: int | None = None
+    accounting: Accounting = Accounting.PAPER
+    zero_init: bool = True
 
 
 def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, ModelPreset | None]:
@@ -124,6 +136,10 @@ def resolve(inputs: Inputs) -> Scenario:
     seq = inputs.seq or (architecture.context if architecture else DEFAULT_SEQ)
     columns = model_columns(params, architecture, largest, equal)
     adapters, frozen = _trainable(inputs, params, architecture, notes)
+    if inputs.offload is Offload.NVME and inputs.offload_device is Device.CPU:
+        raise ValueError("offload=nvme puts the state on NVMe: offload_device=cpu says otherwise.")
+    cluster = cluster_of(inputs.gpus, inputs.nodes, inputs.gpus_per_node)
+    placement = Placement(inputs.offload, inputs.offload_device or Device.CPU, inputs.pin_memory)
     run = Run(
         params=params + adapters,
         frozen=frozen,
@@ -136,6 +152,11 @@ def resolve(inputs: Inputs) -> Scenario:
         batch=inputs.batch,
         overheads=inputs.overheads,
         count_overheads=inputs.count_overheads,
+        setup=Setup(inputs.accounting, placement),
+        nodes=cluster.nodes,
+        zero_init=inputs.zero_init,
+        host_memory=inputs.host_memory,
+        nvme_space=inputs.nvme_space,
     )
     return Scenario(run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq, adapters)
 

@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
+from app.domain.accounting import Accounting
 from app.domain.activations import MAX_SEQ, Recompute
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.bands import MAX_CUSTOM_BAND_BYTES, RecipeName
@@ -21,6 +22,7 @@ from app.domain.fit import MAX_BATCH, MAX_GPUS
 from app.domain.measured import IMPLS, Impl, default_impl
 from app.domain.memory import DEFAULT_GPUS
 from app.domain.overheads import DEFAULTS, Overheads
+from app.domain.placement import Device, Offload, cluster_of
 from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, ambiguity, parse_bytes, parse_count
 from app.domain.scenario import DEFAULT_MODEL, Inputs
 from app.domain.stages import Stage
@@ -43,10 +45,12 @@ FIELD_HINTS = {
     "reduce_bucket_size": _COUNT_EXAMPLES.replace("weights", "elements"),
     "prefetch_bucket_size": _COUNT_EXAMPLES.replace("weights", "elements"),
     "max_live_parameters": _COUNT_EXAMPLES.replace("weights", "elements"),
+    "host_memory": _BYTES_EXAMPLES.replace("80GB, 80GiB or 80e9", "2TB, 1.5TiB or 2e12"),
+    "nvme_space": _BYTES_EXAMPLES.replace("80GB, 80GiB or 80e9", "30TB, 28TiB or 30e12"),
     "trainable": "a number of weights (1.5B), a fraction from 0 to 1 (0.25) or a percentage (25%)",
 }
 # The fields read as memory sizes, where a bare G or T deserves its own answer (GB or GiB?).
-SIZE_FIELDS = frozenset({"capacity", "cuda_context", "nccl_per_group"})
+SIZE_FIELDS = frozenset({"capacity", "cuda_context", "nccl_per_group", "host_memory", "nvme_space"})
 
 
 class Theme(StrEnum):
@@ -187,6 +191,66 @@ class RunQuery(BaseModel):
             raise PydanticCustomError("trainable", str(exc)) from None
         return text
 
+    offload: Offload = Field(
+        Offload.NONE,
+        description="What leaves the card: none; optimizer (ZeRO-Offload: master copy, moments and the update); "
+        "optimizer+params (ZeRO-3's weights' slices too); nvme (ZeRO-Infinity: both, on NVMe).",
+    )
+    offload_device: Device | None = Field(
+        None, description="Where optimizer and optimizer+params go: cpu (the default) or nvme (ZeRO-3 only)."
+    )
+    pin_memory: bool = Field(True, description="Offloaded state in page-locked CPU memory, DeepSpeed's pin_memory.")
+    nodes: int | None = Field(
+        None, ge=1, le=MAX_GPUS, description="Machines the GPUs are in. Default: nodes of 8 where 8 divides gpus."
+    )
+    gpus_per_node: int | None = Field(
+        None, ge=1, le=MAX_GPUS, description="GPUs in each node; host memory is per node."
+    )
+    host_memory: str | None = Field(
+        None, pattern=_blank_or(BYTES_PATTERN), description="One node's CPU RAM, for the host's verdict: 2TB or 2TiB."
+    )
+    nvme_space: str | None = Field(
+        None, pattern=_blank_or(BYTES_PATTERN), description="One node's NVMe space, for ZeRO-Infinity's verdict."
+    )
+    accounting: Accounting = Field(
+        Accounting.PAPER,
+        description="Whose count: paper (the ZeRO paper's, the default), deepspeed (DeepSpeed's estimators) or "
+        "fsdp2 (what fully_shard allocates). docs/accounting.md.",
+    )
+    zero_init: bool = Field(
+        True, description="DeepSpeed's zero.Init: each process builds only its slice (1), or the whole model (0)."
+    )
+
+    @field_validator("offload_device", "nodes", "gpus_per_node", mode="before")
+    @classmethod
+    def _blank_is_the_default(cls, value: object) -> object:
+        return None if value == "" else value
+
+    @field_validator("offload_device")
+    @classmethod
+    def _not_against_nvme(cls, device: Device | None, info: ValidationInfo) -> Device | None:
+        if device is Device.CPU and info.data.get("offload") is Offload.NVME:
+            raise PydanticCustomError("offload_device", "offload=nvme puts the state on NVMe, not on the CPU.")
+        return device
+
+    @field_validator("nodes")
+    @classmethod
+    def _whole_nodes(cls, nodes: int | None, info: ValidationInfo) -> int | None:
+        gpus = info.data.get("gpus", DEFAULT_GPUS)
+        if nodes is not None and gpus % nodes:
+            raise PydanticCustomError("cluster", f"{gpus} GPUs do not split evenly across {nodes} nodes.")
+        return nodes
+
+    @field_validator("gpus_per_node")
+    @classmethod
+    def _a_whole_cluster(cls, per_node: int | None, info: ValidationInfo) -> int | None:
+        gpus = info.data.get("gpus", DEFAULT_GPUS)
+        try:
+            cluster_of(gpus, info.data.get("nodes"), per_node)
+        except ValueError as exc:
+            raise PydanticCustomError("cluster", str(exc)) from None
+        return per_node
+
     def settings(self) -> Overheads:
         """The overheads' settings: each given one, else its default."""
         given = {
@@ -223,6 +287,15 @@ class RunQuery(BaseModel):
             trainable=self.trainable,
             lora_rank=self.lora_rank,
             lora_targets=self.lora_targets,
+            offload=self.offload,
+            offload_device=self.offload_device,
+            pin_memory=self.pin_memory,
+            nodes=self.nodes,
+            gpus_per_node=self.gpus_per_node,
+            host_memory=_size(self.host_memory),
+            nvme_space=_size(self.nvme_space),
+            accounting=self.accounting,
+            zero_init=self.zero_init,
         )
 
     def canonical(self) -> dict[str, str]:

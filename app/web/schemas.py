@@ -16,12 +16,14 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
+from app.domain.accounting import Accounting
 from app.domain.activations import Recompute
 from app.domain.architecture import ModelName
 from app.domain.bands import Band, Recipe
 from app.domain.communication import Collective, Transfer, transfers
 from app.domain.fit import Run, StageReport, layer_exceeds_card, report
 from app.domain.measured import Comparison
+from app.domain.placement import Device, Offload
 from app.domain.quantities import ByteUnit
 from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, shown_indices
@@ -172,6 +174,21 @@ class MemoryRow(BaseModel):
         description="Largest micro-batch per GPU whose peak fits, by the same test as fits, at most 65,536 (only "
         "with a capacity and a model's shape; null when not even an empty micro-batch fits).",
     )
+    gpu_bytes: int = Field(description="What one card holds on its GPU at its peak, as placed: peak_bytes.")
+    cpu_bytes_per_node: int = Field(
+        description="One node's CPU RAM for training state; with accounting=deepspeed, DeepSpeed's estimator's."
+    )
+    pinned_bytes_per_node: int = Field(description="Of which page-locked: offloaded state with pin_memory=1.")
+    nvme_bytes_per_node: int = Field(description="State on one node's NVMe (offload=nvme, ZeRO-3).")
+    pcie_bytes_per_step: int = Field(
+        description="Bytes over one card's PCIe link per step, both ways, apart from communication_bytes."
+    )
+    host_fits: bool | None = Field(
+        None, description="Whether a node's CPU RAM (and NVMe, with nvme_space) holds it (only with host_memory)."
+    )
+    differences: list[str] = Field(
+        description="Every way this stage is counted differently from the ZeRO paper, a sentence each."
+    )
 
     @model_serializer(mode="wrap")
     def _null_when_nothing_fits(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -212,6 +229,13 @@ class MemoryRow(BaseModel):
             headroom_bytes=row.headroom_bytes,
             max_params_that_fit=row.max_params_that_fit,
             max_batch_that_fits=row.max_batch_that_fits,
+            gpu_bytes=row.peak_bytes,
+            cpu_bytes_per_node=row.host.cpu_bytes,
+            pinned_bytes_per_node=row.host.pinned_bytes,
+            nvme_bytes_per_node=row.host.nvme_bytes,
+            pcie_bytes_per_step=row.host.pcie_bytes_per_step,
+            host_fits=row.host.fits,
+            differences=list(row.differences),
         )
 
 
@@ -243,6 +267,15 @@ class ResolvedInputs(BaseModel):
     activations_counted: bool = Field(
         description="False for a bare weight count (no shape to count them from) or an empty micro-batch."
     )
+    accounting: Accounting
+    offload: Offload
+    offload_device: Device = Field(description="Where the offloaded state goes, as asked (NVMe needs ZeRO-3).")
+    pin_memory: bool
+    nodes: int
+    gpus_per_node: int
+    zero_init: bool
+    host_memory: int | None = None
+    nvme_space: int | None = None
 
 
 class MemoryOut(BaseModel):
@@ -277,6 +310,15 @@ class MemoryOut(BaseModel):
                 frozen_params=run.frozen,
                 adapter_params=scenario.adapters,
                 activations_counted=run.activations is not None and run.batch > 0,
+                accounting=run.setup.accounting,
+                offload=run.setup.placement.offload,
+                offload_device=run.setup.placement.target,
+                pin_memory=run.setup.placement.pin_memory,
+                nodes=run.nodes,
+                gpus_per_node=run.gpus_per_node,
+                zero_init=run.zero_init,
+                host_memory=run.host_memory,
+                nvme_space=run.nvme_space,
             ),
             stages=[MemoryRow.of(row, run) for row in report(run)],
             notes=list(scenario.notes),
