@@ -38,6 +38,8 @@ class HostReport:
     """Bytes one card's PCIe link carries in a step, both ways: apart from the traffic between cards."""
     gradients_down: int
     weights_up: int
+    weights_fetched: bool
+    """Whether the weights' slices live on the host, so that every gather fetches them over PCIe."""
     cpu_fits: bool | None
     """The CPU RAM against `host_memory`; None without it."""
     nvme_fits: bool | None
@@ -90,6 +92,7 @@ def host_report(stage: Stage, run: Run) -> HostReport:
                 stage, run.params, largest, run.nodes, per_node, placement, run.zero_init
             )
     down, up = _pcie(stage, run)
+    fetched = any(t.band is Band.WEIGHTS and t.place is not Place.GPU for t in run.terms(stage))
     return HostReport(
         cpu_bytes=cpu,
         pinned_bytes=pinned,
@@ -97,6 +100,7 @@ def host_report(stage: Stage, run: Run) -> HostReport:
         pcie_bytes_per_step=down + up,
         gradients_down=down,
         weights_up=up,
+        weights_fetched=fetched,
         cpu_fits=None if run.host_memory is None else cpu <= run.host_memory,
         nvme_fits=None if run.nvme_space is None or not nvme else nvme <= run.nvme_space,
     )

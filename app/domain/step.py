@@ -25,10 +25,11 @@ from fractions import Fraction
 from math import ceil, floor
 
 from app.domain.bands import Band
-from app.domain.card import AT_REST, Moment
+from app.domain.card import AT_REST, Moment, Place
 from app.domain.columns import COLUMNS, Column
 from app.domain.communication import Collective
 from app.domain.fit import LayerExtra, Run, counted_overhead_bytes, layer_extra
+from app.domain.host import HostReport, host_report
 from app.domain.memory import per_gpu_bytes
 from app.domain.sharding import CellState
 from app.domain.stages import OPTIMIZER_STATE, Stage
@@ -126,6 +127,20 @@ class InFlight:
 
 
 @dataclass(frozen=True)
+class HostMove:
+    """What one card's PCIe link carries during a phase: a band's slice down to its host, or up."""
+
+    band: Band
+    down: bool
+    nbytes: int
+
+    @property
+    def description(self) -> str:
+        """E.g. 'the gradients' slice down to the host'."""
+        return f"the {self.band}' slice {'down to the host' if self.down else 'up from the host'}"
+
+
+@dataclass(frozen=True)
 class Phase:
     """One moment of the step under one stage, for one run."""
 
@@ -145,6 +160,12 @@ class Phase:
     """The overheads, when counted: the same at every moment (`fit.overheads`)."""
     frozen: bool = False
     """Whether the column in hand is frozen: the backward computes no gradients for it."""
+    pcie: tuple[HostMove, ...] = ()
+    """What crosses a card's PCIe link in this phase, with offload."""
+    pcie_bytes: int = 0
+    """A card's PCIe bytes so far this step, this phase included: `host.HostReport.pcie_bytes_per_step` at the end."""
+    on_host: frozenset[Band] = frozenset()
+    """The bands that live on the host, not the card: the update of those is the CPU's."""
 
     @property
     def live_bytes(self) -> int:
@@ -271,6 +292,27 @@ def _moment(run: Run, columns: tuple[Column, ...], part: Part, column: int | Non
     return moment if run.column_layers else replace(moment, layer=columns[column].largest_layer)
 
 
+def _host_moves(host: HostReport, fetched: bool, part: Part, index: int) -> tuple[HostMove, ...]:
+    """PCIe in a phase: gradients down after the backward, weights up after the CPU's update.
+
+    With the weights on the host, each pass's gathers fetch them instead: a card's slice twice a
+    step, drawn as an equal share in each of the 16 pass phases (averaged over the cards).
+    """
+    if index == FIRST_SYNC + 1 and host.gradients_down:
+        return (HostMove(Band.GRADIENTS, True, host.gradients_down),)
+    if part in (Part.FORWARD, Part.BACKWARD) and fetched and host.weights_up:
+        first = index - 1
+        share = host.weights_up * (first + 1) // (2 * COLUMNS) - host.weights_up * first // (2 * COLUMNS)
+        return (HostMove(Band.WEIGHTS, False, share),)
+    if part is Part.WEIGHT_SYNC and not fetched and host.weights_up:
+        return (HostMove(Band.WEIGHTS, False, host.weights_up),)
+    return ()
+
+
+def _on_host(stage: Stage, run: Run) -> frozenset[Band]:
+    return frozenset(t.band for t in run.terms(stage) if t.band is not None and t.place is not Place.GPU)
+
+
 def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ...]:
     """Every phase of one training step of `run` under a stage, with its running traffic tally."""
     if len(columns) != COLUMNS:
@@ -280,6 +322,9 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ..
     overhead = counted_overhead_bytes(stage, run)
     phases: list[Phase] = []
     tally = Fraction(0)
+    pcie = 0
+    on_host = _on_host(stage, run)
+    host = host_report(stage, run)
     for index in range(PHASES):
         part, column = _part(index)
         # Data parallelism on one card still has nobody to all-reduce with.
@@ -287,7 +332,26 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ..
         tally += sum((t.volume_p for t in transfers), start=Fraction(0))
         extra = layer_extra(stage, run, _moment(run, columns, part, column))
         frozen = column is not None and run.frozen_column(column)
-        phases.append(Phase(stage, run.gpus, index, part, column, transfers, tally, state, extra, overhead, frozen))
+        moves = _host_moves(host, Band.WEIGHTS in on_host, part, index) if on_host else ()
+        pcie += sum(move.nbytes for move in moves)
+        phases.append(
+            Phase(
+                stage,
+                run.gpus,
+                index,
+                part,
+                column,
+                transfers,
+                tally,
+                state,
+                extra,
+                overhead,
+                frozen,
+                moves,
+                pcie,
+                on_host,
+            )
+        )
     return tuple(phases)
 
 

@@ -14,9 +14,10 @@ from fractions import Fraction
 
 from app.domain.activations import Recompute
 from app.domain.bands import BandSpec, Recipe
+from app.domain.card import ALL_PASSES, Law, Place, term_bytes
 from app.domain.columns import COLUMNS
 from app.domain.fit import LayerExtra, Run, counted_overhead_bytes, peak_bytes, peak_extra
-from app.domain.memory import band_bytes, per_gpu_bytes
+from app.domain.memory import per_gpu_bytes
 from app.domain.quantities import percent
 from app.domain.scenario import NO_SHAPE, Scenario
 from app.domain.stages import Stage
@@ -78,7 +79,8 @@ def stage_scale(scenario: Scenario, stage: Stage) -> BarScale:
     """The bar of one stage: to its peak, broken where one layer would be under a quarter of it."""
     run = scenario.run
     # The overheads, when counted, are there at rest too: the tick is after them.
-    rest = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen) + counted_overhead_bytes(stage, run)
+    rest = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup)
+    rest += counted_overhead_bytes(stage, run)
     top = peak_bytes(stage, run)
     layer = top - rest
     return BarScale(rest, top, broken=0 < layer * 4 < top)
@@ -110,8 +112,8 @@ def bar_view(
         end = scale.x(total)
         segments.append(Segment(css, float(start), float(end - start), f"{text}: {units.show(nbytes)}"))
 
-    for spec in legend(run.recipe):
-        add(f"band-{spec.band}", band_bytes(stage, spec.band, run.params, run.gpus, run.recipe, run.frozen), spec.label)
+    for css, nbytes, text in state_on_card(stage, run):
+        add(css, nbytes, text)
     overhead = counted_overhead_bytes(stage, run)
     if overhead:  # kept all through the step, as the state is
         add("overheads", overhead, "overheads: CUDA context, NCCL buffers, buckets and fragmentation")
@@ -121,7 +123,7 @@ def bar_view(
         add("sent", extra.computed, "one layer's gradients, computed here before they are reduce-scattered")
     if extra.activations:
         add("activations", extra.activations, "activations kept for the backward pass")
-    now = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen) + extra.total + overhead
+    now = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup) + extra.total + overhead
     if peak > now:
         add("peak", peak - now, "peak so far, above now")
     capacity = run.capacity
@@ -136,6 +138,26 @@ def bar_view(
         verdict="",
         fits=None,
     )
+
+
+FP32_GRADIENTS_LABEL = "fp32 gradients, DeepSpeed's copy for the update"
+
+
+def state_on_card(stage: Stage, run: Run) -> tuple[tuple[str, int, str], ...]:
+    """The state a card keeps on its GPU all through the step, band by band: css, bytes and label.
+
+    Offloaded bands are the host's, not the card's; DeepSpeed's fp32 gradients are a stretch of their own.
+    """
+    kept = []
+    for term in run.terms(stage):
+        if term.place is not Place.GPU or term.law is not Law.PER_WEIGHT or term.during != ALL_PASSES:
+            continue
+        nbytes = term_bytes(term, stage, run.params, run.gpus, frozen=run.frozen)
+        if nbytes and term.band is not None:
+            kept.append((f"band-{term.band}", nbytes, run.recipe.spec(term.band).label))
+        elif nbytes:
+            kept.append(("fp32-gradients", nbytes, FP32_GRADIENTS_LABEL))
+    return tuple(kept)
 
 
 def bar_note(scenario: Scenario, stage: Stage) -> str:
@@ -219,6 +241,7 @@ def bar_keys(stage: Stage, run: Run) -> tuple[str, ...]:
     """What of one layer a stage's bars draw: its largest layer's, at the peak, has the most."""
     extra = peak_extra(stage, run)
     return (
+        *(("fp32-gradients",) if any(css == "fp32-gradients" for css, _, _ in state_on_card(stage, run)) else ()),
         *(("gathered",) if extra.gathered else ()),
         *(("sent",) if extra.computed else ()),
         *(("activations",) if extra.activations else ()),

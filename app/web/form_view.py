@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.domain.accounting import Accounting
 from app.domain.activations import Recompute
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.bands import RECIPES, Band, Recipe, RecipeName
 from app.domain.hardware import CARDS
+from app.domain.placement import Device, Offload
 from app.domain.quantities import ByteUnit
 from app.domain.scenario import Inputs, Scenario
 from app.domain.stages import Stage
@@ -70,6 +72,17 @@ class FormView:
     trainable: str = ""
     lora_rank: str = ""
     lora_targets: tuple[Option, ...] = ()
+    offloads: tuple[Option, ...] = ()
+    devices: tuple[Option, ...] = ()
+    pin_memory: tuple[Option, ...] = ()
+    gpus_per_node: str = ""
+    gpus_per_node_placeholder: str = ""
+    host_memory: str = ""
+    nvme_space: str = ""
+    accountings: tuple[Option, ...] = ()
+    zero_init: tuple[Option, ...] = ()
+    host_open: bool = False
+    """Whether the offload and accounting fields are shown open: when any is not its default."""
     problems: tuple[FieldProblem, ...] = ()
     """Fields whose value was set aside; the page shows what was typed there, and why it is wrong."""
     phase: int | None = None
@@ -129,8 +142,40 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         trainable=inputs.trainable or "",
         lora_rank="" if inputs.lora_rank is None else str(inputs.lora_rank),
         lora_targets=tuple(Option(t.value, _TARGET_LABELS[t], t is inputs.lora_targets) for t in LoraTargets),
+        offloads=tuple(Option(o.value, _OFFLOAD_LABELS[o], o is inputs.offload) for o in Offload),
+        devices=tuple(Option(d.value, _DEVICE_LABELS[d], d is run.setup.placement.target) for d in Device),
+        pin_memory=_yes_no(inputs.pin_memory, "Pinned (page-locked)", "Pageable"),
+        gpus_per_node="" if inputs.gpus_per_node is None else str(inputs.gpus_per_node),
+        gpus_per_node_placeholder=str(run.gpus_per_node),
+        host_memory="" if run.host_memory is None else _capacity_text(run.host_memory),
+        nvme_space="" if run.nvme_space is None else _capacity_text(run.nvme_space),
+        accountings=tuple(Option(a.value, _ACCOUNTING_LABELS[a], a is inputs.accounting) for a in Accounting),
+        zero_init=_yes_no(inputs.zero_init, "zero.Init: each process builds its slice", "The whole model, then split"),
+        host_open=inputs.offload is not Offload.NONE
+        or inputs.accounting is not Accounting.PAPER
+        or inputs.host_memory is not None
+        or inputs.gpus_per_node is not None
+        or inputs.nodes is not None,
         phase=phase,
     )
+
+
+def _yes_no(value: bool, yes: str, no: str) -> tuple[Option, ...]:
+    return (Option("1", yes, value), Option("0", no, not value))
+
+
+_OFFLOAD_LABELS = {
+    Offload.NONE: "Nothing: all on the card",
+    Offload.OPTIMIZER: "Optimizer state (ZeRO-Offload)",
+    Offload.OPTIMIZER_PARAMS: "Optimizer and weights (ZeRO-3)",
+    Offload.NVME: "Both, to NVMe (ZeRO-Infinity)",
+}
+_DEVICE_LABELS = {Device.CPU: "CPU RAM", Device.NVME: "NVMe (ZeRO-3)"}
+_ACCOUNTING_LABELS = {
+    Accounting.PAPER: "The ZeRO paper's",
+    Accounting.DEEPSPEED: "DeepSpeed's estimators'",
+    Accounting.FSDP2: "FSDP2's fully_shard",
+}
 
 
 _TARGET_LABELS = {

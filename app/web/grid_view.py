@@ -6,8 +6,10 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from app.domain.bands import Band, Recipe
+from app.domain.card import Place
 from app.domain.change import Change
-from app.domain.fit import StageReport, peak_extra
+from app.domain.fit import Run, StageReport, peak_extra
+from app.domain.placement import Home
 from app.domain.quantities import ByteUnit, per_weight
 from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, layout
@@ -36,6 +38,8 @@ class CellView:
     """A partial cell's part of the column, in 48ths: where its strip starts and ends."""
     changed: bool = False
     """Whether the cell changed state (filled or dashed) since the stage the person came from."""
+    on_host: bool = False
+    """Whether it lives in the card's host (offloaded), drawn in the host's strip under the card."""
 
     @property
     def css(self) -> str:
@@ -45,6 +49,8 @@ class CellView:
             extra += f" from-{self.strip[0]} to-{self.strip[1]}"
         if self.changed:
             extra += " changed"
+        if self.on_host:
+            extra += " on-host"
         return f"cell band-{self.band} {self.state} nb-{self.nbytes}{extra}"
 
 
@@ -59,6 +65,8 @@ class ColumnView:
     axis_label: str = "…"
     missing: int = 0
     """Bytes of the bands a frozen weight has not (gradients, master copy, moments): left blank."""
+    away: tuple[int, ...] = ()
+    """Bytes of each band kept elsewhere (on the card's host, or, in the host's strip, on the card): left blank."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,18 @@ class CardView:
     bytes_per_weight: str
     model_bytes: str
     bar: BarView
+    host: Host | None = None
+    """The card's host strip, with the bands offloaded to it; None when nothing is."""
+
+
+@dataclass(frozen=True)
+class Host:
+    """The strip under a card: the bands that live in its host's memory, in the card's columns."""
+
+    title: str
+    columns: tuple[ColumnView, ...]
+    share: int
+    """Its height, in 48ths of the card's plot: the offloaded bands' share of the bytes of a weight."""
 
 
 @dataclass(frozen=True)
@@ -168,6 +188,50 @@ def card_columns(
     return _columns(_layout(stage, gpus, recipe), card, tab_stop, moved, frozen)
 
 
+HOST_WORDS = {Home.CPU: "CPU RAM", Home.NVME: "NVMe"}
+
+
+def host_title(stage: Stage, run: Run) -> str:
+    """What a card's host strip is: 'Host: CPU RAM (pinned)', 'Host: NVMe'."""
+    home = run.setup.placement.home(stage)
+    pinned = " (pinned)" if home is Home.CPU and run.setup.placement.pin_memory else ""
+    return f"Host: {HOST_WORDS[home]}{pinned}"
+
+
+def on_host(stage: Stage, run: Run) -> frozenset[Band]:
+    """The bands a card's host keeps for it under `stage`."""
+    return frozenset(t.band for t in run.terms(stage) if t.band is not None and t.place is not Place.GPU)
+
+
+@lru_cache(maxsize=512)
+def split_host(
+    columns: tuple[ColumnView, ...], away: frozenset[Band], recipe: Recipe, title: str
+) -> tuple[tuple[ColumnView, ...], Host | None]:
+    """A card's columns, with the bands in `away` moved into its host's strip, in the same places.
+
+    The card keeps a blank where each went, so area is still memory on both sides of the link.
+    """
+    if not away:
+        return columns, None
+    where = f" {title.removeprefix('Host: ')}: it lives in the card's host, not on the card."
+    on_card: list[ColumnView] = []
+    hosted: list[ColumnView] = []
+    for column in columns:
+        if column.weight is None:
+            on_card.append(column)
+            hosted.append(column)
+            continue
+        gone = tuple(replace(c, on_host=True, label=c.label + where) for c in column.cells if c.band in away)
+        kept = tuple(c for c in column.cells if c.band not in away)
+        lacks = tuple(  # a frozen weight has no optimizer state to offload: its place stays blank
+            recipe.nbytes(b) for b in Band if b in away and recipe.nbytes(b) and all(c.band is not b for c in gone)
+        )
+        on_card.append(replace(column, cells=kept, away=tuple(c.nbytes for c in gone)))
+        hosted.append(replace(column, cells=gone, away=lacks, missing=0))
+    share = round(48 * sum(recipe.nbytes(b) for b in away) / recipe.total)
+    return tuple(on_card), Host(title, tuple(hosted), share)
+
+
 def _verdict(row: StageReport, units: ByteUnit) -> str:
     if row.fits is None or row.headroom_bytes is None:
         return ""
@@ -195,18 +259,22 @@ def rest_cards(
     bytes_per_weight = f"{per_weight(row.bytes_per_weight)} B/weight"
     model_bytes = scenario.units.show(row.per_gpu_bytes)
     frozen = frozenset(w for w in grid.shown if scenario.run.frozen_column(w, grid.gpus))
+    away, title = on_host(stage, scenario.run), host_title(stage, scenario.run)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(grid.shown):
         if hidden := _hidden_before(grid.shown, position):
             cards.append(CardGap(f"GPU {card - hidden:,} to GPU {card - 1:,}: the same pattern"))
+        columns = card_columns(stage, grid.gpus, grid.recipe, card, position == 0, moved, frozen)
+        columns, host = split_host(columns, away, grid.recipe, title)
         cards.append(
             CardView(
                 index=card,
                 title=f"GPU {card:,}",
-                columns=card_columns(stage, grid.gpus, grid.recipe, card, position == 0, moved, frozen),
+                columns=columns,
                 bytes_per_weight=bytes_per_weight,
                 model_bytes=model_bytes,
                 bar=bar,
+                host=host,
             )
         )
     return tuple(cards)

@@ -15,6 +15,7 @@ from app.domain.stages import Stage, StageInfo
 from app.domain.stages import explanation as _explanation
 from app.web.bars import bar_keys, bar_note
 from app.web.grid_view import CardGap, CardView, rest_cards
+from app.web.host_view import HostView, host_view
 from app.web.links import LinkFor, Links, switch_href
 from app.web.step_view import StepView, step_view
 from app.web.table_view import Boundary, TableRow, boundary, table_rows
@@ -77,6 +78,8 @@ class StageView:
     """What of one layer the bars draw: "gathered" (weights assembled), "sent" (gradients computed)."""
     narration: Narration | None = None
     """What the polite live region says after a swap."""
+    host: HostView | None = None
+    """What each node's host keeps, and how the accounting differs; None without offload, as the paper counts."""
 
     @property
     def model_per_gpu(self) -> str:
@@ -157,6 +160,7 @@ def stage_view(
         bar_note=bar_note(scenario, stage),
         bar_keys=bar_keys(stage, run),
         narration=narration(stage, scenario, chosen, moved, stepping),
+        host=host_view(scenario, chosen),
     )
 
 

@@ -26,7 +26,7 @@ from app.domain.step import (
 )
 from app.domain.step_text import cards_text, detail, explanation
 from app.web.bars import bar_view, legend
-from app.web.grid_view import CardGap, CardView, CellView, ColumnView
+from app.web.grid_view import CardGap, CardView, CellView, ColumnView, host_title, on_host, split_host
 from app.web.links import Links
 
 UNKNOWN_LAYER_NOTE = "Largest layer unknown: the figures leave out the layer in hand (see ZeRO-3's limit below)."
@@ -207,6 +207,7 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
     bar = bar_view(scenario, phase.stage, phase.extra, peak, "Peak so far on one card")
     specs = legend(recipe)
     shown = shown_indices(run.gpus)
+    away, title = on_host(phase.stage, run), host_title(phase.stage, run)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(shown):
         if position and (hidden := card - shown[position - 1] - 1):
@@ -227,11 +228,13 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
             )
             for column in columns
         )
+        on_card, host = split_host(view_columns, away, recipe, title)
         cards.append(
             CardView(
                 index=card,
                 title=f"GPU {card:,}",
-                columns=view_columns,
+                columns=on_card,
+                host=host,
                 bytes_per_weight=f"now {units.show(now)}",
                 model_bytes=f"peak {units.show(peak)}",
                 bar=bar,

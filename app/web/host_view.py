@@ -1,0 +1,91 @@
+"""The words beside the host strips: what each node's host keeps, its verdict, PCIe, and how the count differs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from app.domain.accounting import Accounting
+from app.domain.fit import StageReport
+from app.domain.host import HostReport
+from app.domain.placement import Home
+from app.domain.quantities import ByteUnit, gpus_label, per_weight
+from app.domain.scenario import Scenario
+from app.domain.stages import Stage
+
+
+@dataclass(frozen=True)
+class HostView:
+    """One stage's host and its accounting, a sentence each; blank where there is nothing to say."""
+
+    headline: str
+    """What each node's host keeps."""
+    verdict: str
+    fits: bool | None
+    pcie: str
+    differences: tuple[str, ...]
+
+
+def _node(scenario: Scenario) -> str:
+    run = scenario.run
+    return f"each node of {gpus_label(run.gpus_per_node)}" if run.nodes > 1 else f"the node of {gpus_label(run.gpus)}"
+
+
+def _headline(stage: Stage, scenario: Scenario, host: HostReport) -> str:
+    run, units = scenario.run, scenario.units
+    node = _node(scenario)
+    if run.setup.accounting is Accounting.DEEPSPEED and host.cpu_bytes and not host.nvme_bytes:
+        return (
+            f"DeepSpeed's estimator counts {units.show(host.cpu_bytes)} of CPU memory for {node}: the offloaded "
+            "state, or building the model before ZeRO splits it, times its buffer factor of 1.5."
+        )
+    if not host.cpu_bytes and not host.nvme_bytes:
+        return ""
+    per_card = host.cpu_bytes + host.nvme_bytes
+    where = "on NVMe" if run.setup.placement.home(stage) is Home.NVME else "in CPU RAM"
+    pinned = ", pinned" if host.pinned_bytes and not host.nvme_bytes else ""
+    share = per_weight(Fraction(per_card, run.gpus_per_node * run.params))
+    return (
+        f"Each card's host keeps {share} bytes per weight for it {where}: "
+        f"{units.show(per_card // run.gpus_per_node)} per card, {units.show(per_card)} for {node}{pinned}."
+    )
+
+
+def _verdict(scenario: Scenario, host: HostReport) -> str:
+    run, units = scenario.run, scenario.units
+    said = []
+    if run.host_memory is not None:
+        room = run.host_memory - host.cpu_bytes
+        state = f"fits, {units.show(room)} left" if room >= 0 else f"over by {units.show(-room)}"
+        said.append(f"A node's {units.show(run.host_memory)} of CPU RAM: {state}.")
+    if run.nvme_space is not None and host.nvme_bytes:
+        room = run.nvme_space - host.nvme_bytes
+        state = f"fits, {units.show(room)} left" if room >= 0 else f"over by {units.show(-room)}"
+        said.append(f"Its {units.show(run.nvme_space)} of NVMe: {state}.")
+    return " ".join(said)
+
+
+def _pcie(units: ByteUnit, host: HostReport, weights_fetched: bool) -> str:
+    if not host.pcie_bytes_per_step:
+        return ""
+    up = "fetched for each gather, forward and backward" if weights_fetched else "back up after the update"
+    return (
+        f"PCIe, each card per step: {units.show(host.gradients_down)} of gradients down to the host, "
+        f"{units.show(host.weights_up)} of weights {up}. That is {units.show(host.pcie_bytes_per_step)}, "
+        "apart from the traffic between cards."
+    )
+
+
+def host_view(scenario: Scenario, row: StageReport) -> HostView | None:
+    """The host's words for one stage; None for a run counted as the paper counts, with nothing offloaded."""
+    run = scenario.run
+    if not run.setup.placement.offloads and run.setup.accounting is Accounting.PAPER:
+        return None
+    host = row.host
+    return HostView(
+        headline=_headline(row.stage, scenario, host),
+        verdict=_verdict(scenario, host),
+        fits=host.fits,
+        pcie=_pcie(scenario.units, host, host.weights_fetched),
+        differences=row.differences,
+    )
