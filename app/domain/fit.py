@@ -22,6 +22,7 @@ from app.domain.communication import communication_p, transfers
 from app.domain.host import HostReport, host_report
 from app.domain.memory import DEFAULT_GPUS, DEFAULT_PARAMS, per_gpu_bytes
 from app.domain.overheads import DEFAULTS, OverheadItem, Overheads, overhead_items, total
+from app.domain.quantities import LARGEST_COUNT
 from app.domain.stages import Stage
 
 MAX_GPUS = 4096
@@ -266,7 +267,9 @@ def max_params_that_fit(stage: Stage, run: Run) -> int | None:
     """The largest weight count whose peak fits the card, the largest layer kept as it is.
 
     The same test as the verdict: a model of this many weights fits, one more does not. None
-    when even a model made of just its largest layer does not fit.
+    when even a model made of just its largest layer does not fit. Past LARGEST_COUNT, the most
+    the form reads, it says only that some larger model fits: with every per-weight band offloaded
+    the card's peak stops growing with the model, and there is no largest.
     """
     if run.capacity is None:
         return None
@@ -276,6 +279,8 @@ def max_params_that_fit(stage: Stage, run: Run) -> int | None:
     capacity = run.capacity
     low, high = smallest, smallest + 1
     while _peak_for(stage, run, high) <= capacity:  # the peak grows with the weights: double past it
+        if high > LARGEST_COUNT:  # with every per-weight band offloaded, the card's peak no longer grows
+            return high
         low, high = high, high * 2
     return _last_fitting(lambda params: _peak_for(stage, run, params) <= capacity, low, high)
 

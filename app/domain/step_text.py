@@ -83,6 +83,11 @@ def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> st
         if not sharded & set(OPTIMIZER_STATE):
             return f"Every card applies the same update to every weight: {gpus:,} cards repeating one job."
         weights = recipe.spec(Band.WEIGHTS).phrase
+        if Band.MASTER in phase.on_host:
+            return (
+                f"Each card's host updates the card's slice on its CPU, where {recipe.phrase(OPTIMIZER_STATE)} "
+                "live: ZeRO-Offload's update. The GPU has nothing of the optimizer to hold."
+            )
         if recipe.has_master:
             return (
                 f"Each card updates only its own slice: {recipe.phrase(OPTIMIZER_STATE)}, then {weights} "

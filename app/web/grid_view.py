@@ -66,7 +66,7 @@ class ColumnView:
     missing: int = 0
     """Bytes of the bands a frozen weight has not (gradients, master copy, moments): left blank."""
     away: tuple[int, ...] = ()
-    """Bytes of each band kept elsewhere (on the card's host, or, in the host's strip, on the card): left blank."""
+    """In a host's strip, bytes of each band a frozen weight has not: left blank."""
 
 
 @dataclass(frozen=True)
@@ -209,11 +209,14 @@ def split_host(
 ) -> tuple[tuple[ColumnView, ...], Host | None]:
     """A card's columns, with the bands in `away` moved into its host's strip, in the same places.
 
-    The card keeps a blank where each went, so area is still memory on both sides of the link.
+    The card's plot shrinks by the host's share and the strip takes it, so a byte is as tall on both
+    sides of the link and the two together are as tall as the card was.
     """
     if not away:
         return columns, None
     where = f" {title.removeprefix('Host: ')}: it lives in the card's host, not on the card."
+    moved_bytes = sum(recipe.nbytes(b) for b in away)
+    kept_bytes = recipe.total - moved_bytes
     on_card: list[ColumnView] = []
     hosted: list[ColumnView] = []
     for column in columns:
@@ -226,9 +229,11 @@ def split_host(
         lacks = tuple(  # a frozen weight has no optimizer state to offload: its place stays blank
             recipe.nbytes(b) for b in Band if b in away and recipe.nbytes(b) and all(c.band is not b for c in gone)
         )
-        on_card.append(replace(column, cells=kept, away=tuple(c.nbytes for c in gone)))
+        # A frozen column's blank is what it lacks on the card: the card's bytes less its cells'.
+        missing = moved_bytes and column.missing and kept_bytes - sum(c.nbytes for c in kept)
+        on_card.append(replace(column, cells=kept, missing=missing))
         hosted.append(replace(column, cells=gone, away=lacks, missing=0))
-    share = round(48 * sum(recipe.nbytes(b) for b in away) / recipe.total)
+    share = round(48 * moved_bytes / recipe.total)
     return tuple(on_card), Host(title, tuple(hosted), share)
 
 

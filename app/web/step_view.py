@@ -91,6 +91,10 @@ class StepView:
     """Whether any drawn cell is part held, so the legend explains it only when it is there."""
     action: str = ""
     """Where the phase slider is sent (the page's or the embed's path); empty: the page."""
+    pcie: str = ""
+    """What crosses each card's PCIe link in this phase, with offload; blank when nothing does."""
+    pcie_tally: str = ""
+    """Each card's PCIe bytes so far, of the step's; blank without offload."""
 
 
 def p_units(value: Fraction) -> str:
@@ -300,6 +304,12 @@ def step_view(
         columns=tuple(f"{column.index}: {column.label}" for column in columns),
         relation=_relation(run.gpus),
         layers=_layers(scenario),
+        pcie=" ".join(f"Over PCIe: {m.description}, {scenario.units.show(m.nbytes)} per card." for m in phase.pcie),
+        pcie_tally=(
+            f"{scenario.units.show(phase.pcie_bytes)} of {scenario.units.show(phases[-1].pcie_bytes)}"
+            if phases[-1].pcie_bytes
+            else ""
+        ),
         partial=any(
             cell.holding is Holding.PARTIAL
             for card in cards

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.domain.accounting import Accounting
 from app.domain.communication import transfers
 from app.domain.fit import MAX_BATCH, UNKNOWN_LAYER_RULE, StageReport, layer_exceeds_card
 from app.domain.overheads import total
@@ -36,6 +37,10 @@ class TableRow:
     overheads: str
     """What the overheads come to, counted in the peak or not."""
     current: bool
+    host: str | None = None
+    """CPU RAM (and NVMe) of each node, with offload or DeepSpeed's accounting; None: the column is left out."""
+    pcie: str | None = None
+    """Each card's PCIe bytes per step, with offload; None: the column is left out."""
 
 
 @dataclass(frozen=True)
@@ -54,6 +59,8 @@ def table_rows(
 ) -> tuple[TableRow, ...]:
     """The comparison table, one row per stage."""
     units, gpus, counted = scenario.units, scenario.run.gpus, scenario.run.activations is not None
+    offloaded = scenario.run.setup.placement.offloads
+    hosted = offloaded or scenario.run.setup.accounting is Accounting.DEEPSPEED
     return tuple(
         TableRow(
             stage=r.stage,
@@ -72,9 +79,17 @@ def table_rows(
             max_batch=_max_batch(r) if counted else None,
             overheads=units.show(total(r.overheads)),
             current=r.stage is current,
+            host=_host(r, units) if hosted else None,
+            pcie=units.show(r.host.pcie_bytes_per_step) if offloaded else None,
         )
         for r in rows
     )
+
+
+def _host(row: StageReport, units: ByteUnit) -> str:
+    """A node's CPU RAM, and its NVMe where there is some."""
+    host = row.host
+    return units.show(host.cpu_bytes) + (f" + {units.show(host.nvme_bytes)} NVMe" if host.nvme_bytes else "")
 
 
 def _max_model(row: StageReport) -> str | None:
