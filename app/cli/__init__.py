@@ -150,7 +150,7 @@ def measure(args: argparse.Namespace) -> int:
         return 2
     import json
 
-    from app.domain.measured import compare, parse
+    from app.domain.measured import compare, offload_comparison, parse
 
     print("Measuring on 8 CPU ranks (gloo), one arrangement at a time:", flush=True)
     data = run_measurement()
@@ -160,6 +160,12 @@ def measure(args: argparse.Namespace) -> int:
         share = float(agreement.ratio)
         print(f"{measured.stage.info.title}, {measured.title}: {share:.2%} of the model's bytes, "
               f"{agreement.unexplained:,} B unexplained")  # fmt: skip
+    offload = offload_comparison(snapshot)
+    cpu, model = offload.ranks[0].measured_bytes, offload.ranks[0].model_bytes
+    peak = max(c.measured_bytes for c in offload.compute)
+    model_peak = max(c.model_bytes for c in offload.compute)
+    print(f"{offload.stage.info.title}, {offload.title}: {cpu:,} B on each rank's CPU against the model's {model:,} B, "
+          f"compute peak {peak:,} B against {model_peak:,} B, {offload.unexplained:,} B unexplained")  # fmt: skip
     if args.out is not None:
         args.out.write_text(json.dumps(data, indent=1) + "\n")
         print(f"Wrote {args.out}.")

@@ -16,7 +16,7 @@ from functools import lru_cache
 
 from app.domain.bands import Band, Recipe
 from app.domain.card import ACTIVATIONS, Law, Pass, Place, Term, layer_in_hand, model_state
-from app.domain.placement import NO_OFFLOAD, Device, Home, Placement
+from app.domain.placement import NO_OFFLOAD, Device, Home, Offload, Placement
 from app.domain.stages import Stage
 
 
@@ -66,23 +66,52 @@ def _deepspeed(recipe: Recipe, stage: Stage) -> tuple[Term, ...]:
     return (*state, extra, *layer, ACTIVATIONS)
 
 
+@dataclass(frozen=True)
+class Fsdp2Dtypes:
+    """The bytes per weight of each dtype `fully_shard` uses, read from a recipe (docs/accounting.md).
+
+    The recipe's weights are MixedPrecisionPolicy's `param_dtype` and its gradients the `reduce_dtype`;
+    the sharded parameter keeps its original dtype, the master's where there is one.
+    """
+
+    param: int
+    """`param_dtype`: the all-gathered weights and the gradients autograd computes from them."""
+    reduce: int
+    """`reduce_dtype`: the reduce-scatter's input (defaults to `param_dtype`)."""
+    orig: int
+    """The sharded parameter's own dtype: what the optimizer updates, and its gradient's slice."""
+    moments: int
+
+
+def fsdp2_dtypes(recipe: Recipe) -> Fsdp2Dtypes:
+    """FSDP2's dtypes for `recipe`: no master copy, the sharded slice in the wider of weights and master."""
+    param, master = recipe.nbytes(Band.WEIGHTS), recipe.nbytes(Band.MASTER)
+    return Fsdp2Dtypes(param, recipe.nbytes(Band.GRADIENTS), max(param, master), recipe.nbytes(Band.MOMENTS))
+
+
 def _fsdp2(recipe: Recipe, stage: Stage) -> tuple[Term, ...]:
     if stage not in FSDP_STAGES:
         return _paper(recipe)
-    # The sharded parameter keeps its own dtype, the master's (fp32 under MixedPrecisionPolicy), and
-    # its gradient is reduced into that dtype: no separate master copy, fp32 gradients.
-    widest = max(recipe.nbytes(Band.WEIGHTS), recipe.nbytes(Band.MASTER))
-    sizes = {Band.WEIGHTS: widest, Band.GRADIENTS: widest, Band.MASTER: 0, Band.MOMENTS: recipe.nbytes(Band.MOMENTS)}
+    dtypes = fsdp2_dtypes(recipe)
+    # The sharded parameter stays in its original dtype and the optimizer updates it: no master copy.
+    # Its gradient's slice is cast back to that dtype after the reduce-scatter.
+    sizes = {Band.WEIGHTS: dtypes.orig, Band.GRADIENTS: dtypes.orig, Band.MASTER: 0, Band.MOMENTS: dtypes.moments}
     split = frozenset(FSDP_STAGES)
     state = tuple(replace(t, nbytes=sizes[t.band], split_by=split) for t in model_state(recipe) if t.band)
-    param, reduce = recipe.nbytes(Band.WEIGHTS), widest
     passes = frozenset({Pass.FORWARD, Pass.BACKWARD})
-    gathered = Term("gathered", Law.PER_LAYER, 2 * param, under=frozenset({Stage.ZERO3}), during=passes, one_card=True)
-    kept = Term(KEPT_GATHERED, Law.PER_WEIGHT, param, under=frozenset({Stage.ZERO2}), during=passes)
+    # Two layers' worth in param_dtype: the layer's unsharded copy, and beside it an all-gather's flat
+    # output (in forward the layer's own, kept until the next copy-in; in backward the next one's, prefetched).
+    gathered = Term(
+        "gathered", Law.PER_LAYER, 2 * dtypes.param, under=frozenset({Stage.ZERO3}), during=passes, one_card=True
+    )
+    # reshard_after_forward=False: every layer stays unsharded, in param_dtype, until its backward.
+    kept = Term(KEPT_GATHERED, Law.PER_WEIGHT, dtypes.param, under=frozenset({Stage.ZERO2}), during=passes)
+    # The backward's layer: its unsharded gradients in param_dtype, and a reduce-scatter input in
+    # reduce_dtype (the previous layer's, held until this one reduces, then this layer's own).
     computed = Term(
         "computed",
         Law.PER_LAYER,
-        param + reduce,
+        dtypes.param + dtypes.reduce,
         under=split,
         during=frozenset({Pass.BACKWARD}),
         trains=True,
@@ -169,23 +198,44 @@ def _fsdp2_differences(stage: Stage, recipe: Recipe, placement: Placement) -> li
     if stage not in FSDP_STAGES:
         return [f"FSDP2's fully_shard has no {stage.info.title}: counted as the paper counts it."]
     said = []
+    dtypes = fsdp2_dtypes(recipe)
     if recipe.has_master:
+        extra = dtypes.orig - recipe.nbytes(Band.WEIGHTS)
         said.append(
-            "FSDP2 keeps each weight's slice in fp32, its own dtype, and no separate master copy; "
-            "its gradients are reduced into fp32: +2 B per weight, sharded."
+            f"FSDP2 keeps each weight's slice in its own {dtypes.orig}-byte dtype and updates it there: no separate "
+            f"master copy. MixedPrecisionPolicy casts only the gathered copy to the {dtypes.param}-byte param_dtype."
+        )
+        said.append(
+            f"FSDP2 reduce-scatters the gradients in reduce_dtype ({dtypes.reduce} B here, the recipe's gradients) "
+            f"and casts each slice back to the weights' {dtypes.orig}-byte dtype: +{extra} B per weight each for "
+            f"the weights' and the gradients' slices, −{recipe.nbytes(Band.MASTER)} B for the master copy, sharded."
         )
     if stage is Stage.ZERO3:
         said.append(
-            "FSDP2 gathers the next layer while it works on this one: two layers' weights at once, "
-            "and their gradients in bf16 and fp32 for the reduce-scatter."
+            f"FSDP2 holds two layers' weights in param_dtype ({dtypes.param} B) while it works on one: the layer "
+            "and an all-gather's flat output (its own until the next copy-in, or the next layer's, prefetched); in "
+            f"the backward also the layer's gradients ({dtypes.param} B) and a reduce-scatter input "
+            f"({dtypes.reduce} B)."
         )
     else:
         said.append(
             "FSDP2's ZeRO-2 is fully_shard with reshard_after_forward=False: the weights it gathers stay "
-            "whole from the forward to the backward."
+            f"whole, in param_dtype ({dtypes.param} B), from the forward to the backward, and only the slice "
+            "stays between steps."
         )
+    said.append(
+        "FSDP2 cuts each parameter along its first dimension and pads that dimension to a multiple of the "
+        "cards: every card keeps ceil(rows / N) rows of each parameter's weights, a little more than an even "
+        "split of the model where a parameter's rows do not divide."
+    )
     if placement.offloads:
-        said.append("FSDP2's CPUOffloadPolicy moves the weights' slices with the optimizer state, all to the CPU.")
+        said.append(
+            "FSDP2's CPUOffloadPolicy moves the weights' slices, their gradients and the optimizer state to the "
+            "CPU; with pin_memory, the default, the weights' and gradients' slices are page-locked, Adam's moments "
+            "(the optimizer's zeros_like of the slice) are not, though counted pinned here."
+        )
+        if placement.offload is Offload.OPTIMIZER:
+            said.append("FSDP2 has no offload of the optimizer alone: counted as CPUOffloadPolicy, weights too.")
         if placement.target is Device.NVME:
             said.append("FSDP2 has no NVMe offload: counted on the CPU.")
     return said

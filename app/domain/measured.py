@@ -29,6 +29,7 @@ from app.domain.measured_activations import (
     compare_activations,
     parse_activations,
 )
+from app.domain.measured_offload import OffloadComparison, OffloadSnapshot, compare_offload, parse_offload
 from app.domain.memory import band_bytes, per_gpu_bytes
 from app.domain.sharding import CellState, layout
 from app.domain.stages import Stage
@@ -196,6 +197,8 @@ class Snapshot:
     arrangements: tuple[Measured, ...]
     activations: ActivationsSnapshot
     """Two small blocks' saved tensors, term by term (`app.domain.measured_activations`)."""
+    offload: OffloadSnapshot
+    """ZeRO-3 with FSDP2's CPU offload, in mixed precision (`app.domain.measured_offload`)."""
 
     def arrangement(self, stage: Stage, impl: Impl) -> Measured:
         """One arrangement; KeyError if it was not measured."""
@@ -263,6 +266,7 @@ def parse(data: Mapping[str, Any]) -> Snapshot:
                 for a in data["arrangements"]
             ),
             activations=parse_activations(data["activations"]),
+            offload=parse_offload(data["offload"], toy.layers),
         )
     except (KeyError, TypeError, ValueError) as error:
         if isinstance(error, SnapshotError):
@@ -382,6 +386,8 @@ class Comparison:
     arrangements: tuple[Agreement, ...]
     activations: ActivationsComparison
     """Two small blocks' activations, formula against measurement, every byte of difference named."""
+    offload: OffloadComparison
+    """ZeRO-3 with FSDP2's CPU offload: the CPU-placed state and the compute path against the model."""
 
 
 def _differences(snapshot: Snapshot, measured: Measured, rank: RankHeld) -> tuple[Difference, ...]:
@@ -511,7 +517,14 @@ def comparison(snapshot: Snapshot) -> Comparison:
         seconds=snapshot.seconds,
         arrangements=tuple(compare(snapshot, m) for m in snapshot.arrangements),
         activations=compare_activations(snapshot.activations),
+        offload=offload_comparison(snapshot),
     )
+
+
+def offload_comparison(snapshot: Snapshot) -> OffloadComparison:
+    """The offload arrangement against the model, on the snapshot's toy and ranks."""
+    toy = snapshot.model
+    return compare_offload(snapshot.offload, toy.params, snapshot.world_size, toy.layer_weights, toy.layers)
 
 
 CURVE_NOTES: dict[tuple[Stage, Impl], str] = {

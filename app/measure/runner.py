@@ -3,7 +3,8 @@
 Needs torch (the `[measure]` extra). Eight processes join a gloo group on this machine; each trains
 two real steps of 8 equal bias-free Linear layers (the grid's 8 weights) under six arrangements in
 turn: DDP, DDP with ZeroRedundancyOptimizer, FSDP1 SHARD_GRAD_OP and FULL_SHARD (one flat parameter),
-and FSDP2 `fully_shard` with and without resharding after forward. The first step creates Adam's
+and FSDP2 `fully_shard` with and without resharding after forward; then one more, FSDP2 with its
+CPU offload (`measure_offload`). The first step creates Adam's
 state; during the second, module hooks record each rank's live bytes at every layer's forward and
 backward; after it, every parameter, gradient and optimizer tensor is recorded, layer by layer.
 
@@ -304,6 +305,149 @@ def measure_arrangement(stage: str, impl: str, rank: int) -> dict[str, Any]:
     return {"phases": phases, **at_rest(wrapped, optimizer, rank)}
 
 
+OFFLOAD_TITLE = (
+    "FSDP2 fully_shard with CPUOffloadPolicy(pin_memory=False) and MixedPrecisionPolicy(param_dtype=bfloat16)"
+)
+"""The offload arrangement: ZeRO-3 with the sharded state on the CPU, computing in bf16 as `mixed-adam` does.
+
+`pin_memory=True` (the default) calls `Tensor.pin_memory()`, which needs an accelerator: on a CPU-only
+machine it raises, so the state is kept in pageable memory, the closest that runs. `reduce_dtype` is
+left to default to `param_dtype`: the recipe's bf16 gradients.
+"""
+OFFLOAD_RECIPE = "mixed-adam"
+
+
+def _groups(model: nn.Module) -> Iterator[Any]:
+    """FSDP2's parameter groups, one per `fully_shard` call that owns parameters."""
+    for module in model.modules():
+        get_state = getattr(module, "_get_fsdp_state", None)
+        group = None if get_state is None else get_state()._fsdp_param_group
+        if group is not None:
+            yield group
+
+
+def _placed(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, list[torch.Tensor | None]]:
+    """What CPUOffloadPolicy places on the CPU, by category.
+
+    The sharded parameters' padded storage, their gradients, and the optimizer's state (its step
+    counters apart).
+    """
+    state = _optimizer_state(optimizer)
+    found: dict[str, list[torch.Tensor | None]] = {"params": [], "grads": [], "optimizer": [], "counters": []}
+    for group in _groups(model):
+        for fsdp_param in group.fsdp_params:
+            sharded = fsdp_param.sharded_param
+            found["params"].append(fsdp_param._sharded_param_data)
+            found["grads"].append(sharded.grad)
+            held = state.get(sharded, {})
+            found["optimizer"] += [held.get("exp_avg"), held.get("exp_avg_sq")]
+            found["counters"].append(held.get("step"))
+    return found
+
+
+def _computing(model: nn.Module) -> dict[str, list[torch.Tensor | None]]:
+    """What the compute path allocates beyond the sharded state, by category.
+
+    Each parameter's unsharded copy; the all-gathers' flat outputs (a prefetched group's, and the one
+    kept until the next copy-in); the unsharded gradients; and the reduce-scatter input kept until the
+    next layer reduces.
+    """
+    found: dict[str, list[torch.Tensor | None]] = {"unsharded": [], "all-gather": [], "grads": [], "reduce-scatter": []}
+    contexts = {}
+    for group in _groups(model):
+        result = group._all_gather_result
+        found["all-gather"].append(None if result is None else result.all_gather_output)
+        contexts[id(group.comm_ctx)] = group.comm_ctx
+        for fsdp_param in group.fsdp_params:
+            found["unsharded"] += list(fsdp_param.all_gather_outputs)
+            unsharded = getattr(fsdp_param, "_unsharded_param", None)
+            found["unsharded"].append(unsharded)
+            found["grads"] += [None if unsharded is None else unsharded.grad, fsdp_param.unsharded_accumulated_grad]
+    for context in contexts.values():  # shared by every group of the model: counted once
+        kept = getattr(context, "all_gather_state", None)
+        found["all-gather"].append(None if kept is None else kept.all_gather_result.all_gather_output)
+        found["reduce-scatter"] += [s.reduce_scatter_input for s in getattr(context, "reduce_scatter_states", ())]
+    return found
+
+
+def _offload_moment(model: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    placed = _placed(model, optimizer)
+    # A storage counted as placed (the sharded state) is not counted again on the compute side.
+    sharded = {_local(t).untyped_storage().data_ptr() for ts in placed.values() for t in ts if t is not None}
+    compute = {
+        name: [t for t in tensors if t is not None and _local(t).untyped_storage().data_ptr() not in sharded]
+        for name, tensors in _computing(model).items()
+    }
+    return {
+        "placed": sum(_storage_bytes(ts) for ts in placed.values()),
+        "compute": _storage_bytes(t for ts in compute.values() for t in ts),
+        "by": {name: _storage_bytes(tensors) for name, tensors in compute.items()},
+    }
+
+
+def _wrap_offload(model: nn.Sequential) -> tuple[nn.Module, torch.optim.Optimizer]:
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.fsdp import CPUOffloadPolicy, MixedPrecisionPolicy, fully_shard
+
+    mesh = init_device_mesh("cpu", (WORLD_SIZE,))
+    policies: dict[str, Any] = {
+        "offload_policy": CPUOffloadPolicy(pin_memory=False),
+        "mp_policy": MixedPrecisionPolicy(param_dtype=torch.bfloat16),
+    }
+    for layer in model:
+        fully_shard(layer, mesh=mesh, **policies)
+    fully_shard(model, mesh=mesh, **policies)
+    return model, torch.optim.Adam(model.parameters(), lr=1e-3)
+
+
+def measure_offload(rank: int) -> dict[str, Any]:
+    """Two steps of ZeRO-3 with FSDP2's CPU offload on this rank.
+
+    After the step, the CPU-placed state by category; during it, at every layer's forward and backward,
+    the placed bytes and the compute path's, kept apart as a GPU would keep them apart.
+    """
+    model, optimizer = _wrap_offload(_model())
+    generator = torch.Generator().manual_seed(1000 + rank)
+    batches = [torch.randn(BATCH, DIM, generator=generator, requires_grad=True) for _ in range(STEPS)]
+    _step(model, optimizer, batches[0])
+    optimizer.zero_grad(set_to_none=False)
+    phases: list[dict[str, Any]] = [{"part": "start", "layer": None, **_offload_moment(model, optimizer)}]
+
+    def hook(part: str, index: int) -> Callable[..., None]:
+        def record(*_: object) -> None:
+            phases.append({"part": part, "layer": index, **_offload_moment(model, optimizer)})
+
+        return record
+
+    handles = []
+    for index, layer in enumerate(_layers(model)):
+        handles.append(layer.register_forward_pre_hook(hook("forward", index)))
+        handles.append(layer.register_full_backward_hook(hook("backward", index)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model(batches[1]).float().pow(2).mean().backward()
+    for handle in handles:
+        handle.remove()
+    phases.append({"part": "after-backward", "layer": None, **_offload_moment(model, optimizer)})
+    optimizer.step()
+    phases.append({"part": "after-update", "layer": None, **_offload_moment(model, optimizer)})
+    placed = _placed(model, optimizer)
+    first = _local(next(iter(_groups(model))).fsdp_params[0].sharded_param)
+    return {
+        "rank": rank,
+        "placed": {name: _storage_bytes(tensors) for name, tensors in placed.items()},
+        # What the tensors cover: the storage beyond it is FSDP2's dim-0 padding.
+        "viewed": {name: sum(_view_bytes(t) for t in tensors) for name, tensors in placed.items()},
+        "devices": sorted({_local(t).device.type for ts in placed.values() for t in ts if t is not None}),
+        "pinned": False,  # pin_memory=False: nothing is page-locked (pinning needs an accelerator)
+        "dtypes": {
+            "params": str(first.dtype).removeprefix("torch."),
+            "compute": str(torch.bfloat16).removeprefix("torch."),
+        },
+        "phases": phases,
+    }
+
+
 def _worker(rank: int, port: int, folder: str) -> None:
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     torch.set_num_threads(1)  # 8 processes share 2 cores
@@ -319,6 +463,14 @@ def _worker(rank: int, port: int, folder: str) -> None:
             results[-1]["seconds"] = round(seconds, 2)
             if rank == 0:
                 print(f"  {title}: {seconds:.1f} s", flush=True)
+        dist.barrier()
+        began = time.perf_counter()
+        offload = measure_offload(rank)
+        dist.barrier()
+        offload["seconds"] = round(time.perf_counter() - began, 2)
+        if rank == 0:
+            print(f"  {OFFLOAD_TITLE}: {offload['seconds']:.1f} s", flush=True)
+        results.append(offload)
         # Each rank writes its own file: gathering objects through gloo would need NumPy.
         (Path(folder) / f"rank-{rank}.json").write_text(json.dumps(results))
     finally:
@@ -355,6 +507,8 @@ def measure() -> dict[str, Any]:
         }
         for index, (stage, impl, title) in enumerate(ARRANGEMENTS)
     ]
+    offload_seconds = ranks[0][-1]["seconds"]
+    offload = [_drop_seconds(ranks[rank][-1]) for rank in range(WORLD_SIZE)]
     return {
         "format": 1,
         "torch": torch.__version__,
@@ -367,5 +521,13 @@ def measure() -> dict[str, Any]:
         "model": {"layers": LAYERS, "rows": DIM, "columns": DIM, "bias": False, "batch": BATCH, "steps": STEPS},
         "seconds": round(time.perf_counter() - began, 1),
         "arrangements": arrangements,
+        "offload": {
+            "stage": "zero3",
+            "impl": "fsdp2",
+            "title": OFFLOAD_TITLE,
+            "recipe": OFFLOAD_RECIPE,
+            "seconds": offload_seconds,
+            "ranks": offload,
+        },
         "activations": measure_activations(),
     }

@@ -22,9 +22,12 @@ from app.domain.measured import (
     cell_measures,
     compare,
     default_impl,
+    offload_comparison,
     parse,
 )
 from app.domain.measured_activations import ActivationsComparison, TermTable, compare_activations
+from app.domain.measured_offload import SETUP as OFFLOAD_SETUP
+from app.domain.measured_offload import OffloadComparison, OffloadDifference
 from app.domain.sharding import CellState
 from app.domain.stages import Stage
 from app.measure import SNAPSHOT
@@ -136,6 +139,54 @@ class ActivationsView:
 
 
 @dataclass(frozen=True)
+class OffloadRankRow:
+    """One rank's CPU under FSDP2's offload, its bytes written out."""
+
+    rank: int
+    model: str
+    measured: str
+    difference: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OffloadCategoryRow:
+    """One category of what CPUOffloadPolicy places on a rank's CPU."""
+
+    title: str
+    model: str
+    measured: str
+
+
+@dataclass(frozen=True)
+class OffloadComputeRow:
+    """One moment of the step on the compute side, model against measured."""
+
+    label: str
+    model_gathered: str
+    measured_gathered: str
+    model_backward: str
+    measured_backward: str
+    difference: str
+    reasons: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class OffloadView:
+    """The section "CPU offload, measured": ZeRO-3 under FSDP2's CPUOffloadPolicy against the model."""
+
+    heading: str
+    intro: str
+    agreement: str
+    model_href: str
+    rows: tuple[OffloadRankRow, ...]
+    categories: tuple[OffloadCategoryRow, ...]
+    compute_summary: str
+    compute: tuple[OffloadComputeRow, ...]
+    differences: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class MeasuredView:
     """The whole page for one arrangement."""
 
@@ -161,6 +212,8 @@ class MeasuredView:
     back_href: str
     source: str
     activations: ActivationsView
+    offload: OffloadView | None
+    """Under ZeRO-3, the stage whose weights' slices it moves: FSDP2's CPU offload, measured."""
 
 
 def _bytes(n: int) -> str:
@@ -285,6 +338,73 @@ def activations_view(comparison: ActivationsComparison) -> ActivationsView:
     )
 
 
+def _reasons(differences: tuple[OffloadDifference, ...]) -> tuple[str, ...]:
+    return tuple(f"{d.reason.value.replace('-', ' ')} {_signed(d.bytes)}" for d in differences)
+
+
+def offload_view(comparison: OffloadComparison, page: str, theme: Theme) -> OffloadView:
+    """The offload section: each rank's CPU against the model's, and the compute path moment by moment."""
+    c = comparison
+    ranks, first = c.ranks, c.ranks[0]
+    unexplained = c.unexplained
+    query = {
+        "stage": c.stage.value,
+        "accounting": OFFLOAD_SETUP.accounting.value,
+        "offload": OFFLOAD_SETUP.placement.offload.value,
+        **theme_of(theme),
+    }
+    peak = max(c.compute, key=lambda point: point.measured_bytes)
+    model_peak = max(point.model_bytes for point in c.compute)
+    texts = [d.text for r in ranks for d in r.differences] + [d.text for p in c.compute for d in p.differences]
+    return OffloadView(
+        heading="CPU offload, measured: FSDP2's CPUOffloadPolicy",
+        intro=(
+            f"One more run of the same toy on the same {len(ranks)} ranks: {c.title}. The sharded weights stay "
+            f"{c.param_dtype} and the layers compute in {c.compute_dtype}, as the {c.recipe} recipe says. On this "
+            "CPU-only machine everything is on the CPU, so what the policy places there (the weights' slices, "
+            "their gradients and Adam's state) is recorded apart from what the compute path allocates for the "
+            "layer in hand, which a GPU would hold. The model beside it counts fsdp2 with offload=optimizer+params."
+        ),
+        agreement=(
+            f"On each rank's CPU: {_bytes(first.measured_bytes)} against the model's {_bytes(first.model_bytes)} "
+            f"({_signed(first.measured_bytes - first.model_bytes)}); "
+            + ("every byte of difference is named." if unexplained == 0 else f"{unexplained:,} B unexplained.")
+        ),
+        model_href=f"{page}?{urlencode(query)}",
+        rows=tuple(
+            OffloadRankRow(
+                r.rank,
+                _bytes(r.model_bytes),
+                _bytes(r.measured_bytes),
+                _signed(r.measured_bytes - r.model_bytes),
+                _reasons(r.differences),
+            )
+            for r in ranks
+        ),
+        categories=tuple(
+            OffloadCategoryRow(k.title, _bytes(k.model_bytes), _bytes(k.measured_bytes)) for k in first.categories
+        ),
+        compute_summary=(
+            f"The compute path on rank 0 peaks at {_bytes(peak.measured_bytes)} ({peak.label}), the model's GPU "
+            f"terms at {_bytes(model_peak)}"
+            + (", alike on every rank." if all(p.ranks_alike for p in c.compute) else ", differing between ranks.")
+        ),
+        compute=tuple(
+            OffloadComputeRow(
+                p.label,
+                _bytes(p.model_gathered),
+                _bytes(p.measured_gathered),
+                _bytes(p.model_backward),
+                _bytes(p.measured_backward),
+                _signed(p.measured_bytes - p.model_bytes),
+                _reasons(p.differences),
+            )
+            for p in c.compute
+        ),
+        differences=tuple(dict.fromkeys(texts)),
+    )
+
+
 def theme_of(theme: Theme) -> dict[str, str]:
     """The theme as query parameters: none for the default."""
     return {} if theme is Theme.DEFAULT else {"theme": theme.value}
@@ -341,7 +461,8 @@ def measured_view(
             f"beside it is {snap.recipe.title} ({'/'.join(str(s.nbytes) for s in snap.recipe.specs)} B per weight): "
             f"a toy of {snap.model.layers} layers of {snap.model.rows} × {snap.model.columns} weights. bf16 mixed "
             "precision runs on gloo under FSDP, but DDP and ZeroRedundancyOptimizer have no bf16 master copy, so "
-            "all six arrangements are measured in fp32 to be drawn against one recipe."
+            "all six arrangements are measured in fp32 to be drawn against one recipe (the CPU offload, below "
+            "under ZeRO-3, runs in mixed precision on its own)."
         ),
         model_cards=_cards(agreement, measures, specs, measured=False),
         measured_cards=_cards(agreement, measures, specs, measured=True),
@@ -359,4 +480,5 @@ def measured_view(
         back_href=f"{page}?{urlencode({'stage': stage.value, **theme_of(theme)})}",
         source=f"Snapshot: torch {snap.torch}, measured in {snap.seconds:.0f} s by zero-bands measure.",
         activations=activations_view(compare_activations(snap.activations)),
+        offload=offload_view(offload_comparison(snap), page, theme) if stage is Stage.ZERO3 else None,
     )

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.domain.measured import compare, parse
+from app.domain.measured import compare, offload_comparison, parse
 from app.measure import SNAPSHOT
 
 # A Python in which `import torch` fails, as on a machine without the [measure] extra.
@@ -59,7 +59,14 @@ def _bytes_only(data: dict[str, object]) -> object:
     return [{k: v for k, v in a.items() if k != "seconds"} for a in arrangements]
 
 
-@pytest.mark.slow  # a real PyTorch run of six arrangements: half a minute
+def _offload_bytes(data: dict[str, object]) -> object:
+    """The offload arrangement without its timing."""
+    offload = data["offload"]
+    assert isinstance(offload, dict)
+    return {k: v for k, v in offload.items() if k != "seconds"}
+
+
+@pytest.mark.slow  # a real PyTorch run of six arrangements and the offload: under a minute
 def test_the_real_measurement_matches_the_shipped_snapshot_and_the_model(tmp_path: Path) -> None:
     # The README's test line installs the [measure] extra: without torch this fails, it does not skip.
     assert find_spec("torch") is not None, "torch is not installed: pip install -e '.[test,measure]'"
@@ -68,14 +75,16 @@ def test_the_real_measurement_matches_the_shipped_snapshot_and_the_model(tmp_pat
     result = subprocess.run(command, capture_output=True, text=True, check=False, timeout=300)
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    # A progress line per arrangement, then one per comparison, all explained.
-    assert sum(1 for line in lines if line.startswith("  ") and line.endswith(" s")) == 6
-    assert sum(1 for line in lines if line.endswith(", 0 B unexplained")) == 6
+    # A progress line per arrangement and the offload, then one per comparison, all explained.
+    assert sum(1 for line in lines if line.startswith("  ") and line.endswith(" s")) == 7
+    assert sum(1 for line in lines if line.endswith(", 0 B unexplained")) == 7
     fresh = json.loads(out.read_text())
     shipped = json.loads(SNAPSHOT.read_text())
     assert _bytes_only(fresh) == _bytes_only(shipped)
+    assert _offload_bytes(fresh) == _offload_bytes(shipped)  # FSDP2's CPU offload, byte for byte
     assert fresh["activations"] == shipped["activations"]  # the two blocks' saved tensors, byte for byte
     snapshot = parse(fresh)
     assert snapshot.seconds < 120
     for measured in snapshot.arrangements:
         assert compare(snapshot, measured).unexplained == 0
+    assert offload_comparison(snapshot).unexplained == 0
