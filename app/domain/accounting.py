@@ -137,7 +137,10 @@ def _homed(term: Term, stage: Stage, setup: Setup) -> Term:
     if not placement.offloads or term.law is not Law.PER_WEIGHT or term.name == KEPT_GATHERED:
         return term
     if setup.accounting is Accounting.FSDP2 and stage in FSDP_STAGES:
-        # CPUOffloadPolicy moves the sharded parameters with their gradients and optimizer state.
+        # CPUOffloadPolicy moves the sharded parameters with their gradients and optimizer state; Adam
+        # makes its moments with zeros_like of the slice, which does not pin them.
+        if term.band is Band.MOMENTS:
+            return replace(term, place=Place.CPU_PAGEABLE)
         return replace(term, place=_place(Home.CPU, placement))
     band = term.band or Band.MASTER  # DeepSpeed's fp32 gradients go with the optimizer state
     return replace(term, place=_place(placement.band_home(stage, band), placement))
@@ -232,7 +235,7 @@ def _fsdp2_differences(stage: Stage, recipe: Recipe, placement: Placement) -> li
         said.append(
             "FSDP2's CPUOffloadPolicy moves the weights' slices, their gradients and the optimizer state to the "
             "CPU; with pin_memory, the default, the weights' and gradients' slices are page-locked, Adam's moments "
-            "(the optimizer's zeros_like of the slice) are not, though counted pinned here."
+            "(the optimizer's zeros_like of the slice) are not."
         )
         if placement.offload is Offload.OPTIMIZER:
             said.append("FSDP2 has no offload of the optimizer alone: counted as CPUOffloadPolicy, weights too.")

@@ -28,7 +28,7 @@ from app.domain.placement import Offload, Placement
 from app.domain.stages import Stage
 
 SETUP = Setup(Accounting.FSDP2, Placement(Offload.OPTIMIZER_PARAMS))
-"""The model's counterpart: FSDP2's count, weights' slices and optimizer state offloaded, pinned."""
+"""The model's counterpart: FSDP2's count, weights' slices and optimizer state offloaded (the moments pageable)."""
 
 CATEGORIES = ("params", "grads", "optimizer")
 """What CPUOffloadPolicy places on the CPU, in the snapshot's names (the step counters apart)."""
@@ -298,8 +298,8 @@ def _cpu_differences(rank: OffloadRankHeld, model_pinned: int) -> tuple[OffloadD
                 0,
                 f"Pageable, not pinned: the model counts these {model_pinned:,} B in page-locked memory, "
                 "CPUOffloadPolicy's default, but pinning needs an accelerator, so the measurement runs "
-                "pin_memory=False. The bytes are the same; on a GPU machine Adam's moments would stay pageable "
-                "even with pin_memory (the optimizer makes them with zeros_like).",
+                "pin_memory=False. The bytes are the same; Adam's moments are pageable either way (the "
+                "optimizer makes them with zeros_like).",
             )
         )
     return tuple(found)

@@ -117,15 +117,17 @@ def test_one_card_still_allocates_its_gather_and_reduce_scatter_buffers() -> Non
 
 
 # (setup, stage, bytes per card in each place at rest, mixed-adam, 32,768 weights on 8 cards): the
-# toy that `zero-bands measure` runs. CPUOffloadPolicy moves all three slices; ZeRO-2's kept weights
-# stay on the card during the passes.
+# toy that `zero-bands measure` runs. CPUOffloadPolicy moves all three slices, the weights' and
+# gradients' (4 + 4 B) pinned and Adam's moments (8 B, made by zeros_like) pageable; ZeRO-2's kept
+# weights stay on the card during the passes.
+PINNED, PAGEABLE = 32_768, 32_768
 PLACES = [
     (FSDP2, Stage.ZERO3, {Place.GPU: 65_536, Place.CPU_PINNED: 0, Place.CPU_PAGEABLE: 0}),
-    (OFFLOADED, Stage.ZERO3, {Place.GPU: 0, Place.CPU_PINNED: 65_536, Place.CPU_PAGEABLE: 0}),
+    (OFFLOADED, Stage.ZERO3, {Place.GPU: 0, Place.CPU_PINNED: PINNED, Place.CPU_PAGEABLE: PAGEABLE}),
     (UNPINNED, Stage.ZERO3, {Place.GPU: 0, Place.CPU_PINNED: 0, Place.CPU_PAGEABLE: 65_536}),
-    (OFFLOADED, Stage.ZERO2, {Place.GPU: 0, Place.CPU_PINNED: 65_536, Place.CPU_PAGEABLE: 0}),
-    (Setup(Accounting.FSDP2, Placement(Offload.OPTIMIZER)), Stage.ZERO3, {Place.GPU: 0, Place.CPU_PINNED: 65_536}),
-    (Setup(Accounting.FSDP2, Placement(Offload.NVME)), Stage.ZERO3, {Place.NVME: 0, Place.CPU_PINNED: 65_536}),
+    (OFFLOADED, Stage.ZERO2, {Place.GPU: 0, Place.CPU_PINNED: PINNED, Place.CPU_PAGEABLE: PAGEABLE}),
+    (Setup(Accounting.FSDP2, Placement(Offload.OPTIMIZER)), Stage.ZERO3, {Place.GPU: 0, Place.CPU_PINNED: PINNED}),
+    (Setup(Accounting.FSDP2, Placement(Offload.NVME)), Stage.ZERO3, {Place.NVME: 0, Place.CPU_PINNED: PINNED}),
 ]
 
 
