@@ -75,6 +75,8 @@ class FormView:
     offloads: tuple[Option, ...] = ()
     devices: tuple[Option, ...] = ()
     pin_memory: tuple[Option, ...] = ()
+    nodes: str = ""
+    nodes_placeholder: str = ""
     gpus_per_node: str = ""
     gpus_per_node_placeholder: str = ""
     host_memory: str = ""
@@ -145,6 +147,8 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         offloads=tuple(Option(o.value, _OFFLOAD_LABELS[o], o is inputs.offload) for o in Offload),
         devices=tuple(Option(d.value, _DEVICE_LABELS[d], d is run.setup.placement.target) for d in Device),
         pin_memory=_yes_no(inputs.pin_memory, "Pinned (page-locked)", "Pageable"),
+        nodes="" if inputs.nodes is None else str(inputs.nodes),
+        nodes_placeholder=str(run.nodes),
         gpus_per_node="" if inputs.gpus_per_node is None else str(inputs.gpus_per_node),
         gpus_per_node_placeholder=str(run.gpus_per_node),
         host_memory="" if run.host_memory is None else _capacity_text(run.host_memory),

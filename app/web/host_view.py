@@ -41,14 +41,20 @@ def _headline(stage: Stage, scenario: Scenario, host: HostReport) -> str:
         )
     if not host.cpu_bytes and not host.nvme_bytes:
         return ""
-    per_card = host.cpu_bytes + host.nvme_bytes
-    where = "on NVMe" if run.setup.placement.home(stage) is Home.NVME else "in CPU RAM"
-    pinned = ", pinned" if host.pinned_bytes and not host.nvme_bytes else ""
-    share = per_weight(Fraction(per_card, run.gpus_per_node * run.params))
-    return (
+    on_nvme = run.setup.placement.home(stage) is Home.NVME
+    kept = host.nvme_bytes if on_nvme else host.cpu_bytes
+    where = "on NVMe" if on_nvme else "in CPU RAM"
+    share = per_weight(Fraction(kept, run.gpus_per_node * run.params))
+    said = (
         f"Each card's host keeps {share} bytes per weight for it {where}: "
-        f"{units.show(per_card // run.gpus_per_node)} per card, {units.show(per_card)} for {node}{pinned}."
+        f"{units.show(kept // run.gpus_per_node)} per card, {units.show(kept)} for {node}"
     )
+    if on_nvme and host.pinned_bytes:
+        return f"{said}; the pinned buffers it passes through take {units.show(host.pinned_bytes)} of CPU RAM."
+    if not on_nvme and host.pinned_bytes:
+        pinned = "pinned" if host.pinned_bytes == host.cpu_bytes else f"{units.show(host.pinned_bytes)} of it pinned"
+        return f"{said}, {pinned}."
+    return f"{said}."
 
 
 def _verdict(scenario: Scenario, host: HostReport) -> str:

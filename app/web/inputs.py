@@ -431,6 +431,10 @@ def _field_message(name: str, error: Mapping[str, Any], typed: str) -> str:
         return f"{said[:1].upper()}{said[1:]}: enter a count (1.5B) or a fraction (0.25 or 25%), or leave it blank."
     if name == "lora_rank":
         return f"Enter a whole LoRA rank between 1 and {MAX_LORA_RANK:,}, or leave it blank for no adapters."
+    if name in ("nodes", "gpus_per_node", "offload_device") and error.get("type") in ("cluster", "offload_device"):
+        return str(error.get("msg"))  # the cluster's or the device's own sentence, naming both values
+    if name in ("nodes", "gpus_per_node"):
+        return f"Enter a whole number between 1 and {MAX_GPUS}, or leave it blank."
     if name == "fragmentation":
         return "Enter a whole percent between 0 and 100."
     if name == "process_groups":

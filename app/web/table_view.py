@@ -40,7 +40,7 @@ class TableRow:
     host: str | None = None
     """CPU RAM (and NVMe) of each node, with offload or DeepSpeed's accounting; None: the column is left out."""
     pcie: str | None = None
-    """Each card's PCIe bytes per step, with offload; None: the column is left out."""
+    """Each card's PCIe bytes per step, with offload; None when nothing crosses it."""
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,7 @@ def table_rows(
 ) -> tuple[TableRow, ...]:
     """The comparison table, one row per stage."""
     units, gpus, counted = scenario.units, scenario.run.gpus, scenario.run.activations is not None
-    offloaded = scenario.run.setup.placement.offloads
-    hosted = offloaded or scenario.run.setup.accounting is Accounting.DEEPSPEED
+    hosted = scenario.run.setup.placement.offloads or scenario.run.setup.accounting is Accounting.DEEPSPEED
     return tuple(
         TableRow(
             stage=r.stage,
@@ -80,7 +79,7 @@ def table_rows(
             overheads=units.show(total(r.overheads)),
             current=r.stage is current,
             host=_host(r, units) if hosted else None,
-            pcie=units.show(r.host.pcie_bytes_per_step) if offloaded else None,
+            pcie=units.show(r.host.pcie_bytes_per_step) if r.host.pcie_bytes_per_step else None,
         )
         for r in rows
     )
@@ -89,7 +88,8 @@ def table_rows(
 def _host(row: StageReport, units: ByteUnit) -> str:
     """A node's CPU RAM, and its NVMe where there is some."""
     host = row.host
-    return units.show(host.cpu_bytes) + (f" + {units.show(host.nvme_bytes)} NVMe" if host.nvme_bytes else "")
+    # The NVMe's figure on a line of its own (a space that does not break keeps each figure whole).
+    return units.show(host.cpu_bytes) + (f" + {units.show(host.nvme_bytes)}\u00a0NVMe" if host.nvme_bytes else "")
 
 
 def _max_model(row: StageReport) -> str | None:

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 from fractions import Fraction
 
 import pytest
@@ -11,7 +12,9 @@ from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, custom_recipe
 from app.domain.columns import COLUMNS, Column, model_columns
 from app.domain.communication import Collective
 from app.domain.fit import Run, peak_bytes
+from app.domain.host import host_report
 from app.domain.memory import per_gpu_bytes
+from app.domain.placement import Offload
 from app.domain.scenario import Inputs, resolve
 from app.domain.stages import Stage
 from app.domain.step import (
@@ -265,3 +268,38 @@ def test_zero3_more_says_how_the_drawn_gather_relates_to_a_real_one(gpus: int) -
         more = detail(phase, lesson.columns)
         assert "at most 3,750,000,000 weights are assembled at once and the weights it holds stay level" in more
         assert more.endswith("a real run splits each layer across all the cards, each sending its part.")
+
+
+# The seed's 30B on 8 cards with offload: (offload, stage, phases with PCIe moves, a card's PCIe bytes).
+SLICE = 30 * 10**9 // 8
+OFFLOADED = [
+    (Offload.OPTIMIZER, Stage.ZERO1, [18, 20], 2 * 2 * SLICE),
+    (Offload.OPTIMIZER, Stage.ZERO2, [18, 20], 2 * 2 * SLICE),
+    # The weights on the host: every pass phase fetches its share of the card's slice, twice a step.
+    (Offload.OPTIMIZER_PARAMS, Stage.ZERO3, [*range(1, 17), 18], 3 * 2 * SLICE),
+    (Offload.OPTIMIZER, Stage.DP, [], 0),
+]
+
+
+@pytest.mark.parametrize(("offload", "stage", "moving", "total"), OFFLOADED)
+def test_pcie_crosses_after_the_backward_and_after_the_update(
+    offload: Offload, stage: Stage, moving: list[int], total: int
+) -> None:
+    scenario = resolve(Inputs(offload=offload))
+    phases = step(stage, scenario.run, scenario.columns)
+    assert [p.index for p in phases if p.pcie] == moving
+    assert phases[-1].pcie_bytes == total == host_report(stage, scenario.run).pcie_bytes_per_step
+    # Gradients go down first; the tally only grows.
+    assert all(a.pcie_bytes <= b.pcie_bytes for a, b in itertools.pairwise(phases))
+    if moving:
+        (down,) = phases[18].pcie
+        assert (down.band, down.down) == (Band.GRADIENTS, True)
+
+
+def test_the_update_of_offloaded_state_is_the_hosts() -> None:
+    scenario = resolve(Inputs(offload=Offload.OPTIMIZER))
+    update = step(Stage.ZERO2, scenario.run, scenario.columns)[19]
+    assert {Band.MASTER, Band.MOMENTS} <= update.on_host
+    assert "host updates the card's slice on its CPU" in explanation(update, scenario.recipe, scenario.columns)
+    # The card keeps only what did not move: its whole weights.
+    assert update.state_bytes == 2 * 30 * 10**9

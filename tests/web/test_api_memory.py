@@ -191,3 +191,38 @@ def test_bad_trainable_or_lora_is_a_422_that_says_why(client: TestClient, params
     answer = client.get("/api/memory", params={"model": "llama-3-8b", **params})
     assert answer.status_code == 422
     assert said in answer.json()["message"]
+
+
+def test_as_the_paper_counts_with_nothing_offloaded_the_host_is_empty(client: TestClient) -> None:
+    body = _memory(client)
+    for row in body["stages"]:
+        assert row["gpu_bytes"] == row["peak_bytes"]
+        assert (row["cpu_bytes_per_node"], row["pinned_bytes_per_node"], row["nvme_bytes_per_node"]) == (0, 0, 0)
+        assert row["pcie_bytes_per_step"] == 0
+        assert row["differences"] == []
+        assert "host_fits" not in row
+    assert (body["inputs"]["accounting"], body["inputs"]["offload"]) == ("paper", "none")
+    assert (body["inputs"]["nodes"], body["inputs"]["gpus_per_node"]) == (1, 8)
+
+
+def test_deepspeeds_figures_through_the_api(client: TestClient) -> None:
+    # DeepSpeed 0.19.8's estimate_zero3_model_states_mem_needs for Llama 3 70B on 4 nodes of 8 with the
+    # optimizer offloaded (tests/domain/test_deepspeed.py): 8,612,299,264 B a GPU, 423,322,238,976 B a node.
+    body = _memory(
+        client, model="llama-3-70b", gpus="32", accounting="deepspeed", offload="optimizer", host_memory="400GB"
+    )
+    zero3 = body["stages"][3]
+    assert zero3["state_peak_bytes"] == 8_612_299_264
+    assert zero3["cpu_bytes_per_node"] == 423_322_238_976
+    assert zero3["host_fits"] is False
+    assert (body["inputs"]["nodes"], body["inputs"]["gpus_per_node"]) == (4, 8)
+    assert any("fp32 copy" in said for said in zero3["differences"])
+
+
+def test_offload_moves_bytes_from_the_gpu_to_the_host(client: TestClient) -> None:
+    before, after = (_memory(client, offload=o)["stages"][2] for o in ("none", "optimizer"))
+    moved = before["per_gpu_bytes"] - after["per_gpu_bytes"]
+    # ZeRO-2's 14 B per weight of a card's slice, 8 cards in the node.
+    assert moved == 14 * 30 * 10**9 // 8
+    assert after["pinned_bytes_per_node"] == after["cpu_bytes_per_node"] == 8 * moved
+    assert after["pcie_bytes_per_step"] == 2 * 2 * 30 * 10**9 // 8

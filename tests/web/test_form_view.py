@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from urllib.parse import urlencode
 
+import pytest
 from fastapi.testclient import TestClient
 
 from tests.conftest import one
@@ -57,3 +58,23 @@ def test_a_value_the_form_shows_read_only_is_not_sent_back_as_if_typed(client: T
     assert [i.get("name") for i in form.select(".bands-field input")] == [
         "weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes"
     ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("query", "open_", "chosen"),
+    [
+        ("", False, {"offload": "none", "offload_device": "cpu", "accounting": "paper", "pin_memory": "1"}),
+        (
+            "offload=nvme&accounting=fsdp2&pin_memory=0",
+            True,
+            {"offload": "nvme", "offload_device": "nvme", "accounting": "fsdp2", "pin_memory": "0"},
+        ),
+    ],
+)
+def test_the_offload_fields_show_the_run(client: TestClient, query: str, open_: bool, chosen: dict[str, str]) -> None:
+    tree = run_page(client, query)
+    details = one(tree, "#run-form #more-host")
+    assert details.has_attr("open") is open_
+    for name, value in chosen.items():
+        assert one(details, f'select[name="{name}"] option[selected]')["value"] == value
+    assert one(details, 'input[name="gpus_per_node"]')["placeholder"] == "8"

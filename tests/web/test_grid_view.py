@@ -160,3 +160,46 @@ def test_frozen_columns_keep_their_weights_band_only(client: TestClient, query: 
     assert stacks.count(4) == 8 - frozen_columns
     note = text(tree, ".grid-note")
     assert ("a frozen weight has no gradient and needs no optimizer state" in note) == bool(frozen_columns)
+
+
+# (query, the bands each card keeps, the bands in its host's strip, the strip's height in 48ths).
+HOSTED = [
+    ("stage=zero1", ["weights", "gradients", "master", "moments"], [], None),
+    ("stage=dp&offload=optimizer", ["weights", "gradients", "master", "moments"], [], None),
+    ("stage=zero1&offload=optimizer", ["weights", "gradients"], ["master", "moments"], "hs-36"),
+    ("stage=zero2&offload=optimizer", ["weights"], ["gradients", "master", "moments"], "hs-42"),
+    ("stage=zero3&offload=optimizer%2Bparams", [], ["weights", "gradients", "master", "moments"], "hs-48"),
+]
+
+
+@pytest.mark.parametrize(("query", "on_card", "on_host", "share"), HOSTED)
+def test_offloaded_bands_leave_the_card_for_its_hosts_strip(
+    client: TestClient, query: str, on_card: list[str], on_host: list[str], share: str | None
+) -> None:
+    tree = run_page(client, query)
+    for card in tree.select("#grid section.card"):
+        plot = one(card, ".plot")
+        assert sorted({cell_facts(c)["band"] for c in plot.select(".cell")}) == sorted(on_card)
+        hosts = card.select(".host")
+        if not on_host:
+            assert hosts == []
+            continue
+        (host,) = hosts
+        cells = host.select(".cell")
+        assert sorted({cell_facts(c)["band"] for c in cells}) == sorted(on_host)
+        assert all("on-host" in c["class"] for c in cells)
+        assert all("it lives in the card's host, not on the card" in str(c["aria-label"]) for c in cells)
+        assert text(host, ".host-title") == "Host: CPU RAM (pinned)"
+        # The card's plot and the strip share its height: the strip's share is the moved bytes of 16.
+        assert share in one(card, ".stack")["class"]
+    # Still exactly one tab stop in the grid, wherever its first cell went.
+    assert len(tree.select('#grid .cell[tabindex="0"]')) == 1
+
+
+def test_a_frozen_weight_has_nothing_to_offload(client: TestClient) -> None:
+    tree = run_page(client, "model=llama-3-8b&stage=zero1&offload=optimizer&trainable=50%25")
+    card = one(tree, '#grid section.card[data-card-index="0"]')
+    host_columns = one(card, ".host").select(".column")
+    # Weights 0-3 are frozen: no master copy or moments in the strip, their places left blank.
+    assert [len(c.select(".cell")) for c in host_columns] == [0, 0, 0, 0, 2, 2, 2, 2]
+    assert [len(c.select(".away")) for c in host_columns[:4]] == [2, 2, 2, 2]

@@ -10,8 +10,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from app.domain.accounting import Accounting
 from app.domain.architecture import ModelName
 from app.domain.bands import RecipeName
+from app.domain.placement import Offload
 from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit
 from app.domain.stages import Stage
 from app.web.inputs import RunQuery, set_aside
@@ -47,6 +49,13 @@ valid_queries = st.fixed_dictionaries(
         "largest_layer": counts,
         "capacity": sizes,
         "units": st.sampled_from([u.value for u in ByteUnit]),
+        "offload": st.sampled_from([o.value for o in Offload]),
+        "offload_device": st.sampled_from(["nvme", ""]),
+        "pin_memory": st.sampled_from(["0", "1"]),
+        "host_memory": sizes,
+        "nvme_space": sizes,
+        "accounting": st.sampled_from([a.value for a in Accounting]),
+        "zero_init": st.sampled_from(["0", "1"]),
     },
 )
 
@@ -71,6 +80,10 @@ invalid_fields = st.one_of(
     st.tuples(st.just("model"), utf8_text.filter(lambda t: t not in set(ModelName))),
     st.tuples(st.just("recipe"), utf8_text.filter(lambda t: t not in set(RecipeName))),
     st.tuples(st.just("units"), utf8_text.filter(lambda t: t not in set(ByteUnit))),
+    st.tuples(st.just("offload"), utf8_text.filter(lambda t: t not in set(Offload))),
+    st.tuples(st.just("accounting"), utf8_text.filter(lambda t: t not in set(Accounting))),
+    st.tuples(st.just("host_memory"), _not(BYTES_PATTERN)),
+    st.tuples(st.just("nodes"), _out_of(1, 4096)),
 )
 # The stage belongs to the page; the API has no use for it.
 bad_stage = st.tuples(st.just("stage"), utf8_text.filter(lambda t: t not in set(Stage)))
@@ -211,3 +224,23 @@ def test_the_api_does_not_take_a_theme(client: TestClient) -> None:
     schema = client.get("/openapi.json").json()
     names = {p["name"] for path in schema["paths"].values() for op in path.values() for p in op.get("parameters", [])}
     assert "theme" not in names
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        ("gpus=16&nodes=3", "16 GPUs do not split evenly across 3 nodes."),
+        ("gpus=16&gpus_per_node=3", "16 GPUs are not a whole number of nodes of 3."),
+        ("gpus=16&nodes=2&gpus_per_node=4", "2 nodes of 4 GPUs are 8 GPUs, not 16."),
+        ("offload=nvme&offload_device=cpu", "offload=nvme puts the state on NVMe, not on the CPU."),
+    ],
+)
+def test_a_cluster_or_offload_that_contradicts_itself_is_a_422_saying_why(
+    client: TestClient, query: str, said: str
+) -> None:
+    response = client.get(f"/api/memory?{query}")
+    assert response.status_code == 422
+    assert said in response.text
+    page = client.get(f"/?{query}")
+    assert page.status_code == 422
+    assert said in dom(page.text).get_text(" ")

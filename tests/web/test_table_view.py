@@ -200,3 +200,28 @@ def test_the_overheads_are_one_click_from_the_verdict_and_back(client: TestClien
     assert items == ["CUDA context", "NCCL buffers", "Reduce bucket", "Prefetched weights", "Allocator fragmentation"]
     back = one(counted, "details.overheads p a")
     assert "overheads=" not in str(back["href"])
+
+
+@pytest.mark.parametrize(
+    ("query", "host", "pcie"),
+    [
+        ("", None, None),
+        # ZeRO-1 to 3 offload 12, 14 and 16 B per weight of a card's slice: × 30e9 / 8 × 8 cards a node.
+        (
+            "offload=optimizer%2Bparams",
+            ["0 GiB", "335.3 GiB", "391.2 GiB", "447.0 GiB"],
+            [None, "14.0", "14.0", "21.0"],
+        ),
+    ],
+)
+def test_the_host_column_with_offload(
+    client: TestClient, query: str, host: list[str] | None, pcie: list[str | None] | None
+) -> None:
+    tree = run_page(client, query)
+    if host is None:
+        assert tree.select("table.figures .host-cell") == []
+        return
+    assert table_cells(tree, ".host-cell") == host
+    rows = tree.select("table.figures tbody tr")
+    said = [row.select_one(".pcie") for row in rows]
+    assert [None if s is None else s.get_text().split()[1] for s in said] == pcie

@@ -1,0 +1,87 @@
+"""Each node's host and each card's PCIe, by hand on the seed's run: 30B weights, 8 cards in one node."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.domain.accounting import Accounting, Setup
+from app.domain.fit import Run
+from app.domain.host import host_report
+from app.domain.placement import Offload, Placement
+from app.domain.stages import Stage
+
+P, SLICE = 30 * 10**9, 30 * 10**9 // 8
+
+
+def _run(
+    offload: Offload,
+    accounting: Accounting = Accounting.PAPER,
+    pin_memory: bool = True,
+    gpus: int = 8,
+    nodes: int = 1,
+    host_memory: int | None = None,
+    nvme_space: int | None = None,
+) -> Run:
+    return Run(
+        params=P,
+        gpus=gpus,
+        nodes=nodes,
+        largest_layer=P // 8,
+        setup=Setup(accounting, Placement(offload, pin_memory=pin_memory)),
+        host_memory=host_memory,
+        nvme_space=nvme_space,
+    )
+
+
+# (offload, stage, CPU RAM per node, pinned, NVMe, gradients down, weights up, per card)
+PAPER = [
+    (Offload.NONE, Stage.ZERO3, 0, 0, 0, 0, 0),
+    (Offload.OPTIMIZER, Stage.DP, 0, 0, 0, 0, 0),
+    # ZeRO-1: the card's 12 B of optimizer state for its slice, 8 cards a node; its slice of the summed
+    # gradients goes down (2 B) and its slice of the new weights comes up (2 B).
+    (Offload.OPTIMIZER, Stage.ZERO1, 12 * P, 12 * P, 0, 2 * SLICE, 2 * SLICE),
+    (Offload.OPTIMIZER, Stage.ZERO2, 14 * P, 14 * P, 0, 2 * SLICE, 2 * SLICE),
+    # ZeRO-3 with its weights on the host: every gather, forward and backward, fetches the slice.
+    (Offload.OPTIMIZER_PARAMS, Stage.ZERO3, 16 * P, 16 * P, 0, 2 * SLICE, 2 * 2 * SLICE),
+    (Offload.NVME, Stage.ZERO3, 0, 0, 16 * P, 2 * SLICE, 2 * 2 * SLICE),
+]
+
+
+@pytest.mark.parametrize(("offload", "stage", "cpu", "pinned", "nvme", "down", "up"), PAPER)
+def test_the_paper_counts_what_was_offloaded(
+    offload: Offload, stage: Stage, cpu: int, pinned: int, nvme: int, down: int, up: int
+) -> None:
+    host = host_report(stage, _run(offload))
+    assert (host.cpu_bytes, host.pinned_bytes, host.nvme_bytes) == (cpu, pinned, nvme)
+    assert (host.gradients_down, host.weights_up, host.pcie_bytes_per_step) == (down, up, down + up)
+
+
+def test_pageable_memory_is_not_pinned() -> None:
+    host = host_report(Stage.ZERO1, _run(Offload.OPTIMIZER, pin_memory=False))
+    assert (host.cpu_bytes, host.pinned_bytes) == (12 * P, 0)
+
+
+def test_host_memory_is_per_node() -> None:
+    # 16 cards in two nodes of 8: each node's host keeps the slices of its 8 cards, 16 B × P / 16 × 8.
+    host = host_report(Stage.ZERO3, _run(Offload.OPTIMIZER_PARAMS, gpus=16, nodes=2))
+    assert host.cpu_bytes == 16 * P // 2
+
+
+@pytest.mark.parametrize(("memory", "fits"), [(None, None), (240 * 10**9, True), (240 * 10**9 - 1, False)])
+def test_the_hosts_verdict(memory: int | None, fits: bool | None) -> None:
+    # ZeRO-3 on 16 cards in 2 nodes: 16 B for each of a card's P/16 weights, 8 cards a node, 240e9 B.
+    host = host_report(Stage.ZERO3, _run(Offload.OPTIMIZER_PARAMS, gpus=16, nodes=2, host_memory=memory))
+    assert (host.cpu_fits, host.fits) == (fits, fits)
+
+
+def test_nvme_space_has_a_verdict_of_its_own() -> None:
+    host = host_report(Stage.ZERO3, _run(Offload.NVME, nvme_space=16 * P - 1, host_memory=10**12))
+    assert (host.cpu_fits, host.nvme_fits, host.fits) == (True, False, False)
+
+
+def test_deepspeeds_nvme_counts_its_pinned_swap_buffers() -> None:
+    # offload_param: 5 buffers of 1e8 bf16 weights (1e9 B); offload_optimizer: 4 buffers of a sub-group
+    # in fp32, min(1e9, the slice of 3.75e9 weights) × 4 B (16e9 B); per card, 8 cards a node.
+    host = host_report(Stage.ZERO3, _run(Offload.NVME, Accounting.DEEPSPEED))
+    assert host.pinned_bytes == host.cpu_bytes == 8 * (10**9 + 16 * 10**9)
+    assert host.nvme_bytes == 18 * P  # DeepSpeed's 18 B: the paper's 16 with fp32 gradients for bf16's 2

@@ -1,0 +1,69 @@
+"""app/web/host_view.py: the host's words under the headline, on the seed's run of 30B weights on 8 cards."""
+
+from __future__ import annotations
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.conftest import one, text
+from tests.web.helpers import run_page
+
+# (query, what the host's words say): 12 B of optimizer state per weight of a card's slice is
+# 12 × 30e9 / 8 B = 41.9 GiB a card, 335.3 GiB for 8; its slices of gradients and weights, 7.0 GiB each.
+WORDS = [
+    (
+        "stage=zero1&offload=optimizer",
+        [
+            "Each card's host keeps 1.50 bytes per weight for it in CPU RAM: 41.9 GiB per card, "
+            "335.3 GiB for the node of 8 GPUs, pinned.",
+            "PCIe, each card per step: 7.0 GiB of gradients down to the host, 7.0 GiB of weights back up after "
+            "the update. That is 14.0 GiB, apart from the traffic between cards.",
+        ],
+    ),
+    (
+        "stage=zero3&offload=optimizer%2Bparams&gpus=16&gpus_per_node=8&host_memory=300GB",
+        [
+            "Each card's host keeps 1.00 bytes per weight for it in CPU RAM: 27.9 GiB per card, "
+            "223.5 GiB for each node of 8 GPUs, pinned. A node's 279.4 GiB of CPU RAM: fits, 55.9 GiB left.",
+            "PCIe, each card per step: 3.5 GiB of gradients down to the host, 7.0 GiB of weights fetched for "
+            "each gather, forward and backward. That is 10.5 GiB, apart from the traffic between cards.",
+        ],
+    ),
+    (
+        "stage=zero3&offload=nvme&pin_memory=0",
+        [
+            "Each card's host keeps 2.00 bytes per weight for it on NVMe: 55.9 GiB per card, "
+            "447.0 GiB for the node of 8 GPUs.",
+            "PCIe, each card per step: 7.0 GiB of gradients down to the host, 14.0 GiB of weights fetched for "
+            "each gather, forward and backward. That is 21.0 GiB, apart from the traffic between cards.",
+        ],
+    ),
+]
+
+
+@pytest.mark.parametrize(("query", "said"), WORDS)
+def test_the_host_is_said_in_words(client: TestClient, query: str, said: list[str]) -> None:
+    words = one(run_page(client, query), "#host-words")
+    assert [p.get_text(" ", strip=True) for p in words.select("p")] == said
+
+
+def test_an_over_full_host_is_marked(client: TestClient) -> None:
+    tree = run_page(client, "stage=zero1&offload=optimizer&host_memory=300GB")
+    assert text(tree, "#host-words .verdict.over") == "A node's 279.4 GiB of CPU RAM: over by 55.9 GiB."
+
+
+def test_deepspeeds_cpu_figure_is_its_estimators_and_each_difference_a_sentence(client: TestClient) -> None:
+    tree = run_page(client, "stage=zero3&accounting=deepspeed")
+    words = one(tree, "#host-words")
+    # No offload, zero.Init: each of the node's 8 processes builds one layer of 3.75e9 weights in fp32,
+    # × 1.5: 3.75e9 × 4 × 8 × 1.5 = 180e9 B.
+    assert "DeepSpeed's estimator counts 167.6 GiB of CPU memory for the node of 8 GPUs" in text(words, "p")
+    assert [li.get_text(" ", strip=True) for li in words.select(".differences li")] == [
+        "DeepSpeed keeps the gradients' fp32 copy for the update instead of the 2-byte one: +2 B per weight, sharded.",
+        "DeepSpeed counts 4 B for each weight of the largest layer, its weights and gradients assembled, even on "
+        "one card.",
+    ]
+
+
+def test_the_paper_without_offload_has_no_host_words(client: TestClient) -> None:
+    assert run_page(client, "stage=zero3").select("#host-words") == []
