@@ -297,7 +297,43 @@ def test_skip_link_and_focus_always_visible(page: Page, server: str) -> None:
     assert missing == []
 
 
+OFFLOAD = "&offload=optimizer&theme=projector"
+
+
+@pytest.mark.parametrize("stage", ["zero1", "zero2", "zero3"])
+def test_the_projector_shows_the_optimizer_leaving_for_the_host_on_one_screen(
+    page: Page, server: str, stage: str, watch: Watch
+) -> None:
+    page.set_viewport_size({"width": 1920, "height": 1080})
+    page.goto(f"{server}/?stage={stage}&theme=projector")
+    assert page.locator("#grid .host").count() == 0
+    # Switch to offload with the form, as a person would: the master copy and the moments leave every card.
+    page.locator("#more-host summary").click()
+    page.select_option("#f-offload", "optimizer")
+    expect(page.locator("#grid .host").first).to_be_visible()
+    for card in page.locator("#grid section.card").all():
+        expect(card.locator(".host .cell.band-master.on-host")).to_have_count(8)
+        expect(card.locator(".host .cell.band-moments.on-host")).to_have_count(8)
+        expect(card.locator(".stack > .plot .cell.band-master")).to_have_count(0)
+    page.goto(f"{server}/?stage={stage}{OFFLOAD}")
+    boxes: list[tuple[str, list[float]]] = page.evaluate(_ON_SCREEN)
+    outside = [
+        name for name, (left, top, right, bottom) in boxes if min(left, top) < 0 or right > 1920 or bottom > 1080
+    ]
+    assert outside == []
+    for host in page.locator("#grid .host").all():
+        box = host.bounding_box()
+        assert box is not None
+        assert box["y"] + box["height"] <= 1080
+    watch.assert_clean(page)
+    if stage == "zero2":
+        screenshot(page, "projector-offload-zero2-1920x1080")
+
+
 VIEWS = [
+    ("/?stage=zero1&offload=optimizer&theme=projector&host_memory=300GB", "light"),
+    ("/?stage=zero3&offload=nvme&accounting=deepspeed&phase=19", "dark"),
+    ("/embed?stage=zero2&offload=optimizer", "light"),
     *[(f"/?stage={s}", "light") for s in STAGES],
     *[(f"/?stage={s}", "dark") for s in STAGES],
     *[(f"/?stage={s}&theme=projector", "light") for s in STAGES],
