@@ -125,7 +125,8 @@ def cluster_of(gpus: int, nodes: int | None = None, gpus_per_node: int | None = 
     """
     if nodes is not None and gpus_per_node is not None:
         if nodes * gpus_per_node != gpus:
-            raise ValueError(f"{nodes} nodes of {gpus_per_node} GPUs are {nodes * gpus_per_node} GPUs, not {gpus}.")
+            made = f"{_count(nodes, 'node')} of {_count(gpus_per_node, 'GPU')} {'is' if nodes == 1 else 'are'}"
+            raise ValueError(f"{made} {_count(nodes * gpus_per_node, 'GPU')}, not {gpus}.")
         return Cluster(nodes, gpus_per_node)
     if gpus_per_node is not None:
         if gpus % gpus_per_node:
@@ -138,3 +139,7 @@ def cluster_of(gpus: int, nodes: int | None = None, gpus_per_node: int | None = 
     if gpus % DEFAULT_GPUS_PER_NODE == 0:
         return Cluster(gpus // DEFAULT_GPUS_PER_NODE, DEFAULT_GPUS_PER_NODE)
     return Cluster(1, gpus)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
