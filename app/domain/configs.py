@@ -290,7 +290,9 @@ def _offload_query(zero: Mapping[str, Any], stage: Stage) -> dict[str, str]:
 def _bucket(key: str, value: object, default: int) -> str:
     if not _whole(value) or not 0 <= value < MAX_ELEMENTS:
         raise ConfigError(key, value, "is not a whole number of elements (below 1e16).")
-    count = int(value)
+    # A link's counts start at 1 (the count grammar), and Hugging Face's configs write 0 for "none
+    # live": one element, 2 bytes, is the nearest a link can say.
+    count = max(int(value), 1)
     return "" if count == default else str(count)  # the default: a shorter link
 
 

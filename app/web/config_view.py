@@ -20,7 +20,7 @@ from starlette.requests import Request
 
 from app.domain.configs import ConfigError, ignored_keys, read_deepspeed
 from app.domain.stages import Stage
-from app.web.inputs import PageQuery, RunQuery
+from app.web.inputs import PageQuery, RunQuery, Theme
 from app.web.links import Links, path_for
 
 MAX_CONFIG_BYTES = 64 * 1024
@@ -109,7 +109,7 @@ def read_pasted(config: Mapping[str, Any], run: RunQuery) -> Pasted:
     Raises ConfigError for a value the domain refuses, and ValueError for a mix the query model refuses.
     """
     given = {**run.canonical(), **read_deepspeed(config)}
-    if isinstance(run, PageQuery) and run.theme is not run.model_fields["theme"].default:
+    if isinstance(run, PageQuery) and run.theme is not Theme.DEFAULT:
         given["theme"] = run.theme.value
     try:
         query = PageQuery.model_validate(given)
