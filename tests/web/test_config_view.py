@@ -289,3 +289,10 @@ def test_the_round_trip_through_the_api(client: TestClient) -> None:
     config = client.get(f"/api/config?{page}").json()
     answer = client.post("/api/config?gpus=16", json=config).json()
     assert answer["query"] == PageQuery.model_validate(dict(parse_qsl(page))).canonical() | {"stage": "zero3"}
+
+
+@pytest.mark.parametrize("method", ["OPTIONS", "PUT", "DELETE"])
+def test_another_method_is_a_405_naming_both(client: TestClient, method: str) -> None:
+    response = client.request(method, "/api/config")
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET, POST"
