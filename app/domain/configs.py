@@ -4,7 +4,8 @@ The export says what the domain draws, no more: offload follows `Placement.moved
 `Placement.home` stage by stage (data parallelism offloads nothing, the weights only at ZeRO-3,
 NVMe only at ZeRO-3), so a config never asks DeepSpeed for what the page does not show. The key
 names are DeepSpeed's (its `zero_optimization` section and `offload_optimizer`/`offload_param`
-blocks, `deepspeed/runtime/zero/config.py` and `offload_config.py`); docs/configs.md lists them.
+blocks, `deepspeed/runtime/zero/config.py` and `offload_config.py`); docs/export.md, "A training
+config", lists them.
 
 The reader answers with URL parameters, as strings, so the web layer validates them with the same
 query model as a link. It reads only what changes the picture and lists every other key it met.

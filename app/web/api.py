@@ -68,7 +68,7 @@ _WRITTEN: dict[int | str, dict[str, Any]] = {
 
 @router.get("/config", name="api_config", response_class=Response, responses=_WRITTEN)
 def config(query: Annotated[ConfigQuery, Query()]) -> Response:
-    """A run under one stage as a DeepSpeed config (JSON) or a PyTorch FSDP2 snippet (text). docs/configs.md."""
+    """A run under one stage as a DeepSpeed config (JSON) or a PyTorch FSDP2 snippet (text). docs/export.md."""
     run = resolve(query.inputs()).run
     if query.format is ConfigFormat.FSDP2:
         return PlainTextResponse(fsdp2_snippet(query.stage, run))
