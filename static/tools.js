@@ -1,4 +1,5 @@
 // The widget's tools: full screen, the "Embed this" panel's copy button and choice of controls, the
+// "Copy as DeepSpeed config" and "Copy as FSDP2" links, the
 // Weights field that makes the model "Another model" when typed in, and the note that says why a
 // request changed nothing. Delegated from the document, so they keep working through the swaps.
 "use strict";
@@ -43,11 +44,13 @@
     if (byId("f-params").readOnly) { Object.assign(byId("f-params"), { readOnly: false, title: count }); }
   }
 
-  // Without the clipboard (an insecure origin, a refused permission) the text is selected, for Ctrl+C.
-  function copy(field) {
+  // Without the clipboard (an insecure origin, a refused permission) the text is selected, for Ctrl+C;
+  // or, for a text with no field on the page (a config), `otherwise` is done instead.
+  function copy(field, status = "embed-copy-status", otherwise = null) {
     const done = function (copied) {
+      if (!copied && otherwise) { otherwise(); return; }
       if (!copied) { field.focus(); field.select(); }
-      byId("embed-copy-status").textContent = copied ? "Copied." : "Selected: press Ctrl+C (⌘C) to copy.";
+      byId(status).textContent = copied ? "Copied." : "Selected: press Ctrl+C (⌘C) to copy.";
     };
     const clipboard = window.isSecureContext && navigator.clipboard;
     (clipboard ? clipboard.writeText(field.value) : Promise.reject(new Error("no clipboard"))).then(() => done(true), () => done(false));
@@ -60,6 +63,13 @@
       if (asked) { asked.catch(prepare); }
     } else if (target.closest("#embed-copy") && byId(target.closest("#embed-copy").dataset.copy).id) {
       copy(byId(target.closest("#embed-copy").dataset.copy));
+    } else if (target.closest("a[data-copy-config]") && !(event.ctrlKey || event.metaKey || event.shiftKey)) {
+      // "Copy as …": the config the link opens, fetched and copied; where that fails, the link is followed.
+      const link = target.closest("a[data-copy-config]");
+      event.preventDefault();
+      const follow = () => { window.location.href = link.href; };
+      fetch(link.href).then((r) => (r.ok ? r.text() : Promise.reject(new Error(String(r.status)))))
+        .then((text) => copy({ value: text }, "config-copy-status", follow), follow);
     }
   });
 

@@ -47,7 +47,11 @@ FORM_CONTROLS = ("input", "select", "textarea", "button")
 FORM_NOTE = "A static copy: the calculator needs the live app (run zero-bands), so it is switched off here."
 SLIDER_NOTE = "In this static copy, step with the links or the arrow keys: the slider needs the live app."
 MISSING_NOTE = "Not in this static copy: this view needs the live app."
-DROPPED = {"embed-this": "To embed this view in a course page, take the snippet from the live app (run zero-bands)."}
+DROPPED = {
+    "embed-this": "To embed this view in a course page, take the snippet from the live app (run zero-bands).",
+    # Its links ask /api/config for the run, and its paste box posts to the app: neither is a file.
+    "config-tools": "To copy this run as a DeepSpeed or FSDP2 config, or paste one, use the live app (run zero-bands).",
+}
 """Elements left out of the copy, by id, with the note that stands in their place."""
 INLINED = {"keys-help-slot": "keys.html"}
 """Slots the app fills on demand, by id, with the static file the copy puts in their place: a

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
+from app.domain.configs import deepspeed_config, fsdp2_snippet
 from app.domain.fit import Run, report
 from app.domain.measured import comparison
 from app.domain.scenario import resolve
 from app.domain.sharding import layout
+from app.web.config_view import MAX_CONFIG_BYTES, ConfigFormat, ConfigQuery, Refused, pasted_url, read_body
 from app.web.inputs import LayoutQuery, RunQuery, StepQuery
 from app.web.measured_view import shipped_snapshot
-from app.web.schemas import LayoutOut, MeasuredOut, MemoryOut, StageRow, StepOut
+from app.web.schemas import ConfigReadOut, LayoutOut, MeasuredOut, MemoryOut, StageRow, StepOut
 
 API_TAG = "api"
 
@@ -53,3 +56,50 @@ def training_step(query: Annotated[StepQuery, Query()]) -> StepOut:
 def measured() -> MeasuredOut:
     """What PyTorch held on 8 CPU ranks in one real step (the shipped snapshot), compared with the model."""
     return MeasuredOut(comparison(shipped_snapshot()))
+
+
+_WRITTEN: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "A DeepSpeed config (JSON) or an FSDP2 snippet (Python, as text).",
+        "content": {"application/json": {"schema": {"type": "object"}}, "text/plain": {"schema": {"type": "string"}}},
+    }
+}
+
+
+@router.get("/config", name="api_config", response_class=Response, responses=_WRITTEN)
+def config(query: Annotated[ConfigQuery, Query()]) -> Response:
+    """A run under one stage as a DeepSpeed config (JSON) or a PyTorch FSDP2 snippet (text). docs/export.md."""
+    run = resolve(query.inputs()).run
+    if query.format is ConfigFormat.FSDP2:
+        return PlainTextResponse(fsdp2_snippet(query.stage, run))
+    return JSONResponse(deepspeed_config(query.stage, run))
+
+
+# The body is read by hand, to stop at the cap before holding more: documented here instead.
+_CONFIG_BODY: dict[str, object] = {
+    "requestBody": {
+        "required": True,
+        "description": f"A DeepSpeed config, a JSON object of at most {MAX_CONFIG_BYTES} bytes.",
+        "content": {"application/json": {"schema": {"type": "object"}}},
+    }
+}
+_REFUSED: dict[str, Any] = {
+    "description": "Not read, and why.",
+    "content": {"application/json": {"schema": {"type": "object"}}},
+}
+
+
+@router.post(
+    "/config",
+    name="api_config_read",
+    response_model=ConfigReadOut,
+    responses={413: _REFUSED, 422: _REFUSED},
+    openapi_extra=_CONFIG_BODY,
+)
+async def read_config(request: Request, query: Annotated[RunQuery, Query()]) -> Response | ConfigReadOut:
+    """A DeepSpeed config (the body) read as a run; the query gives what it does not hold (model, gpus...)."""
+    try:
+        pasted = await read_body(request, query)
+    except Refused as refused:
+        return refused.json()
+    return ConfigReadOut(url=pasted_url(request, pasted), query=pasted.parameters, ignored=list(pasted.ignored))

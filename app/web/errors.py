@@ -200,12 +200,23 @@ async def http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, HTTPException)
     message = _HTTP_MESSAGES.get(exc.status_code, "The request could not be answered.")
     headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        headers["Allow"] = _allowed(request) or headers.get("Allow", "")
     if _is_api(request):
         return JSONResponse({"message": message, "detail": message}, status_code=exc.status_code, headers=headers)
     view = error_view(message, page_links(request), None, *_ways_on(request))
     response = render(request, "index.html", "widget", view, exc.status_code)
     response.headers.update(headers)
     return response
+
+
+def _allowed(request: Request) -> str:
+    """Every method the schema documents for the address; empty off the API.
+
+    Starlette's 405 names only the first route of a path, and /api/config has two (GET and POST).
+    """
+    documented = request.app.openapi().get("paths", {}).get(route_path(request.scope), {})
+    return ", ".join(sorted(method.upper() for method in documented))
 
 
 def install(app: FastAPI) -> None:

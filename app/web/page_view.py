@@ -9,6 +9,7 @@ from app.domain.bands import BandSpec
 from app.domain.scenario import Inputs, Scenario, resolve
 from app.domain.stages import Stage
 from app.web.bars import legend
+from app.web.config_view import ConfigView
 from app.web.embed_view import EmbedView
 from app.web.form_view import FieldProblem, FormView, form_view
 from app.web.inputs import Theme
@@ -50,6 +51,8 @@ class PageView:
     """The footer's "same figures as JSON": /api/memory for the run drawn; empty, the bare address (an error)."""
     layout_href: str = ""
     """And /api/layout for the stage and run drawn; empty, the bare address."""
+    configs: ConfigView | None = None
+    """The run as a DeepSpeed config or FSDP2 snippet to copy, and the box to paste a config in (the page only)."""
 
 
 DEFAULT_SCENARIO = resolve(Inputs())

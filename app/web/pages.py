@@ -7,11 +7,12 @@ from typing import Annotated
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import FileResponse, HTMLResponse
+from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from app.domain.scenario import resolve
 from app.paths import STATIC_DIR
 from app.web.compare_view import compare_view
+from app.web.config_view import Refused, config_view, pasted_url, read_form
 from app.web.embed_view import embed_view, share_page_view
 from app.web.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery
 from app.web.links import Links, absolute_links, absolute_url_for, embed_links, page_links, path_for
@@ -26,11 +27,32 @@ router = APIRouter(include_in_schema=False)
 @router.api_route("/", methods=["GET", "HEAD"], name="page", response_class=HTMLResponse)
 async def page(request: Request, query: Annotated[PageQuery, Query()]) -> HTMLResponse:
     """The grid for one stage of a run: the whole page, or only the widget for an htmx swap."""
+    view, link = _page(request, query)
+    view = replace(view, form_first=form_first(request) and wants_fragment(request))
+    return render(request, "index.html", "widget", view, push_url=link(query.stage))
+
+
+def _page(request: Request, query: PageQuery) -> tuple[PageView, Links]:
+    """The page's view of the run a query describes, with its ways out, and its links."""
     inputs, link = query.inputs(), page_links(request, query)
     compare = path_for(request, "compare")
     view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous, compare)
-    view = replace(view, form_first=form_first(request) and wants_fragment(request))
-    return render(request, "index.html", "widget", with_way_out(request, view, query, link), push_url=link(query.stage))
+    return with_way_out(request, view, query, link), link
+
+
+@router.post("/config", name="config_paste", response_class=HTMLResponse)
+async def paste_config(request: Request, query: Annotated[PageQuery, Query()]) -> Response:
+    """A DeepSpeed config pasted in the page's box (the body), over the run on the page (the query).
+
+    303 to the page of the run it describes, or the page again saying why not, the paste kept.
+    """
+    try:
+        pasted = await read_form(request, query)
+    except Refused as refused:
+        view, _ = _page(request, query)
+        said = replace(view.configs, message=refused.message, text=refused.text) if view.configs else None
+        return render(request, "index.html", "widget", replace(view, configs=said), status_code=refused.status)
+    return RedirectResponse(pasted_url(request, pasted), status_code=303)
 
 
 def form_first(request: Request) -> bool:
@@ -50,7 +72,10 @@ def with_way_out(request: Request, view: PageView, query: PageQuery, link: Links
     # The JSON of the same run: its parameters, not the page's phase, embed options or theme.
     layout = Links(path_for(request, "api_layout"), link.run)(query.stage)
     memory = path_for(request, "api_memory") + (f"?{urlencode(link.run)}" if link.run else "")
-    return replace(view, share_href=share, measured_href=measured, memory_href=memory, layout_href=layout)
+    configs = config_view(request, link, query.stage)
+    return replace(
+        view, share_href=share, measured_href=measured, memory_href=memory, layout_href=layout, configs=configs
+    )
 
 
 @router.api_route("/share", methods=["GET", "HEAD"], name="share", response_class=HTMLResponse)

@@ -451,3 +451,11 @@ class MeasuredOut(RootModel[Comparison]):
 
     # The fields' descriptions are the domain's attribute docstrings, so each is written once, beside its field.
     model_config = ConfigDict(use_attribute_docstrings=True)
+
+
+class ConfigReadOut(BaseModel):
+    """A DeepSpeed config read as a run (POST /api/config)."""
+
+    url: str = Field(description="The page's address for the run: the run of the query, with what the config sets.")
+    query: dict[str, str] = Field(description="The run's URL parameters that differ from the defaults, stage first.")
+    ignored: list[str] = Field(description="The config's keys not read, dotted from the top (gradient_clipping).")

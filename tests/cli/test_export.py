@@ -366,3 +366,12 @@ def test_the_list_of_keys_is_in_the_copy_itself(pages: dict[Path, BeautifulSoup]
             assert tree.select("#keys-help-slot") == [], page.name
             first_key = one(tree, "dialog#keys-help dt").get_text(" ", strip=True)
             assert first_key == "0 1 2 3", page.name
+
+
+def test_the_training_configs_need_the_live_app(pages: dict[Path, BeautifulSoup]) -> None:
+    """Their links ask /api/config for the run and the paste box posts: a note stands in their place."""
+    for page, tree in pages.items():
+        assert tree.select("#config-tools") == [], page.name
+        assert not tree.select('form[method="post"]'), page.name
+    notes = [n.get_text() for tree in pages.values() for n in tree.select(".export-note")]
+    assert any("DeepSpeed" in n and "run zero-bands" in n for n in notes)

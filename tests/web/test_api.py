@@ -84,7 +84,14 @@ def test_layout_refuses_a_bad_run(client: TestClient) -> None:
 
 def test_openapi_documents_the_api_and_not_the_page(client: TestClient) -> None:
     schema = client.get("/openapi.json").json()
-    assert set(schema["paths"]) == {"/api/stages", "/api/layout", "/api/memory", "/api/step", "/api/measured"}
+    assert set(schema["paths"]) == {
+        "/api/stages",
+        "/api/layout",
+        "/api/memory",
+        "/api/step",
+        "/api/measured",
+        "/api/config",
+    }
     layout_params = {p["name"]: p for p in schema["paths"]["/api/layout"]["get"]["parameters"]}
     assert {"stage", "gpus", "recipe"} <= set(layout_params)
     assert set(schema["components"]["schemas"]["StageRow"]["required"]) >= {

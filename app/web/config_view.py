@@ -1,0 +1,190 @@
+"""A run as a config to copy, and a pasted DeepSpeed config read as a run: what the routes share.
+
+The domain (app/domain/configs.py) writes and reads the configs; this module caps and parses the
+body, merges what a config sets into the run the request describes (a DeepSpeed config holds no
+model or cluster), and builds the page's links and paste box.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+from urllib.parse import parse_qs
+
+from fastapi.responses import JSONResponse
+from pydantic import Field, ValidationError
+from starlette.requests import Request
+
+from app.domain.configs import ConfigError, ignored_keys, read_deepspeed
+from app.domain.stages import Stage
+from app.web.inputs import PageQuery, RunQuery, Theme
+from app.web.links import Links, path_for
+
+MAX_CONFIG_BYTES = 64 * 1024
+"""The largest config read: DeepSpeed's own are a few kB; more is a mistake, or an attack on memory."""
+_MAX_FORM_BYTES = 4 * MAX_CONFIG_BYTES
+"""The form's body: a config percent-encoded takes up to three bytes a character, and the run's fields."""
+
+
+class ConfigFormat(StrEnum):
+    """What /api/config writes."""
+
+    DEEPSPEED = "deepspeed"
+    FSDP2 = "fsdp2"
+
+
+class ConfigQuery(RunQuery):
+    """A run under one stage, written as a training framework's config."""
+
+    stage: Stage = Field(Stage.DP, description="The arrangement: dp is ZeRO stage 0.")
+    format: ConfigFormat = Field(
+        ConfigFormat.DEEPSPEED, description="deepspeed: a DeepSpeed JSON config; fsdp2: a PyTorch FSDP2 snippet."
+    )
+
+
+class TooLarge(Exception):
+    """A body over the cap: answered 413 before it is all read."""
+
+
+class NotAConfig(ValueError):
+    """A body that is not a JSON object: a sentence for a person, with nothing of the body in it."""
+
+
+async def capped_body(request: Request, limit: int = MAX_CONFIG_BYTES) -> bytes:
+    """The request's body, or TooLarge as soon as it passes `limit` bytes (a declared length first)."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise TooLarge
+    body = bytearray()
+    async for chunk in request.stream():
+        body += chunk
+        if len(body) > limit:
+            raise TooLarge
+    return bytes(body)
+
+
+async def pasted_text(request: Request) -> str:
+    """The form's `config` field: the textarea, percent-encoded as a browser sends a form."""
+    fields = parse_qs((await capped_body(request, _MAX_FORM_BYTES)).decode("utf-8", "replace"))
+    text = (fields.get("config") or [""])[0]
+    if len(text.encode()) > MAX_CONFIG_BYTES:
+        raise TooLarge
+    return text
+
+
+def config_object(raw: bytes | str) -> Mapping[str, Any]:
+    """The body read as a JSON object."""
+    if not raw.strip():
+        raise NotAConfig(
+            'No config was given: paste a DeepSpeed config, a JSON object such as {"zero_optimization": …}.'
+        )
+    try:
+        config = json.loads(raw)
+    except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
+        raise NotAConfig("The config is not JSON: a DeepSpeed config is a JSON object, {…}.") from None
+    if not isinstance(config, dict):
+        raise NotAConfig("The config is not a JSON object: a DeepSpeed config starts with { and ends with }.")
+    return config
+
+
+@dataclass(frozen=True)
+class Pasted:
+    """A config read as a run: the page to draw it on, its short query and the keys set aside."""
+
+    query: PageQuery
+    ignored: tuple[str, ...]
+
+    @property
+    def parameters(self) -> dict[str, str]:
+        """The run's parameters that differ from the defaults, the stage first."""
+        return {"stage": self.query.stage.value, **self.query.canonical()}
+
+
+def read_pasted(config: Mapping[str, Any], run: RunQuery) -> Pasted:
+    """What `config` sets, over the run the request describes (its model, cards and the rest).
+
+    Raises ConfigError for a value the domain refuses, and ValueError for a mix the query model refuses.
+    """
+    given = {**run.canonical(), **read_deepspeed(config)}
+    if isinstance(run, PageQuery) and run.theme is not Theme.DEFAULT:
+        given["theme"] = run.theme.value
+    try:
+        query = PageQuery.model_validate(given)
+    except ValidationError as exc:  # a rule of the run as a whole, e.g. a cross-field one
+        raise ValueError(" ".join(str(e["msg"]) for e in exc.errors())) from None
+    return Pasted(query, ignored_keys(config))
+
+
+def pasted_url(request: Request, pasted: Pasted) -> str:
+    """The page's address for the run read: the one URL builder, from the route's name."""
+    query = pasted.query
+    return Links(path_for(request, "page"), tuple(query.canonical().items()), theme=query.theme)(query.stage)
+
+
+class Refused(Exception):
+    """Why a config was not read, for the asker: a status, a sentence and where in the request."""
+
+    def __init__(self, status: int, message: str, loc: tuple[str, ...] = ("body",), text: str = "") -> None:
+        super().__init__(message)
+        self.status, self.message, self.loc, self.text = status, message, loc, text
+
+    def json(self) -> JSONResponse:
+        """As the API answers any refusal (app/web/errors.py): the sentence, and the details by location."""
+        detail = [{"loc": list(self.loc), "msg": self.message, "type": "config"}]
+        return JSONResponse({"message": self.message, "detail": detail}, status_code=self.status)
+
+
+TOO_LARGE = f"The config is over {MAX_CONFIG_BYTES // 1024} KB: a DeepSpeed config is a few kB."
+
+
+def _read(raw: bytes | str, run: RunQuery, text: str = "") -> Pasted:
+    try:
+        return read_pasted(config_object(raw), run)
+    except ConfigError as exc:  # loc: where in the body, as DeepSpeed's dotted key
+        raise Refused(422, str(exc), ("body", *exc.key.split(".")), text) from None
+    except ValueError as exc:  # NotAConfig, or the run as a whole refused
+        raise Refused(422, str(exc), text=text) from None
+
+
+async def read_body(request: Request, run: RunQuery) -> Pasted:
+    """The request's JSON body read as a run, over `run`; Refused says why not."""
+    try:
+        raw = await capped_body(request)
+    except TooLarge:
+        raise Refused(413, TOO_LARGE) from None
+    return _read(raw, run)
+
+
+async def read_form(request: Request, run: PageQuery) -> Pasted:
+    """The paste box's config read as a run, over the run on the page; Refused keeps what was pasted."""
+    try:
+        text = await pasted_text(request)
+    except TooLarge:
+        raise Refused(413, TOO_LARGE) from None
+    return _read(text, run, text)
+
+
+@dataclass(frozen=True)
+class ConfigView:
+    """The page's "Copy as" links and its paste box; `message` and `text` when a paste was refused."""
+
+    deepspeed_href: str
+    fsdp2_href: str
+    paste_action: str
+    message: str = ""
+    text: str = ""
+
+
+def config_view(request: Request, link: Links, stage: Stage) -> ConfigView:
+    """The links of this run under `stage`, and the paste box that keeps its model and cluster."""
+    api = Links(path_for(request, "api_config"), link.run)
+
+    def written(form: ConfigFormat) -> str:
+        return api.at(stage, None) + f"&format={form.value}"
+
+    # The run (and the theme) in the action's query: a form sent by POST keeps it, and the config is the body.
+    action = Links(path_for(request, "config_paste"), link.run, theme=link.theme).at(stage, None)
+    return ConfigView(written(ConfigFormat.DEEPSPEED), written(ConfigFormat.FSDP2), action)
