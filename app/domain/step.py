@@ -180,7 +180,8 @@ class Phase:
     def holding(self, card: int, column: int, band: Band) -> Holding:
         """What one card has of one band of one column during this phase."""
         rest = _at_rest(self, card, column, band)
-        if rest is Holding.HELD or column != self.column:
+        # A band on the host comes up to the card for the layer in hand, the card's own slice too.
+        if column != self.column or (rest is Holding.HELD and band not in self.on_host):
             return rest
         if band is Band.WEIGHTS and self.part in (Part.FORWARD, Part.BACKWARD):
             return Holding.GATHERED

@@ -66,7 +66,7 @@ class ColumnView:
     missing: int = 0
     """Bytes of the bands a frozen weight has not (gradients, master copy, moments): left blank."""
     away: tuple[int, ...] = ()
-    """In a host's strip, bytes of each band a frozen weight has not: left blank."""
+    """Bytes of each band left blank: on a card in a step, the offloaded ones; in a host's strip, a frozen weight's."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,8 @@ class Host:
     columns: tuple[ColumnView, ...]
     share: int
     """Its height, in 48ths of the card's plot: the offloaded bands' share of the bytes of a weight."""
+    shrinks: bool = True
+    """Whether the card's plot gives the strip its share (at rest), or keeps its height (in a step)."""
 
 
 @dataclass(frozen=True)
@@ -203,38 +205,55 @@ def on_host(stage: Stage, run: Run) -> frozenset[Band]:
     return frozenset(t.band for t in run.terms(stage) if t.band is not None and t.place is not Place.GPU)
 
 
+IN_HAND = frozenset({Holding.GATHERED, Holding.SENT})
+"""What a card holds of a band for the layer in hand, offloaded or not: it is on the card for that phase."""
+
+
 @lru_cache(maxsize=512)
 def split_host(
-    columns: tuple[ColumnView, ...], away: frozenset[Band], recipe: Recipe, title: str
+    columns: tuple[ColumnView, ...],
+    away: frozenset[Band],
+    recipe: Recipe,
+    title: str,
+    rest: tuple[ColumnView, ...] | None = None,
 ) -> tuple[tuple[ColumnView, ...], Host | None]:
     """A card's columns, with the bands in `away` moved into its host's strip, in the same places.
 
-    The card's plot shrinks by the host's share and the strip takes it, so a byte is as tall on both
-    sides of the link and the two together are as tall as the card was.
+    At rest the card's plot shrinks by the host's share and the strip takes it, so a byte is as tall
+    on both sides of the link and the two together are as tall as the card was. During a step (`rest`:
+    the same card's columns at rest) the card keeps its height, with a blank where each offloaded band
+    was, so that the layer in hand, gathered or computed on the card, shows in its place; the strip
+    keeps that band's slice as it is at rest.
     """
     if not away:
         return columns, None
     where = f" {title.removeprefix('Host: ')}: it lives in the card's host, not on the card."
     moved_bytes = sum(recipe.nbytes(b) for b in away)
-    kept_bytes = recipe.total - moved_bytes
+    kept_bytes = recipe.total - moved_bytes if rest is None else recipe.total
     on_card: list[ColumnView] = []
     hosted: list[ColumnView] = []
-    for column in columns:
+    for index, column in enumerate(columns):
         if column.weight is None:
             on_card.append(column)
             hosted.append(column)
             continue
-        gone = tuple(replace(c, on_host=True, label=c.label + where) for c in column.cells if c.band in away)
-        kept = tuple(c for c in column.cells if c.band not in away)
+        at_rest = {c.band: c for c in (rest[index].cells if rest else ())}
+        here = tuple(c for c in column.cells if c.band not in away or (rest and c.holding in IN_HAND))
+        gone = tuple(
+            replace(at_rest[c.band] if c.holding in IN_HAND else c, on_host=True, label=c.label + where)
+            for c in column.cells
+            if c.band in away
+        )
         lacks = tuple(  # a frozen weight has no optimizer state to offload: its place stays blank
             recipe.nbytes(b) for b in Band if b in away and recipe.nbytes(b) and all(c.band is not b for c in gone)
         )
         # A frozen column's blank is what it lacks on the card: the card's bytes less its cells'.
-        missing = moved_bytes and column.missing and kept_bytes - sum(c.nbytes for c in kept)
-        on_card.append(replace(column, cells=kept, missing=missing))
+        missing = moved_bytes and column.missing and kept_bytes - sum(c.nbytes for c in here)
+        blanks = () if rest is None else tuple(c.nbytes for c in gone if all(h.band is not c.band for h in here))
+        on_card.append(replace(column, cells=here, missing=missing, away=blanks))
         hosted.append(replace(column, cells=gone, away=lacks, missing=0))
     share = round(48 * moved_bytes / recipe.total)
-    return tuple(on_card), Host(title, tuple(hosted), share)
+    return tuple(on_card), Host(title, tuple(hosted), share, shrinks=rest is None)
 
 
 def _verdict(row: StageReport, units: ByteUnit) -> str:

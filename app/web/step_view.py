@@ -203,13 +203,32 @@ def _step_cell(phase: Phase, card: int, column: Column, spec: BandSpec, focusabl
     )
 
 
+def _step_columns(phase: Phase, scenario: Scenario, card: int, mine: set[int], first: bool) -> tuple[ColumnView, ...]:
+    """One card's columns in a phase; `first`: the card whose first cell is the grid's tab stop."""
+    run, recipe = scenario.run, scenario.recipe
+    specs = legend(recipe)
+    return tuple(
+        ColumnView(
+            weight=column.index,
+            responsible=column.index in mine,
+            axis_label=str(column.index),
+            missing=recipe.total - recipe.nbytes(Band.WEIGHTS) if run.frozen_column(column.index) else 0,
+            cells=tuple(
+                _step_cell(phase, card, column, spec, first and column.index == 0 and spec is specs[0])
+                for spec in specs
+                # A frozen column keeps its weights only: no gradient, master copy or moments.
+                if spec.band is Band.WEIGHTS or not run.frozen_column(column.index)
+            ),
+        )
+        for column in scenario.columns
+    )
+
+
 def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> tuple[CardView | CardGap, ...]:
     run, units, recipe = scenario.run, scenario.units, scenario.recipe
-    columns = scenario.columns
     peak = peak_so_far(phases, phase.index)
     now = phase.live_bytes
     bar = bar_view(scenario, phase.stage, phase.extra, peak, "Peak so far on one card")
-    specs = legend(recipe)
     shown = shown_indices(run.gpus)
     away, title = on_host(phase.stage, run), host_title(phase.stage, run)
     cards: list[CardView | CardGap] = []
@@ -217,22 +236,10 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
         if position and (hidden := card - shown[position - 1] - 1):
             cards.append(CardGap(f"GPU {card - hidden:,} to GPU {card - 1:,}: the same pattern"))
         mine = set(owned_columns(card, run.gpus)) if phase.sharded else set()
-        view_columns = tuple(
-            ColumnView(
-                weight=column.index,
-                responsible=column.index in mine,
-                axis_label=str(column.index),
-                missing=recipe.total - recipe.nbytes(Band.WEIGHTS) if run.frozen_column(column.index) else 0,
-                cells=tuple(
-                    _step_cell(phase, card, column, spec, position == 0 and column.index == 0 and spec is specs[0])
-                    for spec in specs
-                    # A frozen column keeps its weights only: no gradient, master copy or moments.
-                    if spec.band is Band.WEIGHTS or not run.frozen_column(column.index)
-                ),
-            )
-            for column in columns
-        )
-        on_card, host = split_host(view_columns, away, recipe, title)
+        first = position == 0
+        view_columns = _step_columns(phase, scenario, card, mine, first)
+        rest = _step_columns(phases[0], scenario, card, mine, first) if away else None
+        on_card, host = split_host(view_columns, away, recipe, title, rest)
         cards.append(
             CardView(
                 index=card,

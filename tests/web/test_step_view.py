@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import cell_facts, cell_selector, dom, one, text
+from tests.web.helpers import run_page
 
 
 def _page(client: TestClient, query: str, headers: dict[str, str] | None = None) -> BeautifulSoup:
@@ -270,3 +271,22 @@ def test_a_frozen_column_in_the_step_keeps_its_weights_and_its_place(client: Tes
     column = one(tree, "#grid .card .plot .column[data-weight='5']")
     # The blank below its weights is the 14 B per weight a frozen weight does not keep: area stays memory.
     assert "nb-14" in one(column, ".missing")["class"]
+
+
+def test_offloaded_weights_come_up_to_every_card_for_the_layer_in_hand(client: TestClient) -> None:
+    # ZeRO-3 with the weights on the host, backward over column 4: each card, its owner GPU 4 too,
+    # gathers the column's weights and computes its gradients on the card; the slices stay on the host.
+    tree = run_page(client, "stage=zero3&offload=optimizer%2Bparams&phase=12")
+    for card in tree.select("#grid section.card"):
+        on_card = [cell_facts(c) for c in one(card, ".stack > .plot").select(".cell")]
+        assert [(c["weight"], c["band"], c["holding"]) for c in on_card] == [
+            ("4", "weights", "gathered"),
+            ("4", "gradients", "sent"),
+        ]
+        host = one(card, ".host")
+        index = card["data-card-index"]
+        held = [cell_facts(c) for c in host.select(".cell.solid")]
+        assert {(c["weight"], c["band"]) for c in held} == {
+            (index, band) for band in ("weights", "gradients", "master", "moments")
+        }
+        assert "in-step" in one(card, ".stack")["class"]
