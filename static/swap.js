@@ -16,7 +16,7 @@
   // of each cell (docs/performance.md); not while a cell has the focus, which the morph keeps.
   callbacks.beforeNodeMorphed = function (old, fresh) {
     if (old.isEqualNode(fresh)) { return false; }
-    if (old.className !== "plot" || old.contains(document.activeElement)) { return true; }
+    if (old.className !== "plot" || fresh.className !== "plot" || old.contains(document.activeElement)) { return true; }
     old.replaceChildren(...fresh.childNodes);
     return false;
   };

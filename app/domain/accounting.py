@@ -157,7 +157,7 @@ def differences(stage: Stage, recipe: Recipe, setup: Setup, padded: bool = False
     """Every way `setup` counts this stage differently from the paper, one sentence each."""
     said: list[str] = []
     if setup.accounting is Accounting.DEEPSPEED:
-        said.extend(_deepspeed_differences(stage, recipe, padded))
+        said.extend(_deepspeed_differences(stage, recipe, padded, Band.MASTER in setup.placement.moved(stage)))
     elif setup.accounting is Accounting.FSDP2:
         said.extend(_fsdp2_differences(stage, recipe, setup.placement))
     caveat = setup.placement.caveat(stage)
@@ -166,18 +166,19 @@ def differences(stage: Stage, recipe: Recipe, setup: Setup, padded: bool = False
     return tuple(said)
 
 
-def _deepspeed_differences(stage: Stage, recipe: Recipe, padded: bool) -> list[str]:
+def _deepspeed_differences(stage: Stage, recipe: Recipe, padded: bool, hosted: bool) -> list[str]:
     said = []
     fp32 = _fp32_gradients(recipe)
+    host = ", on the host with the optimizer state" if hosted else ""
     if fp32 and stage is Stage.ZERO3:
         narrow = recipe.nbytes(Band.GRADIENTS)
         said.append(
             f"DeepSpeed keeps the gradients' fp32 copy for the update instead of the {narrow}-byte one: "
-            f"+{fp32 - narrow} B per weight, sharded."
+            f"+{fp32 - narrow} B per weight, sharded{host}."
         )
     elif fp32:
         where = "on every card" if stage is Stage.DP else "sharded"
-        said.append(f"DeepSpeed keeps the gradients' fp32 copy for the update: +{fp32} B per weight, {where}.")
+        said.append(f"DeepSpeed keeps the gradients' fp32 copy for the update: +{fp32} B per weight, {where}{host}.")
     if stage is Stage.ZERO1:
         said.append("DeepSpeed has no estimator for ZeRO-1: counted as ZeRO-2's, with the gradients kept whole.")
     if stage is Stage.ZERO2:

@@ -65,3 +65,14 @@ def nvme_swap_buffers(slice_weights: int, weights_on_nvme: bool, weight_bytes: i
     """One process's pinned buffers for ZeRO-Infinity: the weights' (when on NVMe) and the optimizer's."""
     weights = PARAM_SWAP_BUFFERS * PARAM_SWAP_BUFFER_SIZE * weight_bytes if weights_on_nvme else 0
     return weights + OPTIMIZER_SWAP_BUFFERS * min(SUB_GROUP_SIZE, slice_weights) * 4
+
+
+def cpu_is_building(stage: Stage, nodes: int, gpus_per_node: int, placement: Placement, zero_init: bool = True) -> bool:
+    """Whether `cpu_bytes_per_node` is building the model (True) or keeping the offloaded state (False)."""
+    offload = placement.offload
+    if offload is Offload.NONE or stage is Stage.DP:
+        return True
+    if stage is not Stage.ZERO3:
+        return 4 * nodes * gpus_per_node > 16
+    kept = 18 if offload is Offload.OPTIMIZER_PARAMS else 16
+    return not zero_init and 4 * gpus_per_node > kept / nodes

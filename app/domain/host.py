@@ -67,7 +67,9 @@ def _pcie(stage: Stage, run: Run) -> tuple[int, int]:
     trains = shard_weights(run.params - run.frozen, run.gpus)
     down = trains * gradient
     if Band.WEIGHTS in moved:  # each gather, forward and backward, starts from the slice on the host
-        return down, 2 * shard_weights(run.params, run.gpus) * by_band[Band.WEIGHTS]
+        # FSDP2's ZeRO-2 keeps what it gathered from the forward to the backward: fetched once.
+        gathers = 1 if fsdp and stage is Stage.ZERO2 else 2
+        return down, gathers * shard_weights(run.params, run.gpus) * by_band[Band.WEIGHTS]
     return down, trains * by_band[Band.WEIGHTS]
 
 

@@ -199,13 +199,21 @@ class Phase:
         if part is Part.UPDATE:
             updates_all = not self.sharded & set(OPTIMIZER_STATE)
             mine = updates_all or share(card, column, self.gpus) is not None
-            return mine and band in (Band.WEIGHTS, *OPTIMIZER_STATE)
+            # With the optimizer on the host, the card's weights wait for the new ones to come up.
+            updated = OPTIMIZER_STATE if Band.MASTER in self.on_host else (Band.WEIGHTS, *OPTIMIZER_STATE)
+            return mine and band in updated
+        if self.pcie and not self.transfers:  # down to the host or up from it: the card's own slice
+            return any(m.band is band for m in self.pcie) and share(card, column, self.gpus) is not None
         # Synchronisation works on exactly the band its collectives move, in every column.
         return any(t.band is band and column in t.columns for t in self.transfers)
 
     @property
     def title(self) -> str:
         """A heading for the phase."""
+        if self.pcie and self.part is Part.GRADIENT_SYNC:
+            return "Gradients down to the host"
+        if self.pcie and self.part is Part.WEIGHT_SYNC:
+            return "Weights up from the host" + (", then all-gathered" if self.transfers else "")
         return {
             Part.START: "The step begins: state at rest",
             Part.FORWARD: f"Forward pass, column {self.column}",

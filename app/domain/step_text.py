@@ -75,6 +75,11 @@ def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> st
         )
     if part in (Part.FORWARD, Part.BACKWARD) and phase.column is not None:
         return _pass(phase, recipe, columns[phase.column])
+    if part is Part.GRADIENT_SYNC and phase.pcie:
+        return (
+            "Each card sends its slice of the summed gradients down to its host over PCIe, the link between "
+            "a GPU and its server's CPU, where the optimizer state waits."
+        )
     if part is Part.GRADIENT_SYNC:
         return _gradient_sync(phase)
     if part is Part.UPDATE:
@@ -86,7 +91,7 @@ def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> st
         if Band.MASTER in phase.on_host:
             return (
                 f"Each card's host updates the card's slice on its CPU, where {recipe.phrase(OPTIMIZER_STATE)} "
-                "live: ZeRO-Offload's update. The GPU has nothing of the optimizer to hold."
+                "are kept. The GPU waits: its new weights come up next."
             )
         if recipe.has_master:
             return (
@@ -96,6 +101,11 @@ def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> st
         optimizer = recipe.phrase(OPTIMIZER_STATE)
         with_state = f", with {optimizer}" if optimizer != "nothing" else ", with no optimizer state"
         return f"Each card updates only its own slice of {weights}, in place{with_state}."
+    if phase.pcie and part is Part.WEIGHT_SYNC:
+        then = (
+            " An all-gather then sends it to every card: the whole model, everywhere, again." if phase.transfers else ""
+        )
+        return f"Each card's updated slice of the weights comes back up from its host over PCIe.{then}"
     if phase.transfers:
         return (
             "An all-gather sends each card's updated slice of the weights to every card: the whole model, "

@@ -94,6 +94,11 @@ class FormView:
     keep: tuple[tuple[str, str], ...] = ()
     """Hidden fields the form sends besides the run: an embed's options."""
 
+    @property
+    def host_problem(self) -> bool:
+        """Whether a field of the offload part was set aside: the part is then open, its message shown."""
+        return any(p.name in HOST_FIELDS for p in self.problems)
+
     def problem(self, name: str) -> FieldProblem | None:
         """The problem with the field `name`, if it has one."""
         # Asked for each of the form's eleven fields, and there is rarely a problem at all.
@@ -162,6 +167,22 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         or inputs.nodes is not None,
         phase=phase,
     )
+
+
+HOST_FIELDS = frozenset(
+    {
+        "offload",
+        "offload_device",
+        "pin_memory",
+        "nodes",
+        "gpus_per_node",
+        "host_memory",
+        "nvme_space",
+        "accounting",
+        "zero_init",
+    }
+)
+"""The fields of the form's "Offload, nodes and whose accounting" part."""
 
 
 def _yes_no(value: bool, yes: str, no: str) -> tuple[Option, ...]:

@@ -9,7 +9,6 @@ from app.domain.bands import Band, Recipe
 from app.domain.card import Place
 from app.domain.change import Change
 from app.domain.fit import Run, StageReport, peak_extra
-from app.domain.placement import Home
 from app.domain.quantities import ByteUnit, per_weight
 from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, layout
@@ -190,14 +189,12 @@ def card_columns(
     return _columns(_layout(stage, gpus, recipe), card, tab_stop, moved, frozen)
 
 
-HOST_WORDS = {Home.CPU: "CPU RAM", Home.NVME: "NVMe"}
-
-
 def host_title(stage: Stage, run: Run) -> str:
-    """What a card's host strip is: 'Host: CPU RAM (pinned)', 'Host: NVMe'."""
-    home = run.setup.placement.home(stage)
-    pinned = " (pinned)" if home is Home.CPU and run.setup.placement.pin_memory else ""
-    return f"Host: {HOST_WORDS[home]}{pinned}"
+    """What a card's host strip is: the server's CPU memory (pinned or not) or its NVMe drive."""
+    places = {t.place for t in run.terms(stage) if t.band is not None and t.place is not Place.GPU}
+    if Place.NVME in places:
+        return "Host: the server's NVMe drive"
+    return "Host: the server's CPU memory" + (", pinned" if Place.CPU_PINNED in places else "")
 
 
 def on_host(stage: Stage, run: Run) -> frozenset[Band]:
@@ -227,7 +224,7 @@ def split_host(
     """
     if not away:
         return columns, None
-    where = f" {title.removeprefix('Host: ')}: it lives in the card's host, not on the card."
+    where = f" Offloaded: it lives in {title.removeprefix('Host: ')}, not on the card."
     moved_bytes = sum(recipe.nbytes(b) for b in away)
     kept_bytes = recipe.total - moved_bytes if rest is None else recipe.total
     on_card: list[ColumnView] = []

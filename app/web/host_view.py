@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
+from app.domain import deepspeed
 from app.domain.accounting import Accounting
 from app.domain.fit import StageReport
 from app.domain.host import HostReport
-from app.domain.placement import Home
 from app.domain.quantities import ByteUnit, gpus_label, per_weight
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
@@ -31,17 +31,23 @@ def _node(scenario: Scenario) -> str:
     return f"each node of {gpus_label(run.gpus_per_node)}" if run.nodes > 1 else f"the node of {gpus_label(run.gpus)}"
 
 
-def _headline(stage: Stage, scenario: Scenario, host: HostReport) -> str:
+def _headline(stage: Stage, scenario: Scenario, host: HostReport, state_peak: int) -> str:
     run, units = scenario.run, scenario.units
     node = _node(scenario)
     if run.setup.accounting is Accounting.DEEPSPEED and host.cpu_bytes and not host.nvme_bytes:
+        building = deepspeed.cpu_is_building(stage, run.nodes, run.gpus_per_node, run.setup.placement, run.zero_init)
+        why = (
+            "each of its processes building the model in fp32 before ZeRO splits it"
+            if building
+            else "the state offloaded to it"
+        )
         return (
-            f"DeepSpeed's estimator counts {units.show(host.cpu_bytes)} of CPU memory for {node}: the offloaded "
-            "state, or building the model before ZeRO splits it, times its buffer factor of 1.5."
+            f"DeepSpeed's estimator counts {units.show(state_peak)} on each GPU and {units.show(host.cpu_bytes)} of "
+            f"CPU memory for {node}: {why}, times its buffer factor of 1.5."
         )
     if not host.cpu_bytes and not host.nvme_bytes:
         return ""
-    on_nvme = run.setup.placement.home(stage) is Home.NVME
+    on_nvme = host.nvme_bytes > 0
     kept = host.nvme_bytes if on_nvme else host.cpu_bytes
     where = "on NVMe" if on_nvme else "in CPU RAM"
     share = per_weight(Fraction(kept, run.gpus_per_node * run.params))
@@ -89,7 +95,7 @@ def host_view(scenario: Scenario, row: StageReport) -> HostView | None:
         return None
     host = row.host
     return HostView(
-        headline=_headline(row.stage, scenario, host),
+        headline=_headline(row.stage, scenario, host, row.state_peak_bytes),
         verdict=_verdict(scenario, host),
         fits=host.fits,
         pcie=_pcie(scenario.units, host, host.weights_fetched),

@@ -221,6 +221,12 @@ class RunQuery(BaseModel):
         True, description="DeepSpeed's zero.Init: each process builds only its slice (1), or the whole model (0)."
     )
 
+    @field_validator("offload", mode="before")
+    @classmethod
+    def _plus_typed_in_an_address(cls, value: object) -> object:
+        # A "+" typed into an address bar arrives as a space: "optimizer params" is what was meant.
+        return "optimizer+params" if isinstance(value, str) and value.split() == ["optimizer", "params"] else value
+
     @field_validator("offload_device", "nodes", "gpus_per_node", mode="before")
     @classmethod
     def _blank_is_the_default(cls, value: object) -> object:

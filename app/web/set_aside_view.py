@@ -32,6 +32,15 @@ _LABELS = {
     "trainable": "Trainable weights",
     "lora_rank": "LoRA rank",
     "lora_targets": "LoRA targets",
+    "offload": "Offload",
+    "offload_device": "Offload to",
+    "pin_memory": "Host memory for it",
+    "nodes": "Nodes",
+    "gpus_per_node": "GPUs per node",
+    "host_memory": "CPU RAM per node",
+    "nvme_space": "NVMe per node",
+    "accounting": "Counted as",
+    "zero_init": "Building the model (DeepSpeed)",
 }
 _BANDS = {f"{band.value}_bytes": band for band in Band}
 
@@ -112,11 +121,32 @@ def _drawn(name: str, scenario: Scenario) -> str | None:
         return f"{run.params - run.frozen:,} trainable weights"
     if name in ("lora_rank", "lora_targets"):
         return f"LoRA's {scenario.adapters:,} adapter weights" if scenario.adapters else "no LoRA"
+    placement = run.setup.placement
+    if name == "offload":
+        return f"offload={placement.offload.value}"
+    if name == "offload_device":
+        return "offload to NVMe" if placement.target.value == "nvme" else "offload to the CPU"
+    if name in ("nodes", "gpus_per_node"):
+        return f"{run.nodes:,} {'node' if run.nodes == 1 else 'nodes'} of {gpus_label(run.gpus_per_node)}"
+    if name in ("host_memory", "nvme_space"):
+        size = getattr(run, name)
+        return None if size is None else scenario.units.show(size)
+    if name == "accounting":
+        return f"the {run.setup.accounting.value} accounting"
+    if name == "pin_memory":
+        return "pinned host memory" if placement.pin_memory else "pageable host memory"
+    if name == "zero_init":
+        return "zero.Init" if run.zero_init else "the whole model built first"
     # The overheads' settings: the value drawn is the setting's own.
     return f"{name}={getattr(run.overheads, name, int(run.count_overheads))}"
 
 
-_NONE = {"capacity": "no card memory, so no fit check", "largest_layer": "no largest layer"}
+_NONE = {
+    "capacity": "no card memory, so no fit check",
+    "largest_layer": "no largest layer",
+    "host_memory": "no host memory, so no verdict on it",
+    "nvme_space": "no NVMe space, so no verdict on it",
+}
 
 
 def _instead(name: str, scenario: Scenario, from_screen: frozenset[str]) -> str:

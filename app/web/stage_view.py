@@ -172,6 +172,11 @@ def narration(
     said = moved.sentence if moved else change(Stage.DP, stage, run.recipe, run.gpus).sentence
     if stage is Stage.DP and moved is None:
         said = f"{stage.info.title}: every card keeps all {per_weight(row.bytes_per_weight)} bytes per weight."
+    if run.setup.placement.moved(stage):  # the change's figures are the paper's, all on the card
+        said = (
+            f"{stage.info.title}, offloaded: each card keeps {per_weight(row.bytes_per_weight)} bytes per weight, "
+            "its host the rest."
+        )
     phase = (
         ""
         if stepping is None

@@ -89,7 +89,9 @@ def _host(row: StageReport, units: ByteUnit) -> str:
     """A node's CPU RAM, and its NVMe where there is some."""
     host = row.host
     # The NVMe's figure on a line of its own (a space that does not break keeps each figure whole).
-    return units.show(host.cpu_bytes) + (f" + {units.show(host.nvme_bytes)}\u00a0NVMe" if host.nvme_bytes else "")
+    said = units.show(host.cpu_bytes) + (f" + {units.show(host.nvme_bytes)}\u00a0NVMe" if host.nvme_bytes else "")
+    verdict = {True: " ✓ fits", False: " ✗ does not fit", None: ""}[host.fits]
+    return said + verdict
 
 
 def _max_model(row: StageReport) -> str | None:

@@ -315,6 +315,14 @@ def test_the_projector_shows_the_optimizer_leaving_for_the_host_on_one_screen(
         expect(card.locator(".host .cell.band-master.on-host")).to_have_count(8)
         expect(card.locator(".host .cell.band-moments.on-host")).to_have_count(8)
         expect(card.locator(".stack > .plot .cell.band-master")).to_have_count(0)
+    # The morph put the new card's parts in whole: a plot and its host's strip in one stack, none nested.
+    expect(page.locator("#grid section.card > .stack")).to_have_count(8)
+    expect(page.locator("#grid .plot .plot")).to_have_count(0)
+    # And the clicker's PageDown steps on from there with the strips in place.
+    page.keyboard.press("PageDown")
+    expect(page.locator("#step")).to_be_visible()
+    expect(page.locator("#grid section.card > .stack.in-step")).to_have_count(8)
+    expect(page.locator("#grid .plot .plot")).to_have_count(0)
     page.goto(f"{server}/?stage={stage}{OFFLOAD}")
     boxes: list[tuple[str, list[float]]] = page.evaluate(_ON_SCREEN)
     outside = [

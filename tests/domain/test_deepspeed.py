@@ -220,3 +220,28 @@ def test_the_gpu_figure_is_the_estimators_formula_where_the_cards_divide_the_mod
     else:
         expected = 4 * layer + int(18 * params / gpus)
     assert state_peak_bytes(stage, run) == expected
+
+
+@pytest.mark.parametrize(
+    ("stage", "nodes", "per_node", "offload", "zero_init", "building"),
+    [
+        # ZeRO-2's max(4 × all GPUs, 16): 4 × 32 = 128 > 16, the processes building the model win.
+        (Stage.ZERO2, 4, 8, Offload.OPTIMIZER, True, True),
+        (Stage.ZERO2, 1, 2, Offload.OPTIMIZER, True, False),
+        (Stage.ZERO3, 4, 8, Offload.OPTIMIZER, True, False),
+        # max(4 × 8, 16 / 4): building.
+        (Stage.ZERO3, 4, 8, Offload.OPTIMIZER, False, True),
+        (Stage.ZERO3, 1, 2, Offload.OPTIMIZER_PARAMS, False, False),
+        (Stage.ZERO3, 1, 8, Offload.NONE, True, True),
+    ],
+)
+def test_the_page_says_which_side_of_the_cpu_rule_counts(
+    stage: Stage, nodes: int, per_node: int, offload: Offload, zero_init: bool, building: bool
+) -> None:
+    placement = Placement(offload)
+    assert deepspeed.cpu_is_building(stage, nodes, per_node, placement, zero_init) is building
+    # The side named is the one the rule took: with a factor of 1 the two sides are 4 B × processes or the state.
+    figure = deepspeed.cpu_bytes_per_node(stage, 10**9, 10**8, nodes, per_node, placement, zero_init, 1.0)
+    processes = nodes * per_node if stage is not Stage.ZERO3 else per_node
+    built = 4 * processes * (10**8 if stage is Stage.ZERO3 and zero_init else 10**9)
+    assert (figure == built) is building

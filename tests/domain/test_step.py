@@ -247,9 +247,10 @@ def test_a_card_is_responsible_for_an_nth_of_the_model(gpus: int, card: int) -> 
 
 @pytest.mark.parametrize("model", [m for m in ModelName if m is not ModelName.CUSTOM])
 @pytest.mark.parametrize("gpus", [1, 3, 8, 16, 1024])
-def test_every_phase_says_what_happens_in_at_most_35_words(model: ModelName, gpus: int) -> None:
+@pytest.mark.parametrize("offload", [Offload.NONE, Offload.OPTIMIZER, Offload.OPTIMIZER_PARAMS])
+def test_every_phase_says_what_happens_in_at_most_35_words(model: ModelName, gpus: int, offload: Offload) -> None:
     # Read from the back of a room: the longer explanation is one "More" away.
-    scenario = resolve(Inputs(model=model, gpus=gpus))
+    scenario = resolve(Inputs(model=model, gpus=gpus, offload=offload))
     for stage in Stage:
         for phase in step(stage, scenario.run, scenario.columns):
             said = explanation(phase, scenario.recipe, scenario.columns)
@@ -303,3 +304,24 @@ def test_the_update_of_offloaded_state_is_the_hosts() -> None:
     assert "host updates the card's slice on its CPU" in explanation(update, scenario.recipe, scenario.columns)
     # The card keeps only what did not move: its whole weights.
     assert update.state_bytes == 2 * 30 * 10**9
+
+
+@pytest.mark.parametrize(
+    ("stage", "titles"),
+    [
+        (Stage.ZERO1, ("Gradients down to the host", "Weights up from the host, then all-gathered")),
+        (Stage.ZERO3, ("Gradients down to the host", "Weights up from the host")),
+    ],
+)
+def test_the_trips_over_pcie_are_phases_of_their_own(stage: Stage, titles: tuple[str, str]) -> None:
+    scenario = resolve(Inputs(offload=Offload.OPTIMIZER))
+    phases = step(stage, scenario.run, scenario.columns)
+    down, update, up = phases[18], phases[19], phases[20]
+    assert (down.title, up.title) == titles
+    assert "down to its host over PCIe" in explanation(down, scenario.recipe, scenario.columns)
+    assert "comes back up from its host over PCIe" in explanation(up, scenario.recipe, scenario.columns)
+    # The host updates the optimizer state; the card's weights wait for theirs, and then come up.
+    assert not update.active(0, 0, Band.WEIGHTS)
+    assert update.active(0, 0, Band.MASTER)
+    assert down.active(0, 0, Band.GRADIENTS)
+    assert up.active(0, 0, Band.WEIGHTS)

@@ -188,8 +188,8 @@ def test_offloaded_bands_leave_the_card_for_its_hosts_strip(
         cells = host.select(".cell")
         assert sorted({cell_facts(c)["band"] for c in cells}) == sorted(on_host)
         assert all("on-host" in c["class"] for c in cells)
-        assert all("it lives in the card's host, not on the card" in str(c["aria-label"]) for c in cells)
-        assert text(host, ".host-title") == "Host: CPU RAM (pinned)"
+        assert all("Offloaded: it lives in the server's CPU memory" in str(c["aria-label"]) for c in cells)
+        assert text(host, ".host-title") == "Host: the server's CPU memory, pinned"
         # The card's plot and the strip share its height: the strip's share is the moved bytes of 16.
         assert share in one(card, ".stack")["class"]
     # Still exactly one tab stop in the grid, wherever its first cell went.

@@ -56,8 +56,11 @@ def test_deepspeeds_cpu_figure_is_its_estimators_and_each_difference_a_sentence(
     tree = run_page(client, "stage=zero3&accounting=deepspeed")
     words = one(tree, "#host-words")
     # No offload, zero.Init: each of the node's 8 processes builds one layer of 3.75e9 weights in fp32,
-    # × 1.5: 3.75e9 × 4 × 8 × 1.5 = 180e9 B.
-    assert "DeepSpeed's estimator counts 167.6 GiB of CPU memory for the node of 8 GPUs" in text(words, "p")
+    # × 1.5: 3.75e9 × 4 × 8 × 1.5 = 180e9 B. On each GPU, 18 B × 30e9 / 8 + 4 B × 3.75e9 = 82.5e9 B.
+    assert text(words, "p") == (
+        "DeepSpeed's estimator counts 76.8 GiB on each GPU and 167.6 GiB of CPU memory for the node of 8 GPUs: "
+        "each of its processes building the model in fp32 before ZeRO splits it, times its buffer factor of 1.5."
+    )
     assert [li.get_text(" ", strip=True) for li in words.select(".differences li")] == [
         "DeepSpeed keeps the gradients' fp32 copy for the update instead of the 2-byte one: +2 B per weight, sharded.",
         "DeepSpeed counts 4 B for each weight of the largest layer, its weights and gradients assembled, even on "
