@@ -139,17 +139,6 @@ class ActivationsView:
 
 
 @dataclass(frozen=True)
-class OffloadRankRow:
-    """One rank's CPU under FSDP2's offload, its bytes written out."""
-
-    rank: int
-    model: str
-    measured: str
-    difference: str
-    reasons: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class OffloadCategoryRow:
     """One category of what CPUOffloadPolicy places on a rank's CPU."""
 
@@ -179,7 +168,8 @@ class OffloadView:
     intro: str
     agreement: str
     model_href: str
-    rows: tuple[OffloadRankRow, ...]
+    rows: tuple[RankRow, ...]
+    """Each rank's CPU under FSDP2's offload."""
     categories: tuple[OffloadCategoryRow, ...]
     compute_summary: str
     compute: tuple[OffloadComputeRow, ...]
@@ -372,7 +362,7 @@ def offload_view(comparison: OffloadComparison, page: str, theme: Theme) -> Offl
         ),
         model_href=f"{page}?{urlencode(query)}",
         rows=tuple(
-            OffloadRankRow(
+            RankRow(
                 r.rank,
                 _bytes(r.model_bytes),
                 _bytes(r.measured_bytes),
