@@ -159,7 +159,7 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         host_memory="" if run.host_memory is None else _capacity_text(run.host_memory),
         nvme_space="" if run.nvme_space is None else _capacity_text(run.nvme_space),
         accountings=tuple(Option(a.value, _ACCOUNTING_LABELS[a], a is inputs.accounting) for a in Accounting),
-        zero_init=_yes_no(inputs.zero_init, "zero.Init: each process builds its slice", "The whole model, then split"),
+        zero_init=_yes_no(inputs.zero_init, "zero.Init: in slices", "Whole, then split"),
         host_open=inputs.offload is not Offload.NONE
         or inputs.accounting is not Accounting.PAPER
         or inputs.host_memory is not None

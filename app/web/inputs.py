@@ -314,6 +314,8 @@ class RunQuery(BaseModel):
             ignored.add("params")
         if self.recipe is not RecipeName.CUSTOM:
             ignored |= {"weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes"}
+        if self.offload_device is Device.CPU:  # the form's choice when nothing asks for NVMe: the default
+            ignored.add("offload_device")
         return {
             key: str(value)
             for key, value in values.items()
