@@ -49,7 +49,7 @@ def _headline(stage: Stage, scenario: Scenario, host: HostReport, state_peak: in
         return ""
     on_nvme = host.nvme_bytes > 0
     kept = host.nvme_bytes if on_nvme else host.cpu_bytes
-    where = "on NVMe" if on_nvme else "in CPU RAM"
+    where = "on the server's NVMe drive" if on_nvme else "in the server's CPU memory"
     share = per_weight(Fraction(kept, run.gpus_per_node * run.params))
     said = (
         f"Each card's host keeps {share} bytes per weight for it {where}: "

@@ -14,7 +14,7 @@ WORDS = [
     (
         "stage=zero1&offload=optimizer",
         [
-            "Each card's host keeps 1.50 bytes per weight for it in CPU RAM: 41.9 GiB per card, "
+            "Each card's host keeps 1.50 bytes per weight for it in the server's CPU memory: 41.9 GiB per card, "
             "335.3 GiB for the node of 8 GPUs, pinned.",
             "PCIe, each card per step: 7.0 GiB of gradients down to the host, 7.0 GiB of weights back up after "
             "the update. That is 14.0 GiB, apart from the traffic between cards.",
@@ -23,7 +23,7 @@ WORDS = [
     (
         "stage=zero3&offload=optimizer%2Bparams&gpus=16&gpus_per_node=8&host_memory=300GB",
         [
-            "Each card's host keeps 1.00 bytes per weight for it in CPU RAM: 27.9 GiB per card, "
+            "Each card's host keeps 1.00 bytes per weight for it in the server's CPU memory: 27.9 GiB per card, "
             "223.5 GiB for each node of 8 GPUs, pinned. A node's 279.4 GiB of CPU RAM: fits, 55.9 GiB left.",
             "PCIe, each card per step: 3.5 GiB of gradients down to the host, 7.0 GiB of weights fetched for "
             "each gather, forward and backward. That is 10.5 GiB, apart from the traffic between cards.",
@@ -32,7 +32,7 @@ WORDS = [
     (
         "stage=zero3&offload=nvme&pin_memory=0",
         [
-            "Each card's host keeps 2.00 bytes per weight for it on NVMe: 55.9 GiB per card, "
+            "Each card's host keeps 2.00 bytes per weight for it on the server's NVMe drive: 55.9 GiB per card, "
             "447.0 GiB for the node of 8 GPUs.",
             "PCIe, each card per step: 7.0 GiB of gradients down to the host, 14.0 GiB of weights fetched for "
             "each gather, forward and backward. That is 21.0 GiB, apart from the traffic between cards.",
