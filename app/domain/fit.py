@@ -89,6 +89,14 @@ class Run:
         """Every term of a card under `stage`, counted and placed as the run's setup says."""
         return terms(self.recipe, stage, self.setup)
 
+    def band_places(self, stage: Stage) -> dict[Band, Place]:
+        """Where each band of model state lives under `stage`: on the card, or offloaded to its host."""
+        return {t.band: t.place for t in self.terms(stage) if t.band is not None}
+
+    def on_host(self, stage: Stage) -> frozenset[Band]:
+        """The bands a card's host keeps for it under `stage`: none without offload."""
+        return frozenset(band for band, place in self.band_places(stage).items() if place is not Place.GPU)
+
     def frozen_column(self, column: int, columns: int = COLUMNS) -> bool:
         """Whether most of one of `columns` equal columns of the weights is frozen (its middle is)."""
         return (2 * column + 1) * self.params < 2 * columns * self.frozen

@@ -58,7 +58,7 @@ def _placed(stage: Stage, run: Run, place: Place) -> int:
 
 def _pcie(stage: Stage, run: Run) -> tuple[int, int]:
     """Gradients down and weights up over one card's link in a step."""
-    moved = {t.band for t in run.terms(stage) if t.band is not None and t.place is not Place.GPU}
+    moved = run.on_host(stage)
     if Band.MASTER not in moved:
         return 0, 0
     fsdp = run.setup.accounting is Accounting.FSDP2
@@ -82,7 +82,7 @@ def host_report(stage: Stage, run: Run) -> HostReport:
     placement = run.setup.placement
     if run.setup.accounting is Accounting.DEEPSPEED:
         if placement.offloads and placement.home(stage) is Home.NVME:
-            weights_on_nvme = any(t.band is Band.WEIGHTS and t.place is Place.NVME for t in run.terms(stage))
+            weights_on_nvme = run.band_places(stage)[Band.WEIGHTS] is Place.NVME
             buffers = deepspeed.nvme_swap_buffers(
                 shard_weights(run.params, run.gpus), weights_on_nvme, run.recipe.nbytes(Band.WEIGHTS)
             )
@@ -94,7 +94,7 @@ def host_report(stage: Stage, run: Run) -> HostReport:
                 stage, run.params, largest, run.nodes, per_node, placement, run.zero_init
             )
     down, up = _pcie(stage, run)
-    fetched = any(t.band is Band.WEIGHTS and t.place is not Place.GPU for t in run.terms(stage))
+    fetched = Band.WEIGHTS in run.on_host(stage)
     return HostReport(
         cpu_bytes=cpu,
         pinned_bytes=pinned,

@@ -25,7 +25,7 @@ from fractions import Fraction
 from math import ceil, floor
 
 from app.domain.bands import Band
-from app.domain.card import AT_REST, Moment, Place
+from app.domain.card import AT_REST, Moment
 from app.domain.columns import COLUMNS, Column
 from app.domain.communication import Collective
 from app.domain.fit import LayerExtra, Run, counted_overhead_bytes, layer_extra
@@ -318,10 +318,6 @@ def _host_moves(host: HostReport, fetched: bool, part: Part, index: int) -> tupl
     return ()
 
 
-def _on_host(stage: Stage, run: Run) -> frozenset[Band]:
-    return frozenset(t.band for t in run.terms(stage) if t.band is not None and t.place is not Place.GPU)
-
-
 def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ...]:
     """Every phase of one training step of `run` under a stage, with its running traffic tally."""
     if len(columns) != COLUMNS:
@@ -332,7 +328,7 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ..
     phases: list[Phase] = []
     tally = Fraction(0)
     pcie = 0
-    on_host = _on_host(stage, run)
+    on_host = run.on_host(stage)
     host = host_report(stage, run)
     for index in range(PHASES):
         part, column = _part(index)

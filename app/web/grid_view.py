@@ -191,15 +191,10 @@ def card_columns(
 
 def host_title(stage: Stage, run: Run) -> str:
     """What a card's host strip is: the server's CPU memory (pinned or not) or its NVMe drive."""
-    places = {t.place for t in run.terms(stage) if t.band is not None and t.place is not Place.GPU}
+    places = set(run.band_places(stage).values())
     if Place.NVME in places:
         return "Host: the server's NVMe drive"
     return "Host: the server's CPU memory" + (", pinned" if Place.CPU_PINNED in places else "")
-
-
-def on_host(stage: Stage, run: Run) -> frozenset[Band]:
-    """The bands a card's host keeps for it under `stage`."""
-    return frozenset(t.band for t in run.terms(stage) if t.band is not None and t.place is not Place.GPU)
 
 
 IN_HAND = frozenset({Holding.GATHERED, Holding.SENT})
@@ -280,7 +275,7 @@ def rest_cards(
     bytes_per_weight = f"{per_weight(row.bytes_per_weight)} B/weight"
     model_bytes = scenario.units.show(row.per_gpu_bytes)
     frozen = frozenset(w for w in grid.shown if scenario.run.frozen_column(w, grid.gpus))
-    away, title = on_host(stage, scenario.run), host_title(stage, scenario.run)
+    away, title = scenario.run.on_host(stage), host_title(stage, scenario.run)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(grid.shown):
         if hidden := _hidden_before(grid.shown, position):

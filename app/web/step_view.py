@@ -26,7 +26,7 @@ from app.domain.step import (
 )
 from app.domain.step_text import cards_text, detail, explanation
 from app.web.bars import bar_view, legend
-from app.web.grid_view import CardGap, CardView, CellView, ColumnView, host_title, on_host, split_host
+from app.web.grid_view import CardGap, CardView, CellView, ColumnView, host_title, split_host
 from app.web.links import Links
 
 UNKNOWN_LAYER_NOTE = "Largest layer unknown: the figures leave out the layer in hand (see ZeRO-3's limit below)."
@@ -230,7 +230,7 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
     now = phase.live_bytes
     bar = bar_view(scenario, phase.stage, phase.extra, peak, "Peak so far on one card")
     shown = shown_indices(run.gpus)
-    away, title = on_host(phase.stage, run), host_title(phase.stage, run)
+    away, title = run.on_host(phase.stage), host_title(phase.stage, run)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(shown):
         if position and (hidden := card - shown[position - 1] - 1):
