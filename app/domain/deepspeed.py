@@ -24,7 +24,7 @@ SUB_GROUP_SIZE = 10**9
 """`offload_optimizer`'s `buffer_count` default and ZeRO-3's `sub_group_size`: each buffer holds a sub-group in fp32."""
 
 
-def cpu_bytes_per_node(
+def cpu_rule(
     stage: Stage,
     params: int,
     largest_layer: int,
@@ -33,8 +33,10 @@ def cpu_bytes_per_node(
     placement: Placement,
     zero_init: bool = True,
     buffer_factor: float = BUFFER_FACTOR,
-) -> int:
-    """One node's CPU memory as DeepSpeed's estimators count it, for any stage and offload.
+) -> tuple[int, bool]:
+    """One node's CPU memory as DeepSpeed's estimators count it, and which side of the rule counts.
+
+    The side is True where it is the processes building the model, False where the offloaded state.
 
     Raises ValueError for an NVMe placement, which the estimators do not cover (`nvme_swap_buffers`).
     """
@@ -47,18 +49,32 @@ def cpu_bytes_per_node(
         if offload is not Offload.NONE and stage is not Stage.DP:
             # Each of the node's processes builds the model in fp32 (4 B a weight); the offloaded
             # fp32 state is 16 B a weight for the whole model, whichever is more.
-            return int(params * max(4 * gpus, 16) * buffer_factor)
-        return int(params * 4 * gpus_per_node * buffer_factor)
+            return int(params * max(4 * gpus, 16) * buffer_factor), 4 * gpus > 16
+        return int(params * 4 * gpus_per_node * buffer_factor), True
     share = 1 / nodes  # the node's share of the model's sharded state
     if offload is Offload.NONE:
         # With zero.Init each process builds one layer at a time in fp32; without, the whole model.
         built = largest_layer if zero_init else params
-        return int(built * 4 * gpus_per_node * buffer_factor)
+        return int(built * 4 * gpus_per_node * buffer_factor), True
     # 18 B a weight: the weights' fp16 and fp32 copies, fp32 gradients and moments; 16 without the weights.
     kept = 18 if offload is Offload.OPTIMIZER_PARAMS else 16
     if zero_init:
-        return int(params * kept * share * buffer_factor)
-    return int(params * max(4 * gpus_per_node, kept * share) * buffer_factor)
+        return int(params * kept * share * buffer_factor), False
+    return int(params * max(4 * gpus_per_node, kept * share) * buffer_factor), 4 * gpus_per_node > kept * share
+
+
+def cpu_bytes_per_node(
+    stage: Stage,
+    params: int,
+    largest_layer: int,
+    nodes: int,
+    gpus_per_node: int,
+    placement: Placement,
+    zero_init: bool = True,
+    buffer_factor: float = BUFFER_FACTOR,
+) -> int:
+    """One node's CPU memory as DeepSpeed's estimators count it (`cpu_rule`)."""
+    return cpu_rule(stage, params, largest_layer, nodes, gpus_per_node, placement, zero_init, buffer_factor)[0]
 
 
 def nvme_swap_buffers(slice_weights: int, weights_on_nvme: bool, weight_bytes: int) -> int:
@@ -69,10 +85,4 @@ def nvme_swap_buffers(slice_weights: int, weights_on_nvme: bool, weight_bytes: i
 
 def cpu_is_building(stage: Stage, nodes: int, gpus_per_node: int, placement: Placement, zero_init: bool = True) -> bool:
     """Whether `cpu_bytes_per_node` is building the model (True) or keeping the offloaded state (False)."""
-    offload = placement.offload
-    if offload is Offload.NONE or stage is Stage.DP:
-        return True
-    if stage is not Stage.ZERO3:
-        return 4 * nodes * gpus_per_node > 16
-    kept = 18 if offload is Offload.OPTIMIZER_PARAMS else 16
-    return not zero_init and 4 * gpus_per_node > kept / nodes
+    return cpu_rule(stage, 1, 1, nodes, gpus_per_node, placement, zero_init)[1]

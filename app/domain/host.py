@@ -44,6 +44,9 @@ class HostReport:
     """The CPU RAM against `host_memory`; None without it."""
     nvme_fits: bool | None
     """The NVMe bytes against `nvme_space`; None without it or with nothing on NVMe."""
+    cpu_building: bool | None = None
+    """With DeepSpeed's rule, whether its CPU figure is the processes building the model (else the
+    offloaded state); None where the figure is not DeepSpeed's rule."""
 
     @property
     def fits(self) -> bool | None:
@@ -80,6 +83,7 @@ def host_report(stage: Stage, run: Run) -> HostReport:
     cpu = pinned + _placed(stage, run, Place.CPU_PAGEABLE) * per_node
     nvme = _placed(stage, run, Place.NVME) * per_node
     placement = run.setup.placement
+    building = None
     if run.setup.accounting is Accounting.DEEPSPEED:
         if placement.offloads and placement.home(stage) is Home.NVME:
             weights_on_nvme = run.band_places(stage)[Band.WEIGHTS] is Place.NVME
@@ -90,7 +94,7 @@ def host_report(stage: Stage, run: Run) -> HostReport:
             cpu = pinned
         else:
             largest = run.largest_layer or run.params
-            cpu = deepspeed.cpu_bytes_per_node(
+            cpu, building = deepspeed.cpu_rule(
                 stage, run.params, largest, run.nodes, per_node, placement, run.zero_init
             )
     down, up = _pcie(stage, run)
@@ -105,4 +109,5 @@ def host_report(stage: Stage, run: Run) -> HostReport:
         weights_fetched=fetched,
         cpu_fits=None if run.host_memory is None else cpu <= run.host_memory,
         nvme_fits=None if run.nvme_space is None or not nvme else nvme <= run.nvme_space,
+        cpu_building=building,
     )

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from app.domain import deepspeed
 from app.domain.accounting import Accounting
 from app.domain.fit import StageReport
 from app.domain.host import HostReport
@@ -34,11 +33,10 @@ def _node(scenario: Scenario) -> str:
 def _headline(stage: Stage, scenario: Scenario, host: HostReport, state_peak: int) -> str:
     run, units = scenario.run, scenario.units
     node = _node(scenario)
-    if run.setup.accounting is Accounting.DEEPSPEED and host.cpu_bytes and not host.nvme_bytes:
-        building = deepspeed.cpu_is_building(stage, run.nodes, run.gpus_per_node, run.setup.placement, run.zero_init)
+    if host.cpu_building is not None:  # DeepSpeed's rule
         why = (
             "each of its processes building the model in fp32 before ZeRO splits it"
-            if building
+            if host.cpu_building
             else "the state offloaded to it"
         )
         return (
