@@ -9,13 +9,14 @@ from fastapi import FastAPI
 from starlette.middleware.gzip import GZipMiddleware
 
 from app import __version__
-from app.paths import STATIC_DIR
+from app.paths import EVENT_STREAM, STATIC_DIR
 from app.serving.assets import StaticAssets
 from app.serving.cache import ResponseCache
 from app.serving.config import Settings
 from app.serving.overload import ConcurrencyLimit
 from app.serving.security import SecurityHeadersMiddleware
-from app.web import api, errors, pages
+from app.web import api, errors, live, pages
+from app.web.live_view import Problem
 
 # Compression: brotli for browsers (brotli-asgi), gzip for other clients (Starlette's own), with one
 # threshold: below it a compressed body saves less than its headers cost. Fast levels for what is
@@ -37,8 +38,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     """Build the app; settings default to the environment's."""
     settings = settings or Settings.from_env()
     # No /docs or /redoc: both load scripts from a CDN, which the CSP and offline classrooms forbid.
-    app = FastAPI(title="ZeRO Bands", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None)
+    app = FastAPI(
+        title="ZeRO Bands", version=__version__, description=DESCRIPTION, docs_url=None, redoc_url=None,
+        lifespan=live.lifespan,
+    )  # fmt: skip
+    app.state.settings = settings
+    app.state.hub = live.hub_for(settings)
     app.include_router(pages.router)
+    app.include_router(live.router)
     app.include_router(api.router)
     app.state.assets = StaticAssets(STATIC_DIR)
     # The static files at brotli's densest (and zlib's, for gzip): with the cache on, made once per
@@ -49,13 +56,17 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # A request for /static alone is a 404, not a redirect built from the Host header.
     app.router.redirect_slashes = False
     errors.install(app)
+    app.add_exception_handler(Problem, live.problem_page)
     # The one compression layer. 256 labelled cells make an 80 kB page that compresses about tenfold:
     # it matters on classroom Wi-Fi. Brotli inside, so a client that takes it gets it; gzip around it
     # for the rest (brotli-asgi's own gzip fallback knows only zlib's slowest level). A 256 KiB brotli
     # window holds any response here whole, where the default 4 MiB one only costs memory.
+    # A live session's event stream is sent as it goes, uncompressed (Starlette's gzip leaves
+    # text/event-stream alone by itself): its events are a few hundred bytes each.
     app.add_middleware(
-        BrotliMiddleware, quality=BROTLI_QUALITY, lgwin=18, minimum_size=MINIMUM_SIZE, gzip_fallback=False
-    )
+        BrotliMiddleware, quality=BROTLI_QUALITY, lgwin=18, minimum_size=MINIMUM_SIZE, gzip_fallback=False,
+        excluded_handlers=[EVENT_STREAM.pattern],
+    )  # fmt: skip
     app.add_middleware(GZipMiddleware, minimum_size=MINIMUM_SIZE, compresslevel=GZIP_LEVEL)
     # A limit on the work in progress: inside the cache, so an answer from memory (or one waiting
     # for a render of the same page already under way) is never refused; inside the headers, so a

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -39,3 +40,12 @@ def route_path(scope: Mapping[str, Any]) -> str:
 def is_api_path(path: str) -> bool:
     """Whether a path below the prefix asks for JSON: the API and its schema."""
     return path == "/api" or path.startswith(("/api/", "/openapi"))
+
+
+EVENT_STREAM = re.compile(r"/live/[^/]+/events$")
+"""A live session's event stream: open for the whole lecture, and sent uncompressed as it goes."""
+
+
+def is_event_stream(path: str) -> bool:
+    """Whether a path below the prefix is a live session's event stream."""
+    return EVENT_STREAM.match(path) is not None

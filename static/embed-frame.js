@@ -22,3 +22,47 @@
   // Details opening, fonts arriving, the frame's width changing: anything that changes the height.
   new ResizeObserver(() => report(false)).observe(document.documentElement);
 })();
+
+// The state API for the page around the frame, as PhET-iO and Desmos offer: {type: "zero-bands:get-state"}
+// is answered with {type: "zero-bands:state", stage, phase, run, following}; {type: "zero-bands:set-state",
+// stage, phase, run} shows that view (a follower of a live session then explores on its own). Only from the
+// parent window, and only from the parent's origin (as the browser names it), which alone gets the answer.
+(function () {
+  if (window.parent === window) { return; }
+  const ancestors = window.location.ancestorOrigins;
+  let parentOrigin = ancestors && ancestors.length ? ancestors[0] : null;
+  try { parentOrigin = parentOrigin || new URL(document.referrer).origin; } catch (e) { parentOrigin = null; }
+  const OWN = ["stage", "phase", "from", "controls", "calculator", "theme", "live"];
+  const here = () => new URL(document.getElementById("widget").dataset.address || window.location.href, window.location.href);
+
+  function state() {
+    const widget = document.getElementById("widget");
+    const run = {};
+    here().searchParams.forEach((value, key) => { if (!OWN.includes(key)) { run[key] = value; } });
+    const phase = widget.dataset.phase ? Number(widget.dataset.phase) : null;
+    const following = Boolean(document.getElementById("live-follow")) && document.getElementById("live-away").hidden;
+    return { type: "zero-bands:state", stage: widget.dataset.stage || null, phase, run, following };
+  }
+
+  function set(data) {
+    const url = here();
+    if (typeof data.stage === "string") { url.searchParams.set("stage", data.stage); }
+    if (data.phase === null || data.phase === 0) { url.searchParams.delete("phase"); }
+    if (Number.isInteger(data.phase) && data.phase > 0) { url.searchParams.set("phase", String(data.phase)); }
+    if (data.run && typeof data.run === "object") {
+      [...url.searchParams.keys()].filter((key) => !OWN.includes(key)).forEach((key) => url.searchParams.delete(key));
+      Object.entries(data.run).forEach(([key, value]) => url.searchParams.set(key, String(value)));
+    }
+    url.searchParams.delete("from");
+    document.dispatchEvent(new CustomEvent("zero-bands:explore"));
+    return htmx.ajax("get", url.pathname + url.search, { source: "#widget", target: "#widget", swap: "outerHTML" });
+  }
+
+  window.addEventListener("message", function (event) {
+    const data = event.data;
+    if (event.source !== window.parent || event.origin !== parentOrigin || !data || typeof data !== "object") { return; }
+    const answer = () => window.parent.postMessage(state(), event.origin);
+    if (data.type === "zero-bands:get-state") { answer(); }
+    if (data.type === "zero-bands:set-state") { set(data).then(answer, answer); }
+  });
+})();

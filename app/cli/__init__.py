@@ -12,7 +12,7 @@ from app.domain.activations import Recompute
 from app.domain.architecture import ModelName
 from app.domain.bands import RecipeName
 from app.domain.quantities import ByteUnit
-from app.serving.config import DEFAULT_LIMIT, LIMIT_ENV, ConfigError, Settings, quoted
+from app.serving.config import DEFAULT_LIMIT, LIMIT_ENV, REDIS_ENV, WORKERS_ENV, ConfigError, Settings, quoted
 from app.serving.server import serve
 
 
@@ -39,8 +39,14 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--port", type=_port, default=8000, help="port to listen on (default: 8000)")
     p.add_argument("--root-path", default="", help="path prefix when served behind a proxy, e.g. /tools/zero")
     p.add_argument(
-        "--workers", type=_positive, default=os.cpu_count() or 1,
-        help="worker processes, each with its own cache (default: one per core, here %(default)s)",
+        "--workers", type=_positive, default=None,
+        help=f"worker processes, each with its own cache (default: one, which keeps live sessions in memory; "
+        f"with --redis-url, one per core, here {os.cpu_count() or 1})",
+    )  # fmt: skip
+    p.add_argument(
+        "--redis-url", default=None, metavar="URL",
+        help=f"keep live sessions in Redis, e.g. redis://localhost:6379/0, so that several workers or machines "
+        f"serve them (default: ${REDIS_ENV}, or in this process)",
     )  # fmt: skip
     p.add_argument(
         "--limit-concurrency", type=_positive, default=None,
@@ -184,9 +190,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         raise SystemExit(measure(args))
     if args.limit_concurrency is not None:
         os.environ[LIMIT_ENV] = str(args.limit_concurrency)
+    if args.redis_url is not None:
+        os.environ[REDIS_ENV] = args.redis_url
+    # Sessions in memory live in one process; with Redis every worker serves them.
+    workers = args.workers or ((os.cpu_count() or 1) if os.environ.get(REDIS_ENV) else 1)
+    os.environ[WORKERS_ENV] = str(workers)
     try:
         # Each worker builds its own app from the environment: check it once here, with a clear message.
         Settings.from_env()
     except ConfigError as error:
         parser().exit(2, f"zero-bands: {error}\n")
-    serve(args.host, args.port, args.root_path, workers=args.workers, access_log=args.access_log)
+    serve(args.host, args.port, args.root_path, workers=workers, access_log=args.access_log)

@@ -35,9 +35,9 @@ REVALIDATE = "no-cache"
 
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
 
-BUNDLES = {"app.js": ("swap.js", "grid.js", "step.js", "keys.js", "tools.js")}
+BUNDLES = {"app.js": ("swap.js", "grid.js", "step.js", "keys.js", "tools.js", "live.js")}
 """Scripts every page with the widget runs, served as one file in this order: one request and one
-compressed stream instead of five. Each stays its own module under static/, and is still served alone."""
+compressed stream instead of six. Each stays its own module under static/, and is still served alone."""
 
 
 @dataclass(frozen=True)

@@ -167,7 +167,9 @@ class ResponseCache:
         await self.app(inner, receive, capture)
         status = start.get("status", 500)
         kept = tuple((k.lower(), v) for k, v in start.get("headers", []) if k.lower() not in DROPPED)
-        shared = not any(k == b"set-cookie" for k, _ in kept) and not _varies_beyond_key(kept)
+        # A cookie set, a header the key leaves out, or no-store (a live session's page): not for the next client.
+        private = any(k == b"set-cookie" or (k == b"cache-control" and b"no-store" in v) for k, v in kept)
+        shared = not private and not _varies_beyond_key(kept)
         keep = status in CACHEABLE_STATUS and shared
         body = b"".join(chunks)
         etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'

@@ -19,6 +19,14 @@ LIMIT_ENV = "ZERO_BANDS_LIMIT_CONCURRENCY"
 DEFAULT_LIMIT = 32
 """Requests in progress per worker past which the next gets a 503 at once. A cached answer is in
 progress for well under a millisecond, so only renders pile up: 32 of them take about a second."""
+REDIS_ENV = "ZERO_BANDS_REDIS_URL"
+"""Where live sessions are kept when several workers or machines serve them; unset: in this process."""
+REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
+FOLLOWERS_ENV = "ZERO_BANDS_LIVE_FOLLOWERS"
+DEFAULT_FOLLOWERS = 500
+"""A session's followers past which the next is told the session is full: a large lecture hall."""
+WORKERS_ENV = "ZERO_BANDS_WORKERS"
+"""Set by `zero-bands` for its workers: sessions kept in memory need the one process."""
 
 # A CSP source expression: a keyword, a scheme, or a host with optional scheme, port and path.
 # Anything else (a ';' or ',' above all) could smuggle a second directive into the header.
@@ -46,8 +54,24 @@ class Settings:
     """None: no limit."""
     cache_bytes: int = DEFAULT_CACHE_BYTES
     """What the rendered responses may hold, per worker; 0 renders every request afresh."""
+    redis_url: str = ""
+    """Live sessions in Redis; empty: in this process's memory."""
+    live_followers: int = DEFAULT_FOLLOWERS
+    workers: int = 1
+    """Worker processes serving this address: more than one needs Redis for live sessions."""
+
+    @property
+    def live(self) -> bool:
+        """Whether live sessions can be served: by Redis, or by the one process that keeps them."""
+        return bool(self.redis_url) or self.workers == 1
 
     def __post_init__(self) -> None:
+        if self.redis_url and not self.redis_url.startswith(REDIS_SCHEMES):
+            raise ConfigError(
+                f"{REDIS_ENV}={quoted(self.redis_url)} is not a Redis address such as redis://localhost:6379/0"
+            )
+        if self.live_followers < 1:
+            raise ConfigError(f"{FOLLOWERS_ENV} must be a whole number of at least 1")
         if self.limit_concurrency is not None and self.limit_concurrency < 1:
             raise ConfigError(f"{LIMIT_ENV} must be a whole number of at least 1, or 'none'")
         if len(self.frame_ancestors) > MAX_FRAME_ANCESTORS_LENGTH:
@@ -91,10 +115,17 @@ class Settings:
         cache = environ.get(CACHE_ENV, str(DEFAULT_CACHE_BYTES // 2**20)).strip()
         if not (cache.isdigit() and len(cache) < 6):
             raise ConfigError(f"{CACHE_ENV}={quoted(cache)} is not a whole number of megabytes (0 turns the cache off)")
+        followers = environ.get(FOLLOWERS_ENV, str(DEFAULT_FOLLOWERS)).strip()
+        if not (followers.isdigit() and len(followers) < 7):
+            raise ConfigError(f"{FOLLOWERS_ENV}={quoted(followers)} is not a whole number of followers")
+        workers = environ.get(WORKERS_ENV, "1").strip()
         return cls(
             frame_ancestors=environ.get(FRAME_ANCESTORS_ENV, DEFAULT_FRAME_ANCESTORS).strip(),
             limit_concurrency=limit_concurrency,
             cache_bytes=int(cache) * 2**20,
+            redis_url=environ.get(REDIS_ENV, "").strip(),
+            live_followers=int(followers),
+            workers=int(workers) if workers.isdigit() and len(workers) < 7 else 1,
         )
 
 

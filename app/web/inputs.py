@@ -411,6 +411,9 @@ class EmbedQuery(PageQuery):
 
     controls: Controls = Field(Controls.STAGES, description="stages: the switcher; step: and the step; none: neither.")
     calculator: bool = Field(False, description="Show the run form, the table and ZeRO-3's limit (1) or not (0).")
+    live: str | None = Field(
+        None, max_length=12, description="A live session's code: the embed follows its teacher, whose run it draws."
+    )
 
     def options(self) -> tuple[tuple[str, str], ...]:
         """The embed's own parameters that differ from the defaults, for its links."""

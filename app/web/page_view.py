@@ -14,6 +14,7 @@ from app.web.embed_view import EmbedView
 from app.web.form_view import FieldProblem, FormView, form_view
 from app.web.inputs import Theme
 from app.web.links import LinkFor, Links, compare_address
+from app.web.live_view import LiveView
 from app.web.set_aside_view import SetAsideView
 from app.web.stage_view import StageLink, StageView, stage_links, stage_view
 
@@ -53,6 +54,10 @@ class PageView:
     """And /api/layout for the stage and run drawn; empty, the bare address."""
     configs: ConfigView | None = None
     """The run as a DeepSpeed config or FSDP2 snippet to copy, and the box to paste a config in (the page only)."""
+    address: str = ""
+    """The view's own address (on the widget, where a live session's teacher page reads what to send)."""
+    live: LiveView | None = None
+    """A live session's bar around the widget: the teacher's, or a follower's (app/web/live_view.py)."""
 
 
 DEFAULT_SCENARIO = resolve(Inputs())

@@ -16,6 +16,7 @@ from app.web.config_view import Refused, config_view, pasted_url, read_form
 from app.web.embed_view import embed_view, share_page_view
 from app.web.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery
 from app.web.links import Links, absolute_links, absolute_url_for, embed_links, page_links, path_for
+from app.web.live_view import follower_embed
 from app.web.measured_view import measured_view, theme_of
 from app.web.page_view import PageView, page_view
 from app.web.templating import FORM_FIRST_HEADER, render, replace_history, wants_fragment
@@ -27,16 +28,17 @@ router = APIRouter(include_in_schema=False)
 @router.api_route("/", methods=["GET", "HEAD"], name="page", response_class=HTMLResponse)
 async def page(request: Request, query: Annotated[PageQuery, Query()]) -> HTMLResponse:
     """The grid for one stage of a run: the whole page, or only the widget for an htmx swap."""
-    view, link = _page(request, query)
+    view, link = stage_page(request, query)
     view = replace(view, form_first=form_first(request) and wants_fragment(request))
     return render(request, "index.html", "widget", view, push_url=link(query.stage))
 
 
-def _page(request: Request, query: PageQuery) -> tuple[PageView, Links]:
+def stage_page(request: Request, query: PageQuery) -> tuple[PageView, Links]:
     """The page's view of the run a query describes, with its ways out, and its links."""
     inputs, link = query.inputs(), page_links(request, query)
     compare = path_for(request, "compare")
     view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous, compare)
+    view = replace(view, address=link.switch(query.stage, query.previous))
     return with_way_out(request, view, query, link), link
 
 
@@ -49,7 +51,7 @@ async def paste_config(request: Request, query: Annotated[PageQuery, Query()]) -
     try:
         pasted = await read_form(request, query)
     except Refused as refused:
-        view, _ = _page(request, query)
+        view, _ = stage_page(request, query)
         said = replace(view.configs, message=refused.message, text=refused.text) if view.configs else None
         return render(request, "index.html", "widget", replace(view, configs=said), status_code=refused.status)
     return RedirectResponse(pasted_url(request, pasted), status_code=303)
@@ -94,13 +96,21 @@ def share(request: Request, query: Annotated[EmbedQuery, Query()]) -> HTMLRespon
 
 
 @router.api_route("/embed", methods=["GET", "HEAD"], name="embed", response_class=HTMLResponse)
-def embed(request: Request, query: Annotated[EmbedQuery, Query()]) -> HTMLResponse:
-    """The widget alone, for another site's page: the page's parameters, and what to show around it."""
+async def embed(request: Request, query: Annotated[EmbedQuery, Query()]) -> HTMLResponse:
+    """The widget alone, for another site's page: the page's parameters, and what to show around it.
+
+    With `live`, the view of that session's teacher, and the bar that follows it.
+    """
+    query, live = await follower_embed(request, query) if query.live else (query, None)
     inputs, link = query.inputs(), embed_links(request, query)
     view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous)
     first = form_first(request) and wants_fragment(request)
-    embedded = replace(view, embed=embed_view(query.controls, query.calculator), form_first=first)
-    return replace_history(render(request, "index.html", "widget", embedded, push_url=link(query.stage)))
+    embedded = replace(view, embed=embed_view(query.controls, query.calculator), form_first=first, live=live,
+                       address=link.switch(query.stage, query.previous))  # fmt: skip
+    response = replace_history(render(request, "index.html", "widget", embedded, push_url=link(query.stage)))
+    if live:
+        response.headers["Cache-Control"] = "no-store"  # one session's now: never kept (app/serving/cache.py)
+    return response
 
 
 @router.api_route("/compare", methods=["GET", "HEAD"], name="compare", response_class=HTMLResponse)

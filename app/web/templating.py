@@ -74,6 +74,9 @@ templates.env.auto_reload = False
 templates.env.globals["url_for"] = template_url_for
 HTMX_CONFIG_JSON = json.dumps(HTMX_CONFIG, separators=(",", ":"))
 templates.env.globals["htmx_config"] = HTMX_CONFIG_JSON
+# A live session's pages keep their own address while the widget changes under them: reloaded, the
+# teacher's page is still the teacher's, and a follower's still follows.
+templates.env.globals["htmx_live_config"] = json.dumps({**HTMX_CONFIG, "historyEnabled": False}, separators=(",", ":"))
 
 
 class _Same:
@@ -95,8 +98,13 @@ class _Same:
         return isinstance(other, _Same) and other.obj is self.obj
 
 
+def macro_html(template: str, macro: str, *args: object) -> Markup:
+    """One macro of `template` applied to `args`: a piece of a page sent alone (a live session's event)."""
+    return Markup(getattr(templates.env.get_template(template).module, macro)(*args))
+
+
 def _macro(macro: str, *args: object) -> Markup:
-    return Markup(getattr(templates.env.get_template("_widget.html").module, macro)(*args))
+    return macro_html("_widget.html", macro, *args)
 
 
 # A card's plot is about 9 kB (measured) and serves every run on its cluster: 1,024 stay under 10 MB.

@@ -1,0 +1,202 @@
+"""Where sessions are kept and how a teacher's action reaches each follower's connection.
+
+A hub keeps sessions and fans each new version out to the connections of this process. `MemoryHub`
+keeps them in this process (the default `zero-bands`, one worker); `RedisHub` (app/live/redis_hub.py)
+keeps them in Redis and hears every worker's changes through one pub/sub connection per worker.
+`updates` is what a follower's event stream sends, the same over either hub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict, deque
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Protocol
+
+from app.live.session import Session
+
+Change = Callable[[Session], Session]
+GONE = None
+"""What a follower's queue gets when its session is no longer kept (expired, or lost with Redis)."""
+QUEUE_SIZE = 16
+"""Versions waiting for one slow follower; past them it skips to the newest (never back)."""
+CHECK_SECONDS = 15.0
+"""How often a quiet stream asks the hub itself: an expiry, or a change missed while Redis was away."""
+RETRY_SECONDS = 2.0
+"""How soon a stream asks again when the hub cannot be reached."""
+MISS_WINDOW_SECONDS = 600
+MISSES_ALLOWED = 30
+"""Wrong codes one client address may try in ten minutes: a class mistyping, not a script guessing."""
+
+
+class Unavailable(Exception):
+    """The hub cannot be reached (Redis is down): the session may still be there."""
+
+
+class Hub(Protocol):
+    """What the routes need of a place that keeps sessions."""
+
+    async def add(self, session: Session) -> bool:
+        """Keep a new session; False if its code is taken."""
+        ...
+
+    async def get(self, code: str) -> Session | None:
+        """The session now, or None: no such code, or expired."""
+        ...
+
+    async def update(self, code: str, change: Change) -> Session | None:
+        """Apply `change` to the session, atomically, and send the result to every follower."""
+        ...
+
+    def follow(self, code: str) -> AbstractAsyncContextManager[asyncio.Queue[Session | None]]:
+        """A queue of the session's new versions, counted as a follower while open."""
+        ...
+
+    async def followers(self, code: str) -> int:
+        """How many follow the session, over every worker."""
+        ...
+
+    async def missed(self, client: str) -> int:
+        """Count a wrong code from `client`: how many it has tried in the window."""
+        ...
+
+    async def close(self) -> None:
+        """Let go of connections and tasks."""
+        ...
+
+
+class Fanout:
+    """The followers in this process, by session: each has a queue of the versions it has still to send."""
+
+    def __init__(self) -> None:
+        self.queues: defaultdict[str, set[asyncio.Queue[Session | None]]] = defaultdict(set)
+
+    def deliver(self, code: str, session: Session | None) -> None:
+        """Give `session` (GONE: the session is no longer kept) to every follower of `code` here."""
+        for queue in self.queues.get(code, ()):
+            if queue.full():  # a follower that fell behind skips to the newest
+                while not queue.empty():
+                    queue.get_nowait()
+            queue.put_nowait(session)
+
+    def add(self, code: str) -> asyncio.Queue[Session | None]:
+        """A new follower's queue."""
+        queue: asyncio.Queue[Session | None] = asyncio.Queue(QUEUE_SIZE)
+        self.queues[code].add(queue)
+        return queue
+
+    def remove(self, code: str, queue: asyncio.Queue[Session | None]) -> None:
+        """A follower gone."""
+        self.queues[code].discard(queue)
+        if not self.queues[code]:
+            del self.queues[code]
+
+    def count(self, code: str) -> int:
+        """Followers of `code` in this process."""
+        return len(self.queues.get(code, ()))
+
+
+class Misses:
+    """Wrong codes by client address, in a sliding window."""
+
+    def __init__(self) -> None:
+        self.times: defaultdict[str, deque[float]] = defaultdict(deque)
+
+    def note(self, client: str, now: float) -> int:
+        """Count one, forget those past the window, and say how many are left."""
+        if len(self.times) > 10_000:  # a crowd of addresses: forget the ones that stopped
+            for key in [k for k, t in self.times.items() if not t or t[-1] < now - MISS_WINDOW_SECONDS]:
+                del self.times[key]
+        times = self.times[client]
+        times.append(now)
+        while times and times[0] < now - MISS_WINDOW_SECONDS:
+            times.popleft()
+        return len(times)
+
+
+class MemoryHub:
+    """Sessions in this process: for one worker, with nothing else to run."""
+
+    def __init__(self, clock: Callable[[], float] = time.time) -> None:
+        self.clock = clock
+        self.sessions: dict[str, Session] = {}
+        self.fanout = Fanout()
+        self.misses = Misses()
+
+    async def add(self, session: Session) -> bool:
+        """Keep a new session, forgetting the expired ones."""
+        now = self.clock()
+        for code in [c for c, s in self.sessions.items() if s.expired(now)]:
+            del self.sessions[code]
+        if session.code in self.sessions:
+            return False
+        self.sessions[session.code] = session
+        return True
+
+    async def get(self, code: str) -> Session | None:
+        """The session, unless it expired."""
+        session = self.sessions.get(code)
+        return None if session is None or session.expired(self.clock()) else session
+
+    async def update(self, code: str, change: Change) -> Session | None:
+        """Change the session and tell this process's followers."""
+        session = await self.get(code)
+        if session is None:
+            return None
+        self.sessions[code] = changed = change(session)
+        self.fanout.deliver(code, changed)
+        return changed
+
+    @asynccontextmanager
+    async def follow(self, code: str) -> AsyncIterator[asyncio.Queue[Session | None]]:
+        """A follower's queue, for as long as it follows."""
+        queue = self.fanout.add(code)
+        try:
+            yield queue
+        finally:
+            self.fanout.remove(code, queue)
+
+    async def followers(self, code: str) -> int:
+        """Followers of the session: all of them are in this process."""
+        return self.fanout.count(code)
+
+    async def missed(self, client: str) -> int:
+        """Count a wrong code from `client`."""
+        return self.misses.note(client, self.clock())
+
+    async def close(self) -> None:
+        """Nothing to let go of."""
+
+
+async def updates(hub: Hub, code: str, last_seen: int | None) -> AsyncIterator[Session | Unavailable | None]:
+    """What a follower's stream sends, in order of version and each version once.
+
+    First the session as it is now (unless `last_seen`, the stream's Last-Event-ID, is already it), then
+    every newer version. GONE when the session is no longer kept, and then nothing more; after an end,
+    nothing more. An `Unavailable` while the hub cannot be reached: the stream says so and keeps asking.
+    The follower is counted from before the first read, so no version falls between the two.
+    """
+    async with hub.follow(code) as queue:
+        sent = -1 if last_seen is None else last_seen
+        while True:
+            try:
+                session = await hub.get(code)
+            except Unavailable as error:
+                yield error
+                await asyncio.sleep(RETRY_SECONDS)
+                continue
+            while True:
+                if session is None:
+                    yield GONE
+                    return
+                if session.version > sent:
+                    sent = session.version
+                    yield session
+                if session.ended:
+                    return
+                try:
+                    session = await asyncio.wait_for(queue.get(), CHECK_SECONDS)
+                except TimeoutError:
+                    break  # quiet for a while: ask the hub itself

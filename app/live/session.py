@@ -1,0 +1,92 @@
+"""One live session, as data: its join code, the teacher's secret, what followers see, and how it changes.
+
+Pure: no clock, no randomness and no I/O of its own; the hubs (app/live/hub.py, app/live/redis_hub.py)
+keep sessions and pass the time in.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from dataclasses import asdict, dataclass, replace
+
+ALPHABET = "ACDEFHJKMNPRTWXY3479"
+"""Join codes' characters: none that looks like another (0 O Q, 1 I L, 2 Z, 5 S, 6 G, 8 B, U V)."""
+CODE_LENGTH = 6
+"""20**6 = 64 million codes: a guess finds a session about once in a million tries with 64 running."""
+LIFETIME_SECONDS = 4 * 3600
+"""A session ends four hours after the teacher's last action."""
+
+
+def new_code() -> str:
+    """A fresh join code, easy to read aloud."""
+    return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
+
+
+def normal_code(text: str) -> str | None:
+    """The code someone typed, as stored (capitals, no spaces or dashes); None if it cannot be one."""
+    code = text.upper().replace(" ", "").replace("-", "")
+    return code if len(code) == CODE_LENGTH and all(c in ALPHABET for c in code) else None
+
+
+def digest(secret: str) -> str:
+    """What is stored of the teacher's secret: its SHA-256, so a copy of the store cannot drive."""
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Session:
+    """A live session at one version.
+
+    `view` is the teacher's screen and `shown` the followers': the same but while paused, when the
+    followers keep the view the teacher paused on. Both are a page's canonical query string.
+    """
+
+    code: str
+    secret_digest: str
+    view: str
+    shown: str
+    touched: float
+    """When the teacher last acted, in seconds since the epoch."""
+    version: int = 1
+    paused: bool = False
+    ended: bool = False
+
+    def show(self, view: str, now: float) -> Session:
+        """The teacher moved to `view`: followers follow, unless paused."""
+        shown = self.shown if self.paused else view
+        return replace(self, view=view, shown=shown, touched=now, version=self.version + 1)
+
+    def pause(self, paused: bool, now: float) -> Session:
+        """Pause holds the followers where they are; resuming brings them to the teacher's view."""
+        return replace(self, paused=paused, shown=self.shown if paused else self.view, touched=now,
+                       version=self.version + 1)  # fmt: skip
+
+    def end(self, now: float) -> Session:
+        """The teacher ended the session."""
+        return replace(self, ended=True, touched=now, version=self.version + 1)
+
+    def expired(self, now: float) -> bool:
+        """Four hours without a teacher action."""
+        return now - self.touched > LIFETIME_SECONDS
+
+    def is_teacher(self, secret: str | None) -> bool:
+        """Whether `secret` (the teacher's cookie) is this session's."""
+        return secret is not None and hmac.compare_digest(digest(secret), self.secret_digest)
+
+    def to_json(self) -> str:
+        """The session as stored in Redis and sent between workers."""
+        return json.dumps(asdict(self), separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> Session:
+        """A session from `to_json`."""
+        return cls(**json.loads(text))
+
+
+def start(view: str, now: float) -> tuple[Session, str]:
+    """A new session showing `view`, and the teacher's secret (kept in the teacher's cookie, never stored)."""
+    secret = secrets.token_urlsafe(32)
+    return Session(code=new_code(), secret_digest=digest(secret), view=view, shown=view, touched=now), secret

@@ -1,0 +1,249 @@
+"""Live sessions' routes: start, join, teach, follow, and the followers' event stream.
+
+The teacher's page is the page itself, with a bar around the widget; after each of the teacher's
+swaps it sends the widget's address to `show` (static/live.js). Each follower's event stream
+(sse-starlette) then carries the new version: a small element naming the widget's address, which the
+follower fetches, as a click would, from the response cache (docs/architecture.md, "Live sessions").
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import replace
+from typing import Annotated
+from urllib.parse import parse_qs
+
+from fastapi import APIRouter, FastAPI, Header, Query, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from app.live.hub import GONE, Hub, MemoryHub, Unavailable, updates
+from app.live.redis_hub import RedisHub
+from app.live.session import LIFETIME_SECONDS, Session, start
+from app.serving.config import Settings
+from app.web.config_view import TooLarge, capped_body
+from app.web.inputs import EmbedQuery, PageQuery
+from app.web.links import absolute_url_for, path_for
+from app.web.live_view import (
+    AWAY,
+    COOKIE,
+    BadView,
+    LivePage,
+    LiveView,
+    Problem,
+    canonical_view,
+    check_room,
+    follower_bar,
+    follower_count,
+    hub_of,
+    qr_svg,
+    session_for,
+    state_view,
+    teacher_bar,
+    teacher_session,
+    view_query,
+)
+from app.web.pages import stage_page
+from app.web.templating import macro_html, render
+
+router = APIRouter(include_in_schema=False)
+
+PING_SECONDS = 15
+"""A comment down each stream this often: proxies keep it open, and a client gone is found (its write fails)."""
+SEND_TIMEOUT_SECONDS = 10
+"""A stream whose client takes no bytes for this long is closed: a phone that went to sleep mid-lecture."""
+RETRY_MS = 1000
+"""How soon a browser reconnects a dropped stream (its EventSource), with Last-Event-ID."""
+MAX_FORM_BYTES = 8192
+
+
+def hub_for(settings: Settings) -> Hub:
+    """Redis when configured; otherwise this process's memory."""
+    return RedisHub(settings.redis_url) if settings.redis_url else MemoryHub()
+
+
+@asynccontextmanager
+async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """Let go of the hub's connections when the worker stops."""
+    yield
+    await app.state.hub.close()
+
+
+async def problem_page(request: Request, problem: Exception) -> Response:
+    """The page that says why, with the status; for the event stream, the status alone."""
+    assert isinstance(problem, Problem)
+    if request.url.path.endswith("/events"):
+        return Response(status_code=problem.status)
+    page = LivePage(title=f"{problem.heading} · ZeRO Bands", heading=problem.heading, message=problem.message,
+                    live_href=path_for(request, "live_home"))  # fmt: skip
+    response = render(request, "live.html", "live", page, status_code=problem.status)
+    if problem.status == 429:
+        response.headers["Retry-After"] = "600"
+    return response
+
+
+async def _change(request: Request, session: Session, change: str, value: str = "") -> Session | None:
+    hub, now = hub_of(request), time.time()
+    try:
+        if change == "show":
+            return await hub.update(session.code, lambda s: s.show(value, now))
+        if change == "pause":
+            return await hub.update(session.code, lambda s: s.pause(value == "1", now))
+        return await hub.update(session.code, lambda s: s.end(now))
+    except Unavailable:
+        raise Problem(503, "Try again in a moment", AWAY) from None
+
+
+async def _form(request: Request, name: str) -> str:
+    try:
+        body = await capped_body(request, MAX_FORM_BYTES)
+    except TooLarge:
+        raise Problem(413, "Too long", "That request was too long to be a teacher's action.") from None
+    return (parse_qs(body.decode("utf-8", "replace")).get(name) or [""])[0]
+
+
+@router.api_route("/live", methods=["GET", "HEAD"], name="live_home", response_class=HTMLResponse)
+def live_home(request: Request) -> HTMLResponse:
+    """Start a session (teachers) or join one with its code (students)."""
+    page = LivePage(title="Live session · ZeRO Bands", heading="Live session",
+                    start_href=path_for(request, "live_start"), join_href=path_for(request, "live_join"))  # fmt: skip
+    return render(request, "live.html", "live", page)
+
+
+@router.post("/live", name="live_start")
+async def live_start(request: Request) -> Response:
+    """A new session showing the view the teacher was on (`view`, else the default page); 303 to the teacher's page."""
+    view = canonical_view(_valid(await _form(request, "view")))
+    session, secret = start(view, time.time())
+    try:
+        while not await hub_of(request).add(session):  # a code already in use: draw another
+            session, secret = start(view, time.time())
+    except Unavailable:
+        raise Problem(503, "Try again in a moment", AWAY) from None
+    teach = path_for(request, "live_teach", code=session.code)
+    response = RedirectResponse(teach, status_code=303)
+    # Sent back only to this session's addresses, never to scripts, never with another site's request.
+    where = path_for(request, "live_follow", code=session.code)
+    response.set_cookie(COOKIE, secret, max_age=LIFETIME_SECONDS, path=where, secure=request.url.scheme == "https",
+                        httponly=True, samesite="strict")  # fmt: skip
+    return response
+
+
+@router.get("/live/join", name="live_join")
+async def live_join(request: Request, code: Annotated[str, Query(max_length=40)] = "") -> Response:
+    """The join form's answer: 303 to the session's page, or the page saying why not."""
+    session = await session_for(request, code)
+    return RedirectResponse(path_for(request, "live_follow", code=session.code), status_code=303)
+
+
+@router.api_route("/live/{code}", methods=["GET", "HEAD"], name="live_follow", response_class=HTMLResponse)
+async def live_follow(request: Request, code: str) -> HTMLResponse:
+    """A follower's page: the teacher's view now, and the stream that keeps it so."""
+    session = await session_for(request, code)
+    await check_room(request, session)
+    view, _ = stage_page(request, view_query("?" + session.shown))
+    bar = follower_bar(request, session, path_for(request, "page"))
+    return _live_page(request, replace(view, live=LiveView(follower=bar)))
+
+
+@router.api_route("/live/{code}/teach", methods=["GET", "HEAD"], name="live_teach", response_class=HTMLResponse)
+async def live_teach(request: Request, code: str) -> HTMLResponse:
+    """The teacher's page: the view the teacher is on, with the session's bar."""
+    session = await teacher_session(request, code)
+    view, _ = stage_page(request, view_query("?" + session.view))
+    return _live_page(request, replace(view, live=LiveView(teacher=await teacher_bar(request, session))))
+
+
+@router.post("/live/{code}/show", name="live_show")
+async def live_show(request: Request, code: str, zb_live: Annotated[str, Header()] = "") -> Response:
+    """The teacher's page moved to the view at `view`: 204 for its script, 303 back for a plain form."""
+    session = await teacher_session(request, code)
+    await _change(request, session, "show", canonical_view(_valid(await _form(request, "view"))))
+    return Response(status_code=204) if zb_live else _back(request, code)
+
+
+@router.post("/live/{code}/pause", name="live_pause")
+async def live_pause(request: Request, code: str) -> Response:
+    """Pause (`paused=1`) or resume the followers; htmx gets the teacher's bar again."""
+    session = await teacher_session(request, code)
+    changed = await _change(request, session, "pause", await _form(request, "paused"))
+    if request.headers.get("HX-Request") != "true" or changed is None:
+        return _back(request, code)
+    return HTMLResponse(macro_html("_live.html", "teacher_bar", await teacher_bar(request, changed)))
+
+
+@router.post("/live/{code}/end", name="live_end")
+async def live_end(request: Request, code: str) -> Response:
+    """End the session: every follower is told, and its page then says so."""
+    session = await teacher_session(request, code)
+    await _change(request, session, "end")
+    return RedirectResponse(path_for(request, "live_home"), status_code=303)
+
+
+@router.get("/live/{code}/followers", name="live_followers", response_class=HTMLResponse)
+async def live_followers(request: Request, code: str) -> HTMLResponse:
+    """How many follow, for the teacher's bar (asked every few seconds)."""
+    session = await session_for(request, code)
+    return HTMLResponse(macro_html("_live.html", "followers", request.url.path, await follower_count(request, session)))
+
+
+@router.get("/live/{code}/qr.svg", name="live_qr")
+async def live_qr(request: Request, code: str) -> Response:
+    """The QR code of the follower's page, as SVG."""
+    session = await session_for(request, code)
+    url = absolute_url_for(request, "live_follow", code=session.code)
+    return Response(qr_svg(url), media_type="image/svg+xml", headers={"Cache-Control": "private, max-age=3600"})
+
+
+@router.get("/live/{code}/events", name="live_events")
+async def live_events(
+    request: Request, code: str, query: Annotated[EmbedQuery, Query()],
+    last_event_id: Annotated[str, Header(max_length=20)] = "",
+) -> EventSourceResponse:  # fmt: skip
+    """A follower's stream: the current version first (unless Last-Event-ID has it), then each new one in order.
+
+    The embed's options (`controls`, `calculator`) with `live`: the events name the embed's address.
+    """
+    session = await session_for(request, code)
+    await check_room(request, session)
+    base, options = (path_for(request, "embed"), query.options()) if query.live else (path_for(request, "page"), ())
+    last = int(last_event_id) if last_event_id.isdigit() else None
+    return EventSourceResponse(_events(request, session.code, last, base, options), ping=PING_SECONDS,
+                               send_timeout=SEND_TIMEOUT_SECONDS)  # fmt: skip
+
+
+async def _events(
+    request: Request, code: str, last: int | None, base: str, options: tuple[tuple[str, str], ...]
+) -> AsyncIterator[ServerSentEvent]:
+    async for item in updates(hub_of(request), code, last):
+        if isinstance(item, Unavailable):
+            yield ServerSentEvent(macro_html("_live.html", "away"), event="state", retry=RETRY_MS)
+        elif item is GONE:
+            yield ServerSentEvent(macro_html("_live.html", "gone"), event="state")
+        else:
+            state = state_view(item, base, options)
+            yield ServerSentEvent(macro_html("_live.html", "state", state), event="state", id=str(item.version),
+                                  retry=RETRY_MS)  # fmt: skip
+        if item is GONE or (isinstance(item, Session) and item.ended):
+            # The follower's bar closes its stream on this (sse-close), rather than reconnecting to a 410.
+            yield ServerSentEvent("", event="ended")
+
+
+def _valid(address: str) -> PageQuery:
+    try:
+        return view_query(address)
+    except BadView as error:
+        raise Problem(422, "That view was not understood", str(error)) from None
+
+
+def _back(request: Request, code: str) -> Response:
+    return RedirectResponse(path_for(request, "live_teach", code=code), status_code=303)
+
+
+def _live_page(request: Request, view: object) -> HTMLResponse:
+    """A live page, whole: never kept by a shared cache, since it is one session's now."""
+    response = render(request, "index.html", "widget", view)
+    response.headers["Cache-Control"] = "no-store"
+    return response

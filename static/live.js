@@ -1,0 +1,80 @@
+// Live sessions (app/web/live.py). Any page: "Teach this live" sends the view on the screen. The teacher's
+// page: after each swap, the widget's address goes to the session, in order; the theme toggle goes there too,
+// then the page reloads in its theme. A follower's page: each event (the SSE extension swaps it into
+// #live-slot) names the teacher's view, fetched as a click would be, never an older version after a newer;
+// the follower's own click leaves the teacher ("exploring") until "Back to the teacher".
+"use strict";
+
+(function () {
+  const byId = (id) => document.getElementById(id);
+  const address = () => (byId("widget") && byId("widget").dataset.address) || "";
+
+  document.addEventListener("submit", function (event) {
+    if (event.target.classList.contains("teach-live") && address()) { event.target.elements.view.value = address(); }
+  });
+
+  if (byId("live-teach")) {
+    let sent = address();
+    let queue = Promise.resolve();
+    const send = (view) => {
+      queue = queue.then(() => fetch(byId("live-teach").dataset.show, {
+        method: "POST", headers: { "ZB-Live": "1" }, body: new URLSearchParams({ view }), credentials: "same-origin",
+      })).catch(() => {});
+      return queue;
+    };
+    document.addEventListener("htmx:afterSettle", function () {
+      if (address() && address() !== sent) { sent = address(); send(sent); }
+    });
+    document.addEventListener("click", function (event) {
+      const toggle = event.target.closest("#theme-toggle");
+      if (!toggle) { return; }
+      event.preventDefault();
+      send(toggle.getAttribute("href")).then(() => window.location.reload());
+    });
+  }
+
+  const follow = byId("live-follow");
+  if (!follow) { return; }
+  const theme = (document.documentElement.className.match(/theme-(\S+)/) || ["", "default"])[1];
+  const state = () => byId("live-state");
+  let applied = Number(state().dataset.version);
+  let shown = state().dataset.view;
+  let away = false;
+
+  function apply() {
+    const s = state();
+    if (!s || s.hasAttribute("data-away")) { return; }
+    follow.classList.toggle("ended", s.hasAttribute("data-ended"));
+    if (s.hasAttribute("data-ended")) { byId("live-away").hidden = true; return; }
+    const version = Number(s.dataset.version);
+    if (!(version > applied)) { return; }
+    applied = version;
+    if (s.dataset.theme !== theme) { window.location.reload(); return; }
+    if (away || s.dataset.view === shown) { return; }
+    shown = s.dataset.view;
+    htmx.ajax("get", shown, { source: "#widget", target: "#widget", swap: "outerHTML" }).catch(() => {});
+  }
+  document.addEventListener("htmx:sseMessage", apply);
+
+  function leave() {
+    away = true;
+    byId("live-away").hidden = follow.classList.contains("ended");
+  }
+  document.addEventListener("click", function (event) {
+    if (event.target.closest("#live-back")) {
+      event.preventDefault();
+      away = false;
+      byId("live-away").hidden = true;
+      applied = 0;
+      shown = "";
+      apply();
+    } else if (event.target.closest("#widget a[href], #widget button") && !event.target.closest("[data-copy-config]")) {
+      leave();
+    }
+  }, true);
+  document.addEventListener("change", (event) => { if (event.target.closest("#widget")) { leave(); } }, true);
+  // A step key pressed while a swap is on its way asks without a click (static/step.js); a course page's
+  // set-state, through static/embed-frame.js.
+  document.addEventListener("htmx:configRequest", (event) => { if (event.detail.headers["ZB-Move"]) { leave(); } });
+  document.addEventListener("zero-bands:explore", leave);
+})();
