@@ -179,6 +179,11 @@ def measure(args: argparse.Namespace) -> int:
     return 0
 
 
+def workers_for(asked: int | None, redis_url: str) -> int:
+    """The workers to start: as asked; else one, which keeps live sessions in memory, or with Redis one per core."""
+    return asked or ((os.cpu_count() or 1) if redis_url else 1)
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Parse the arguments; print a table, export a static copy, or serve until interrupted."""
     args = parser().parse_args(argv)
@@ -192,8 +197,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         os.environ[LIMIT_ENV] = str(args.limit_concurrency)
     if args.redis_url is not None:
         os.environ[REDIS_ENV] = args.redis_url
-    # Sessions in memory live in one process; with Redis every worker serves them.
-    workers = args.workers or ((os.cpu_count() or 1) if os.environ.get(REDIS_ENV) else 1)
+    workers = workers_for(args.workers, os.environ.get(REDIS_ENV, ""))
     os.environ[WORKERS_ENV] = str(workers)
     try:
         # Each worker builds its own app from the environment: check it once here, with a clear message.

@@ -107,6 +107,7 @@ async def _form(request: Request, name: str) -> str:
 @router.api_route("/live", methods=["GET", "HEAD"], name="live_home", response_class=HTMLResponse)
 def live_home(request: Request) -> HTMLResponse:
     """Start a session (teachers) or join one with its code (students)."""
+    hub_of(request)  # or the page saying that live sessions are off here
     page = LivePage(title="Live session · ZeRO Bands", heading="Live session",
                     start_href=path_for(request, "live_start"), join_href=path_for(request, "live_join"))  # fmt: skip
     return render(request, "live.html", "live", page)

@@ -65,10 +65,19 @@ def test_the_table_command_reads_pasted_numbers(
     assert first_line in capsys.readouterr().out.splitlines()[0]
 
 
-def test_serving_options_default_to_one_worker_per_core_and_no_access_log() -> None:
+@pytest.mark.parametrize(
+    ("asked", "redis_url", "workers"),
+    [(None, "", 1), (None, "redis://localhost:6379/0", os.cpu_count() or 1), (3, "", 3), (3, "redis://r:6379/0", 3)],
+)
+def test_one_worker_keeps_live_sessions_in_memory_and_redis_lets_every_core_serve(
+    asked: int | None, redis_url: str, workers: int
+) -> None:
+    assert cli.workers_for(asked, redis_url) == workers
+
+
+def test_serving_options_default_to_no_access_log() -> None:
     args = cli.parser().parse_args([])
-    assert args.workers == (os.cpu_count() or 1)
-    assert args.access_log is False
+    assert (args.workers, args.redis_url, args.access_log) == (None, None, False)
     args = cli.parser().parse_args(["--workers", "3", "--limit-concurrency", "50"])
     assert (args.workers, args.limit_concurrency) == (3, 50)
 

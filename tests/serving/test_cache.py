@@ -168,23 +168,32 @@ def _middlewares(app: object) -> list[object]:
     return found
 
 
-def _render_counting(renders: list[str], shareable: bool) -> ASGIApp:
+def _render_counting(renders: list[str], private: tuple[bytes, bytes] | None) -> ASGIApp:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
         renders.append(scope["query_string"].decode())
         await asyncio.sleep(0.01)  # a render in progress, as the others arrive
         headers = [(b"content-type", b"text/plain")]
-        if not shareable:
-            headers.append((b"vary", b"Referer"))  # depends on more than the key: never given to another
+        if private:
+            headers.append(private)  # never given to another
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": b"drawn " + scope["query_string"]})
 
     return app
 
 
-@pytest.mark.parametrize(("shareable", "renders_expected"), [(True, 1), (False, 10)])
-def test_requests_for_a_page_being_rendered_wait_for_that_render(shareable: bool, renders_expected: int) -> None:
+@pytest.mark.parametrize(
+    ("private", "renders_expected"),
+    [
+        (None, 1),
+        ((b"vary", b"Referer"), 10),  # depends on more than the key
+        ((b"cache-control", b"no-store"), 10),  # one live session's state now (app/web/pages.py embed)
+    ],
+)
+def test_requests_for_a_page_being_rendered_wait_for_that_render(
+    private: tuple[bytes, bytes] | None, renders_expected: int
+) -> None:
     renders: list[str] = []
-    cache = ResponseCache(_render_counting(renders, shareable), paths=frozenset({"/"}))
+    cache = ResponseCache(_render_counting(renders, private), paths=frozenset({"/"}))
 
     async def call(query: bytes) -> bytes:
         body: bytes = (await asgi_get(cache, query.decode()))[1]["body"]
@@ -196,6 +205,6 @@ def test_requests_for_a_page_being_rendered_wait_for_that_render(shareable: bool
     with ThreadPoolExecutor(1) as pool:
         bodies = pool.submit(asyncio.run, room()).result(timeout=30)
     assert bodies == [b"drawn stage=zero3"] * 10 + [b"drawn stage=dp"]
-    # A room asking for one new page at once costs one render, unless the page depends on more than its address.
+    # A room asking for one new page at once costs one render, unless the page is not the same for everyone.
     assert renders.count("stage=zero3") == renders_expected
     assert renders.count("stage=dp") == 1

@@ -1,0 +1,248 @@
+"""app/web/live.py: starting, joining, teaching and following a live session, on the parsed DOM.
+
+The stream itself is exercised end to end by tests/live (the hubs' `updates`), tests/serving/test_live_workers.py
+(two workers and Redis) and tests/browser/test_live_browser.py (the pages following in Chromium).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from http.cookies import SimpleCookie
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.live.hub import MISSES_ALLOWED, MemoryHub
+from app.live.session import ALPHABET, CODE_LENGTH
+from app.main import create_app
+from app.serving.config import Settings
+from tests.conftest import dom, one, text
+
+LIVE = {"ZB-Live": "1"}
+
+
+@pytest.fixture
+def live() -> Iterator[TestClient]:
+    """A client of its own: each test starts with no sessions and no wrong codes counted."""
+    with TestClient(create_app()) as client:
+        yield client
+
+
+def started(client: TestClient, view: str = "/?stage=zero3&phase=5") -> str:
+    """A new session's code; the client then holds its teacher's cookie."""
+    response = client.post("/live", data={"view": view}, follow_redirects=False)
+    assert response.status_code == 303
+    found = re.fullmatch(r"/live/([A-Z0-9]+)/teach", response.headers["location"])
+    assert found, response.headers["location"]
+    return found.group(1)
+
+
+def follower(client: TestClient) -> TestClient:
+    """Another browser on the same app: no teacher's cookie."""
+    return TestClient(client.app)
+
+
+def widget_at(client: TestClient, url: str) -> tuple[str, str]:
+    """The stage and phase a live page draws."""
+    response = client.get(url)
+    assert response.status_code == 200
+    widget = one(dom(response.text), "#widget")
+    return str(widget["data-stage"]), str(widget["data-phase"])
+
+
+def test_starting_gives_a_readable_code_and_the_teachers_cookie(live: TestClient) -> None:
+    response = live.post("/live", data={"view": "/?stage=zero3"}, follow_redirects=False)
+    code = response.headers["location"].split("/")[2]
+    assert len(code) == CODE_LENGTH
+    assert set(code) <= set(ALPHABET)
+    cookie = SimpleCookie(response.headers["set-cookie"])["zb-teacher"]
+    assert len(cookie.value) >= 40
+    assert (cookie["path"], cookie["samesite"], cookie["httponly"], cookie["max-age"]) == (
+        f"/live/{code}", "strict", True, "14400"
+    )  # fmt: skip
+
+
+def test_the_teachers_page_draws_the_view_it_started_on_with_the_bar(live: TestClient) -> None:
+    code = started(live)
+    response = live.get(f"/live/{code}/teach")
+    assert response.headers["cache-control"] == "no-store"
+    tree = dom(response.text)
+    assert (one(tree, "#widget")["data-stage"], one(tree, "#widget")["data-phase"]) == ("zero3", "5")
+    bar = one(tree, "#live-teach")
+    assert f"http://testserver/live/{code}" in text(bar, ".live-words")
+    assert text(bar, ".live-code") == f"{code[:3]} {code[3:]}"
+    assert one(bar, "#live-qr")["src"] == f"/live/{code}/qr.svg"
+    assert text(bar, "#live-count") == "0 following"
+    assert one(bar, "form[action$='/pause'] input[name=paused]")["value"] == "1"
+    assert bar["data-show"] == f"/live/{code}/show"
+    # The page keeps its own address while the widget changes (reloaded, it is still the teacher's).
+    assert json.loads(str(one(tree, "meta[name=htmx-config]")["content"]))["historyEnabled"] is False
+    assert tree.select("#teach-live") == []
+
+
+@pytest.mark.parametrize("cookie", [None, "forged", ""])
+def test_nobody_but_the_teacher_drives(live: TestClient, cookie: str | None) -> None:
+    code = started(live)
+    other = follower(live)
+    if cookie is not None:
+        other.cookies.set("zb-teacher", cookie, path=f"/live/{code}")
+    for method, url in [("GET", f"/live/{code}/teach"), ("POST", f"/live/{code}/show"),
+                        ("POST", f"/live/{code}/pause"), ("POST", f"/live/{code}/end")]:  # fmt: skip
+        response = other.request(method, url, data={"view": "/?stage=dp", "paused": "1"}, headers=LIVE)
+        assert response.status_code == 403, url
+        assert "Only the teacher" in text(dom(response.text), ".notice-message")
+    assert widget_at(other, f"/live/{code}") == ("zero3", "5")
+
+
+def test_a_follower_sees_what_the_teacher_shows_next(live: TestClient) -> None:
+    code = started(live)
+    student = follower(live)
+    page = dom(student.get(f"/live/{code}").text)
+    bar = one(page, "#live-follow")
+    assert (bar["sse-connect"], bar["hx-ext"], bar["sse-close"]) == (f"/live/{code}/events", "sse", "ended")
+    state = one(bar, "#live-state")
+    assert (state["data-version"], state["data-view"]) == ("1", "/?stage=zero3&phase=5")
+    assert text(page, "#live-state") == "Following the teacher."
+    assert one(page, "#live-away").has_attr("hidden")
+    assert one(page, "#live-back")["href"] == f"/live/{code}"
+    assert any("htmx-ext-sse-2.2.4.min.js" in str(s["src"]) for s in page.select("script"))
+
+    assert (
+        live.post(f"/live/{code}/show", data={"view": "/?stage=zero1&phase=12&gpus=16"}, headers=LIVE).status_code
+        == 204
+    )
+    state = one(dom(student.get(f"/live/{code}").text), "#live-state")
+    assert (state["data-version"], state["data-view"]) == ("2", "/?stage=zero1&gpus=16&phase=12")
+    assert widget_at(student, f"/live/{code}") == ("zero1", "12")
+
+
+def test_a_plain_form_sent_to_show_comes_back_to_the_teachers_page(live: TestClient) -> None:
+    code = started(live)
+    response = live.post(f"/live/{code}/show", data={"view": "/?stage=dp&theme=projector"}, follow_redirects=False)
+    assert (response.status_code, response.headers["location"]) == (303, f"/live/{code}/teach")
+    assert "theme-projector" in str(one(dom(live.get(f"/live/{code}").text), "html")["class"])
+
+
+@pytest.mark.parametrize(
+    ("view", "status", "said"),
+    [
+        ("/?stage=zero9", 422, "'dp', 'zero1', 'zero2' or 'zero3'"),
+        ("/?stage=zero3&phase=99", 422, "less than or equal to 20"),
+        ("/?gpus=<script>", 422, "valid integer"),
+        ("/?stage=zero3&x=" + "a" * 9000, 413, "too long"),
+    ],
+)
+def test_a_view_that_is_not_one_is_refused_and_nothing_changes(
+    live: TestClient, view: str, status: int, said: str
+) -> None:
+    code = started(live)
+    response = live.post(f"/live/{code}/show", data={"view": view}, headers=LIVE)
+    assert response.status_code == status
+    assert said in text(dom(response.text), ".notice-message")
+    assert "<script>" not in response.text
+    assert one(dom(live.get(f"/live/{code}").text), "#live-state")["data-version"] == "1"
+
+
+def test_pause_holds_the_followers_while_the_teacher_moves_on_and_resume_brings_them(live: TestClient) -> None:
+    code = started(live, "/?stage=zero2")
+    student = follower(live)
+    bar = live.post(f"/live/{code}/pause", data={"paused": "1"}, headers={"HX-Request": "true"})
+    assert text(dom(bar.text), "#live-pause") == "Resume: show them my view"
+    live.post(f"/live/{code}/show", data={"view": "/?stage=zero3&phase=7"}, headers=LIVE)
+    assert widget_at(student, f"/live/{code}") == ("zero2", "")
+    assert "paused" in text(dom(student.get(f"/live/{code}").text), "#live-state")
+    assert widget_at(live, f"/live/{code}/teach") == ("zero3", "7")
+    live.post(f"/live/{code}/pause", data={"paused": "0"})
+    assert widget_at(student, f"/live/{code}") == ("zero3", "7")
+
+
+def test_ending_tells_every_page_so(live: TestClient) -> None:
+    code = started(live)
+    response = live.post(f"/live/{code}/end", follow_redirects=False)
+    assert (response.status_code, response.headers["location"]) == (303, "/live")
+    for url in (f"/live/{code}", f"/live/{code}/teach", f"/embed?live={code}", f"/live/{code}/events"):
+        assert live.get(url).status_code == 410, url
+    assert "ended" in text(dom(follower(live).get(f"/live/{code}").text), ".notice-message")
+
+
+@pytest.mark.parametrize("code", ["AAAAAA", "ACD47", "acd479x", "%3Cscript%3E", "0OQ1IL"])
+def test_a_wrong_code_gets_a_clear_404(live: TestClient, code: str) -> None:
+    response = live.get(f"/live/{code}")
+    assert response.status_code == 404
+    assert "no live session with that code" in text(dom(response.text), ".notice-message")
+    assert "<script>" not in response.text
+
+
+def test_guessing_codes_is_limited_per_client_address(live: TestClient) -> None:
+    statuses = [live.get("/live/AAAAAA").status_code for _ in range(MISSES_ALLOWED + 2)]
+    assert statuses == [404] * MISSES_ALLOWED + [429, 429]
+    response = live.get("/live/join", params={"code": "AAAAAC"})
+    assert (response.status_code, response.headers["retry-after"]) == (429, "600")
+    assert "Too many wrong codes" in text(dom(response.text), ".notice-message")
+
+
+@pytest.mark.parametrize("typed", ["{}", "{lower}", "{a}-{b}", " {a} {b} "])
+def test_joining_takes_the_code_as_a_person_types_it(live: TestClient, typed: str) -> None:
+    code = started(live)
+    written = typed.format(code, lower=code.lower(), a=code[:3].lower(), b=code[3:])
+    response = follower(live).get("/live/join", params={"code": written}, follow_redirects=False)
+    assert (response.status_code, response.headers["location"]) == (303, f"/live/{code}")
+
+
+def test_a_full_session_says_so(live: TestClient) -> None:
+    with TestClient(create_app(Settings(live_followers=1))) as client:
+        code = started(client)
+        hub = client.app.state.hub  # type: ignore[attr-defined]
+        assert isinstance(hub, MemoryHub)
+        hub.fanout.add(code)  # one follower's stream, open
+        response = follower(client).get(f"/live/{code}")
+        assert response.status_code == 429
+        assert "This session is full: 1 are following" in text(dom(response.text), ".notice-message")
+        assert text(dom(client.get(f"/live/{code}/followers").text), "#live-count") == "1 following"
+
+
+def test_several_workers_without_redis_say_live_sessions_are_off() -> None:
+    with TestClient(create_app(Settings(workers=2))) as client:
+        response = client.get("/live")
+        assert response.status_code == 503
+        assert "--redis-url" in text(dom(response.text), ".notice-message")
+        assert client.get("/").status_code == 200
+
+
+def test_an_embed_follows_with_its_own_options_and_is_never_cached(live: TestClient) -> None:
+    code = started(live, "/?stage=zero1")
+    url = f"/embed?live={code}&controls=step&calculator=1&stage=dp"
+    response = live.get(url)
+    assert response.headers["cache-control"] == "no-store"
+    tree = dom(response.text)
+    assert one(tree, "#widget")["data-stage"] == "zero1"
+    bar = one(tree, "#live-follow")
+    assert bar["sse-connect"] == f"/live/{code}/events?live={code}&controls=step&calculator=1"
+    assert one(bar, "#live-state")["data-view"] == "/embed?stage=zero1&controls=step&calculator=1"
+    assert tree.select("#run-form")
+    live.post(f"/live/{code}/show", data={"view": "/?stage=zero2"}, headers=LIVE)
+    assert one(dom(live.get(url).text), "#widget")["data-stage"] == "zero2"
+
+
+def test_the_qr_code_is_svg_of_the_join_address(live: TestClient) -> None:
+    code = started(live)
+    response = live.get(f"/live/{code}/qr.svg")
+    assert response.headers["content-type"] == "image/svg+xml"
+    svg = dom(response.text)
+    assert one(svg, "svg")["class"] == ["segno"]
+    assert one(svg, "path")["d"]
+
+
+def test_the_start_page_offers_both_ways_in(live: TestClient) -> None:
+    tree = dom(live.get("/live").text)
+    assert one(tree, "form.live-join")["action"] == "/live/join"
+    assert one(tree, "form.live-join input#join-code")["name"] == "code"
+    assert (one(tree, "form.live-start")["method"], one(tree, "form.live-start")["action"]) == ("post", "/live")
+
+
+def test_every_page_offers_to_teach_its_view_live(live: TestClient) -> None:
+    form = one(dom(live.get("/?stage=zero2&phase=3").text), "form.teach-live")
+    assert (form["method"], form["action"]) == ("post", "/live")
+    assert one(form, "input[name=view]")["value"] == "/?stage=zero2&phase=3"
