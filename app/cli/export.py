@@ -53,8 +53,10 @@ DROPPED = {
     "config-tools": "To copy this run as a DeepSpeed or FSDP2 config, or paste one, use the live app (run zero-bands).",
     # The model with the measured offload's settings: a run of its own, with every page it links to.
     "offload-model-link": "The model with these settings is in the live app (run zero-bands).",
+    # A live session is kept by the app: a static host can neither start nor serve one.
+    "teach-live-form": "",
 }
-"""Elements left out of the copy, by id, with the note that stands in their place."""
+"""Elements left out of the copy, by id, with the note that stands in their place (none if empty)."""
 INLINED = {"keys-help-slot": "keys.html"}
 """Slots the app fills on demand, by id, with the static file the copy puts in their place: a
 static host answers an htmx request with the whole file, not what the slot asks for."""
@@ -260,7 +262,8 @@ class _Rewriter(HTMLParser):
             return
         if values.get("id") in DROPPED and not closed:
             # Its snippets name the live app's address, which a static copy does not have.
-            self._emit(f'<p class="export-note" role="note">{html.escape(DROPPED[values["id"] or ""])}</p>')
+            if DROPPED[values["id"] or ""]:
+                self._emit(f'<p class="export-note" role="note">{html.escape(DROPPED[values["id"] or ""])}</p>')
             self.dropping, self.depth = tag, 1
             return
         changed = False
