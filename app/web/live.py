@@ -24,6 +24,7 @@ from app.live.redis_hub import RedisHub
 from app.live.session import LIFETIME_SECONDS, Session, start
 from app.serving.config import Settings
 from app.web.config_view import TooLarge, capped_body
+from app.web.errors import describe
 from app.web.inputs import EmbedQuery, PageQuery
 from app.web.links import absolute_url_for, path_for
 from app.web.live_view import (
@@ -236,7 +237,9 @@ def _valid(address: str) -> PageQuery:
     try:
         return view_query(address)
     except BadView as error:
-        raise Problem(422, "That view was not understood", str(error)) from None
+        # Worded as the page words a bad link: the view's address is one.
+        errors = [{**e, "loc": ("query", *e["loc"])} for e in error.args[0]]
+        raise Problem(422, "That view was not understood", describe(errors, show_input=True)) from None
 
 
 def _back(request: Request, code: str) -> Response:

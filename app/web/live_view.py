@@ -192,7 +192,7 @@ async def check_room(request: Request, session: Session) -> None:
 
 
 class BadView(ValueError):
-    """An address the teacher's page sent that is not a view of the page."""
+    """An address the teacher's page sent that is not a view of the page: pydantic's errors, as its args."""
 
 
 def view_query(address: str) -> PageQuery:
@@ -200,7 +200,7 @@ def view_query(address: str) -> PageQuery:
     try:
         return PageQuery.model_validate(dict(parse_qsl(urlsplit(address).query)))
     except ValidationError as error:
-        raise BadView(error.errors()[0]["msg"]) from None
+        raise BadView(error.errors()) from None
 
 
 def canonical_view(query: PageQuery) -> str:

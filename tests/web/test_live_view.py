@@ -1,0 +1,66 @@
+"""app/web/live_view.py: the view a session keeps, and the address each follower is sent."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.live.session import Session
+from app.web.live_view import BadView, StateView, canonical_view, state_view, view_query
+
+
+@pytest.mark.parametrize(
+    ("address", "kept"),
+    [
+        ("/?stage=zero3", "stage=zero3"),
+        ("/?stage=zero3&phase=0", "stage=zero3&phase=0"),
+        ("/embed?phase=5&stage=zero2&controls=step", "stage=zero2&phase=5"),
+        ("/?stage=zero2&from=zero1", "stage=zero2&from=zero1"),
+        ("/?gpus=16&stage=zero1&theme=projector", "stage=zero1&gpus=16&theme=projector"),
+        # The form's long query, as a browser sends it, kept as the page's own links write it.
+        ("/?stage=dp&model=llama-3-8b&params=8030261248&gpus=8&recipe=mixed-adam", "stage=dp&model=llama-3-8b"),
+        ("", "stage=dp"),
+        ("/?stage=dp&phase=3&theme=default", "stage=dp&phase=3"),
+    ],
+)
+def test_a_session_keeps_the_view_as_the_pages_links_write_it(address: str, kept: str) -> None:
+    assert canonical_view(view_query(address)) == kept
+
+
+@pytest.mark.parametrize("address", ["/?stage=zero4", "/?phase=21", "/?gpus=0", "/?theme=neon", "/?from=zero9"])
+def test_an_address_that_is_no_view_is_refused(address: str) -> None:
+    with pytest.raises(BadView):
+        view_query(address)
+
+
+def _session(shown: str, **changes: object) -> Session:
+    return Session(code="ACD479", secret_digest="", view=shown, shown=shown, touched=0.0, **changes)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("shown", "base", "options", "expected"),
+    [
+        ("stage=zero3&phase=5", "/", (), StateView(1, "/?stage=zero3&phase=5", "default", False, False)),  # type: ignore[arg-type]
+        ("stage=zero2&from=zero1", "/", (), StateView(1, "/?stage=zero2&from=zero1", "default", False, False)),  # type: ignore[arg-type]
+        (
+            "stage=zero1&gpus=16&theme=projector", "/tools/embed", (("controls", "step"),),
+            StateView(1, "/tools/embed?stage=zero1&gpus=16&controls=step&theme=projector", "projector", False, False),  # type: ignore[arg-type]
+        ),
+    ],
+)  # fmt: skip
+def test_a_follower_is_sent_the_address_it_draws(
+    shown: str, base: str, options: tuple[tuple[str, str], ...], expected: StateView
+) -> None:
+    assert state_view(_session(shown), base, options) == expected
+
+
+@pytest.mark.parametrize(
+    ("changes", "words"),
+    [
+        ({}, "Following the teacher."),
+        ({"paused": True}, "The teacher has paused the class here."),
+        ({"ended": True}, "The teacher has ended the session."),
+        ({"paused": True, "ended": True}, "The teacher has ended the session."),
+    ],
+)
+def test_the_bar_says_what_the_follower_is_doing(changes: dict[str, bool], words: str) -> None:
+    assert state_view(_session("stage=dp", **changes), "/").words == words
