@@ -34,6 +34,8 @@ STALE_SECONDS = 3 * HEARTBEAT_SECONDS
 """A worker's count of followers older than this is a worker that stopped: not counted."""
 RECONNECT_SECONDS = (0.25, 0.5, 1.0, 2.0)
 """The listener's waits between tries while Redis is away; the last repeats."""
+LISTEN_WAIT_SECONDS = 2.0
+"""How long a new follower waits for the listener to be subscribed (Redis may be away)."""
 
 
 class RedisHub:
@@ -93,9 +95,17 @@ class RedisHub:
 
     @asynccontextmanager
     async def follow(self, code: str) -> AsyncIterator[asyncio.Queue[Session | None]]:
-        """A follower's queue, counted in Redis while it follows."""
+        """A follower's queue, counted in Redis while it follows.
+
+        Yielded once this worker's listener is subscribed, so a version written after the follower's
+        first read reaches its queue; while Redis is away, after a short wait (the stream says so,
+        and the listener catches up once it is back).
+        """
         self._ensure_started()
         queue = self.fanout.add(code)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(LISTEN_WAIT_SECONDS):
+                await self.listening.wait()
         await self._count(code)
         try:
             yield queue
@@ -159,15 +169,19 @@ class RedisHub:
         tries = 0
         while True:
             try:
-                async with self.redis.pubsub(ignore_subscribe_messages=True) as pubsub:
+                async with self.redis.pubsub() as pubsub:
                     await pubsub.subscribe(CHANNEL)
-                    if tries:
-                        await self._catch_up()
-                    tries = 0
-                    self.listening.set()
                     async for message in pubsub.listen():
-                        session = Session.from_json(message["data"])
-                        self.fanout.deliver(session.code, session)
+                        if message["type"] == "subscribe":
+                            # Redis has the subscription now (SUBSCRIBE's reply; again after redis-py
+                            # reconnected by itself): from here every version is heard. What was
+                            # published before, while away or before this worker listened, is read.
+                            await self._catch_up()
+                            tries = 0
+                            self.listening.set()
+                        elif message["type"] == "message":
+                            session = Session.from_json(message["data"])
+                            self.fanout.deliver(session.code, session)
             except (RedisError, OSError):
                 self.listening.clear()
                 await asyncio.sleep(RECONNECT_SECONDS[min(tries, len(RECONNECT_SECONDS) - 1)])
