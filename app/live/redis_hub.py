@@ -103,11 +103,12 @@ class RedisHub:
         """
         self._ensure_started()
         queue = self.fanout.add(code)
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(LISTEN_WAIT_SECONDS):
-                await self.listening.wait()
-        await self._count(code)
         try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(LISTEN_WAIT_SECONDS):
+                    await self.listening.wait()
+            with contextlib.suppress(RedisError):  # the heartbeat counts it when Redis is back
+                await self._count(code)
             yield queue
         finally:
             self.fanout.remove(code, queue)
