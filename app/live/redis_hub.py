@@ -80,9 +80,10 @@ class RedisHub:
                     try:
                         await pipe.watch(key)
                         text = await pipe.get(key)
-                        if text is None:
+                        session = None if text is None else Session.from_json(text)
+                        if session is None or session.expired(self.clock()):
                             return None
-                        changed = change(Session.from_json(text))
+                        changed = change(session)
                         pipe.multi()  # type: ignore[no-untyped-call]
                         pipe.set(key, changed.to_json(), ex=LIFETIME_SECONDS)
                         pipe.publish(CHANNEL, changed.to_json())
