@@ -22,6 +22,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError, WatchError
 
 from app.live.hub import GONE, MISS_WINDOW_SECONDS, Change, Fanout, Unavailable
@@ -42,7 +44,11 @@ class RedisHub:
     """Sessions and their fan-out through Redis (`redis://host:port/db`)."""
 
     def __init__(self, url: str, clock: Callable[[], float] = time.time) -> None:
-        self.redis = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2, health_check_interval=10)
+        # One try again on a new connection: a pooled one that Redis dropped (restarted, or closed it
+        # idle) fails its next command, and the teacher's click would be lost. (from_url passes no
+        # retry of its own to the connections: without this, none.)
+        self.redis = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2, health_check_interval=10,
+                                          retry=Retry(NoBackoff(), 1))  # fmt: skip
         self.clock = clock
         self.fanout = Fanout()
         self.worker = uuid.uuid4().hex
