@@ -40,7 +40,10 @@
     const run = {};
     here().searchParams.forEach((value, key) => { if (!OWN.includes(key)) { run[key] = value; } });
     const phase = widget.dataset.phase ? Number(widget.dataset.phase) : null;
-    const following = Boolean(document.getElementById("live-follow")) && document.getElementById("live-away").hidden;
+    // A follower, neither exploring nor in a session the teacher has ended (static/live.js marks it .ended).
+    const follow = document.getElementById("live-follow");
+    const away = document.getElementById("live-away");
+    const following = Boolean(follow) && !follow.classList.contains("ended") && away.hidden;
     return { type: "zero-bands:state", stage: widget.dataset.stage || null, phase, run, following };
   }
 

@@ -40,6 +40,7 @@
   let applied = Number(state().dataset.version);
   let shown = state().dataset.view;
   let away = false;
+  const FOLLOWING = "ZB-Following";  // marks the requests apply() sends, and is taken off before they go
 
   function apply() {
     const s = state();
@@ -52,7 +53,8 @@
     if (s.dataset.theme !== theme) { window.location.reload(); return; }
     if (away || s.dataset.view === shown) { return; }
     shown = s.dataset.view;
-    htmx.ajax("get", shown, { source: "#widget", target: "#widget", swap: "outerHTML" }).catch(() => {});
+    htmx.ajax("get", shown, { source: "#widget", target: "#widget", swap: "outerHTML", headers: { [FOLLOWING]: "1" } })
+      .catch(() => {});
   }
   document.addEventListener("htmx:sseMessage", apply);
 
@@ -60,6 +62,11 @@
     away = true;
     byId("live-away").hidden = follow.classList.contains("ended");
   }
+  // The follower's own move: a link of the widget (a move, or a page of its own), a field of its forms
+  // typed in (before the request, which waits 400 ms), or any request for the widget that apply() did not
+  // send: a step key pressed while a swap is on its way asks without a click (static/step.js), and a course
+  // page's set-state through static/embed-frame.js. Not full screen, Play's speed or a Copy button: they
+  // show no other view, so the follower still follows.
   document.addEventListener("click", function (event) {
     if (event.target.closest("#live-back")) {
       event.preventDefault();
@@ -68,13 +75,21 @@
       applied = 0;
       shown = "";
       apply();
-    } else if (event.target.closest("#widget a[href], #widget button") && !event.target.closest("[data-copy-config]")) {
+    } else if (event.target.closest("#widget a[href]") && !event.target.closest("[data-copy-config]")) {
       leave();
     }
   }, true);
-  document.addEventListener("change", (event) => { if (event.target.closest("#widget")) { leave(); } }, true);
-  // A step key pressed while a swap is on its way asks without a click (static/step.js); a course page's
-  // set-state, through static/embed-frame.js.
-  document.addEventListener("htmx:configRequest", (event) => { if (event.detail.headers["ZB-Move"]) { leave(); } });
+  ["input", "change"].forEach((name) => document.addEventListener(name, (event) => {
+    if (event.target.closest("#widget form")) { leave(); }
+  }, true));
+  // Read here, not from ZB-Move: step.js's listener, which runs first, has taken that header off.
+  document.addEventListener("htmx:configRequest", function (event) {
+    const d = event.detail;
+    if (d.headers[FOLLOWING]) { delete d.headers[FOLLOWING]; d.following = true; }
+  });
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    const d = event.detail;
+    if (d.target && d.target.id === "widget" && !d.requestConfig.following) { leave(); }
+  });
   document.addEventListener("zero-bands:explore", leave);
 })();

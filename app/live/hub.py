@@ -197,6 +197,9 @@ async def updates(hub: Hub, code: str, last_seen: int | None) -> AsyncIterator[S
                 if session.ended:
                     return
                 try:
-                    session = await asyncio.wait_for(queue.get(), CHECK_SECONDS)
+                    # Not wait_for: on Python 3.11 it swallows a cancellation that comes as the get
+                    # completes, and a closed stream would go on following.
+                    async with asyncio.timeout(CHECK_SECONDS):
+                        session = await queue.get()
                 except TimeoutError:
                     break  # quiet for a while: ask the hub itself

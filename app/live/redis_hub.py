@@ -22,6 +22,8 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import redis.asyncio as redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 from redis.exceptions import RedisError, WatchError
 
 from app.live.hub import GONE, MISS_WINDOW_SECONDS, Change, Fanout, Unavailable
@@ -34,13 +36,19 @@ STALE_SECONDS = 3 * HEARTBEAT_SECONDS
 """A worker's count of followers older than this is a worker that stopped: not counted."""
 RECONNECT_SECONDS = (0.25, 0.5, 1.0, 2.0)
 """The listener's waits between tries while Redis is away; the last repeats."""
+LISTEN_WAIT_SECONDS = 2.0
+"""How long a new follower waits for the listener to be subscribed (Redis may be away)."""
 
 
 class RedisHub:
     """Sessions and their fan-out through Redis (`redis://host:port/db`)."""
 
     def __init__(self, url: str, clock: Callable[[], float] = time.time) -> None:
-        self.redis = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2, health_check_interval=10)
+        # One try again on a new connection: a pooled one that Redis dropped (restarted, or closed it
+        # idle) fails its next command, and the teacher's click would be lost. (from_url passes no
+        # retry of its own to the connections: without this, none.)
+        self.redis = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2, health_check_interval=10,
+                                          retry=Retry(NoBackoff(), 1))  # fmt: skip
         self.clock = clock
         self.fanout = Fanout()
         self.worker = uuid.uuid4().hex
@@ -78,9 +86,10 @@ class RedisHub:
                     try:
                         await pipe.watch(key)
                         text = await pipe.get(key)
-                        if text is None:
+                        session = None if text is None else Session.from_json(text)
+                        if session is None or session.expired(self.clock()):
                             return None
-                        changed = change(Session.from_json(text))
+                        changed = change(session)
                         pipe.multi()  # type: ignore[no-untyped-call]
                         pipe.set(key, changed.to_json(), ex=LIFETIME_SECONDS)
                         pipe.publish(CHANNEL, changed.to_json())
@@ -93,11 +102,20 @@ class RedisHub:
 
     @asynccontextmanager
     async def follow(self, code: str) -> AsyncIterator[asyncio.Queue[Session | None]]:
-        """A follower's queue, counted in Redis while it follows."""
+        """A follower's queue, counted in Redis while it follows.
+
+        Yielded once this worker's listener is subscribed, so a version written after the follower's
+        first read reaches its queue; while Redis is away, after a short wait (the stream says so,
+        and the listener catches up once it is back).
+        """
         self._ensure_started()
         queue = self.fanout.add(code)
-        await self._count(code)
         try:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(LISTEN_WAIT_SECONDS):
+                    await self.listening.wait()
+            with contextlib.suppress(RedisError):  # the heartbeat counts it when Redis is back
+                await self._count(code)
             yield queue
         finally:
             self.fanout.remove(code, queue)
@@ -159,15 +177,19 @@ class RedisHub:
         tries = 0
         while True:
             try:
-                async with self.redis.pubsub(ignore_subscribe_messages=True) as pubsub:
+                async with self.redis.pubsub() as pubsub:
                     await pubsub.subscribe(CHANNEL)
-                    if tries:
-                        await self._catch_up()
-                    tries = 0
-                    self.listening.set()
                     async for message in pubsub.listen():
-                        session = Session.from_json(message["data"])
-                        self.fanout.deliver(session.code, session)
+                        if message["type"] == "subscribe":
+                            # Redis has the subscription now (SUBSCRIBE's reply; again after redis-py
+                            # reconnected by itself): from here every version is heard. What was
+                            # published before, while away or before this worker listened, is read.
+                            await self._catch_up()
+                            tries = 0
+                            self.listening.set()
+                        elif message["type"] == "message":
+                            session = Session.from_json(message["data"])
+                            self.fanout.deliver(session.code, session)
             except (RedisError, OSError):
                 self.listening.clear()
                 await asyncio.sleep(RECONNECT_SECONDS[min(tries, len(RECONNECT_SECONDS) - 1)])
