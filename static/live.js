@@ -19,7 +19,10 @@
     const send = (view) => {
       queue = queue.then(() => fetch(byId("live-teach").dataset.show, {
         method: "POST", headers: { "ZB-Live": "1" }, body: new URLSearchParams({ view }), credentials: "same-origin",
-      })).catch(() => {});
+      })).then((response) => {
+        // Ended elsewhere, or lost with a restarted server: said on the bar, not left to look live.
+        if ([404, 410].includes(response.status)) { byId("live-lost").hidden = false; }
+      }).catch(() => {});
       return queue;
     };
     document.addEventListener("htmx:afterSettle", function () {

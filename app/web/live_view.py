@@ -34,6 +34,8 @@ class TeacherBar:
     pause_href: str
     end_href: str
     paused: bool
+    live_href: str = ""
+    """Where to start another, should this one be lost."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +174,7 @@ async def teacher_bar(request: Request, session: Session) -> TeacherBar:
         qr_href=path_for(request, "live_qr", code=code), followers_href=path_for(request, "live_followers", code=code),
         followers=await follower_count(request, session), show_href=path_for(request, "live_show", code=code),
         pause_href=path_for(request, "live_pause", code=code), end_href=path_for(request, "live_end", code=code),
-        paused=session.paused,
+        paused=session.paused, live_href=path_for(request, "live_home"),
     )  # fmt: skip
 
 

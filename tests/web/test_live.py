@@ -77,6 +77,9 @@ def test_the_teachers_page_draws_the_view_it_started_on_with_the_bar(live: TestC
     assert text(bar, "#live-count") == "0 following"
     assert one(bar, "form[action$='/pause'] input[name=paused]")["value"] == "1"
     assert bar["data-show"] == f"/live/{code}/show"
+    # Shown by static/live.js if the server answers the teacher's next move with a 404 or 410.
+    assert one(bar, "#live-lost").has_attr("hidden")
+    assert one(bar, "#live-lost a")["href"] == "/live"
     # The page keeps its own address while the widget changes (reloaded, it is still the teacher's).
     assert json.loads(str(one(tree, "meta[name=htmx-config]")["content"]))["historyEnabled"] is False
     assert tree.select("#teach-live") == []
