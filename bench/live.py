@@ -763,6 +763,8 @@ def load(size: Size) -> tuple[Section, Lecture]:
     expected = {1: _query(FIRST_VIEW)} | {i + 2: _query(v) for i, v in enumerate(views)}
     final = 1 + size.actions
     port = _free_port()
+    # What else was running: the times below are of a shared machine, and say so.
+    busy = os.getloadavg()[0]
     with contextlib.ExitStack() as stack:
         server = _app(port, stack)
         teacher = Teacher(port)
@@ -806,6 +808,8 @@ def load(size: Size) -> tuple[Section, Lecture]:
              f"{swap_ms:.1f} ms, the rest {rest_ms:.1f} ms (the action, its event to {size.followers} followers, their "
              f"{size.followers} fragments from the cache)"),
         Note("the teacher's POST, sent to answered", _spread(teacher_ms)),
+        Note("the machine before the load", f"load average {busy:.2f} over the last minute, on "
+             f"{os.cpu_count()} cores"),
     ]  # fmt: skip
     title = (
         f"load: {size.followers} followers of one session, one worker, sessions in memory; the teacher acts "

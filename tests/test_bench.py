@@ -147,6 +147,7 @@ LIVE_NOTES = (
     "the address (what the app sends)",
     "the fragment in the event instead",
     "bare SSE app: 20 events of",
+    "the machine before the load",
     "versions skipped to",
 )
 

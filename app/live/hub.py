@@ -175,25 +175,30 @@ async def updates(hub: Hub, code: str, last_seen: int | None) -> AsyncIterator[S
 
     First the session as it is now (unless `last_seen`, the stream's Last-Event-ID, is already it), then
     every newer version. GONE when the session is no longer kept, and then nothing more; after an end,
-    nothing more. An `Unavailable` while the hub cannot be reached: the stream says so and keeps asking.
-    The follower is counted from before the first read, so no version falls between the two.
+    nothing more. An `Unavailable` while the hub cannot be reached: the stream says so and keeps asking,
+    and once the hub answers it sends the session again, even at the version it had sent (the follower's
+    screen says it lost touch until it hears). The follower is counted from before the first read, so no
+    version falls between the two.
     """
     async with hub.follow(code) as queue:
         sent = -1 if last_seen is None else last_seen
+        away = False
         while True:
             try:
                 session = await hub.get(code)
             except Unavailable as error:
                 yield error
+                away = True
                 await asyncio.sleep(RETRY_SECONDS)
                 continue
             while True:
                 if session is None:
                     yield GONE
                     return
-                if session.version > sent:
+                if session.version > sent or (away and session.version == sent):
                     sent = session.version
                     yield session
+                away = False
                 if session.ended:
                     return
                 try:

@@ -36,6 +36,8 @@ STALE_SECONDS = 3 * HEARTBEAT_SECONDS
 """A worker's count of followers older than this is a worker that stopped: not counted."""
 RECONNECT_SECONDS = (0.25, 0.5, 1.0, 2.0)
 """The listener's waits between tries while Redis is away; the last repeats."""
+CANCEL_SECONDS = 0.05
+"""How long close() waits for a task it cancelled before cancelling it again."""
 LISTEN_WAIT_SECONDS = 2.0
 """How long a new follower waits for the listener to be subscribed (Redis may be away)."""
 
@@ -151,8 +153,11 @@ class RedisHub:
     async def close(self) -> None:
         """Stop listening, and close the connections."""
         for task in self.tasks:
-            task.cancel()
-        for task in self.tasks:
+            # Until it ends: on Python 3.11 a redis-py call can swallow a cancellation (its own
+            # asyncio.wait_for), and the heartbeat or the listener would go on, and close() wait for ever.
+            while not task.done():
+                task.cancel()
+                await asyncio.wait([task], timeout=CANCEL_SECONDS)
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.redis.aclose()
