@@ -24,7 +24,7 @@
 })();
 
 // The state API for the page around the frame, as PhET-iO and Desmos offer: {type: "zero-bands:get-state"}
-// is answered with {type: "zero-bands:state", stage, phase, run, following}; {type: "zero-bands:set-state",
+// is answered with {type: "zero-bands:state", stage, phase, run, following, error}; {type: "zero-bands:set-state",
 // stage, phase, run} shows that view (a follower of a live session then explores on its own). Only from the
 // parent window, and only from the parent's origin (as the browser names it), which alone gets the answer.
 (function () {
@@ -44,14 +44,18 @@
     const follow = document.getElementById("live-follow");
     const away = document.getElementById("live-away");
     const following = Boolean(follow) && !follow.classList.contains("ended") && away.hidden;
-    return { type: "zero-bands:state", stage: widget.dataset.stage || null, phase, run, following };
+    // A view the app refused (a set-state it could not draw) says why, as the widget does.
+    const notice = widget.querySelector(".notice-message");
+    const error = notice ? notice.textContent.trim() : null;
+    return { type: "zero-bands:state", stage: widget.dataset.stage || null, phase, run, following, error };
   }
 
   function set(data) {
     const url = here();
     if (typeof data.stage === "string") { url.searchParams.set("stage", data.stage); }
-    if (data.phase === null || data.phase === 0) { url.searchParams.delete("phase"); }
-    if (Number.isInteger(data.phase) && data.phase > 0) { url.searchParams.set("phase", String(data.phase)); }
+    // As get-state gives it: null at rest, 0 the step's first moment, 1-20 its phases.
+    if (data.phase === null) { url.searchParams.delete("phase"); }
+    if (Number.isInteger(data.phase) && data.phase >= 0) { url.searchParams.set("phase", String(data.phase)); }
     if (data.run && typeof data.run === "object") {
       [...url.searchParams.keys()].filter((key) => !OWN.includes(key)).forEach((key) => url.searchParams.delete(key));
       Object.entries(data.run).forEach(([key, value]) => url.searchParams.set(key, String(value)));

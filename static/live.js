@@ -30,9 +30,15 @@
     });
     document.addEventListener("click", function (event) {
       const toggle = event.target.closest("#theme-toggle");
-      if (!toggle) { return; }
-      event.preventDefault();
-      send(toggle.getAttribute("href")).then(() => window.location.reload());
+      const away = event.target.closest("a[href]:not([hx-get])");
+      if (toggle) {
+        event.preventDefault();
+        send(toggle.getAttribute("href")).then(() => window.location.reload());
+      } else if (away && !away.closest("#live-teach") && !away.hasAttribute("data-copy-config")) {
+        // A page of its own (compare, measured, home) in a new tab: this one stays the class's.
+        event.preventDefault();
+        window.open(away.href, "_blank", "noopener");
+      }
     });
   }
 
@@ -63,6 +69,7 @@
 
   function leave() {
     away = true;
+    follow.classList.add("away");  // the bar then says exploring, not following (app.css)
     byId("live-away").hidden = follow.classList.contains("ended");
   }
   // The follower's own move: a link of the widget (a move, or a page of its own), a field of its forms
@@ -74,6 +81,7 @@
     if (event.target.closest("#live-back")) {
       event.preventDefault();
       away = false;
+      follow.classList.remove("away");
       byId("live-away").hidden = true;
       applied = 0;
       shown = "";

@@ -150,6 +150,14 @@ class RedisHub:
             raise Unavailable(str(error)) from error
         return int(count)
 
+    async def misses(self, client: str) -> int:
+        """Wrong codes from `client` in the window, over every worker."""
+        try:
+            count = await self.redis.get(f"{PREFIX}misses:{client}")
+        except RedisError as error:
+            raise Unavailable(str(error)) from error
+        return int(count or 0)
+
     async def close(self) -> None:
         """Stop listening, and close the connections."""
         for task in self.tasks:

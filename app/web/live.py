@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Annotated
-from urllib.parse import parse_qs
+from urllib.parse import parse_qs, urlsplit
 
 from fastapi import APIRouter, FastAPI, Header, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -117,7 +117,7 @@ def live_home(request: Request) -> HTMLResponse:
 @router.post("/live", name="live_start")
 async def live_start(request: Request) -> Response:
     """A new session showing the view the teacher was on (`view`, else the default page); 303 to the teacher's page."""
-    view = canonical_view(_valid(await _form(request, "view")))
+    view = canonical_view(_valid(request, await _form(request, "view")))
     session, secret = start(view, time.time())
     try:
         while not await hub_of(request).add(session):  # a code already in use: draw another
@@ -162,7 +162,7 @@ async def live_teach(request: Request, code: str) -> HTMLResponse:
 async def live_show(request: Request, code: str, zb_live: Annotated[str, Header()] = "") -> Response:
     """The teacher's page moved to the view at `view`: 204 for its script, 303 back for a plain form."""
     session = await teacher_session(request, code)
-    await _change(request, session, "show", canonical_view(_valid(await _form(request, "view"))))
+    await _change(request, session, "show", canonical_view(_valid(request, await _form(request, "view"))))
     return Response(status_code=204) if zb_live else _back(request, code)
 
 
@@ -233,7 +233,11 @@ async def _events(
             yield ServerSentEvent("", event="ended")
 
 
-def _valid(address: str) -> PageQuery:
+def _valid(request: Request, address: str) -> PageQuery:
+    """The page's view at `address`, a path of the page itself (not another site or another page)."""
+    parts = urlsplit(address)
+    if parts.scheme or parts.netloc or parts.path not in ("", path_for(request, "page")):
+        raise Problem(422, "That view was not understood", "A live session shows views of this page only.")
     try:
         return view_query(address)
     except BadView as error:

@@ -122,16 +122,17 @@ def hub_of(request: Request) -> Hub:
 async def session_for(request: Request, code: str) -> Session:
     """The session a code names, or the page that says why not: 404, 410 ended, 429 after many wrong codes."""
     hub, normal = hub_of(request), normal_code(code)
+    client = request.client.host if request.client else "unknown"
     try:
         session = await hub.get(normal) if normal else None
+        # Past the wrong codes allowed, every code is refused alike, a right one too (a guesser learns
+        # nothing), but for the teacher of the session named.
+        teacher = session is not None and session.is_teacher(request.cookies.get(COOKIE))
+        if not teacher and await hub.misses(client) >= MISSES_ALLOWED:
+            raise Problem(429, "Too many tries", TOO_MANY)
         if session is None:
-            client = request.client.host if request.client else "unknown"
-            tries = await hub.missed(client)
-            raise (
-                Problem(429, "Too many tries", TOO_MANY)
-                if tries > MISSES_ALLOWED
-                else Problem(404, "No such session", NOT_FOUND)
-            )
+            await hub.missed(client)
+            raise Problem(404, "No such session", NOT_FOUND)
     except Unavailable:
         raise Problem(503, "Try again in a moment", AWAY) from None
     if session.ended:

@@ -135,6 +135,10 @@ def test_a_plain_form_sent_to_show_comes_back_to_the_teachers_page(live: TestCli
         ("/?stage=zero3&phase=99", 422, "less than or equal to 20"),
         ("/?gpus=<script>", 422, "valid integer"),
         ("/?stage=zero3&x=" + "a" * 9000, 413, "too long"),
+        ("https://elsewhere.example/?stage=zero3", 422, "views of this page only"),
+        ("//elsewhere.example/?stage=zero3", 422, "views of this page only"),
+        ("/compare?left=dp", 422, "views of this page only"),
+        ("/live/ACD479/teach", 422, "views of this page only"),
     ],
 )
 def test_a_view_that_is_not_one_is_refused_and_nothing_changes(
@@ -178,12 +182,17 @@ def test_a_wrong_code_gets_a_clear_404(live: TestClient, code: str) -> None:
     assert "<script>" not in response.text
 
 
-def test_guessing_codes_is_limited_per_client_address(live: TestClient) -> None:
-    statuses = [live.get("/live/AAAAAA").status_code for _ in range(MISSES_ALLOWED + 2)]
+def test_guessing_codes_is_limited_per_client_address_and_then_a_right_code_is_refused_alike(live: TestClient) -> None:
+    code = started(live)
+    student = follower(live)
+    statuses = [student.get("/live/AAAAAA").status_code for _ in range(MISSES_ALLOWED + 2)]
     assert statuses == [404] * MISSES_ALLOWED + [429, 429]
-    response = live.get("/live/join", params={"code": "AAAAAC"})
-    assert (response.status_code, response.headers["retry-after"]) == (429, "600")
-    assert "Too many wrong codes" in text(dom(response.text), ".notice-message")
+    for url in ("/live/join?code=AAAAAC", f"/live/join?code={code}", f"/live/{code}", f"/embed?live={code}"):
+        response = student.get(url)
+        assert (response.status_code, response.headers["retry-after"]) == (429, "600"), url
+        assert "Too many wrong codes" in text(dom(response.text), ".notice-message")
+    # The session's teacher, from the same address, still drives it.
+    assert live.get(f"/live/{code}/teach").status_code == 200
 
 
 @pytest.mark.parametrize("typed", ["{}", "{lower}", "{a}-{b}", " {a} {b} "])
