@@ -392,7 +392,14 @@ def test_the_embeds_state_api_answers_its_course_page_and_no_one_else(
         return _ask(lesson, server, message, answers)
 
     state = ask({"type": "zero-bands:get-state"}, 1)
-    assert state == {"type": "zero-bands:state", "stage": "zero3", "phase": 4, "run": {}, "following": True}
+    assert state == {
+        "type": "zero-bands:state",
+        "stage": "zero3",
+        "phase": 4,
+        "run": {},
+        "following": True,
+        "error": None,
+    }
 
     # Messages from any window but the parent, or from the frame itself, change nothing and get no answer.
     embed.evaluate("window.__heard = 0; addEventListener('message', () => { window.__heard += 1; })")
@@ -413,8 +420,8 @@ def test_the_embeds_state_api_answers_its_course_page_and_no_one_else(
     assert ask({"type": "zero-bands:get-state"}, 2)["stage"] == "zero3"
 
     # The course page sets the view: the embed shows it, and no longer follows.
-    state = ask({"type": "zero-bands:set-state", "stage": "zero1", "phase": 0}, 3)
-    assert (state["stage"], state["phase"], state["following"]) == ("zero1", None, False)
+    state = ask({"type": "zero-bands:set-state", "stage": "zero1", "phase": None}, 3)
+    assert (state["stage"], state["phase"], state["following"], state["error"]) == ("zero1", None, False, None)
     expect(embed.locator("#widget")).to_have_attribute("data-stage", "zero1")
     expect(embed.locator("#live-away")).to_be_visible()
     left, at = fingerprint(embed), version(embed)
