@@ -185,9 +185,14 @@ async def live_end(request: Request, code: str) -> Response:
 
 
 @router.get("/live/{code}/followers", name="live_followers", response_class=HTMLResponse)
-async def live_followers(request: Request, code: str) -> HTMLResponse:
-    """How many follow, for the teacher's bar (asked every few seconds)."""
-    session = await session_for(request, code)
+async def live_followers(request: Request, code: str) -> Response:
+    """How many follow, for the teacher's bar (asked every few seconds); once ended, 286: htmx's "stop asking"."""
+    try:
+        session = await session_for(request, code)
+    except Problem as problem:
+        if problem.status in (404, 410):
+            return Response(status_code=286)
+        raise
     return HTMLResponse(macro_html("_live.html", "followers", request.url.path, await follower_count(request, session)))
 
 

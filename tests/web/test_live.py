@@ -171,6 +171,8 @@ def test_ending_tells_every_page_so(live: TestClient) -> None:
     assert (response.status_code, response.headers["location"]) == (303, "/live")
     for url in (f"/live/{code}", f"/live/{code}/teach", f"/embed?live={code}", f"/live/{code}/events"):
         assert live.get(url).status_code == 410, url
+    # The teacher's count, polled every few seconds, is told to stop (htmx's 286).
+    assert live.get(f"/live/{code}/followers").status_code == 286
     assert "ended" in text(dom(follower(live).get(f"/live/{code}").text), ".notice-message")
 
 
