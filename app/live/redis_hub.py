@@ -201,7 +201,10 @@ class RedisHub:
                             tries = 0
                             self.listening.set()
                         elif message["type"] == "message":
-                            session = Session.from_json(message["data"])
+                            try:
+                                session = Session.from_json(message["data"])
+                            except (ValueError, TypeError):
+                                continue  # not one of our sessions: another release mid-deploy, another app
                             self.fanout.deliver(session.code, session)
             except (RedisError, OSError):
                 self.listening.clear()
