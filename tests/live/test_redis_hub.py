@@ -325,3 +325,20 @@ def test_close_ends_the_listener_and_heartbeat_whatever_they_are_doing(
             assert all(task.done() for task in h.tasks)
 
     run(scenario())
+
+
+@pytest.mark.parametrize("message", [b"not json", b"[1, 2]", b'{"code": "ACDEFH"}', b'{"code": "ACDEFH", "new": 1}'])
+def test_a_message_the_listener_cannot_read_is_passed_over(redis_server: RedisServer, message: bytes) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with workers(redis_server, clock) as (a, b):
+            session, _ = await started(a, clock)
+            follower = Follower(b, session.code)
+            assert await follower.version() == 1
+            with redis_server.client() as raw:
+                assert raw.publish(redis_hub.CHANNEL, message) == 1
+            changed = await a.update(session.code, shows(VIEWS[1], clock))
+            assert await follower.next() == changed
+            await follower.close()
+
+    run(scenario())
