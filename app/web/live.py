@@ -216,7 +216,7 @@ async def live_events(
     session = await session_for(request, code)
     await check_room(request, session)
     base, options = (path_for(request, "embed"), query.options()) if query.live else (path_for(request, "page"), ())
-    last = int(last_event_id) if last_event_id.isdigit() else None
+    last = int(last_event_id) if last_event_id.isdecimal() else None
     return EventSourceResponse(_events(request, session.code, last, base, options), ping=PING_SECONDS,
                                send_timeout=SEND_TIMEOUT_SECONDS)  # fmt: skip
 
