@@ -27,7 +27,15 @@ settings.load_profile("zero-bands")
 # The slow ones, marked by where they are rather than one by one, so a new test there is marked too:
 # `pytest -m "not slow"` is the loop of under a minute for someone editing one module.
 SLOW_MODULES = frozenset(
-    {"test_quality", "test_packaging", "test_schemathesis", "test_bench", "test_export", "test_deploying"}
+    {
+        "test_quality",
+        "test_packaging",
+        "test_schemathesis",
+        "test_bench",
+        "test_export",
+        "test_deploying",
+        "test_live_workers",
+    }
 )
 
 
