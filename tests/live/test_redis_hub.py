@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -336,5 +337,34 @@ def test_a_message_the_listener_cannot_read_is_passed_over(redis_server: RedisSe
             changed = await a.update(session.code, shows(VIEWS[1], clock))
             assert await follower.next() == changed
             await follower.close()
+
+    run(scenario())
+
+
+def test_a_heartbeat_under_way_as_the_last_follower_leaves_does_not_count_it_again(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with workers(redis_server, clock) as (a, _):
+            session, _ = await started(a, clock)
+            written, release = asyncio.Event(), asyncio.Event()
+            hset = a.redis.hset
+
+            async def held(*args: Any, **kwargs: Any) -> Any:
+                written.set()
+                await release.wait()
+                return await hset(*args, **kwargs)
+
+            async with a.follow(session.code):
+                assert await a.followers(session.code) == 1
+                monkeypatch.setattr(a.redis, "hset", held)
+                beat = asyncio.create_task(a._count(session.code))  # the heartbeat, as it read one follower
+                await written.wait()
+                monkeypatch.setattr(a.redis, "hset", hset)
+            assert await a.followers(session.code) == 0
+            release.set()
+            await beat
+            assert await a.followers(session.code) == 0
 
     run(scenario())
