@@ -171,13 +171,18 @@ class RedisHub:
         await self.redis.aclose()
 
     async def _count(self, code: str) -> None:
+        # Written again while the count changed meanwhile: a heartbeat that read it before the last
+        # follower left would otherwise land after that follower's own write, and count it still.
         key = f"{PREFIX}{code}:followers"
-        count = self.fanout.count(code)
-        if count:
-            await self.redis.hset(key, self.worker, f"{count} {self.clock()}")
-            await self.redis.expire(key, LIFETIME_SECONDS)
-        else:
-            await self.redis.hdel(key, self.worker)
+        while True:
+            count = self.fanout.count(code)
+            if count:
+                await self.redis.hset(key, self.worker, f"{count} {self.clock()}")
+                await self.redis.expire(key, LIFETIME_SECONDS)
+            else:
+                await self.redis.hdel(key, self.worker)
+            if self.fanout.count(code) == count:
+                return
 
     async def _heartbeat(self) -> None:
         while True:

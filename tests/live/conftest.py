@@ -138,6 +138,17 @@ async def eventually(check: Callable[[], Awaitable[bool]], seconds: float = WAIT
         await asyncio.sleep(0.01)
 
 
+async def counted(hub: Hub, code: str, n: int) -> bool:
+    """Whether the hub counts `n` followers of `code` (over every worker)."""
+    return await hub.followers(code) == n
+
+
+async def taken(queue: asyncio.Queue[Session | None]) -> Session | None:
+    """The next version in a follower's queue; fails past WAIT_SECONDS."""
+    async with asyncio.timeout(WAIT_SECONDS):
+        return await queue.get()
+
+
 class Follower:
     """One follower's stream (`updates`), read in a task of its own: what it yields, in order."""
 

@@ -10,20 +10,21 @@ from typing import cast
 import pytest
 
 from app.live import hub as hub_module
-from app.live.hub import GONE, QUEUE_SIZE, Fanout, Hub, MemoryHub, Unavailable, updates
+from app.live.hub import GONE, QUEUE_SIZE, Fanout, MemoryHub, Unavailable, updates
 from app.live.session import LIFETIME_SECONDS, Session, start
 from tests.live.conftest import (
-    WAIT_SECONDS,
     Clock,
     Follower,
     Item,
     MakeHub,
+    counted,
     ends,
     eventually,
     opened,
     run,
     shows,
     started,
+    taken,
 )
 
 VIEWS = ("stage=zero1", "stage=zero2", "stage=zero3&phase=4", "stage=dp")
@@ -137,7 +138,7 @@ def test_a_last_event_id_of_the_current_version_skips_it(hub: MakeHub) -> None:
             await h.update(session.code, shows(VIEWS[1], clock))
             await h.update(session.code, shows(VIEWS[2], clock))
             follower = Follower(h, session.code, last_seen=3)
-            await eventually(lambda: _counted(h, session.code, 1))
+            await eventually(lambda: counted(h, session.code, 1))
             await h.update(session.code, shows(VIEWS[3], clock))
             assert await follower.version() == 4
             await follower.close()
@@ -156,7 +157,7 @@ def test_the_first_version_sent_is_the_first_past_last_event_id(
             for n in range(2):
                 await h.update(session.code, shows(VIEWS[n], clock))
             follower = Follower(h, session.code, last_seen)
-            await eventually(lambda: _counted(h, session.code, 1))
+            await eventually(lambda: counted(h, session.code, 1))
             for n in range(8):
                 await h.update(session.code, shows(VIEWS[n % len(VIEWS)], clock))
             assert (await follower.until(10))[0] == first
@@ -227,10 +228,6 @@ def test_a_quiet_session_keeps_its_followers_past_the_check(hub: MakeHub, monkey
     run(scenario())
 
 
-async def _counted(h: Hub, code: str, n: int) -> bool:
-    return await h.followers(code) == n
-
-
 def test_followers_counts_the_open_streams_and_drops_as_they_close(hub: MakeHub) -> None:
     async def scenario() -> None:
         clock = Clock()
@@ -262,18 +259,13 @@ def test_a_follower_counts_from_before_its_first_read(hub: MakeHub) -> None:
             async with h.follow(session.code) as queue:
                 assert await h.followers(session.code) == 1
                 changed = await h.update(session.code, shows(VIEWS[2], clock))
-                got = await _next(queue)
+                got = await taken(queue)
                 if got == session:  # the listener's catch-up as it subscribed: the version read already
-                    got = await _next(queue)
+                    got = await taken(queue)
                 assert got == changed
             assert await h.followers(session.code) == 0
 
     run(scenario())
-
-
-async def _next(queue: asyncio.Queue[Session | None]) -> Session | None:
-    async with asyncio.timeout(WAIT_SECONDS):
-        return await queue.get()
 
 
 def test_missed_counts_each_clients_wrong_codes(hub: MakeHub) -> None:
@@ -349,7 +341,7 @@ def test_a_stream_behind_a_burst_sends_only_newer_versions_and_the_last() -> Non
     run(scenario())
 
 
-def test_a_stream_closed_by_its_reader_is_no_longer_counted(hub: MakeHub) -> None:
+def test_a_stream_closed_by_its_reader_is_no_longercounted(hub: MakeHub) -> None:
     async def scenario() -> None:
         clock = Clock()
         async with opened(hub, clock) as h:

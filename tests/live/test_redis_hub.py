@@ -6,17 +6,28 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
+from typing import Any
 
 import pytest
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
 from app.live import hub as hub_module
 from app.live import redis_hub
-from app.live.hub import GONE, Hub, Unavailable
+from app.live.hub import GONE, Unavailable
 from app.live.redis_hub import PREFIX, STALE_SECONDS, RedisHub
 from app.live.session import Session
-from tests.live.conftest import WAIT_SECONDS, Clock, Follower, ends, eventually, run, shows, started, stopped
+from tests.live.conftest import (
+    WAIT_SECONDS,
+    Clock,
+    Follower,
+    counted,
+    ends,
+    eventually,
+    run,
+    shows,
+    started,
+    stopped,
+    taken,
+)
 from tests.live.redis_server import RedisServer
 
 VIEWS = ("stage=zero1", "stage=zero2", "stage=zero3&phase=4", "stage=dp")
@@ -33,20 +44,11 @@ async def workers(server: RedisServer, clock: Clock) -> AsyncIterator[tuple[Redi
         await b.close()
 
 
-async def _counted(h: Hub, code: str, n: int) -> bool:
-    return await h.followers(code) == n
-
-
 async def _until(check: Callable[[], bool]) -> None:
     async def holds() -> bool:
         return check()
 
     await eventually(holds)
-
-
-async def _next(queue: asyncio.Queue[Session | None]) -> Session | None:
-    async with asyncio.timeout(WAIT_SECONDS):
-        return await queue.get()
 
 
 def test_a_follower_on_one_worker_gets_in_order_each_version_another_writes(redis_server: RedisServer) -> None:
@@ -109,12 +111,12 @@ def test_followers_are_counted_over_both_workers_and_a_worker_that_stopped_drops
             assert await a.followers(session.code) == 5
             assert await b.followers(session.code) == 5
             clock.now += STALE_SECONDS + 1
-            await eventually(lambda: _counted(a, session.code, 5))  # both heartbeats, at the new time
+            await eventually(lambda: counted(a, session.code, 5))  # both heartbeats, at the new time
             for task in a.tasks:  # worker A killed: its count stays in Redis, never written again
                 await stopped(task)
             assert await b.followers(session.code) == 5
             clock.now += STALE_SECONDS + 1
-            await eventually(lambda: _counted(b, session.code, 3))
+            await eventually(lambda: counted(b, session.code, 3))
             await on_b.pop().close()
             assert await b.followers(session.code) == 2
             for follower in [*on_a, *on_b]:
@@ -213,7 +215,7 @@ def test_after_a_restart_the_listener_hears_again_and_catches_up_on_a_session_ad
                 assert changed is not None
                 heard: list[Session | None] = []
                 while not heard or heard[-1] != changed:
-                    heard.append(await _next(queue))
+                    heard.append(await taken(queue))
                 assert heard[-1] == changed
                 assert all(item in (session, GONE, back) for item in heard[:-1])
             follower = Follower(b, session.code)
@@ -224,7 +226,7 @@ def test_after_a_restart_the_listener_hears_again_and_catches_up_on_a_session_ad
     run(scenario())
 
 
-def test_a_stream_opened_while_redis_is_away_says_so_and_is_not_left_counted(
+def test_a_stream_opened_while_redis_is_away_says_so_and_is_not_leftcounted(
     redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(hub_module, "RETRY_SECONDS", 0.05)
@@ -247,11 +249,6 @@ def test_a_stream_opened_while_redis_is_away_says_so_and_is_not_left_counted(
     run(scenario())
 
 
-def _impatient(h: RedisHub) -> RedisHub:
-    h.redis.set_retry(Retry(NoBackoff(), 1))
-    return h
-
-
 @pytest.mark.parametrize(
     "call",
     [
@@ -272,12 +269,12 @@ def test_each_call_while_redis_is_away_raises_unavailable(
             assert await a.get("ACDEFH") is None
             await asyncio.to_thread(redis_server.stop)
             with pytest.raises(Unavailable):
-                await call(_impatient(a))
+                await call(a)
 
     run(scenario())
 
 
-def test_followers_past_the_stale_time_are_not_counted(redis_server: RedisServer) -> None:
+def test_followers_past_the_stale_time_are_notcounted(redis_server: RedisServer) -> None:
     async def scenario() -> None:
         clock = Clock()
         async with workers(redis_server, clock) as (a, _):
@@ -340,5 +337,34 @@ def test_a_message_the_listener_cannot_read_is_passed_over(redis_server: RedisSe
             changed = await a.update(session.code, shows(VIEWS[1], clock))
             assert await follower.next() == changed
             await follower.close()
+
+    run(scenario())
+
+
+def test_a_heartbeat_under_way_as_the_last_follower_leaves_does_not_count_it_again(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with workers(redis_server, clock) as (a, _):
+            session, _ = await started(a, clock)
+            written, release = asyncio.Event(), asyncio.Event()
+            hset = a.redis.hset
+
+            async def held(*args: Any, **kwargs: Any) -> Any:
+                written.set()
+                await release.wait()
+                return await hset(*args, **kwargs)
+
+            async with a.follow(session.code):
+                assert await a.followers(session.code) == 1
+                monkeypatch.setattr(a.redis, "hset", held)
+                beat = asyncio.create_task(a._count(session.code))  # the heartbeat, as it read one follower
+                await written.wait()
+                monkeypatch.setattr(a.redis, "hset", hset)
+            assert await a.followers(session.code) == 0
+            release.set()
+            await beat
+            assert await a.followers(session.code) == 0
 
     run(scenario())
