@@ -9,6 +9,7 @@ from fastapi import FastAPI
 from starlette.middleware.gzip import GZipMiddleware
 
 from app import __version__
+from app.live.hub import Unavailable
 from app.paths import EVENT_STREAM, STATIC_DIR
 from app.serving.assets import StaticAssets
 from app.serving.cache import ResponseCache
@@ -57,6 +58,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.router.redirect_slashes = False
     errors.install(app)
     app.add_exception_handler(Problem, live.problem_page)
+    # Redis away, wherever a route asked it: one 503 page, not a try at every call.
+    app.add_exception_handler(Unavailable, live.unavailable_page)
     # The one compression layer. 256 labelled cells make an 80 kB page that compresses about tenfold:
     # it matters on classroom Wi-Fi. Brotli inside, so a client that takes it gets it; gzip around it
     # for the rest (brotli-asgi's own gzip fallback knows only zlib's slowest level). A 256 KiB brotli

@@ -85,16 +85,9 @@ async def problem_page(request: Request, problem: Exception) -> Response:
     return response
 
 
-async def _change(request: Request, session: Session, change: str, value: str = "") -> Session | None:
-    hub, now = hub_of(request), time.time()
-    try:
-        if change == "show":
-            return await hub.update(session.code, lambda s: s.show(value, now))
-        if change == "pause":
-            return await hub.update(session.code, lambda s: s.pause(value == "1", now))
-        return await hub.update(session.code, lambda s: s.end(now))
-    except Unavailable:
-        raise Problem(503, "Try again in a moment", AWAY) from None
+async def unavailable_page(request: Request, error: Exception) -> Response:
+    """Redis away, wherever a route asked it: the page that says to try again, 503."""
+    return await problem_page(request, Problem(503, "Try again in a moment", AWAY))
 
 
 async def _form(request: Request, name: str) -> str:
@@ -119,11 +112,8 @@ async def live_start(request: Request) -> Response:
     """A new session showing the view the teacher was on (`view`, else the default page); 303 to the teacher's page."""
     view = canonical_view(_valid(request, await _form(request, "view")))
     session, secret = start(view, time.time())
-    try:
-        while not await hub_of(request).add(session):  # a code already in use: draw another
-            session, secret = start(view, time.time())
-    except Unavailable:
-        raise Problem(503, "Try again in a moment", AWAY) from None
+    while not await hub_of(request).add(session):  # a code already in use: draw another
+        session, secret = start(view, time.time())
     teach = path_for(request, "live_teach", code=session.code)
     response = RedirectResponse(teach, status_code=303)
     # Sent back only to this session's addresses, never to scripts, never with another site's request.
@@ -162,7 +152,8 @@ async def live_teach(request: Request, code: str) -> HTMLResponse:
 async def live_show(request: Request, code: str, zb_live: Annotated[str, Header()] = "") -> Response:
     """The teacher's page moved to the view at `view`: 204 for its script, 303 back for a plain form."""
     session = await teacher_session(request, code)
-    await _change(request, session, "show", canonical_view(_valid(request, await _form(request, "view"))))
+    view = canonical_view(_valid(request, await _form(request, "view")))
+    await hub_of(request).update(session.code, lambda s: s.show(view, time.time()))
     return Response(status_code=204) if zb_live else _back(request, code)
 
 
@@ -170,7 +161,8 @@ async def live_show(request: Request, code: str, zb_live: Annotated[str, Header(
 async def live_pause(request: Request, code: str) -> Response:
     """Pause (`paused=1`) or resume the followers; htmx gets the teacher's bar again."""
     session = await teacher_session(request, code)
-    changed = await _change(request, session, "pause", await _form(request, "paused"))
+    paused = await _form(request, "paused") == "1"
+    changed = await hub_of(request).update(session.code, lambda s: s.pause(paused, time.time()))
     if request.headers.get("HX-Request") != "true" or changed is None:
         return _back(request, code)
     return HTMLResponse(macro_html("_live.html", "teacher_bar", await teacher_bar(request, changed)))
@@ -180,7 +172,7 @@ async def live_pause(request: Request, code: str) -> Response:
 async def live_end(request: Request, code: str) -> Response:
     """End the session: every follower is told, and its page then says so."""
     session = await teacher_session(request, code)
-    await _change(request, session, "end")
+    await hub_of(request).update(session.code, lambda s: s.end(time.time()))
     return RedirectResponse(path_for(request, "live_home"), status_code=303)
 
 

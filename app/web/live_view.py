@@ -10,7 +10,7 @@ import segno
 from pydantic import ValidationError
 from starlette.requests import Request
 
-from app.live.hub import MISSES_ALLOWED, Hub, Unavailable
+from app.live.hub import MISSES_ALLOWED, Hub
 from app.live.session import Session, normal_code
 from app.serving.config import Settings
 from app.web.inputs import EmbedQuery, PageQuery, Theme
@@ -123,18 +123,15 @@ async def session_for(request: Request, code: str) -> Session:
     """The session a code names, or the page that says why not: 404, 410 ended, 429 after many wrong codes."""
     hub, normal = hub_of(request), normal_code(code)
     client = request.client.host if request.client else "unknown"
-    try:
-        session = await hub.get(normal) if normal else None
-        # Past the wrong codes allowed, every code is refused alike, a right one too (a guesser learns
-        # nothing), but for the teacher of the session named.
-        teacher = session is not None and session.is_teacher(request.cookies.get(COOKIE))
-        if not teacher and await hub.misses(client) >= MISSES_ALLOWED:
-            raise Problem(429, "Too many tries", TOO_MANY)
-        if session is None:
-            await hub.missed(client)
-            raise Problem(404, "No such session", NOT_FOUND)
-    except Unavailable:
-        raise Problem(503, "Try again in a moment", AWAY) from None
+    session = await hub.get(normal) if normal else None
+    # Past the wrong codes allowed, every code is refused alike, a right one too (a guesser learns
+    # nothing), but for the teacher of the session named.
+    teacher = session is not None and session.is_teacher(request.cookies.get(COOKIE))
+    if not teacher and await hub.misses(client) >= MISSES_ALLOWED:
+        raise Problem(429, "Too many tries", TOO_MANY)
+    if session is None:
+        await hub.missed(client)
+        raise Problem(404, "No such session", NOT_FOUND)
     if session.ended:
         raise Problem(410, "The session has ended", ENDED)
     return session
@@ -181,10 +178,7 @@ async def teacher_bar(request: Request, session: Session) -> TeacherBar:
 
 async def follower_count(request: Request, session: Session) -> int:
     """Followers of `session`, over every worker."""
-    try:
-        return await hub_of(request).followers(session.code)
-    except Unavailable:
-        raise Problem(503, "Try again in a moment", AWAY) from None
+    return await hub_of(request).followers(session.code)
 
 
 async def check_room(request: Request, session: Session) -> None:

@@ -14,7 +14,7 @@ from http.cookies import SimpleCookie
 import pytest
 from fastapi.testclient import TestClient
 
-from app.live.hub import MISSES_ALLOWED, MemoryHub
+from app.live.hub import MISSES_ALLOWED, MemoryHub, Unavailable
 from app.live.session import ALPHABET, CODE_LENGTH
 from app.main import create_app
 from app.serving.config import Settings
@@ -260,3 +260,18 @@ def test_every_page_offers_to_teach_its_view_live(live: TestClient) -> None:
     form = one(dom(live.get("/?stage=zero2&phase=3").text), "form.teach-live")
     assert (form["method"], form["action"]) == ("post", "/live")
     assert one(form, "input[name=view]")["value"] == "/?stage=zero2&phase=3"
+
+
+def test_a_store_that_cannot_be_reached_gets_the_try_again_page(
+    live: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code = started(live)
+
+    async def away(code: str) -> None:
+        raise Unavailable("Redis is away")
+
+    monkeypatch.setattr(live.app.state.hub, "get", away)  # type: ignore[attr-defined]
+    for method, url in [("GET", f"/live/{code}"), ("GET", f"/embed?live={code}"), ("POST", f"/live/{code}/show")]:
+        response = live.request(method, url, data={"view": "/?stage=dp"}, headers=LIVE)
+        assert response.status_code == 503, url
+        assert "cannot be reached" in text(dom(response.text), ".notice-message")
