@@ -46,6 +46,8 @@ RUNS = (
     "gpus=0",
     "capacity=80G",
 )
+STEPPED = ("", "gpus=16", "model=llama-3-8b&capacity=80GB&overheads=1")
+"""The runs drawn at every kind of phase; the others at one phase of the backward."""
 EXTRA = (
     "/?stage=zero2&from=zero1",
     "/?stage=zero2&accounting=deepspeed&from=zero1",
@@ -85,7 +87,7 @@ def urls() -> list[str]:
         for stage in STAGES:
             query = f"stage={stage}" + (f"&{run}" if run else "")
             found += [f"/?{query}", f"/api/memory?{query}"]
-            phases = (0, 1, 5, 9, 12, 17, 18, 19, 20) if run in ("", "gpus=16", "model=llama-3-8b&capacity=80GB&overheads=1") else (5,)
+            phases = (0, 1, 5, 9, 12, 17, 18, 19, 20) if run in STEPPED else (5,)
             found += [f"/?{query}&phase={phase}" for phase in phases]
             found += [f"/api/step?{query}&phase={phase}" for phase in phases]
     return found + list(EXTRA)
