@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from app.domain.fit import report
 from app.domain.quantities import gpus_label
 from app.domain.scenario import Scenario
 from app.web.table_view import TableRow, boundary, table_rows
@@ -22,7 +21,7 @@ def render_table(scenario: Scenario) -> str:
     header = ["stage", "bytes/weight", "per GPU", "peak per GPU", "communication"]
     if with_capacity:
         header += ["fits", "headroom", "largest model that fits"]
-    rows = [_cells(row, with_capacity) for row in table_rows(None, lambda stage: "", report(run), scenario)]
+    rows = [_cells(row, with_capacity) for row in table_rows(None, lambda stage: "", scenario.report.stages, scenario)]
     widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
     # Names left, figures right: how people read a table of numbers.
     lines = [

@@ -1,7 +1,9 @@
 """What changes on a card when the arrangement changes: the bands split or made whole again, and the bytes.
 
-Pure: from two stages, a recipe and a number of cards to a sentence a student can read aloud,
+Pure: from two stages' reports, a recipe and a number of cards to a sentence a student can read aloud,
 e.g. "ZeRO-2 splits the bf16 gradients too: each card drops 1.75 of its 5.50 bytes per weight (now 3.75)."
+The figures are the reports' bytes per weight, from the card's real terms, so the sentence says
+what the headline says, whatever the accounting.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from app.domain.bands import Band, Recipe
-from app.domain.memory import bytes_per_weight
+from app.domain.figures import StageReport
 from app.domain.quantities import per_weight
 from app.domain.sharding import owner
 from app.domain.stages import Stage
@@ -47,9 +49,10 @@ def _stored(recipe: Recipe, bands: frozenset[Band]) -> frozenset[Band]:
     return frozenset(b for b in bands if recipe.nbytes(b) > 0)
 
 
-def change(before: Stage, after: Stage, recipe: Recipe, gpus: int) -> Change:
-    """What going from `before` to `after` does to each card, for this recipe on `gpus` cards."""
-    old, new = bytes_per_weight(before, gpus, recipe), bytes_per_weight(after, gpus, recipe)
+def change(was: StageReport, now: StageReport, recipe: Recipe, gpus: int) -> Change:
+    """What going from one stage's report to another's does to each card, for this recipe on `gpus` cards."""
+    before, after = was.stage, now.stage
+    old, new = was.bytes_per_weight, now.bytes_per_weight
     split = _stored(recipe, after.sharded - before.sharded) if gpus > 1 else frozenset()
     whole = _stored(recipe, before.sharded - after.sharded) if gpus > 1 else frozenset()
     return Change(before, after, split, whole, old, new, _sentence(before, after, recipe, gpus, split, whole, old, new))

@@ -8,157 +8,33 @@ moment of the step, is behind the verdict, the headroom and every "largest ... t
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from fractions import Fraction
-from functools import cached_property
 
 from app.domain import card
-from app.domain.accounting import KEPT_GATHERED, PAPER, Setup, differences, terms
-from app.domain.activations import Activations
-from app.domain.bands import MIXED_ADAM, Band, Recipe
-from app.domain.card import Law, Moment, Place, Term, term_bytes
-from app.domain.columns import COLUMNS
-from app.domain.communication import communication_p, transfers
-from app.domain.host import HostReport, host_report
-from app.domain.memory import DEFAULT_GPUS, DEFAULT_PARAMS, per_gpu_bytes
-from app.domain.overheads import DEFAULTS, OverheadItem, Overheads, overhead_items, total
+from app.domain.accounting import KEPT_GATHERED, differences
+from app.domain.bands import Band
+from app.domain.card import Law, Moment, Place, term_bytes
+from app.domain.communication import Transfer, transfers
+from app.domain.figures import LayerExtra, StageReport, TermBytes
+from app.domain.host import host_report
+from app.domain.memory import per_gpu_bytes
+from app.domain.overheads import OverheadItem, overhead_items, total
 from app.domain.quantities import LARGEST_COUNT
+from app.domain.run import MAX_BATCH, MAX_GPUS, Run
 from app.domain.stages import Stage
 
-MAX_GPUS = 4096
-MAX_BATCH = 65536
-"""The largest micro-batch per GPU the form takes, and the most "largest micro-batch" reports."""
-
-
-@dataclass(frozen=True)
-class Run:
-    """What the user describes: the model, the cluster, the recipe and the card."""
-
-    params: int = DEFAULT_PARAMS
-    gpus: int = DEFAULT_GPUS
-    recipe: Recipe = MIXED_ADAM
-    largest_layer: int | None = None
-    capacity: int | None = None
-    column_layers: tuple[int | None, ...] = ()
-    """Each eighth's largest layer (`columns.model_columns`); empty: the largest layer for each."""
-    activations: Activations | None = None
-    """What one sequence keeps, from the model's shape; None for a bare weight count."""
-    batch: int = 0
-    """Sequences per micro-batch per GPU: 0 counts no activations."""
-    overheads: Overheads = DEFAULTS
-    """The overheads' settings: their figures are always worked out, to say what they would add."""
-    count_overheads: bool = False
-    """Whether the peak counts them (`overheads=1`); by default the theory alone, as the paper counts."""
-    frozen: int = 0
-    """Weights that do not train, the first ones a forward pass meets: they keep their weights band only."""
-    setup: Setup = PAPER
-    """Whose accounting, and what is offloaded where."""
-    nodes: int = 1
-    """The machines the cards are in, an equal number each: host memory and NVMe are per node."""
-    zero_init: bool = True
-    """DeepSpeed's `zero.Init`: each process builds only its slice of the model, not a whole fp32 copy."""
-    host_memory: int | None = None
-    """One node's CPU RAM, for the host's verdict; None: no verdict."""
-    nvme_space: int | None = None
-    """One node's NVMe space, for ZeRO-Infinity's verdict; None: no verdict."""
-
-    def __post_init__(self) -> None:
-        if self.params < 1:
-            raise ValueError("a model has at least one weight")
-        if not 1 <= self.gpus <= MAX_GPUS:
-            raise ValueError(f"gpus is between 1 and {MAX_GPUS}")
-        if self.largest_layer is not None and not 1 <= self.largest_layer <= self.params:
-            raise ValueError("the largest layer has between 1 weight and the whole model")
-        if self.capacity is not None and self.capacity < 1:
-            raise ValueError("a card has at least one byte")
-        if not 0 <= self.batch <= MAX_BATCH:
-            raise ValueError(f"a micro-batch has between 0 and {MAX_BATCH:,} sequences")
-        if self.column_layers and len(self.column_layers) != COLUMNS:
-            raise ValueError(f"a model has {COLUMNS} eighths")
-        if not 0 <= self.frozen <= self.params:
-            raise ValueError("the frozen weights are between none and all of the model's")
-        if self.nodes < 1 or self.gpus % self.nodes:
-            raise ValueError(f"{self.gpus} GPUs do not split evenly across {self.nodes} nodes")
-
-    @property
-    def gpus_per_node(self) -> int:
-        """The cards in each node."""
-        return self.gpus // self.nodes
-
-    def terms(self, stage: Stage) -> tuple[Term, ...]:
-        """Every term of a card under `stage`, counted and placed as the run's setup says."""
-        return terms(self.recipe, stage, self.setup)
-
-    def band_places(self, stage: Stage) -> dict[Band, Place]:
-        """Where each band of model state lives under `stage`: on the card, or offloaded to its host."""
-        return {t.band: t.place for t in self.terms(stage) if t.band is not None}
-
-    def on_host(self, stage: Stage) -> frozenset[Band]:
-        """The bands a card's host keeps for it under `stage`: none without offload."""
-        return frozenset(band for band, place in self.band_places(stage).items() if place is not Place.GPU)
-
-    def frozen_column(self, column: int, columns: int = COLUMNS) -> bool:
-        """Whether most of one of `columns` equal columns of the weights is frozen (its middle is)."""
-        return (2 * column + 1) * self.params < 2 * columns * self.frozen
-
-    @cached_property
-    def moments(self) -> tuple[Moment, ...]:
-        """Every moment of the step that can be a card's highest, with its layer in hand and activations."""
-        layers = self.column_layers or (self.largest_layer,) * COLUMNS
-        kept = self.activations.per_column if self.activations else (0,) * COLUMNS
-        frozen = tuple(self.frozen_column(column) for column in range(COLUMNS))
-        return card.moments(layers, tuple(self.batch * k for k in kept), frozen)
-
-    @cached_property
-    def candidates(self) -> tuple[Moment, ...]:
-        """The moments that differ: a bare count's 16 passes are two moments, forward and backward."""
-        return tuple(dict.fromkeys(self.moments))
-
-    @property
-    def assembled_layer_bytes(self) -> int | None:
-        """One whole layer's weights and gradients: what ZeRO-3 gathers and computes on one card.
-
-        A frozen largest layer has no gradients to compute: its weights alone.
-        """
-        if self.largest_layer is None:
-            return None
-        layers = self.column_layers or (self.largest_layer,)
-        frozen = self.frozen_column(layers.index(max(layers, key=lambda n: n or 0)), len(layers))
-        gradients = 0 if frozen else self.recipe.nbytes(Band.GRADIENTS)
-        return self.largest_layer * (self.recipe.nbytes(Band.WEIGHTS) + gradients)
-
-
-@dataclass(frozen=True)
-class StageReport:
-    """One stage of one run."""
-
-    stage: Stage
-    bytes_per_weight: Fraction
-    """What one card keeps per weight of the model, padding included: per_gpu_bytes / params."""
-    per_gpu_bytes: int
-    communication_p: int
-    communication_bytes: int
-    peak_bytes: int
-    """The whole GPU peak: model states, the layer in hand and activations at the highest moment."""
-    state_peak_bytes: int
-    """Model states and the layer in hand at their own highest moment, as the ZeRO paper counts."""
-    activation_bytes: int
-    """Activations at the moment of `peak_bytes`."""
-    overheads: tuple[OverheadItem, ...]
-    """The overheads at that moment, counted in `peak_bytes` only with `overheads=1`."""
-    overhead_bytes: int
-    """Those counted: all of them, or 0."""
-    fits: bool | None
-    headroom_bytes: int | None
-    max_params_that_fit: int | None
-    """None without a capacity, and when not even a model of one largest layer fits."""
-    max_batch_that_fits: int | None
-    """None without a capacity or activations, and when not even an empty micro-batch fits."""
-    host: HostReport
-    """Each node's host, and each card's PCIe traffic."""
-    differences: tuple[str, ...] = ()
-    """How the run's accounting and placement count this stage differently from the paper, a sentence each."""
-
+__all__ = [
+    "MAX_BATCH",
+    "MAX_GPUS",
+    "UNKNOWN_LAYER_RULE",
+    "LayerExtra",
+    "Run",
+    "StageReport",
+    "layer_exceeds_card",
+    "report",
+    "stage_report",
+]
 
 UNKNOWN_LAYER_RULE = (
     "The largest layer is unknown, so peaks count model states only, as the ZeRO paper's Table 2 does: "
@@ -172,28 +48,14 @@ def communication_bytes(stage: Stage, run: Run) -> int:
 
     Only trainable weights have gradients to move; every weight, frozen or not, is gathered.
     """
+    return _communication_bytes(transfers(stage, run.gpus), run)
+
+
+def _communication_bytes(moves: tuple[Transfer, ...], run: Run) -> int:
     trains = run.params - run.frozen
     return sum(
-        t.volume_p * (trains if t.band is Band.GRADIENTS else run.params) * run.recipe.nbytes(t.band)
-        for t in transfers(stage, run.gpus)
+        t.volume_p * (trains if t.band is Band.GRADIENTS else run.params) * run.recipe.nbytes(t.band) for t in moves
     )
-
-
-@dataclass(frozen=True)
-class LayerExtra:
-    """What a card holds beyond its state while it works on one layer."""
-
-    gathered: int
-    """The layer's whole weights, assembled from their owners (ZeRO-3)."""
-    computed: int
-    """The layer's whole gradients, computed here before they are reduce-scattered (ZeRO-2 and 3)."""
-    activations: int = 0
-    """The micro-batch's activations kept at that moment."""
-
-    @property
-    def total(self) -> int:
-        """All of it together."""
-        return self.gathered + self.computed + self.activations
 
 
 def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
@@ -233,14 +95,19 @@ def overheads(stage: Stage, run: Run) -> tuple[OverheadItem, ...]:
 
     The allocator keeps what it reserved at the peak, so they are drawn the same at every moment.
     """
-    recipe, moment = run.recipe, peak_moment(stage, run)
+    return _overheads_at(stage, run, peak_moment(stage, run), theory_peak_bytes(stage, run))
+
+
+def _overheads_at(stage: Stage, run: Run, moment: Moment, theory: int) -> tuple[OverheadItem, ...]:
+    """The overheads at `moment`, whose theory's peak is `theory`: worked out once for a stage's report."""
+    recipe = run.recipe
     return overhead_items(
         stage,
         run.params - run.frozen,  # DDP buckets the gradients of the weights that train, and only those
         run.gpus,
         recipe.nbytes(Band.WEIGHTS),
         recipe.nbytes(Band.GRADIENTS),
-        theory_peak_bytes(stage, run),
+        theory,
         moment.layer,
         run.overheads,
     )
@@ -323,30 +190,45 @@ def max_batch_that_fits(stage: Stage, run: Run) -> int | None:
 
 
 def stage_report(stage: Stage, run: Run) -> StageReport:
-    """Memory, traffic and fit of one stage."""
-    peak = peak_bytes(stage, run)
-    items = overheads(stage, run)
+    """Memory, traffic and fit of one stage: each figure worked out once, from the moment of the peak."""
+    stage_terms = run.terms(stage)
+    moment = peak_moment(stage, run)
+    theory = theory_peak_bytes(stage, run)
+    items = _overheads_at(stage, run, moment, theory)
+    counted = total(items) if run.count_overheads else 0
+    peak = theory + counted
     capacity = run.capacity
     state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup)
+    extra = layer_extra(stage, run, moment)
+    moves = transfers(stage, run.gpus)
     return StageReport(
         stage=stage,
         # Not bytes_per_weight(stage, gpus, recipe), the 1/N of a model that divides evenly: a slice
         # is padded to whole weights, and 7 weights on 16 cards keep 1 weight's bytes each, not 7/16.
         bytes_per_weight=Fraction(state, run.params),
         per_gpu_bytes=state,
-        communication_p=communication_p(stage, run.gpus),
-        communication_bytes=communication_bytes(stage, run),
+        communication_p=sum(t.volume_p for t in moves),
+        communication_bytes=_communication_bytes(moves, run),
         peak_bytes=peak,
-        state_peak_bytes=state_peak_bytes(stage, run),
-        activation_bytes=peak_extra(stage, run).activations,
+        # Without activations the state's peak is the theory's: not worked out twice.
+        state_peak_bytes=theory if run.batch == 0 or run.activations is None else state_peak_bytes(stage, run),
+        activation_bytes=extra.activations,
         overheads=items,
-        overhead_bytes=total(items) if run.count_overheads else 0,
+        overhead_bytes=counted,
         fits=None if capacity is None else peak <= capacity,
         headroom_bytes=None if capacity is None else capacity - peak,
         max_params_that_fit=max_params_that_fit(stage, run),
         max_batch_that_fits=max_batch_that_fits(stage, run),
         host=host_report(stage, run),
         differences=differences(stage, run.recipe, run.setup, padded=run.params % run.gpus != 0),
+        peak_moment=moment,
+        extra=extra,
+        terms=tuple(
+            TermBytes(t.name, t.band, t.place, term_bytes(t, stage, run.params, run.gpus, frozen=run.frozen))
+            for t in stage_terms
+            if t.law is Law.PER_WEIGHT and t.during == card.ALL_PASSES
+        ),
+        transfers=moves,
     )
 
 

@@ -9,50 +9,15 @@ with the weights offloaded, each card fetches its slice for every gather instead
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
 from app.domain import deepspeed
 from app.domain.accounting import Accounting
 from app.domain.bands import Band
 from app.domain.card import Place, shard_weights
+from app.domain.figures import HostReport
 from app.domain.memory import per_gpu_bytes
 from app.domain.placement import Home
+from app.domain.run import Run
 from app.domain.stages import Stage
-
-if TYPE_CHECKING:  # fit's report includes the host's
-    from app.domain.fit import Run
-
-
-@dataclass(frozen=True)
-class HostReport:
-    """One node's host under one stage, and one card's PCIe traffic."""
-
-    cpu_bytes: int
-    """CPU RAM the node's processes keep for training state, pinned memory included."""
-    pinned_bytes: int
-    """Of which page-locked: the offloaded state with `pin_memory`, and ZeRO-Infinity's swap buffers."""
-    nvme_bytes: int
-    """State on the node's NVMe drives."""
-    pcie_bytes_per_step: int
-    """Bytes one card's PCIe link carries in a step, both ways: apart from the traffic between cards."""
-    gradients_down: int
-    weights_up: int
-    weights_fetched: bool
-    """Whether the weights' slices live on the host, so that every gather fetches them over PCIe."""
-    cpu_fits: bool | None
-    """The CPU RAM against `host_memory`; None without it."""
-    nvme_fits: bool | None
-    """The NVMe bytes against `nvme_space`; None without it or with nothing on NVMe."""
-    cpu_building: bool | None = None
-    """With DeepSpeed's rule, whether its CPU figure is the processes building the model (else the
-    offloaded state); None where the figure is not DeepSpeed's rule."""
-
-    @property
-    def fits(self) -> bool | None:
-        """The host's verdict: None when nothing is known."""
-        verdicts = [v for v in (self.cpu_fits, self.nvme_fits) if v is not None]
-        return all(verdicts) if verdicts else None
 
 
 def _placed(stage: Stage, run: Run, place: Place) -> int:

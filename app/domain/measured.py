@@ -30,6 +30,7 @@ from app.domain.measured_activations import (
     parse_activations,
 )
 from app.domain.measured_offload import OffloadComparison, OffloadSnapshot, compare_offload, parse_offload
+from app.domain.measured_phases import phase_of
 from app.domain.memory import band_bytes, per_gpu_bytes
 from app.domain.sharding import CellState, layout
 from app.domain.stages import Stage
@@ -430,19 +431,6 @@ def _differences(snapshot: Snapshot, measured: Measured, rank: RankHeld) -> tupl
             )
         )
     return tuple(found)
-
-
-_PHASE_OF = {"start": 0, "after-backward": 18, "after-update": 19}
-"""Where the measured moments sit on the model's 21 phases; forward and backward by layer."""
-
-
-def phase_of(part: str, layer: int | None, layers: int) -> int:
-    """The model's phase for a measured moment: forward of layer i is phase 1 + i, its backward 2 × layers − i."""
-    if part == "forward" and layer is not None:
-        return 1 + layer
-    if part == "backward" and layer is not None:
-        return 2 * layers - layer
-    return _PHASE_OF[part]
 
 
 def _label(point: LiveBytes) -> str:

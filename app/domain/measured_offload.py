@@ -23,6 +23,7 @@ from typing import Any
 from app.domain.accounting import KEPT_GATHERED, Accounting, Setup, fsdp2_dtypes, terms
 from app.domain.bands import RECIPES, Band, Recipe, RecipeName
 from app.domain.card import AT_REST, Moment, Pass, Place, Term, term_bytes
+from app.domain.measured_phases import phase_of
 from app.domain.memory import band_bytes, per_gpu_bytes
 from app.domain.placement import Offload, Placement
 from app.domain.stages import Stage
@@ -109,8 +110,6 @@ class OffloadSnapshot:
 
 
 def _moment(data: Mapping[str, Any], layers: int) -> ComputeBytes:
-    from app.domain.measured import phase_of  # the six arrangements' phases; imported late, measured imports this
-
     part, layer = str(data["part"]), None if data["layer"] is None else int(data["layer"])
     by = data["by"]
     moment = ComputeBytes(

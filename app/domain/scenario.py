@@ -6,17 +6,19 @@ The seed's view is the default: the 30B example on 8 GPUs with mixed-precision A
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from app.domain.accounting import Accounting, Setup
 from app.domain.activations import Recompute, for_one_sequence
 from app.domain.architecture import PRESETS, Architecture, ModelName, ModelPreset
 from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
 from app.domain.columns import COLUMNS, Column, model_columns
-from app.domain.fit import Run
 from app.domain.memory import DEFAULT_GPUS
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.placement import Device, Offload, Placement, cluster_of
 from app.domain.quantities import ByteUnit
+from app.domain.report import RunReport, run_report
+from app.domain.run import Run
 from app.domain.trainable import LoraTargets, adapter_params, parse_trainable
 
 DEFAULT_MODEL = ModelName.SEED_30B
@@ -48,11 +50,16 @@ class Scenario:
         """The precision and optimizer recipe."""
         return self.run.recipe
 
-    @property
+    @cached_property
     def columns(self) -> tuple[Column, ...]:
         """The model in eighths, as the step walks across it."""
         base = self.run.params - self.adapters
         return model_columns(base, self.architecture, self.run.largest_layer, self.equal_layers)
+
+    @cached_property
+    def report(self) -> RunReport:
+        """Every figure of the run, worked out once, the first time a route or its builder asks."""
+        return run_report(self.run, self.columns)
 
 
 @dataclass(frozen=True)

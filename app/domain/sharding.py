@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import StrEnum
+from fractions import Fraction
+from math import ceil, floor
 
 from app.domain.bands import MIXED_ADAM, Band, Recipe
+from app.domain.columns import COLUMNS
 from app.domain.memory import DEFAULT_GPUS
 from app.domain.stages import Stage
 
@@ -129,3 +132,44 @@ def layout(stage: Stage, gpus: int = DEFAULT_GPUS, recipe: Recipe = MIXED_ADAM) 
         for band in Band
     )
     return Layout(stage=stage, gpus=gpus, recipe=recipe, shown=shown, cells=cells)
+
+
+# The step's columns (eighths of the model) against the cards' slices: geometry, as the grid's is.
+
+
+@dataclass(frozen=True)
+class Share:
+    """The part of a column that one card's slice covers, as fractions of the column."""
+
+    start: Fraction
+    end: Fraction
+
+    @property
+    def size(self) -> Fraction:
+        """How much of the column."""
+        return self.end - self.start
+
+    @property
+    def text(self) -> str:
+        """The size as people write it: '1', '1/2', '1/128'."""
+        size = self.size
+        return str(size.numerator) if size.denominator == 1 else f"{size.numerator}/{size.denominator}"
+
+
+def share(card: int, column: int, gpus: int) -> Share | None:
+    """Which part of `column` falls in `card`'s slice of the weights; None if none does."""
+    start = max(Fraction(card, gpus), Fraction(column, COLUMNS))
+    end = min(Fraction(card + 1, gpus), Fraction(column + 1, COLUMNS))
+    if end <= start:
+        return None
+    return Share((start - Fraction(column, COLUMNS)) * COLUMNS, (end - Fraction(column, COLUMNS)) * COLUMNS)
+
+
+def holders(column: int, gpus: int) -> range:
+    """The cards whose slices cover part of a column."""
+    return range(floor(Fraction(column * gpus, COLUMNS)), ceil(Fraction((column + 1) * gpus, COLUMNS)))
+
+
+def owned_columns(card: int, gpus: int) -> tuple[int, ...]:
+    """The columns a card's slice covers, wholly or in part."""
+    return tuple(column for column in range(COLUMNS) if share(card, column, gpus) is not None)

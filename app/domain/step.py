@@ -22,16 +22,17 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
-from math import ceil, floor
 
 from app.domain.bands import Band
 from app.domain.card import AT_REST, Moment
 from app.domain.columns import COLUMNS, Column
 from app.domain.communication import Collective
-from app.domain.fit import LayerExtra, Run, counted_overhead_bytes, layer_extra
-from app.domain.host import HostReport, host_report
+from app.domain.figures import HostReport, LayerExtra, StageReport
+from app.domain.fit import counted_overhead_bytes, layer_extra
+from app.domain.host import host_report
 from app.domain.memory import per_gpu_bytes
-from app.domain.sharding import CellState
+from app.domain.run import Run
+from app.domain.sharding import CellState, share
 from app.domain.stages import OPTIMIZER_STATE, Stage
 
 PHASES = 1 + 2 * COLUMNS + 4
@@ -69,44 +70,6 @@ class Holding(StrEnum):
     def state(self) -> CellState:
         """The grid's solid, partial or dashed: gathered and sent cells are on the card, for now."""
         return {Holding.DASHED: CellState.DASHED, Holding.PARTIAL: CellState.PARTIAL}.get(self, CellState.SOLID)
-
-
-@dataclass(frozen=True)
-class Share:
-    """The part of a column that one card's slice covers, as fractions of the column."""
-
-    start: Fraction
-    end: Fraction
-
-    @property
-    def size(self) -> Fraction:
-        """How much of the column."""
-        return self.end - self.start
-
-    @property
-    def text(self) -> str:
-        """The size as people write it: '1', '1/2', '1/128'."""
-        size = self.size
-        return str(size.numerator) if size.denominator == 1 else f"{size.numerator}/{size.denominator}"
-
-
-def share(card: int, column: int, gpus: int) -> Share | None:
-    """Which part of `column` falls in `card`'s slice of the weights; None if none does."""
-    start = max(Fraction(card, gpus), Fraction(column, COLUMNS))
-    end = min(Fraction(card + 1, gpus), Fraction(column + 1, COLUMNS))
-    if end <= start:
-        return None
-    return Share((start - Fraction(column, COLUMNS)) * COLUMNS, (end - Fraction(column, COLUMNS)) * COLUMNS)
-
-
-def holders(column: int, gpus: int) -> range:
-    """The cards whose slices cover part of a column."""
-    return range(floor(Fraction(column * gpus, COLUMNS)), ceil(Fraction((column + 1) * gpus, COLUMNS)))
-
-
-def owned_columns(card: int, gpus: int) -> tuple[int, ...]:
-    """The columns a card's slice covers, wholly or in part."""
-    return tuple(column for column in range(COLUMNS) if share(card, column, gpus) is not None)
 
 
 @dataclass(frozen=True)
@@ -166,6 +129,8 @@ class Phase:
     """A card's PCIe bytes so far this step, this phase included: `host.HostReport.pcie_bytes_per_step` at the end."""
     on_host: frozenset[Band] = frozenset()
     """The bands that live on the host, not the card: the update of those is the CPU's."""
+    peak_bytes_so_far: int = 0
+    """The highest live bytes from the start of the step to this phase, this one included."""
 
     @property
     def live_bytes(self) -> int:
@@ -318,18 +283,25 @@ def _host_moves(host: HostReport, fetched: bool, part: Part, index: int) -> tupl
     return ()
 
 
-def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ...]:
-    """Every phase of one training step of `run` under a stage, with its running traffic tally."""
+def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport | None = None) -> tuple[Phase, ...]:
+    """Every phase of one training step of `run` under a stage, with its running traffic tally.
+
+    `row`, the stage's report when the caller has it, gives the state at rest, the overheads and the
+    host, so that they are not worked out again.
+    """
     if len(columns) != COLUMNS:
         raise ValueError(f"a step walks across {COLUMNS} columns")
     sharded = stage.sharded if run.gpus > 1 else frozenset()
-    state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup)
-    overhead = counted_overhead_bytes(stage, run)
+    if row is None:
+        state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup)
+        overhead, host = counted_overhead_bytes(stage, run), host_report(stage, run)
+    else:
+        state, overhead, host = row.per_gpu_bytes, row.overhead_bytes, row.host
     phases: list[Phase] = []
     tally = Fraction(0)
     pcie = 0
     on_host = run.on_host(stage)
-    host = host_report(stage, run)
+    highest = 0
     for index in range(PHASES):
         part, column = _part(index)
         # Data parallelism on one card still has nobody to all-reduce with.
@@ -339,6 +311,7 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ..
         frozen = column is not None and run.frozen_column(column)
         moves = _host_moves(host, Band.WEIGHTS in on_host, part, index) if on_host else ()
         pcie += sum(move.nbytes for move in moves)
+        highest = max(highest, state + extra.total + overhead)
         phases.append(
             Phase(
                 stage,
@@ -355,6 +328,7 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ..
                 moves,
                 pcie,
                 on_host,
+                highest,
             )
         )
     return tuple(phases)
@@ -362,4 +336,4 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...]) -> tuple[Phase, ..
 
 def peak_so_far(phases: tuple[Phase, ...], index: int) -> int:
     """The highest live bytes from the start of the step to phase `index`."""
-    return max(phase.live_bytes for phase in phases[: index + 1])
+    return phases[index].peak_bytes_so_far

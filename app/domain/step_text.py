@@ -11,8 +11,9 @@ from __future__ import annotations
 from app.domain.bands import Band, Recipe
 from app.domain.columns import COLUMNS, Column
 from app.domain.communication import Collective
+from app.domain.sharding import holders
 from app.domain.stages import OPTIMIZER_STATE, Stage
-from app.domain.step import FIRST_SYNC, Part, Phase, holders
+from app.domain.step import FIRST_SYNC, Part, Phase
 
 
 def cards_text(cards: range) -> str:

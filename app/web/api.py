@@ -8,8 +8,8 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from app.domain.configs import deepspeed_config, fsdp2_snippet
-from app.domain.fit import Run, report
 from app.domain.measured import comparison
+from app.domain.report import Run, run_report
 from app.domain.scenario import resolve
 from app.domain.sharding import layout
 from app.web.config_view import MAX_CONFIG_BYTES, ConfigFormat, ConfigQuery, Refused, pasted_url, read_body
@@ -25,8 +25,7 @@ router = APIRouter(prefix="/api", tags=[API_TAG])
 @router.get("/stages", name="api_stages")
 def stages() -> list[StageRow]:
     """Bytes per weight, bytes per GPU for a 30B-weight model, and traffic, for 8 GPUs."""
-    run = Run()
-    return [StageRow.of(row, run.gpus) for row in report(run)]
+    return [StageRow.of(row) for row in run_report(Run())]
 
 
 @router.get("/layout", name="api_layout")

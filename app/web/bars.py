@@ -14,11 +14,9 @@ from fractions import Fraction
 
 from app.domain.activations import Recompute
 from app.domain.bands import BandSpec, Recipe
-from app.domain.card import ALL_PASSES, Law, Place, term_bytes
 from app.domain.columns import COLUMNS
-from app.domain.fit import LayerExtra, Run, counted_overhead_bytes, peak_bytes, peak_extra
-from app.domain.memory import per_gpu_bytes
 from app.domain.quantities import percent
+from app.domain.report import LayerExtra, Run, StageReport
 from app.domain.scenario import NO_SHAPE, Scenario
 from app.domain.stages import Stage
 
@@ -77,11 +75,9 @@ class BarScale:
 
 def stage_scale(scenario: Scenario, stage: Stage) -> BarScale:
     """The bar of one stage: to its peak, broken where one layer would be under a quarter of it."""
-    run = scenario.run
+    row = scenario.report[stage]
     # The overheads, when counted, are there at rest too: the tick is after them.
-    rest = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup)
-    rest += counted_overhead_bytes(stage, run)
-    top = peak_bytes(stage, run)
+    rest, top = row.rest_bytes, row.peak_bytes
     layer = top - rest
     return BarScale(rest, top, broken=0 < layer * 4 < top)
 
@@ -99,7 +95,7 @@ def bar_view(
     The same drawing at rest (the extra is the largest layer's, so the bar reaches the peak) and
     during a step (the extra is the layer in hand, and a lighter stretch runs on to the peak so far).
     """
-    run, units = scenario.run, scenario.units
+    run, units, row = scenario.run, scenario.units, scenario.report[stage]
     scale = scale or stage_scale(scenario, stage)
     segments: list[Segment] = []
     total = 0
@@ -112,9 +108,9 @@ def bar_view(
         end = scale.x(total)
         segments.append(Segment(css, float(start), float(end - start), f"{text}: {units.show(nbytes)}"))
 
-    for css, nbytes, text in state_on_card(stage, run):
+    for css, nbytes, text in state_on_card(row, run):
         add(css, nbytes, text)
-    overhead = counted_overhead_bytes(stage, run)
+    overhead = row.overhead_bytes
     if overhead:  # kept all through the step, as the state is
         add("overheads", overhead, "overheads: CUDA context, NCCL buffers, buckets and fragmentation")
     if extra.gathered:
@@ -123,7 +119,7 @@ def bar_view(
         add("sent", extra.computed, "one layer's gradients, computed here before they are reduce-scattered")
     if extra.activations:
         add("activations", extra.activations, "activations kept for the backward pass")
-    now = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup) + extra.total + overhead
+    now = row.per_gpu_bytes + extra.total + overhead
     if peak > now:
         add("peak", peak - now, "peak so far, above now")
     capacity = run.capacity
@@ -143,21 +139,17 @@ def bar_view(
 FP32_GRADIENTS_LABEL = "fp32 gradients, DeepSpeed's copy for the update"
 
 
-def state_on_card(stage: Stage, run: Run) -> tuple[tuple[str, int, str], ...]:
+def state_on_card(row: StageReport, run: Run) -> tuple[tuple[str, int, str], ...]:
     """The state a card keeps on its GPU all through the step, band by band: css, bytes and label.
 
     Offloaded bands are the host's, not the card's; DeepSpeed's fp32 gradients are a stretch of their own.
     """
-    kept = []
-    for term in run.terms(stage):
-        if term.place is not Place.GPU or term.law is not Law.PER_WEIGHT or term.during != ALL_PASSES:
-            continue
-        nbytes = term_bytes(term, stage, run.params, run.gpus, frozen=run.frozen)
-        if nbytes and term.band is not None:
-            kept.append((f"band-{term.band}", nbytes, run.recipe.spec(term.band).label))
-        elif nbytes:
-            kept.append(("fp32-gradients", nbytes, FP32_GRADIENTS_LABEL))
-    return tuple(kept)
+    return tuple(
+        (f"band-{t.band}", t.nbytes, run.recipe.spec(t.band).label)
+        if t.band is not None
+        else ("fp32-gradients", t.nbytes, FP32_GRADIENTS_LABEL)
+        for t in row.on_gpu
+    )
 
 
 def bar_note(scenario: Scenario, stage: Stage) -> str:
@@ -185,7 +177,7 @@ def bar_note(scenario: Scenario, stage: Stage) -> str:
 
 def overheads_said(scenario: Scenario, stage: Stage) -> str:
     """What the hatched part of the bars is, when the overheads are counted."""
-    overhead = counted_overhead_bytes(stage, scenario.run)
+    overhead = scenario.report[stage].overhead_bytes
     if not overhead:
         return ""
     return (
@@ -225,7 +217,7 @@ def activations_said(scenario: Scenario, stage: Stage) -> str:
     sequences = f"{run.batch:,} {'sequence' if run.batch == 1 else 'sequences'} of {scenario.seq:,} tokens"
     if not run.batch:
         return "With no sequence in the micro-batch, no activations are counted."
-    kept = scenario.units.show(peak_extra(stage, run).activations)
+    kept = scenario.units.show(scenario.report[stage].activation_bytes)
     how = _RECOMPUTED[run.activations.recompute]
     return f"Violet: the activations of {sequences} per GPU, {how}, {kept} at the peak."
 
@@ -237,13 +229,13 @@ _RECOMPUTED = {
 }
 
 
-def bar_keys(stage: Stage, run: Run) -> tuple[str, ...]:
+def bar_keys(row: StageReport) -> tuple[str, ...]:
     """What of one layer a stage's bars draw: its largest layer's, at the peak, has the most."""
-    extra = peak_extra(stage, run)
+    extra = row.extra
     return (
-        *(("fp32-gradients",) if any(css == "fp32-gradients" for css, _, _ in state_on_card(stage, run)) else ()),
+        *(("fp32-gradients",) if any(t.band is None for t in row.on_gpu) else ()),
         *(("gathered",) if extra.gathered else ()),
         *(("sent",) if extra.computed else ()),
         *(("activations",) if extra.activations else ()),
-        *(("overheads",) if counted_overhead_bytes(stage, run) else ()),
+        *(("overheads",) if row.overhead_bytes else ()),
     )

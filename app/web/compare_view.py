@@ -7,8 +7,6 @@ from urllib.parse import urlencode
 
 from app import APP_NAME
 from app.domain.bands import BandSpec
-from app.domain.change import change
-from app.domain.fit import report
 from app.domain.quantities import gpus_label, per_weight
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
@@ -70,7 +68,7 @@ def compare_view(
     """
     if theme is not Theme.DEFAULT:
         run = (*run, ("theme", theme.value))
-    rows = {r.stage: r for r in report(scenario.run)}
+    rows = {r.stage: r for r in scenario.report}
     run_, units = scenario.run, scenario.units
     peaks = max(rows[left].peak_bytes, rows[right].peak_bytes)
     # One linear scale for both sides, so the two bars compare.
@@ -90,7 +88,7 @@ def compare_view(
             )
             for s in Stage
         )
-        moved = change(other, stage, run_.recipe, run_.gpus)
+        moved = scenario.report.change(other, stage)
         return CompareSide(
             side=name,
             stage=stage,

@@ -6,14 +6,11 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 
 from app.domain.bands import Band, Recipe
-from app.domain.card import Place
-from app.domain.change import Change
-from app.domain.fit import Run, StageReport, peak_extra
 from app.domain.quantities import ByteUnit, per_weight
+from app.domain.report import Change, Holding, Place, StageReport
 from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, layout
 from app.domain.stages import Stage
-from app.domain.step import Holding
 from app.web.bars import BarScale, BarView, bar_view
 
 
@@ -189,9 +186,9 @@ def card_columns(
     return _columns(_layout(stage, gpus, recipe), card, tab_stop, moved, frozen)
 
 
-def host_title(stage: Stage, run: Run) -> str:
+def host_title(row: StageReport) -> str:
     """What a card's host strip is: the server's CPU memory (pinned or not) or its NVMe drive."""
-    places = set(run.band_places(stage).values())
+    places = set(row.band_places.values())
     if Place.NVME in places:
         return "Host: the server's NVMe drive"
     return "Host: the server's CPU memory" + (", pinned" if Place.CPU_PINNED in places else "")
@@ -259,9 +256,7 @@ def _verdict(row: StageReport, units: ByteUnit) -> str:
 
 
 def _rest_bar(scenario: Scenario, row: StageReport, scale: BarScale | None) -> BarView:
-    run = scenario.run
-    extra = peak_extra(row.stage, run)
-    bar = bar_view(scenario, row.stage, extra, row.peak_bytes, "Peak memory on one card", scale)
+    bar = bar_view(scenario, row.stage, row.extra, row.peak_bytes, "Peak memory on one card", scale)
     return replace(bar, verdict=_verdict(row, scenario.units), fits=row.fits)
 
 
@@ -275,7 +270,7 @@ def rest_cards(
     bytes_per_weight = f"{per_weight(row.bytes_per_weight)} B/weight"
     model_bytes = scenario.units.show(row.per_gpu_bytes)
     frozen = frozenset(w for w in grid.shown if scenario.run.frozen_column(w, grid.gpus))
-    away, title = scenario.run.on_host(stage), host_title(stage, scenario.run)
+    away, title = row.on_host, host_title(row)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(grid.shown):
         if hidden := _hidden_before(grid.shown, position):

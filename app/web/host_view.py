@@ -5,10 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from app.domain.accounting import Accounting
-from app.domain.fit import StageReport
-from app.domain.host import HostReport
 from app.domain.quantities import ByteUnit, gpus_label, per_weight
+from app.domain.report import Accounting, HostReport, StageReport
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
 

@@ -16,19 +16,16 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from app.domain.accounting import Accounting
 from app.domain.activations import Recompute
 from app.domain.architecture import ModelName
 from app.domain.bands import Band, Recipe
-from app.domain.communication import Collective, Transfer, transfers
-from app.domain.fit import Run, StageReport, layer_exceeds_card, report
 from app.domain.measured import Comparison
 from app.domain.placement import Device, Offload
 from app.domain.quantities import ByteUnit
+from app.domain.report import LAST_PHASE, Accounting, Collective, Holding, Part, Run, StageReport, Transfer
 from app.domain.scenario import Scenario
-from app.domain.sharding import Cell, CellState, Layout, shown_indices
+from app.domain.sharding import Cell, CellState, Layout, Share, holders, share, shown_indices
 from app.domain.stages import Stage
-from app.domain.step import LAST_PHASE, Holding, Part, Share, holders, peak_so_far, share, step
 from app.domain.step_text import explanation
 
 
@@ -57,15 +54,15 @@ class StageRow(BaseModel):
     communication: list[TransferOut]
 
     @classmethod
-    def of(cls, row: StageReport, gpus: int) -> StageRow:
-        """From the domain's report of one stage of a run on `gpus` cards."""
+    def of(cls, row: StageReport) -> StageRow:
+        """From the domain's report of one stage of a run."""
         return cls(
             stage=row.stage,
             title=row.stage.info.title,
             bytes_per_weight=float(row.bytes_per_weight),
             per_gpu_bytes=row.per_gpu_bytes,
             communication_p=row.communication_p,
-            communication=[TransferOut.of(t) for t in transfers(row.stage, gpus)],
+            communication=[TransferOut.of(t) for t in row.transfers],
         )
 
 
@@ -299,7 +296,7 @@ class MemoryOut(BaseModel):
                 largest_layer=run.largest_layer,
                 largest_layer_source=scenario.largest_layer_source,
                 assembled_layer_bytes=run.assembled_layer_bytes,
-                layer_exceeds_card=layer_exceeds_card(run),
+                layer_exceeds_card=scenario.report.layer_exceeds_card,
                 capacity=run.capacity,
                 units=scenario.units,
                 batch=run.batch,
@@ -320,7 +317,7 @@ class MemoryOut(BaseModel):
                 host_memory=run.host_memory,
                 nvme_space=run.nvme_space,
             ),
-            stages=[MemoryRow.of(row, run) for row in report(run)],
+            stages=[MemoryRow.of(row, run) for row in scenario.report],
             notes=list(scenario.notes),
         )
 
@@ -385,8 +382,7 @@ class StepOut(BaseModel):
     def of(cls, stage: Stage, index: int, scenario: Scenario) -> StepOut:
         """From the domain's step of the run."""
         run, columns = scenario.run, scenario.columns
-        phases = step(stage, run, columns)
-        phase = phases[index]
+        phase = scenario.report.step(stage)[index]
         cards = shown_indices(run.gpus)
         return cls(
             stage=stage,
@@ -419,14 +415,14 @@ class StepOut(BaseModel):
             computed_bytes=phase.extra.computed,
             activation_bytes=phase.extra.activations,
             live_bytes=phase.live_bytes,
-            peak_bytes_so_far=peak_so_far(phases, index),
+            peak_bytes_so_far=phase.peak_bytes_so_far,
             cells=[
                 StepCellOut(
                     card=card,
                     column=column.index,
                     band=band,
-                    state=phase.holding(card, column.index, band).state,
-                    holding=phase.holding(card, column.index, band),
+                    state=holding.state,
+                    holding=holding,
                     share=_share_text(share(card, column.index, run.gpus)),
                     active=phase.active(card, column.index, band),
                 )
@@ -435,6 +431,7 @@ class StepOut(BaseModel):
                 for band in Band
                 # A frozen column keeps its weights only, as the page draws it.
                 if band is Band.WEIGHTS or not run.frozen_column(column.index)
+                for holding in (phase.holding(card, column.index, band),)
             ],
         )
 

@@ -5,11 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from app.domain.change import Change
-from app.domain.change import change as _change
-from app.domain.fit import StageReport, report
 from app.domain.quantities import count_label as params_label
 from app.domain.quantities import gpus_label, per_weight, percent
+from app.domain.report import Change, StageReport
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage, StageInfo
 from app.domain.stages import explanation as _explanation
@@ -108,10 +106,7 @@ def stage_links(current: Stage | None, link: LinkFor) -> tuple[StageLink, ...]:
     )
 
 
-# So are what a switch changes and a stage's explanation: built once, for every model size.
-change = lru_cache(maxsize=256)(_change)
-
-
+# A stage's explanation depends on the stage, the recipe and the cluster: built once, for every model size.
 explanation = lru_cache(maxsize=256)(_explanation)
 
 
@@ -119,13 +114,11 @@ def stage_view(
     stage: Stage, scenario: Scenario, link: Links, phase: int | None = None, previous: Stage | None = None
 ) -> StageView:
     """The grid, bars, totals, table and verdicts for one stage of a run (or one phase of its step)."""
-    run, units = scenario.run, scenario.units
-    rows = report(run)
-    by_stage = {r.stage: r for r in rows}
-    chosen = by_stage[stage]
+    run, units, rows = scenario.run, scenario.units, scenario.report
+    chosen = rows[stage]
     cards: tuple[CardView | CardGap, ...]
     stepping = None
-    moved = None if previous is None or previous is stage else change(previous, stage, run.recipe, run.gpus)
+    moved = None if previous is None or previous is stage else rows.change(previous, stage)
     if phase is None:
         cards = rest_cards(scenario, stage, chosen, moved=moved)
     else:
@@ -141,11 +134,11 @@ def stage_view(
         + (f", micro-batch {run.batch:,} × {scenario.seq:,} tokens" if run.activations else ""),
         bytes_per_weight=per_weight(chosen.bytes_per_weight),
         per_gpu=units.show(chosen.per_gpu_bytes),
-        share_of_dp=percent(chosen.bytes_per_weight / by_stage[Stage.DP].bytes_per_weight),
+        share_of_dp=percent(chosen.bytes_per_weight / rows[Stage.DP].bytes_per_weight),
         axis_digits=len(str(run.gpus - 1)),
         cards=cards,
         sampled=any(isinstance(card, CardGap) for card in cards),
-        rows=table_rows(stage, link, rows, scenario),
+        rows=table_rows(stage, link, rows.stages, scenario),
         capacity=None if run.capacity is None else units.show(run.capacity),
         activations=run.activations is not None,
         overheads_counted=run.count_overheads,
@@ -158,7 +151,7 @@ def stage_view(
         step=stepping,
         change="" if moved is None else moved.sentence,
         bar_note=bar_note(scenario, stage),
-        bar_keys=bar_keys(stage, run),
+        bar_keys=bar_keys(chosen),
         narration=narration(stage, scenario, chosen, moved, stepping),
         host=host_view(scenario, chosen),
     )
@@ -169,7 +162,7 @@ def narration(
 ) -> Narration:
     """One sentence for each thing a swap can change, for the live region."""
     run = scenario.run
-    said = moved.sentence if moved else change(Stage.DP, stage, run.recipe, run.gpus).sentence
+    said = moved.sentence if moved else scenario.report.change(Stage.DP, stage).sentence
     if stage is Stage.DP and moved is None:
         said = f"{stage.info.title}: every card keeps all {per_weight(row.bytes_per_weight)} bytes per weight."
     if run.setup.placement.moved(stage):  # the change's figures are the paper's, all on the card

@@ -8,22 +8,10 @@ from fractions import Fraction
 
 from app.domain.bands import Band, BandSpec
 from app.domain.columns import COLUMNS, Column
-from app.domain.communication import Collective
+from app.domain.report import LAST_PHASE, Collective, Holding, InFlight, Phase
 from app.domain.scenario import Scenario
-from app.domain.sharding import shown_indices
+from app.domain.sharding import Share, holders, owned_columns, share, shown_indices
 from app.domain.stages import Stage
-from app.domain.step import (
-    LAST_PHASE,
-    Holding,
-    InFlight,
-    Phase,
-    Share,
-    holders,
-    owned_columns,
-    peak_so_far,
-    share,
-    step,
-)
 from app.domain.step_text import cards_text, detail, explanation
 from app.web.bars import bar_view, legend
 from app.web.grid_view import CardGap, CardView, CellView, ColumnView, host_title, split_host
@@ -160,12 +148,10 @@ def _transfer_view(transfer: InFlight, nodes: tuple[TransferNode, ...], gpus: in
     )
 
 
-def _step_label(phase: Phase, card: int, column: Column, spec: BandSpec) -> str:
+def _step_label(phase: Phase, card: int, column: Column, spec: BandSpec, holding: Holding, part: Share | None) -> str:
     where = f"GPU {card:,}, column {column.index} ({column.label}), {spec.label} ({spec.precision}, {spec.nbytes} B)"
     owning = holders(column.index, phase.gpus)
     owners = cards_text(owning)
-    part = share(card, column.index, phase.gpus)
-    holding = phase.holding(card, column.index, spec.band)
     if holding is Holding.GATHERED:
         return f"{where}: assembled here from {owners}, one layer at a time, for this phase only, then discarded."
     if holding is Holding.SENT:
@@ -195,7 +181,7 @@ def _step_cell(phase: Phase, card: int, column: Column, spec: BandSpec, focusabl
         state=holding.state,
         holder=holders(column.index, phase.gpus)[0],
         nbytes=spec.nbytes,
-        label=_step_label(phase, card, column, spec),
+        label=_step_label(phase, card, column, spec, holding, part),
         focusable=focusable,
         holding=holding,
         active=phase.active(card, column.index, spec.band),
@@ -226,11 +212,12 @@ def _step_columns(phase: Phase, scenario: Scenario, card: int, mine: set[int], f
 
 def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> tuple[CardView | CardGap, ...]:
     run, units, recipe = scenario.run, scenario.units, scenario.recipe
-    peak = peak_so_far(phases, phase.index)
+    peak = phase.peak_bytes_so_far
     now = phase.live_bytes
     bar = bar_view(scenario, phase.stage, phase.extra, peak, "Peak so far on one card")
     shown = shown_indices(run.gpus)
-    away, title = run.on_host(phase.stage), host_title(phase.stage, run)
+    row = scenario.report[phase.stage]
+    away, title = row.on_host, host_title(row)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(shown):
         if position and (hidden := card - shown[position - 1] - 1):
@@ -285,7 +272,7 @@ def step_view(
     """One phase of the step: the panel, and the cards as they are at that moment."""
     run = scenario.run
     columns = scenario.columns
-    phases = step(stage, run, columns)
+    phases = scenario.report.step(stage)
     phase = phases[index]
     nodes = _nodes(shown_indices(run.gpus), run.gpus)
     hidden = (("stage", stage.value), *link.kept)

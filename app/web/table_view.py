@@ -4,12 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.domain.accounting import Accounting
-from app.domain.communication import transfers
-from app.domain.fit import MAX_BATCH, UNKNOWN_LAYER_RULE, StageReport, layer_exceeds_card
-from app.domain.overheads import total
 from app.domain.quantities import LARGEST_COUNT, ByteUnit, per_weight
 from app.domain.quantities import count_label as params_label
+from app.domain.report import MAX_BATCH, UNKNOWN_LAYER_RULE, Accounting, StageReport
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
 from app.web.links import LinkFor, switch_href
@@ -58,7 +55,7 @@ def table_rows(
     current: Stage | None, link: LinkFor, rows: tuple[StageReport, ...], scenario: Scenario
 ) -> tuple[TableRow, ...]:
     """The comparison table, one row per stage."""
-    units, gpus, counted = scenario.units, scenario.run.gpus, scenario.run.activations is not None
+    units, counted = scenario.units, scenario.run.activations is not None
     hosted = scenario.run.setup.placement.offloads or scenario.run.setup.accounting is Accounting.DEEPSPEED
     return tuple(
         TableRow(
@@ -71,12 +68,12 @@ def table_rows(
             activations=units.show(r.activation_bytes) if counted else None,
             communication=f"{r.communication_p}P",
             communication_bytes=units.show(r.communication_bytes),
-            breakdown=tuple(t.description for t in transfers(r.stage, gpus)) or ("nothing: one card",),
+            breakdown=tuple(t.description for t in r.transfers) or ("nothing: one card",),
             fits=r.fits,
             headroom=None if r.headroom_bytes is None else _headroom(r.headroom_bytes, units),
             max_model=_max_model(r),
             max_batch=_max_batch(r) if counted else None,
-            overheads=units.show(total(r.overheads)),
+            overheads=units.show(sum(item.nbytes for item in r.overheads)),
             current=r.stage is current,
             host=_host(r, units) if hosted else None,
             pcie=units.show(r.host.pcie_bytes_per_step) if r.host.pcie_bytes_per_step else None,
@@ -136,7 +133,7 @@ def boundary(scenario: Scenario) -> Boundary:
     """ZeRO-3's limit for this run, in words."""
     run, units = scenario.run, scenario.units
     assembled = run.assembled_layer_bytes
-    exceeds = layer_exceeds_card(run)
+    exceeds = scenario.report.layer_exceeds_card
     if assembled is None or run.largest_layer is None:
         verdict = UNKNOWN_LAYER_RULE
     elif exceeds is None:

@@ -1,4 +1,7 @@
-"""The sentence and the cells that change when the arrangement changes, checked by hand."""
+"""The sentence and the cells that change when the arrangement changes, checked by hand.
+
+The figures come from the two stages' reports, as the headline's do (`RunReport.change`).
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,16 @@ from fractions import Fraction
 
 import pytest
 
-from app.domain.bands import MIXED_ADAM, RECIPES, Band, RecipeName
-from app.domain.change import change
+from app.domain.accounting import Accounting, Setup
+from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName
+from app.domain.change import Change
+from app.domain.report import Run, run_report
 from app.domain.stages import Stage
+
+
+def change(before: Stage, after: Stage, recipe: Recipe, gpus: int, setup: Setup = Setup()) -> Change:
+    """The switch on the default 30B run, which divides evenly across every `gpus` here: no padding."""
+    return run_report(Run(gpus=gpus, recipe=recipe, setup=setup)).change(before, after)
 
 
 def test_zero1_to_zero2_on_8_gpus_drops_the_gradients() -> None:
@@ -94,3 +104,33 @@ def test_every_pair_either_way_adds_up(before: Stage, after: Stage, gpus: int) -
     regained = sum(Fraction(MIXED_ADAM.nbytes(b) * (gpus - 1), gpus) for b in forth.whole)
     assert forth.before_bytes - forth.after_bytes == saved - regained
     assert forth.sentence.startswith(after.info.title)
+
+
+@pytest.mark.parametrize(
+    ("accounting", "before", "after", "sentence"),
+    [
+        # DeepSpeed adds fp32 gradients (4 B) split by ZeRO-1 and 2: ZeRO-1 keeps 2 + 2 + (4 + 4 + 8) / 8 = 6.00,
+        # ZeRO-2 2 + (2 + 4 + 4 + 8) / 8 = 4.25, the headline's figure (the paper's recipe alone said 3.75).
+        (
+            Accounting.DEEPSPEED,
+            Stage.ZERO1,
+            Stage.ZERO2,
+            "ZeRO-2 splits the bf16 gradients too: each card drops 1.75 of its 6.00 bytes per weight (now 4.25).",
+        ),
+        # FSDP2 has no ZeRO-1 of its own: the paper's 2 + 2 + 12 / 8 = 5.50. Its ZeRO-2 shards fp32 weights,
+        # gradients of that dtype and the optimizer state: (4 + 4 + 8) / 8 = 2.00, the headline's figure.
+        (
+            Accounting.FSDP2,
+            Stage.ZERO1,
+            Stage.ZERO2,
+            "ZeRO-2 splits the bf16 gradients too: each card drops 3.50 of its 5.50 bytes per weight (now 2.00).",
+        ),
+    ],
+)
+def test_the_sentence_counts_the_accounting_s_terms(
+    accounting: Accounting, before: Stage, after: Stage, sentence: str
+) -> None:
+    report = run_report(Run(setup=Setup(accounting=accounting)))
+    moved = report.change(before, after)
+    assert (moved.before_bytes, moved.after_bytes) == (report[before].bytes_per_weight, report[after].bytes_per_weight)
+    assert moved.sentence == sentence

@@ -23,8 +23,8 @@ from app.domain.measured import (
     compare,
     comparison,
     parse,
-    phase_of,
 )
+from app.domain.measured_phases import phase_of
 from app.domain.sharding import CellState
 from app.domain.stages import Stage
 from app.measure import SNAPSHOT

@@ -16,16 +16,14 @@ from app.domain.host import host_report
 from app.domain.memory import per_gpu_bytes
 from app.domain.placement import Offload
 from app.domain.scenario import Inputs, resolve
+from app.domain.sharding import holders, owned_columns, share
 from app.domain.stages import Stage
 from app.domain.step import (
     LAST_PHASE,
     PHASES,
     Holding,
     Part,
-    holders,
-    owned_columns,
     peak_so_far,
-    share,
     step,
 )
 from app.domain.step_text import detail, explanation

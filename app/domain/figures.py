@@ -1,0 +1,144 @@
+"""The report's value types: what one stage of a run comes to, as every page, answer and table prints it.
+
+Computed in `fit` (`stage_report`) and `host` (`host_report`), gathered per request in `report`
+(`RunReport`); the views read these and compute nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+from app.domain.bands import Band
+from app.domain.card import AT_REST, Moment, Place
+from app.domain.communication import Transfer
+from app.domain.overheads import OverheadItem
+from app.domain.stages import Stage
+
+
+@dataclass(frozen=True)
+class LayerExtra:
+    """What a card holds beyond its state while it works on one layer."""
+
+    gathered: int
+    """The layer's whole weights, assembled from their owners (ZeRO-3)."""
+    computed: int
+    """The layer's whole gradients, computed here before they are reduce-scattered (ZeRO-2 and 3)."""
+    activations: int = 0
+    """The micro-batch's activations kept at that moment."""
+
+    @property
+    def total(self) -> int:
+        """All of it together."""
+        return self.gathered + self.computed + self.activations
+
+
+NOTHING_IN_HAND = LayerExtra(0, 0)
+"""Nothing held beyond the state: at rest, with no activations."""
+
+
+@dataclass(frozen=True)
+class HostReport:
+    """One node's host under one stage, and one card's PCIe traffic."""
+
+    cpu_bytes: int
+    """CPU RAM the node's processes keep for training state, pinned memory included."""
+    pinned_bytes: int
+    """Of which page-locked: the offloaded state with `pin_memory`, and ZeRO-Infinity's swap buffers."""
+    nvme_bytes: int
+    """State on the node's NVMe drives."""
+    pcie_bytes_per_step: int
+    """Bytes one card's PCIe link carries in a step, both ways: apart from the traffic between cards."""
+    gradients_down: int
+    weights_up: int
+    weights_fetched: bool
+    """Whether the weights' slices live on the host, so that every gather fetches them over PCIe."""
+    cpu_fits: bool | None
+    """The CPU RAM against `host_memory`; None without it."""
+    nvme_fits: bool | None
+    """The NVMe bytes against `nvme_space`; None without it or with nothing on NVMe."""
+    cpu_building: bool | None = None
+    """With DeepSpeed's rule, whether its CPU figure is the processes building the model (else the
+    offloaded state); None where the figure is not DeepSpeed's rule."""
+
+    @property
+    def fits(self) -> bool | None:
+        """The host's verdict: None when nothing is known."""
+        verdicts = [v for v in (self.cpu_fits, self.nvme_fits) if v is not None]
+        return all(verdicts) if verdicts else None
+
+
+@dataclass(frozen=True)
+class TermBytes:
+    """One term a card keeps all through the step, and its bytes on one card at rest."""
+
+    name: str
+    band: Band | None
+    """The band of model state it is; None for a term that is no band (DeepSpeed's fp32 gradients)."""
+    place: Place
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class StageReport:
+    """One stage of one run."""
+
+    stage: Stage
+    bytes_per_weight: Fraction
+    """What one card keeps per weight of the model, padding included: per_gpu_bytes / params."""
+    per_gpu_bytes: int
+    communication_p: int
+    communication_bytes: int
+    peak_bytes: int
+    """The whole GPU peak: model states, the layer in hand and activations at the highest moment."""
+    state_peak_bytes: int
+    """Model states and the layer in hand at their own highest moment, as the ZeRO paper counts."""
+    activation_bytes: int
+    """Activations at the moment of `peak_bytes`."""
+    overheads: tuple[OverheadItem, ...]
+    """The overheads at that moment, counted in `peak_bytes` only with `overheads=1`."""
+    overhead_bytes: int
+    """Those counted: all of them, or 0."""
+    fits: bool | None
+    headroom_bytes: int | None
+    max_params_that_fit: int | None
+    """None without a capacity, and when not even a model of one largest layer fits."""
+    max_batch_that_fits: int | None
+    """None without a capacity or activations, and when not even an empty micro-batch fits."""
+    host: HostReport
+    """Each node's host, and each card's PCIe traffic."""
+    differences: tuple[str, ...] = ()
+    """How the run's accounting and placement count this stage differently from the paper, a sentence each."""
+    peak_moment: Moment = AT_REST
+    """The highest moment of the step, where the peak, the bars and the verdict look."""
+    extra: LayerExtra = NOTHING_IN_HAND
+    """What a card holds beyond its state at that moment: gathered, computed and activations."""
+    terms: tuple[TermBytes, ...] = ()
+    """The card's terms that stay all through the step, each with its bytes at rest, wherever it lives."""
+    transfers: tuple[Transfer, ...] = ()
+    """The collectives of one step, behind `communication_p` and `communication_bytes`."""
+
+    @property
+    def on_gpu(self) -> tuple[TermBytes, ...]:
+        """The terms on the card's GPU (not offloaded), with bytes."""
+        return tuple(t for t in self.terms if t.place is Place.GPU and t.nbytes)
+
+    @property
+    def band_places(self) -> dict[Band, Place]:
+        """Where each band of model state lives: on the card, or offloaded to its host."""
+        return {t.band: t.place for t in self.terms if t.band is not None}
+
+    @property
+    def on_host(self) -> frozenset[Band]:
+        """The bands a card's host keeps for it: none without offload."""
+        return frozenset(band for band, place in self.band_places.items() if place is not Place.GPU)
+
+    @property
+    def rest_bytes(self) -> int:
+        """What a card keeps all through the step: its state at rest, and the overheads when counted."""
+        return self.per_gpu_bytes + self.overhead_bytes
+
+    @property
+    def live_bytes(self) -> int:
+        """What a card holds at the peak's moment, the overheads when counted: the peak, drawn part by part."""
+        return self.rest_bytes + self.extra.total
