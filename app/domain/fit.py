@@ -7,7 +7,7 @@ moment of the step, is behind the verdict, the headroom and every "largest ... t
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from fractions import Fraction
 
@@ -118,9 +118,13 @@ def counted_overhead_bytes(stage: Stage, run: Run) -> int:
     return total(overheads(stage, run)) if run.count_overheads else 0
 
 
-def peak_bytes(stage: Stage, run: Run) -> int:
-    """The most a card holds during the step: the theory's peak, plus the overheads when counted."""
-    return theory_peak_bytes(stage, run) + counted_overhead_bytes(stage, run)
+def peak_bytes(stage: Stage, run: Run, theory: int | None = None) -> int:
+    """The most a card holds during the step: the theory's peak (`theory`, if known), plus the overheads if counted."""
+    theory = theory_peak_bytes(stage, run) if theory is None else theory
+    if not run.count_overheads:
+        return theory
+    # The overheads' margin is a share of that same peak: not worked out a second time.
+    return theory + total(_overheads_at(stage, run, peak_moment(stage, run), theory))
 
 
 def state_peak_bytes(stage: Stage, run: Run) -> int:
@@ -168,19 +172,20 @@ def _last_fitting(fits: Callable[[int], bool], low: int, high: int) -> int:
     return low
 
 
-def max_batch_that_fits(stage: Stage, run: Run) -> int | None:
+def max_batch_that_fits(stage: Stage, run: Run, known: Mapping[int, int] | None = None) -> int | None:
     """The largest micro-batch whose peak fits the card, the model kept as it is.
 
     The same test as the verdict: this many sequences fit, one more does not. None without a
     capacity or activations, or when the model does not fit even with no micro-batch; at most
-    MAX_BATCH.
+    MAX_BATCH. `known` gives the peaks of micro-batches already worked out (the run's own, an empty one).
     """
     if run.capacity is None or run.activations is None:
         return None
-    capacity = run.capacity
+    capacity, known = run.capacity, known or {}
 
     def fits(batch: int) -> bool:
-        return peak_bytes(stage, replace(run, batch=batch)) <= capacity
+        peak = known[batch] if batch in known else peak_bytes(stage, replace(run, batch=batch))
+        return peak <= capacity
 
     if not fits(0):
         return None
@@ -201,6 +206,11 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
     state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup)
     extra = layer_extra(stage, run, moment)
     moves = transfers(stage, run.gpus)
+    # Without activations the state's peak is the theory's: not worked out twice.
+    empty = theory if run.batch == 0 or run.activations is None else state_peak_bytes(stage, run)
+    known = {run.batch: peak}
+    if capacity is not None and run.activations is not None and run.batch:  # the bisection starts at 0
+        known[0] = peak_bytes(stage, replace(run, batch=0), empty)
     return StageReport(
         stage=stage,
         # Not bytes_per_weight(stage, gpus, recipe), the 1/N of a model that divides evenly: a slice
@@ -210,15 +220,14 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         communication_p=sum(t.volume_p for t in moves),
         communication_bytes=_communication_bytes(moves, run),
         peak_bytes=peak,
-        # Without activations the state's peak is the theory's: not worked out twice.
-        state_peak_bytes=theory if run.batch == 0 or run.activations is None else state_peak_bytes(stage, run),
+        state_peak_bytes=empty,
         activation_bytes=extra.activations,
         overheads=items,
         overhead_bytes=counted,
         fits=None if capacity is None else peak <= capacity,
         headroom_bytes=None if capacity is None else capacity - peak,
         max_params_that_fit=max_params_that_fit(stage, run),
-        max_batch_that_fits=max_batch_that_fits(stage, run),
+        max_batch_that_fits=max_batch_that_fits(stage, run, known),
         host=host_report(stage, run),
         differences=differences(stage, run.recipe, run.setup, padded=run.params % run.gpus != 0),
         peak_moment=moment,

@@ -9,14 +9,14 @@ from fractions import Fraction
 
 import pytest
 
-from app.domain.accounting import Accounting, Setup
+from app.domain.accounting import PAPER, Accounting, Setup
 from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName
 from app.domain.change import Change
 from app.domain.report import Run, run_report
 from app.domain.stages import Stage
 
 
-def change(before: Stage, after: Stage, recipe: Recipe, gpus: int, setup: Setup = Setup()) -> Change:
+def change(before: Stage, after: Stage, recipe: Recipe, gpus: int, setup: Setup = PAPER) -> Change:
     """The switch on the default 30B run, which divides evenly across every `gpus` here: no padding."""
     return run_report(Run(gpus=gpus, recipe=recipe, setup=setup)).change(before, after)
 

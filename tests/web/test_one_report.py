@@ -1,0 +1,133 @@
+"""One report per request: the headline and the change note say one figure, and each is worked out once.
+
+The change note once took bytes per weight from the recipe alone, while the headline took the card's
+terms: with DeepSpeed's accounting the page said 4.25 and "now 3.75". And the views once asked the
+domain again for what the report held: one page computed the peak's moment 11 times for 4 stages.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from collections import Counter
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.domain import card, communication, fit, host, memory, overheads, step
+from app.main import create_app
+from app.serving.config import Settings
+from tests.conftest import dom, one, text
+
+
+@pytest.fixture(scope="module")
+def uncached() -> Iterator[TestClient]:
+    """The app without its response cache, so that every request is computed."""
+    with TestClient(create_app(Settings(cache_bytes=0))) as test_client:
+        yield test_client
+
+
+# Each figure worked out by hand: DeepSpeed adds fp32 gradients (4 B), split by ZeRO-2, so ZeRO-2
+# keeps 2 + (2 + 4 + 4 + 8) / 8 = 4.25 and ZeRO-1 2 + 2 + (4 + 4 + 8) / 8 = 6.00, a drop of 1.75.
+# FSDP2's ZeRO-2 shards its fp32 weights, their gradients and the optimizer state: (4 + 4 + 8) / 8 =
+# 2.00; it has no ZeRO-1 of its own, so ZeRO-1 is the paper's 2 + 2 + 12 / 8 = 5.50, a drop of 3.50.
+TWO_TRUTHS = [
+    ("/?stage=zero2&accounting=deepspeed&from=zero1", "4.25", "6.00", "1.75"),
+    ("/?stage=zero2&accounting=fsdp2&from=zero1", "2.00", "5.50", "3.50"),
+]
+
+
+@pytest.mark.parametrize(("url", "now", "was", "dropped"), TWO_TRUTHS)
+def test_the_headline_and_the_change_note_say_one_figure(
+    client: TestClient, url: str, now: str, was: str, dropped: str
+) -> None:
+    page = dom(client.get(url).text)
+    headline = one(page, "p.headline strong").get_text()
+    note = text(page, "#change-note")
+    assert headline == f"{now} bytes"
+    assert note.endswith(f"drops {dropped} of its {was} bytes per weight (now {now}).")
+    # The live region says the same switch in the same words.
+    assert one(page, "[data-say-stage]")["data-say-stage"] == note
+
+
+def _patch_everywhere(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, counts: Counter[str]) -> None:
+    """Count every call of `owner.name`, under every name a module of the app imported it by."""
+    original: Callable[..., Any] = getattr(owner, name)
+    key = f"{getattr(owner, '__name__', owner)}.{name}"
+
+    @functools.wraps(original)
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        # Keyed by what it is asked: the bisections' runs of other sizes and batches are other keys.
+        asked = tuple(tuple(sorted(a.items())) if isinstance(a, dict) else a for a in args)
+        counts[f"{key} {hash((asked, tuple(sorted(kwargs.items()))))}"] += 1
+        return original(*args, **kwargs)
+
+    for module in list(sys.modules.values()):
+        if getattr(module, "__name__", "").startswith("app."):
+            for attribute, value in list(vars(module).items()):
+                if value is original:
+                    monkeypatch.setattr(module, attribute, counted)
+
+
+COUNTED = [
+    (card, "peak_moment"),
+    (card, "peak_bytes"),
+    (fit, "peak_moment"),
+    (fit, "theory_peak_bytes"),
+    (fit, "overheads"),
+    (fit, "counted_overhead_bytes"),
+    (fit, "peak_extra"),
+    (fit, "stage_report"),
+    (fit, "max_params_that_fit"),
+    (fit, "max_batch_that_fits"),
+    (overheads, "overhead_items"),
+    (memory, "per_gpu_bytes"),
+    (communication, "transfers"),
+    (host, "host_report"),
+    (step, "step"),
+]
+RUN = "stage=zero3&model=llama-3-8b&capacity=80GB&overheads=1"
+
+
+@pytest.mark.parametrize(
+    "url", [f"/?{RUN}", f"/?{RUN}&phase=5", f"/?{RUN}&from=zero1", f"/api/memory?{RUN}", f"/api/step?{RUN}&phase=5"]
+)
+def test_a_request_works_out_each_figure_once_per_stage(
+    uncached: TestClient, monkeypatch: pytest.MonkeyPatch, url: str
+) -> None:
+    counts: Counter[str] = Counter()
+    for owner, name in COUNTED:
+        _patch_everywhere(monkeypatch, owner, name, counts)
+    assert uncached.get(url).status_code == 200
+    # A figure of one stage of one run, asked for more than once, was worked out again.
+    assert {key: n for key, n in counts.items() if n > 1} == {}
+    per_function = Counter(key.split(" ")[0] for key in counts)
+    assert per_function["app.domain.fit.stage_report"] == 4
+    assert per_function["app.domain.step.step"] == (1 if "phase=" in url else 0)
+
+
+def test_the_holding_of_each_cell_is_asked_for_once(uncached: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: Counter[tuple[int, int, str]] = Counter()
+    original = step.Phase.holding
+
+    def holding(self: step.Phase, card_index: int, column: int, band: Any) -> step.Holding:
+        asked[card_index, column, str(band)] += 1
+        return original(self, card_index, column, band)
+
+    monkeypatch.setattr(step.Phase, "holding", holding)
+    page = dom(uncached.get(f"/?{RUN}&phase=5").text)
+    cells = page.select("#grid .cell")
+    assert len(cells) == 8 * 8 * 4  # 8 cards of 8 columns of 4 bands: ZeRO-3 freezes nothing here
+    assert set(asked.values()) == {1}
+    assert len(asked) == len(cells)
+
+
+def test_the_bisections_are_bounded(uncached: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The largest model and micro-batch bisect: some 50 peaks of other runs a stage, not unbounded."""
+    counts: Counter[str] = Counter()
+    _patch_everywhere(monkeypatch, card, "peak_bytes", counts)
+    assert uncached.get(f"/?{RUN}").status_code == 200
+    # 2 × 32 halvings for the size (doubling then bisecting up to 2^40) and 17 for a batch of up to 65,536.
+    assert 0 < sum(counts.values()) <= 4 * (2 * 42 + 2 * 18)
