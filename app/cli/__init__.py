@@ -8,6 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.domain.accounting import Accounting
 from app.domain.activations import Recompute
 from app.domain.architecture import ModelName
 from app.domain.bands import RecipeName
@@ -69,6 +70,7 @@ def parser() -> argparse.ArgumentParser:
     table.add_argument("--batch", help="sequences per micro-batch, per GPU (default: 1; 0 counts no activations)")
     table.add_argument("--seq", help="tokens per sequence (default: the model's context, or 4096)")
     table.add_argument("--recompute", choices=[r.value for r in Recompute], default=Recompute.NONE.value)
+    table.add_argument("--accounting", choices=[a.value for a in Accounting], help="whose count (default: paper)")
     export = commands.add_parser(
         "export",
         help="write a static copy of the pages that any static file server can serve",

@@ -1,8 +1,9 @@
-"""Three ways to count a card: the ZeRO paper's, DeepSpeed's and FSDP2's, each a list of terms.
+"""Four ways to count a card: the ZeRO paper's, DeepSpeed's, FSDP2's and Megatron-LM's, each a list of terms.
 
 `paper` is the default: the ZeRO paper's K = 12 and the seed's table. `deepspeed` is what
 DeepSpeed's estimators (`estimate_zero2_model_states_mem_needs`, `estimate_zero3_model_states_mem_needs`)
-count, and `fsdp2` what `fully_shard` allocates (docs/accounting.md cites the source lines). Each
+count, `fsdp2` what `fully_shard` allocates, and `megatron` what Megatron-LM's
+`compute_weight_and_optimizer_memory` counts (docs/accounting.md cites the source lines). Each
 difference from the paper is a sentence, `differences`, shown on the page beside the figures.
 
 Placement is applied here too: a term whose band is offloaded is given the host's place.
@@ -26,6 +27,7 @@ class Accounting(StrEnum):
     PAPER = "paper"
     DEEPSPEED = "deepspeed"
     FSDP2 = "fsdp2"
+    MEGATRON = "megatron"
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,8 @@ FSDP_STAGES = frozenset({Stage.ZERO2, Stage.ZERO3})
 """What `fully_shard` does: ZeRO-3, and with `reshard_after_forward=False`, ZeRO-2's memory."""
 FP32_GRADIENTS = "fp32 gradients"
 KEPT_GATHERED = "kept gathered"
+MEGATRON_SHARDED = frozenset({Band.MASTER, Band.MOMENTS})
+"""What Megatron-LM's distributed optimizer splits: the optimizer's own state, 12/d of the 18 B."""
 
 
 def _fp32_gradients(recipe: Recipe) -> int:
@@ -120,6 +124,31 @@ def _fsdp2(recipe: Recipe, stage: Stage) -> tuple[Term, ...]:
     return (*state, gathered, kept, computed, ACTIVATIONS)
 
 
+def megatron_gradients(recipe: Recipe) -> int:
+    """Bytes per weight of Megatron-LM's `main_grad` buffer: fp32 where a master copy trains narrower weights.
+
+    With bf16 Megatron accumulates and all-reduces gradients in fp32 (`accumulate_allreduce_grads_in_fp32`);
+    without a master copy the recipe's own gradients are the buffer's.
+    """
+    return max(4, recipe.nbytes(Band.GRADIENTS)) if recipe.has_master else recipe.nbytes(Band.GRADIENTS)
+
+
+def _megatron(recipe: Recipe, stage: Stage) -> tuple[Term, ...]:
+    # Every stage but data parallelism is the distributed optimizer: the master copy and the moments are
+    # split d ways; the weights' and main gradients' contiguous buffers stay whole on every card. Nothing
+    # is gathered or reduce-scattered into a buffer of its own: both write into the whole buffers.
+    grads = megatron_gradients(recipe)
+    state = (
+        replace(
+            t,
+            nbytes=grads if t.band is Band.GRADIENTS else t.nbytes,
+            split_by=_SHARDING if t.band in MEGATRON_SHARDED else frozenset(),
+        )
+        for t in model_state(recipe)
+    )
+    return (*state, ACTIVATIONS)
+
+
 def _paper(recipe: Recipe, stage: Stage | None = None) -> tuple[Term, ...]:
     return (*model_state(recipe), *layer_in_hand(recipe), ACTIVATIONS)
 
@@ -136,6 +165,8 @@ def _homed(term: Term, stage: Stage, setup: Setup) -> Term:
     placement = setup.placement
     if not placement.offloads or term.law is not Law.PER_WEIGHT or term.name == KEPT_GATHERED:
         return term
+    if setup.accounting is Accounting.MEGATRON:  # its count has no offload: everything stays on the card
+        return term
     if setup.accounting is Accounting.FSDP2 and stage in FSDP_STAGES:
         # CPUOffloadPolicy moves the sharded parameters with their gradients and optimizer state; Adam
         # makes its moments with zeros_like of the slice, which does not pin them.
@@ -149,7 +180,12 @@ def _homed(term: Term, stage: Stage, setup: Setup) -> Term:
 @lru_cache(maxsize=256)
 def terms(recipe: Recipe, stage: Stage, setup: Setup = PAPER) -> tuple[Term, ...]:
     """Every term of a card under `stage`, counted as `setup` says and placed where it says."""
-    build = {Accounting.PAPER: _paper, Accounting.DEEPSPEED: _deepspeed, Accounting.FSDP2: _fsdp2}
+    build = {
+        Accounting.PAPER: _paper,
+        Accounting.DEEPSPEED: _deepspeed,
+        Accounting.FSDP2: _fsdp2,
+        Accounting.MEGATRON: _megatron,
+    }
     return tuple(_homed(term, stage, setup) for term in build[setup.accounting](recipe, stage))
 
 
@@ -160,8 +196,13 @@ def differences(stage: Stage, recipe: Recipe, setup: Setup, padded: bool = False
         said.extend(_deepspeed_differences(stage, recipe, padded, Band.MASTER in setup.placement.moved(stage)))
     elif setup.accounting is Accounting.FSDP2:
         said.extend(_fsdp2_differences(stage, recipe, setup.placement))
+    elif setup.accounting is Accounting.MEGATRON:
+        said.extend(_megatron_differences(stage, recipe, padded, setup.placement))
     caveat = setup.placement.caveat(stage)
-    if caveat and not (setup.accounting is Accounting.FSDP2 and stage in FSDP_STAGES):
+    own_offload = (setup.accounting is Accounting.FSDP2 and stage in FSDP_STAGES) or (
+        setup.accounting is Accounting.MEGATRON
+    )
+    if caveat and not own_offload:
         said.append(caveat)
     return tuple(said)
 
@@ -242,4 +283,43 @@ def _fsdp2_differences(stage: Stage, recipe: Recipe, placement: Placement) -> li
             said.append("FSDP2 has no offload of the optimizer alone: counted as CPUOffloadPolicy, weights too.")
         if placement.target is Device.NVME:
             said.append("FSDP2 has no NVMe offload: counted on the CPU.")
+    return said
+
+
+def _megatron_differences(stage: Stage, recipe: Recipe, padded: bool, placement: Placement) -> list[str]:
+    said = []
+    grads = megatron_gradients(recipe)
+    wide = grads - recipe.nbytes(Band.GRADIENTS)
+    if wide:
+        said.append(
+            f"Megatron-LM accumulates and reduces the gradients in an fp32 main_grad buffer: +{wide} B per weight, "
+            "on every card."
+        )
+    whole = recipe.nbytes(Band.WEIGHTS) + grads
+    split = sum(recipe.nbytes(band) for band in MEGATRON_SHARDED)
+    if stage is Stage.DP:
+        said.append(
+            f"Data parallelism is Megatron-LM without its distributed optimizer: {whole + split} B per weight on "
+            "every card."
+        )
+        return said
+    if stage is not Stage.ZERO1:
+        said.append(
+            f"Megatron-LM's count has no {stage.info.title}: counted as its distributed optimizer, ZeRO-1's "
+            "arrangement (Megatron-FSDP, which splits more, is not in that count)."
+        )
+    said.append(
+        f"Megatron-LM's distributed optimizer splits only the master copy and the moments: {whole} + {split}/N B "
+        "per weight. The weights' and main gradients' buffers stay whole on every card; the reduce-scatter and "
+        "the all-gather write into them, with no buffer of a layer's own."
+    )
+    if padded:
+        said.append(
+            "Megatron-LM's formula divides the optimizer state by the cards without rounding a slice up to "
+            "whole weights: here, where the cards do not divide the weights evenly, it counts a few bytes less."
+        )
+    if placement.offloads:
+        said.append(
+            "Megatron-LM's count has no offload (its --optimizer-cpu-offload is not in it): counted on the card."
+        )
     return said

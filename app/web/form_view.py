@@ -200,6 +200,7 @@ _ACCOUNTING_LABELS = {
     Accounting.PAPER: "The ZeRO paper's",
     Accounting.DEEPSPEED: "DeepSpeed's estimators'",
     Accounting.FSDP2: "FSDP2's fully_shard",
+    Accounting.MEGATRON: "Megatron-LM's",
 }
 
 

@@ -214,8 +214,8 @@ class RunQuery(BaseModel):
     )
     accounting: Accounting = Field(
         Accounting.PAPER,
-        description="Whose count: paper (the ZeRO paper's, the default), deepspeed (DeepSpeed's estimators) or "
-        "fsdp2 (what fully_shard allocates). docs/accounting.md.",
+        description="Whose count: paper (the ZeRO paper's, the default), deepspeed (DeepSpeed's estimators), "
+        "fsdp2 (what fully_shard allocates) or megatron (Megatron-LM's theoretical memory). docs/accounting.md.",
     )
     zero_init: bool = Field(
         True, description="DeepSpeed's zero.Init: each process builds only its slice (1), or the whole model (0)."

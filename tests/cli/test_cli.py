@@ -65,6 +65,17 @@ def test_the_table_command_reads_pasted_numbers(
     assert first_line in capsys.readouterr().out.splitlines()[0]
 
 
+def test_the_table_command_counts_as_megatron_does(capsys: pytest.CaptureFixture[str]) -> None:
+    # Megatron-LM's figures for Llama 3 8B on 8 GPUs (tests/domain/test_accounting.py): 144,544,702,464 B
+    # without its distributed optimizer, 60,226,959,360 B with it, shown in GB to one decimal.
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["table", "--model", "llama-3-8b", "--accounting", "megatron", "--units", "GB"])
+    assert exit_info.value.code == 0
+    rows = {line[:16].strip(): line[16:].split()[:2] for line in capsys.readouterr().out.splitlines()}
+    assert rows["Data parallelism"] == ["18.00", "144.5"]
+    assert rows["ZeRO-1"] == ["7.50", "60.2"]
+
+
 @pytest.mark.parametrize(
     ("asked", "redis_url", "workers"),
     [(None, "", 1), (None, "redis://localhost:6379/0", os.cpu_count() or 1), (3, "", 3), (3, "redis://r:6379/0", 3)],

@@ -1,8 +1,11 @@
-"""FSDP2's count of a card, by hand: what `fully_shard` allocates (docs/accounting.md cites torch's lines).
+"""FSDP2's and Megatron-LM's counts of a card, by hand (docs/accounting.md cites their source lines).
 
 FSDP2 keeps each sharded parameter in its own dtype (fp32 under mixed precision) and updates it there, so
 there is no master copy; the gradient's slice is cast back to that dtype. The weights it gathers are in
 `param_dtype` (the recipe's weights), the reduce-scatter's input in `reduce_dtype` (the recipe's gradients).
+
+Megatron-LM keeps its weights and fp32 main gradients whole on every card, and its distributed optimizer
+splits the master copy and the moments: 18 B per weight, or 6 + 12/d (`theoretical_memory_usage.py`).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain.accounting import FSDP_STAGES, Accounting, Setup, differences, fsdp2_dtypes, terms
+from app.domain.architecture import LLAMA_3_8B
 from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
 from app.domain.card import AT_REST, Moment, Pass, Place, card_bytes
 from app.domain.memory import band_bytes, per_gpu_bytes
@@ -191,3 +195,138 @@ def test_every_difference_from_the_paper_is_said(
     assert not any(phrase in text for phrase in unsaid), text
     # FSDP2 says its own offload caveats; DeepSpeed's (weights need ZeRO-3) are not repeated.
     assert "needs ZeRO-3" not in text
+
+
+# Megatron-LM's count (docs/accounting.md, "Megatron-LM"): `compute_weight_and_optimizer_memory` in
+# megatron/training/theoretical_memory_usage.py. Its parameter count for Llama 3 8B, worked out by hand
+# with that file's formula (hidden 4096, 32 layers, 32 heads, 8 query groups, kv_channels 4096 / 32 =
+# 128, ffn 14336, vocab 128256, swiglu, RMSNorm, untied embeddings, no bias, TP = PP = 1):
+#   self_attn_term   = 2 × 4096 × 4096 × (1 + 8/32) × (128 × 32 / 4096) = 41,943,040
+#   dense_mlp_params = 2 × 4096 × 14336 × 3/2                           = 176,160,768
+#   layernorm_params = 2 × 4096 × 1 (RMSNorm: norm_size 1)              = 8,192
+#   a layer: 218,112,000; × 32 = 6,979,584,000; + final_layernorm 4096 = 6,979,588,096
+#   padded_vocab_size: 128256 is 1002 × 128 (make_vocab_size_divisible_by × TP), so no padding;
+#   embedding_size = 4096 × 128256 = 525,336,576, twice (untied) = 1,050,673,152
+#   most loaded shard = 6,979,588,096 + 1,050,673,152 = 8,030,261,248
+MEGATRON_LLAMA_3_8B = 8_030_261_248
+MEGATRON = Setup(Accounting.MEGATRON)
+
+
+def test_megatrons_count_of_llama_3_8b_is_the_apps() -> None:
+    assert 2 * 4096 * 4096 * 5 // 4 == 41_943_040
+    layer = 41_943_040 + 2 * 4096 * 14336 * 3 // 2 + 2 * 4096
+    assert 32 * layer + 4096 + 2 * 4096 * 128_256 == MEGATRON_LLAMA_3_8B
+    assert LLAMA_3_8B.params == MEGATRON_LLAMA_3_8B
+
+
+# (stage, Megatron's weight_and_optimizer_memory for Llama 3 8B on 8 GPUs, TP = PP = 1, in bytes), as its
+# `num_bytes_per_parameter` gives it: 18 B without the distributed optimizer, 6 + 12/8 = 7.5 B with it.
+# The app's figure is per_gpu_bytes, a card at rest: what the API's `per_gpu_bytes` and the CLI's "per GPU" print.
+MEGATRON_FIGURES = [
+    (Stage.DP, 144_544_702_464),  # 18 × 8,030,261,248
+    (Stage.ZERO1, 60_226_959_360),  # 7.5 × 8,030,261,248
+    (Stage.ZERO2, 60_226_959_360),  # no ZeRO-2 in Megatron's count: its distributed optimizer
+    (Stage.ZERO3, 60_226_959_360),
+]
+
+
+@pytest.mark.parametrize(("stage", "expected"), MEGATRON_FIGURES)
+def test_megatron_reproduces_its_theoretical_figure_for_llama_3_8b(stage: Stage, expected: int) -> None:
+    distributed = stage is not Stage.DP
+    megatron = MEGATRON_LLAMA_3_8B * (6 + 12 / 8 if distributed else 18)
+    assert megatron == expected
+    assert per_gpu_bytes(stage, MEGATRON_LLAMA_3_8B, 8, MIXED_ADAM, setup=MEGATRON) == expected
+
+
+# (recipe, bytes per weight kept whole, bytes per weight split N ways by the distributed optimizer): the
+# table of Megatron's docs/user-guide/features/dist_optimizer.md, "bf16 parameters, fp32 gradients" 6 + 12/d
+# and "fp32 parameters, fp32 gradients" 8 + 8/d; the others read from the recipe with fp32 main gradients
+# where there is a master copy.
+MEGATRON_BANDS = [
+    ("mixed-adam", 2 + 4, 4 + 8),
+    ("fp32-adam", 4 + 4, 0 + 8),
+    ("bf16-adam", 2 + 2, 0 + 4),
+    ("mixed-sgd", 2 + 4, 4 + 4),
+    ("adam-8bit", 2 + 4, 4 + 2),
+    ("wide-reduce", 2 + 4, 4 + 8),
+]
+
+
+@pytest.mark.parametrize(("recipe", "whole", "split"), MEGATRON_BANDS)
+@pytest.mark.parametrize(("stage", "gpus"), [(Stage.DP, 8), (Stage.ZERO1, 8), (Stage.ZERO3, 8), (Stage.ZERO1, 1)])
+def test_megatron_keeps_its_buffers_whole_and_splits_the_optimizer_state(
+    recipe: str, whole: int, split: int, stage: Stage, gpus: int
+) -> None:
+    # 10**9 weights: a slice of 125,000,000 on 8 cards; data parallelism splits nothing.
+    slice_ = 10**9 if stage is Stage.DP else 10**9 // gpus
+    assert per_gpu_bytes(stage, 10**9, gpus, _recipe(recipe), setup=MEGATRON) == whole * 10**9 + split * slice_
+
+
+@pytest.mark.parametrize("stage", list(Stage))
+@pytest.mark.parametrize("part", [Pass.FORWARD, Pass.BACKWARD])
+def test_megatron_holds_no_buffer_for_the_layer_in_hand(stage: Stage, part: Pass) -> None:
+    # The reduce-scatter and the all-gather write into the whole buffers: only the activations move.
+    all_terms = terms(MIXED_ADAM, stage, MEGATRON)
+    rest = card_bytes(stage, P, 8, all_terms, AT_REST)
+    assert card_bytes(stage, P, 8, all_terms, Moment(part, L, activation=1000)) - rest == 1000
+
+
+@pytest.mark.parametrize("offload", [Offload.OPTIMIZER, Offload.OPTIMIZER_PARAMS, Offload.NVME])
+def test_megatrons_count_has_no_offload(offload: Offload) -> None:
+    setup = Setup(Accounting.MEGATRON, Placement(offload))
+    assert terms(MIXED_ADAM, Stage.ZERO3, setup) == terms(MIXED_ADAM, Stage.ZERO3, MEGATRON)
+    assert per_gpu_bytes(Stage.ZERO3, P, 8, MIXED_ADAM, setup=setup, place=Place.CPU_PINNED) == 0
+    text = _said(Stage.ZERO3, MIXED_ADAM, setup)
+    assert "--optimizer-cpu-offload" in text
+    assert "needs ZeRO-3" not in text
+
+
+# (recipe, stage, padded, the sentences, in order): the stages Megatron has no counterpart for are said.
+BUFFERS = (
+    "Megatron-LM's distributed optimizer splits only the master copy and the moments: {} B per weight. The "
+    "weights' and main gradients' buffers stay whole on every card; the reduce-scatter and the all-gather "
+    "write into them, with no buffer of a layer's own."
+)
+MAIN_GRAD = (
+    "Megatron-LM accumulates and reduces the gradients in an fp32 main_grad buffer: +2 B per weight, on every card."
+)
+PADDED = (
+    "Megatron-LM's formula divides the optimizer state by the cards without rounding a slice up to whole weights: "
+    "here, where the cards do not divide the weights evenly, it counts a few bytes less."
+)
+
+
+def _no(stage: str) -> str:
+    return (
+        f"Megatron-LM's count has no {stage}: counted as its distributed optimizer, ZeRO-1's arrangement "
+        "(Megatron-FSDP, which splits more, is not in that count)."
+    )
+
+
+MEGATRON_SAID = [
+    (
+        "mixed-adam",
+        Stage.DP,
+        True,
+        [
+            MAIN_GRAD,
+            "Data parallelism is Megatron-LM without its distributed optimizer: 18 B per weight on every card.",
+        ],
+    ),
+    ("mixed-adam", Stage.ZERO1, False, [MAIN_GRAD, BUFFERS.format("6 + 12/N")]),
+    ("mixed-adam", Stage.ZERO1, True, [MAIN_GRAD, BUFFERS.format("6 + 12/N"), PADDED]),
+    ("mixed-adam", Stage.ZERO2, False, [MAIN_GRAD, _no("ZeRO-2"), BUFFERS.format("6 + 12/N")]),
+    ("mixed-adam", Stage.ZERO3, False, [MAIN_GRAD, _no("ZeRO-3"), BUFFERS.format("6 + 12/N")]),
+    ("fp32-adam", Stage.ZERO1, False, [BUFFERS.format("8 + 8/N")]),
+    (
+        "fp32-adam",
+        Stage.DP,
+        False,
+        ["Data parallelism is Megatron-LM without its distributed optimizer: 16 B per weight on every card."],
+    ),
+]
+
+
+@pytest.mark.parametrize(("recipe", "stage", "padded", "said"), MEGATRON_SAID)
+def test_every_megatron_difference_is_a_sentence(recipe: str, stage: Stage, padded: bool, said: list[str]) -> None:
+    assert list(differences(stage, _recipe(recipe), MEGATRON, padded)) == said

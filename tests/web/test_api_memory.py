@@ -219,6 +219,22 @@ def test_deepspeeds_figures_through_the_api(client: TestClient) -> None:
     assert any("fp32 copy" in said for said in zero3["differences"])
 
 
+def test_megatrons_figures_through_the_api(client: TestClient) -> None:
+    # Megatron-LM's weight_and_optimizer_memory for Llama 3 8B (8,030,261,248 weights by its own formula,
+    # tests/domain/test_accounting.py) on 8 GPUs: 18 B a weight without its distributed optimizer,
+    # 6 + 12/8 = 7.5 B with it; ZeRO-2 and 3 are counted as the distributed optimizer.
+    body = _memory(client, model="llama-3-8b", gpus="8", accounting="megatron")
+    assert body["inputs"]["accounting"] == "megatron"
+    figures = [(row["stage"], row["per_gpu_bytes"], row["bytes_per_weight"]) for row in body["stages"]]
+    assert figures == [
+        ("dp", 144_544_702_464, 18.0),
+        ("zero1", 60_226_959_360, 7.5),
+        ("zero2", 60_226_959_360, 7.5),
+        ("zero3", 60_226_959_360, 7.5),
+    ]
+    assert "Megatron-LM's count has no ZeRO-3" in " ".join(body["stages"][3]["differences"])
+
+
 def test_offload_moves_bytes_from_the_gpu_to_the_host(client: TestClient) -> None:
     before, after = (_memory(client, offload=o)["stages"][2] for o in ("none", "optimizer"))
     moved = before["per_gpu_bytes"] - after["per_gpu_bytes"]

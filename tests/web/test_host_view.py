@@ -68,5 +68,24 @@ def test_deepspeeds_cpu_figure_is_its_estimators_and_each_difference_a_sentence(
     ]
 
 
+def test_megatrons_page_says_its_count_and_each_difference(client: TestClient) -> None:
+    # Llama 3 8B on 8 cards under Megatron-LM's distributed optimizer: (2 + 4) B + (4 + 8) B / 8 = 7.5 B a
+    # weight, 7.5 × 8,030,261,248 B = 56.1 GiB, 7.5 / 18 = 41.7% of its data parallelism's.
+    tree = run_page(client, "accounting=megatron&model=llama-3-8b&stage=zero1")
+    assert text(tree, ".headline").startswith(
+        "Each card keeps 7.50 bytes per weight: 56.1 GiB for a model of 8.03B weights, 41.7% of what data "
+        "parallelism keeps."
+    )
+    assert [li.get_text(" ", strip=True) for li in one(tree, "#host-words").select(".differences li")] == [
+        "Megatron-LM accumulates and reduces the gradients in an fp32 main_grad buffer: +2 B per weight, on every "
+        "card.",
+        "Megatron-LM's distributed optimizer splits only the master copy and the moments: 6 + 12/N B per weight. "
+        "The weights' and main gradients' buffers stay whole on every card; the reduce-scatter and the all-gather "
+        "write into them, with no buffer of a layer's own.",
+    ]
+    chosen = one(tree, "select[name=accounting] option[selected]")
+    assert (chosen["value"], chosen.get_text(strip=True)) == ("megatron", "Megatron-LM's")
+
+
 def test_the_paper_without_offload_has_no_host_words(client: TestClient) -> None:
     assert run_page(client, "stage=zero3").select("#host-words") == []
