@@ -8,8 +8,9 @@ refuse what it would refuse anyway (a session not found, say) as it did before r
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qs
 
 from starlette.requests import Request
@@ -27,7 +28,7 @@ class CappedBody:
         return (parse_qs(self.data.decode("utf-8", "replace")).get(name) or [""])[0]
 
 
-def capped(limit: int) -> Callable[[Request], Awaitable[CappedBody]]:
+def capped(limit: int) -> Callable[[Request], Coroutine[Any, Any, CappedBody]]:
     """The dependency that reads a request's body up to `limit` bytes."""
 
     async def read(request: Request) -> CappedBody:
