@@ -17,7 +17,6 @@ from app.serving.config import Settings
 from app.serving.overload import ConcurrencyLimit
 from app.serving.security import SecurityHeadersMiddleware
 from app.web import api, errors, live, pages
-from app.web.live_view import Problem
 
 # Compression: brotli for browsers (brotli-asgi), gzip for other clients (Starlette's own), with one
 # threshold: below it a compressed body saves less than its headers cost. Fast levels for what is
@@ -57,7 +56,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # A request for /static alone is a 404, not a redirect built from the Host header.
     app.router.redirect_slashes = False
     errors.install(app)
-    app.add_exception_handler(Problem, live.problem_page)
+    live.install(app)
     # Redis away, wherever a route asked it: one 503 page, not a try at every call.
     app.add_exception_handler(Unavailable, live.unavailable_page)
     # The one compression layer. 256 labelled cells make an 80 kB page that compresses about tenfold:

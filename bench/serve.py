@@ -4,11 +4,13 @@ Run: .venv/bin/python -m bench.serve            (about 2 minutes; needs wrk: apt
      .venv/bin/python -m bench.serve --quick    (a few seconds a figure: checks it runs, not how fast)
 
 Both servers are started here by the same `app.serving.server.serve` (uvicorn, uvloop, httptools, no
-access log) with one worker per core: the app by its `zero-bands` command, the
-baseline as `bench.hello`. wrk loads them in turn in the same run, the hello-world before and after
-each of the app's throughput loads, so the machine's noise hits both. Every figure is printed
-beside its target; a miss prints MISS and, in the full run, the command exits 1. A figure wrk's
-report leaves out (its 99% line, say) or a wrk run that fails is a MISS that says so, not a traceback.
+access log) with one worker per core: the app by its `zero-bands` command, the baseline as
+`bench.hello`: a bare Starlette `PlainTextResponse` ASGI app, stricter than a FastAPI hello-world,
+with a second tiny app for the blank page that is the click's floor. wrk loads them in turn in the
+same run, the hello-world before and after each of the app's throughput loads, so the machine's
+noise hits both. Every figure is printed beside its target; a miss prints MISS and, in the full
+run, the command exits 1. A figure wrk's report leaves out (its 99% line, say) or a wrk run that
+fails is a MISS that says so, not a traceback.
 The quick run (CI) exits 1 only when something fails to run.
 """
 
@@ -355,7 +357,8 @@ def ratio_check(name: str, load: Load, baselines: Sequence[Load], least: float) 
         return Check(name, f"not measured: {why}", target, False)
     baseline = sum(beside) / len(beside)
     r = load.rps / baseline
-    return Check(name, f"{load.rps:,.0f} req/s = {r:.2f}× hello-world's {baseline:,.0f}", target, r >= least)
+    figure = f"{load.rps:,.0f} req/s = {r:.2f}× the Starlette hello-world's {baseline:,.0f}"
+    return Check(name, figure, target, r >= least)
 
 
 def hall_check(hall: Load) -> Check:

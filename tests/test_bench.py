@@ -131,6 +131,34 @@ def test_a_ratio_check_compares_the_load_with_the_hello_world_beside_it() -> Non
     assert not serve.ratio_check("x", half, [hello, hello], 0.51).ok
 
 
+@pytest.mark.parametrize(
+    ("path", "status", "kind", "found"),
+    [
+        ("/", 200, "text/plain", "Hello, world"),
+        ("/floor?stage=zero2", 200, "text/html", '<p id="grid" data-stage="zero2">zero2</p>'),
+        ("/floor", 200, "text/html", 'hx-get="/floor/word?stage=zero3"'),
+        ("/floor/word?stage=zero1", 200, "text/html", '<p id="grid" data-stage="zero1">zero1</p>'),
+        ("/floor/htmx.js", 200, "text/javascript", "htmx"),
+        ("/elsewhere", 404, "text/plain", "Not Found"),
+    ],
+)
+def test_the_baseline_is_a_bare_starlette_hello_world_beside_the_clicks_floor(
+    path: str, status: int, kind: str, found: str
+) -> None:
+    from fastapi import FastAPI
+    from starlette.testclient import TestClient
+
+    from bench import hello
+
+    # The hello-world is no FastAPI app, nor a router: a PlainTextResponse sent by a bare ASGI callable.
+    assert not isinstance(hello.app, FastAPI)
+    assert not hasattr(hello.app, "router")
+    with TestClient(hello.app) as client:
+        response = client.get(path)
+    assert (response.status_code, response.headers["content-type"].split(";")[0]) == (status, kind)
+    assert found in response.text
+
+
 LIVE_HEADINGS = ("load: ", "address or fragment, at ", "fault: ")
 LIVE_CHECKS = (
     "every version to every follower",

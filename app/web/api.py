@@ -12,7 +12,7 @@ from app.domain.measured import comparison
 from app.domain.report import Run, run_report
 from app.domain.scenario import resolve
 from app.domain.sharding import layout
-from app.web.config_view import MAX_CONFIG_BYTES, ConfigFormat, ConfigQuery, Refused, pasted_url, read_body
+from app.web.config_view import MAX_CONFIG_BYTES, ConfigBody, ConfigFormat, ConfigQuery, Refused, pasted_url, read_body
 from app.web.inputs import LayoutQuery, RunQuery, StepQuery
 from app.web.measured_view import shipped_snapshot
 from app.web.schemas import ConfigReadOut, LayoutOut, MeasuredOut, MemoryOut, StageRow, StepOut
@@ -95,10 +95,12 @@ _REFUSED: dict[str, Any] = {
     responses={413: _REFUSED, 422: _REFUSED},
     openapi_extra=_CONFIG_BODY,
 )
-async def read_config(request: Request, query: Annotated[RunQuery, Query()]) -> Response | ConfigReadOut:
+async def read_config(
+    request: Request, query: Annotated[RunQuery, Query()], body: ConfigBody
+) -> Response | ConfigReadOut:
     """A DeepSpeed config (the body) read as a run; the query gives what it does not hold (model, gpus...)."""
     try:
-        pasted = await read_body(request, query)
+        pasted = read_body(body, query)
     except Refused as refused:
         return refused.json()
     return ConfigReadOut(url=pasted_url(request, pasted), query=pasted.parameters, ignored=list(pasted.ignored))

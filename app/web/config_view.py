@@ -1,7 +1,8 @@
 """A run as a config to copy, and a pasted DeepSpeed config read as a run: what the routes share.
 
-The domain (app/domain/configs.py) writes and reads the configs; this module caps and parses the
-body, merges what a config sets into the run the request describes (a DeepSpeed config holds no
+The domain (app/domain/configs.py) writes and reads the configs; a route's dependency reads the
+body up to its cap (app/serving/body.py: `ConfigBody` and `FormBody` here). This module parses
+it, merges what a config sets into the run the request describes (a DeepSpeed config holds no
 model or cluster), and builds the page's links and paste box.
 """
 
@@ -11,15 +12,16 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
-from urllib.parse import parse_qs
+from typing import Annotated, Any
 
+from fastapi import Depends
 from fastapi.responses import JSONResponse
 from pydantic import Field, ValidationError
 from starlette.requests import Request
 
 from app.domain.configs import ConfigError, ignored_keys, read_deepspeed
 from app.domain.stages import Stage
+from app.serving.body import CappedBody, capped
 from app.web.inputs import PageQuery, RunQuery, Theme
 from app.web.links import Links, path_for
 
@@ -45,34 +47,14 @@ class ConfigQuery(RunQuery):
     )
 
 
-class TooLarge(Exception):
-    """A body over the cap: answered 413 before it is all read."""
-
-
 class NotAConfig(ValueError):
     """A body that is not a JSON object: a sentence for a person, with nothing of the body in it."""
 
 
-async def capped_body(request: Request, limit: int = MAX_CONFIG_BYTES) -> bytes:
-    """The request's body, or TooLarge as soon as it passes `limit` bytes (a declared length first)."""
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > limit:
-        raise TooLarge
-    body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > limit:
-            raise TooLarge
-    return bytes(body)
-
-
-async def pasted_text(request: Request) -> str:
-    """The form's `config` field: the textarea, percent-encoded as a browser sends a form."""
-    fields = parse_qs((await capped_body(request, _MAX_FORM_BYTES)).decode("utf-8", "replace"))
-    text = (fields.get("config") or [""])[0]
-    if len(text.encode()) > MAX_CONFIG_BYTES:
-        raise TooLarge
-    return text
+ConfigBody = Annotated[CappedBody, Depends(capped(MAX_CONFIG_BYTES))]
+"""/api/config's body, a JSON config, read by a dependency up to its cap."""
+FormBody = Annotated[CappedBody, Depends(capped(_MAX_FORM_BYTES))]
+"""The paste box's form, read by a dependency up to its cap."""
 
 
 def config_object(raw: bytes | str) -> Mapping[str, Any]:
@@ -149,21 +131,18 @@ def _read(raw: bytes | str, run: RunQuery, text: str = "") -> Pasted:
         raise Refused(422, str(exc), text=text) from None
 
 
-async def read_body(request: Request, run: RunQuery) -> Pasted:
+def read_body(body: CappedBody, run: RunQuery) -> Pasted:
     """The request's JSON body read as a run, over `run`; Refused says why not."""
-    try:
-        raw = await capped_body(request)
-    except TooLarge:
-        raise Refused(413, TOO_LARGE) from None
-    return _read(raw, run)
+    if body.over:
+        raise Refused(413, TOO_LARGE)
+    return _read(body.data, run)
 
 
-async def read_form(request: Request, run: PageQuery) -> Pasted:
+def read_form(body: CappedBody, run: PageQuery) -> Pasted:
     """The paste box's config read as a run, over the run on the page; Refused keeps what was pasted."""
-    try:
-        text = await pasted_text(request)
-    except TooLarge:
-        raise Refused(413, TOO_LARGE) from None
+    text = body.field("config")
+    if body.over or len(text.encode()) > MAX_CONFIG_BYTES:
+        raise Refused(413, TOO_LARGE)
     return _read(text, run, text)
 
 

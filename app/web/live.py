@@ -4,29 +4,33 @@ The teacher's page is the page itself, with a bar around the widget; after each 
 swaps it sends the widget's address to `show` (static/live.js). Each follower's event stream
 (sse-starlette) then carries the new version: a small element naming the widget's address, which the
 follower fetches, as a click would, from the response cache (docs/architecture.md, "Live sessions").
+
+Each route reads its input, asks the live rules (app/live/service.py `Sessions`), builds a view
+(app/web/live_view.py) and renders. What the rules refuse is answered by one handler, `refused_page`.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import replace
 from typing import Annotated
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
-from fastapi import APIRouter, FastAPI, Header, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
-from app.live.hub import GONE, Hub, MemoryHub, Unavailable, updates
-from app.live.redis_hub import RedisHub
-from app.live.session import LIFETIME_SECONDS, Session, start
+from app.live import service
+from app.live.hub import GONE, Hub, Unavailable
+from app.live.service import NoSuchSession, Refusal, SessionEnded, Sessions
+from app.live.session import LIFETIME_SECONDS, Session
+from app.serving.body import CappedBody, capped
 from app.serving.config import Settings
-from app.web.config_view import TooLarge, capped_body
 from app.web.errors import describe
 from app.web.inputs import EmbedQuery, PageQuery
 from app.web.links import absolute_url_for, path_for
+from app.web.live_access import LiveSessions, Who
 from app.web.live_view import (
     AWAY,
     COOKIE,
@@ -35,15 +39,11 @@ from app.web.live_view import (
     LiveView,
     Problem,
     canonical_view,
-    check_room,
     follower_bar,
-    follower_count,
-    hub_of,
+    problem_for,
     qr_svg,
-    session_for,
     state_view,
     teacher_bar,
-    teacher_session,
     view_query,
 )
 from app.web.pages import stage_page
@@ -61,8 +61,8 @@ MAX_FORM_BYTES = 8192
 
 
 def hub_for(settings: Settings) -> Hub:
-    """Redis when configured; otherwise this process's memory."""
-    return RedisHub(settings.redis_url) if settings.redis_url else MemoryHub()
+    """The hub the settings ask for: Redis when configured, otherwise this process's memory."""
+    return service.hub_for(settings.redis_url)
 
 
 @asynccontextmanager
@@ -85,37 +85,48 @@ async def problem_page(request: Request, problem: Exception) -> Response:
     return response
 
 
+async def refused_page(request: Request, refusal: Exception) -> Response:
+    """What the live rules refused, wherever a route asked them: the page that says why (app/web/live_view.py)."""
+    assert isinstance(refusal, Refusal)
+    return await problem_page(request, problem_for(refusal))
+
+
 async def unavailable_page(request: Request, error: Exception) -> Response:
     """Redis away, wherever a route asked it: the page that says to try again, 503."""
     return await problem_page(request, Problem(503, "Try again in a moment", AWAY))
 
 
-async def _form(request: Request, name: str) -> str:
-    try:
-        body = await capped_body(request, MAX_FORM_BYTES)
-    except TooLarge:
-        raise Problem(413, "Too long", "That request was too long to be a teacher's action.") from None
-    return (parse_qs(body.decode("utf-8", "replace")).get(name) or [""])[0]
+def install(app: FastAPI) -> None:
+    """The live pages' answers to a problem: the web's own, and each refusal of the live rules."""
+    app.add_exception_handler(Problem, problem_page)
+    app.add_exception_handler(Refusal, refused_page)
+
+
+LiveForm = Annotated[CappedBody, Depends(capped(MAX_FORM_BYTES))]
+"""A teacher's action's form, read up to its cap."""
+
+
+def _field(form: CappedBody, name: str) -> str:
+    """A field of a teacher's form; 413 if the form passed its cap."""
+    if form.over:
+        raise Problem(413, "Too long", "That request was too long to be a teacher's action.")
+    return form.field(name)
 
 
 @router.api_route("/live", methods=["GET", "HEAD"], name="live_home", response_class=HTMLResponse)
-def live_home(request: Request) -> HTMLResponse:
+def live_home(request: Request, sessions: LiveSessions) -> HTMLResponse:
     """Start a session (teachers) or join one with its code (students)."""
-    hub_of(request)  # or the page saying that live sessions are off here
+    sessions.check_on()  # or the page saying that live sessions are off here
     page = LivePage(title="Live session · ZeRO Bands", heading="Live session",
                     start_href=path_for(request, "live_start"), join_href=path_for(request, "live_join"))  # fmt: skip
     return render(request, "live.html", "live", page)
 
 
 @router.post("/live", name="live_start")
-async def live_start(request: Request) -> Response:
+async def live_start(request: Request, sessions: LiveSessions, form: LiveForm) -> Response:
     """A new session showing the view the teacher was on (`view`, else the default page); 303 to the teacher's page."""
-    view = canonical_view(_valid(request, await _form(request, "view")))
-    session, secret = start(view, time.time())
-    while not await hub_of(request).add(session):  # a code already in use: draw another
-        session, secret = start(view, time.time())
-    teach = path_for(request, "live_teach", code=session.code)
-    response = RedirectResponse(teach, status_code=303)
+    session, secret = await sessions.start(canonical_view(_valid(request, _field(form, "view"))))
+    response = RedirectResponse(path_for(request, "live_teach", code=session.code), status_code=303)
     # Sent back only to this session's addresses, never to scripts, never with another site's request.
     where = path_for(request, "live_follow", code=session.code)
     response.set_cookie(COOKIE, secret, max_age=LIFETIME_SECONDS, path=where, secure=request.url.scheme == "https",
@@ -124,99 +135,99 @@ async def live_start(request: Request) -> Response:
 
 
 @router.get("/live/join", name="live_join")
-async def live_join(request: Request, code: Annotated[str, Query(max_length=40)] = "") -> Response:
+async def live_join(
+    request: Request, sessions: LiveSessions, who: Who, code: Annotated[str, Query(max_length=40)] = ""
+) -> Response:
     """The join form's answer: 303 to the session's page, or the page saying why not."""
-    session = await session_for(request, code)
+    session = await sessions.find(code, who)
     return RedirectResponse(path_for(request, "live_follow", code=session.code), status_code=303)
 
 
 @router.api_route("/live/{code}", methods=["GET", "HEAD"], name="live_follow", response_class=HTMLResponse)
-async def live_follow(request: Request, code: str) -> HTMLResponse:
+async def live_follow(request: Request, code: str, sessions: LiveSessions, who: Who) -> HTMLResponse:
     """A follower's page: the teacher's view now, and the stream that keeps it so."""
-    session = await session_for(request, code)
-    await check_room(request, session)
+    session = await sessions.follow(code, who)
     view, _ = stage_page(request, view_query("?" + session.shown))
     bar = follower_bar(request, session, path_for(request, "page"))
     return _live_page(request, replace(view, live=LiveView(follower=bar)))
 
 
 @router.api_route("/live/{code}/teach", methods=["GET", "HEAD"], name="live_teach", response_class=HTMLResponse)
-async def live_teach(request: Request, code: str) -> HTMLResponse:
+async def live_teach(request: Request, code: str, sessions: LiveSessions, who: Who) -> HTMLResponse:
     """The teacher's page: the view the teacher is on, with the session's bar."""
-    session = await teacher_session(request, code)
+    session = await sessions.teach(code, who)
     view, _ = stage_page(request, view_query("?" + session.view))
-    return _live_page(request, replace(view, live=LiveView(teacher=await teacher_bar(request, session))))
+    bar = teacher_bar(request, session, await sessions.followers(session))
+    return _live_page(request, replace(view, live=LiveView(teacher=bar)))
 
 
 @router.post("/live/{code}/show", name="live_show")
-async def live_show(request: Request, code: str, zb_live: Annotated[str, Header()] = "") -> Response:
+async def live_show(
+    request: Request, code: str, sessions: LiveSessions, who: Who, form: LiveForm,
+    zb_live: Annotated[str, Header()] = "",
+) -> Response:  # fmt: skip
     """The teacher's page moved to the view at `view`: 204 for its script, 303 back for a plain form."""
-    session = await teacher_session(request, code)
-    view = canonical_view(_valid(request, await _form(request, "view")))
-    await hub_of(request).update(session.code, lambda s: s.show(view, time.time()))
+    session = await sessions.teach(code, who)
+    await sessions.show(session, canonical_view(_valid(request, _field(form, "view"))))
     return Response(status_code=204) if zb_live else _back(request, code)
 
 
 @router.post("/live/{code}/pause", name="live_pause")
-async def live_pause(request: Request, code: str) -> Response:
+async def live_pause(request: Request, code: str, sessions: LiveSessions, who: Who, form: LiveForm) -> Response:
     """Pause (`paused=1`) or resume the followers; htmx gets the teacher's bar again."""
-    session = await teacher_session(request, code)
-    paused = await _form(request, "paused") == "1"
-    changed = await hub_of(request).update(session.code, lambda s: s.pause(paused, time.time()))
+    session = await sessions.teach(code, who)
+    changed = await sessions.pause(session, _field(form, "paused") == "1")
     if request.headers.get("HX-Request") != "true" or changed is None:
         return _back(request, code)
-    return HTMLResponse(macro_html("_live.html", "teacher_bar", await teacher_bar(request, changed)))
+    bar = teacher_bar(request, changed, await sessions.followers(changed))
+    return HTMLResponse(macro_html("_live.html", "teacher_bar", bar))
 
 
 @router.post("/live/{code}/end", name="live_end")
-async def live_end(request: Request, code: str) -> Response:
+async def live_end(request: Request, code: str, sessions: LiveSessions, who: Who) -> Response:
     """End the session: every follower is told, and its page then says so."""
-    session = await teacher_session(request, code)
-    await hub_of(request).update(session.code, lambda s: s.end(time.time()))
+    await sessions.end(await sessions.teach(code, who))
     return RedirectResponse(path_for(request, "live_home"), status_code=303)
 
 
 @router.get("/live/{code}/followers", name="live_followers", response_class=HTMLResponse)
-async def live_followers(request: Request, code: str) -> Response:
+async def live_followers(request: Request, code: str, sessions: LiveSessions, who: Who) -> Response:
     """How many follow, for the teacher's bar (asked every few seconds); once ended, 286: htmx's "stop asking"."""
     try:
-        session = await session_for(request, code)
-    except Problem as problem:
-        if problem.status in (404, 410):
-            return Response(status_code=286)
-        raise
-    return HTMLResponse(macro_html("_live.html", "followers", request.url.path, await follower_count(request, session)))
+        session = await sessions.find(code, who)
+    except (NoSuchSession, SessionEnded):
+        return Response(status_code=286)
+    return HTMLResponse(macro_html("_live.html", "followers", request.url.path, await sessions.followers(session)))
 
 
 @router.get("/live/{code}/qr.svg", name="live_qr")
-async def live_qr(request: Request, code: str) -> Response:
+async def live_qr(request: Request, code: str, sessions: LiveSessions, who: Who) -> Response:
     """The QR code of the follower's page, as SVG."""
-    session = await session_for(request, code)
+    session = await sessions.find(code, who)
     url = absolute_url_for(request, "live_follow", code=session.code)
     return Response(qr_svg(url), media_type="image/svg+xml", headers={"Cache-Control": "private, max-age=3600"})
 
 
 @router.get("/live/{code}/events", name="live_events")
 async def live_events(
-    request: Request, code: str, query: Annotated[EmbedQuery, Query()],
+    request: Request, code: str, sessions: LiveSessions, who: Who, query: Annotated[EmbedQuery, Query()],
     last_event_id: Annotated[str, Header(max_length=20)] = "",
 ) -> EventSourceResponse:  # fmt: skip
     """A follower's stream: the current version first (unless Last-Event-ID has it), then each new one in order.
 
     The embed's options (`controls`, `calculator`) with `live`: the events name the embed's address.
     """
-    session = await session_for(request, code)
-    await check_room(request, session)
+    session = await sessions.follow(code, who)
     base, options = (path_for(request, "embed"), query.options()) if query.live else (path_for(request, "page"), ())
     last = int(last_event_id) if last_event_id.isdecimal() else None
-    return EventSourceResponse(_events(request, session.code, last, base, options), ping=PING_SECONDS,
+    return EventSourceResponse(_events(sessions, session.code, last, base, options), ping=PING_SECONDS,
                                send_timeout=SEND_TIMEOUT_SECONDS)  # fmt: skip
 
 
 async def _events(
-    request: Request, code: str, last: int | None, base: str, options: tuple[tuple[str, str], ...]
+    sessions: Sessions, code: str, last: int | None, base: str, options: tuple[tuple[str, str], ...]
 ) -> AsyncIterator[ServerSentEvent]:
-    async for item in updates(hub_of(request), code, last):
+    async for item in sessions.updates(code, last):
         if isinstance(item, Unavailable):
             yield ServerSentEvent(macro_html("_live.html", "away"), event="state", retry=RETRY_MS)
         elif item is GONE:

@@ -1,4 +1,7 @@
-"""A live session's views: the teacher's bar, a follower's bar, the state each event carries, and the messages."""
+"""A live session's views: the teacher's bar, a follower's bar, the state each event carries, and the messages.
+
+The messages word each refusal of the live rules (app/live/service.py) with its status.
+"""
 
 from __future__ import annotations
 
@@ -10,9 +13,8 @@ import segno
 from pydantic import ValidationError
 from starlette.requests import Request
 
-from app.live.hub import MISSES_ALLOWED, Hub
-from app.live.session import Session, normal_code
-from app.serving.config import Settings
+from app.live.service import LiveOff, NoSuchSession, NotTheTeacher, Refusal, RoomFull, SessionEnded, TooManyTries
+from app.live.session import Session
 from app.web.inputs import EmbedQuery, PageQuery, Theme
 from app.web.links import Links, absolute_url_for, path_for
 
@@ -110,45 +112,27 @@ NO_LIVE = (
 )
 
 
-def hub_of(request: Request) -> Hub:
-    """The app's hub, or the page saying live sessions are off (several workers, no Redis)."""
-    settings: Settings = request.app.state.settings
-    if not settings.live:
-        raise Problem(503, "Live sessions are off here", NO_LIVE)
-    hub: Hub = request.app.state.hub
-    return hub
+WORDING: dict[type[Refusal], tuple[int, str, str]] = {
+    LiveOff: (503, "Live sessions are off here", NO_LIVE),
+    NoSuchSession: (404, "No such session", NOT_FOUND),
+    SessionEnded: (410, "The session has ended", ENDED),
+    TooManyTries: (429, "Too many tries", TOO_MANY),
+    NotTheTeacher: (403, "Only the teacher can drive", NOT_TEACHER),
+    RoomFull: (429, "This session is full", FULL),
+}
+"""Each refusal of the live rules (app/live/service.py) as the person is told it: status, heading, sentence."""
 
 
-async def session_for(request: Request, code: str) -> Session:
-    """The session a code names, or the page that says why not: 404, 410 ended, 429 after many wrong codes."""
-    hub, normal = hub_of(request), normal_code(code)
-    client = request.client.host if request.client else "unknown"
-    session = await hub.get(normal) if normal else None
-    # Past the wrong codes allowed, every code is refused alike, a right one too (a guesser learns
-    # nothing), but for the teacher of the session named.
-    teacher = session is not None and session.is_teacher(request.cookies.get(COOKIE))
-    if not teacher and await hub.misses(client) >= MISSES_ALLOWED:
-        raise Problem(429, "Too many tries", TOO_MANY)
-    if session is None:
-        await hub.missed(client)
-        raise Problem(404, "No such session", NOT_FOUND)
-    if session.ended:
-        raise Problem(410, "The session has ended", ENDED)
-    return session
+def problem_for(refusal: Refusal) -> Problem:
+    """The page a refusal of the live rules makes: its status and its words."""
+    status, heading, message = WORDING[type(refusal)]
+    if isinstance(refusal, RoomFull):
+        message = message.format(n=refusal.followers)
+    return Problem(status, heading, message)
 
 
-async def teacher_session(request: Request, code: str) -> Session:
-    """The session, if the request carries its teacher's cookie; 403 if not."""
-    session = await session_for(request, code)
-    if not session.is_teacher(request.cookies.get(COOKIE)):
-        raise Problem(403, "Only the teacher can drive", NOT_TEACHER)
-    return session
-
-
-async def follower_embed(request: Request, query: EmbedQuery) -> tuple[EmbedQuery, LiveView]:
-    """An embed following the session `query.live` names: the teacher's view with the embed's options, and its bar."""
-    session = await session_for(request, query.live or "")
-    await check_room(request, session)
+def followed_embed(request: Request, session: Session, query: EmbedQuery) -> tuple[EmbedQuery, LiveView]:
+    """An embed following `session`: the teacher's view with the embed's options (of `query`), and its bar."""
     shown = EmbedQuery.model_validate({**dict(parse_qsl(session.shown)), **dict(query.options())})
     return shown, LiveView(follower=follower_bar(request, session, path_for(request, "embed"), query.options()))
 
@@ -164,28 +148,16 @@ def follower_bar(
     return FollowerBar(session.code, events, back, state_view(session, base, options))
 
 
-async def teacher_bar(request: Request, session: Session) -> TeacherBar:
+def teacher_bar(request: Request, session: Session, followers: int) -> TeacherBar:
     """The teacher's bar for `session`, with its count of followers now."""
     code = session.code
     return TeacherBar(
         code=code, join_url=absolute_url_for(request, "live_follow", code=code),
         qr_href=path_for(request, "live_qr", code=code), followers_href=path_for(request, "live_followers", code=code),
-        followers=await follower_count(request, session), show_href=path_for(request, "live_show", code=code),
+        followers=followers, show_href=path_for(request, "live_show", code=code),
         pause_href=path_for(request, "live_pause", code=code), end_href=path_for(request, "live_end", code=code),
         paused=session.paused, live_href=path_for(request, "live_home"),
     )  # fmt: skip
-
-
-async def follower_count(request: Request, session: Session) -> int:
-    """Followers of `session`, over every worker."""
-    return await hub_of(request).followers(session.code)
-
-
-async def check_room(request: Request, session: Session) -> None:
-    """A 429 page past the cap on followers."""
-    settings: Settings = request.app.state.settings
-    if (n := await follower_count(request, session)) >= settings.live_followers:
-        raise Problem(429, "This session is full", FULL.format(n=n))
 
 
 class BadView(ValueError):

@@ -12,11 +12,11 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from app.domain.scenario import resolve
 from app.paths import STATIC_DIR
 from app.web.compare_view import compare_view
-from app.web.config_view import Refused, config_view, pasted_url, read_form
+from app.web.config_view import FormBody, Refused, config_view, pasted_url, read_form
 from app.web.embed_view import embed_view, share_page_view
 from app.web.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery
 from app.web.links import Links, absolute_links, absolute_url_for, embed_links, page_links, path_for
-from app.web.live_view import follower_embed
+from app.web.live_access import follower_embed
 from app.web.measured_view import measured_view, theme_of
 from app.web.page_view import PageView, page_view
 from app.web.templating import FORM_FIRST_HEADER, render, replace_history, wants_fragment
@@ -43,13 +43,13 @@ def stage_page(request: Request, query: PageQuery) -> tuple[PageView, Links]:
 
 
 @router.post("/config", name="config_paste", response_class=HTMLResponse)
-async def paste_config(request: Request, query: Annotated[PageQuery, Query()]) -> Response:
+async def paste_config(request: Request, query: Annotated[PageQuery, Query()], body: FormBody) -> Response:
     """A DeepSpeed config pasted in the page's box (the body), over the run on the page (the query).
 
     303 to the page of the run it describes, or the page again saying why not, the paste kept.
     """
     try:
-        pasted = await read_form(request, query)
+        pasted = read_form(body, query)
     except Refused as refused:
         view, _ = stage_page(request, query)
         said = replace(view.configs, message=refused.message, text=refused.text) if view.configs else None

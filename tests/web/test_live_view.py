@@ -1,11 +1,12 @@
-"""app/web/live_view.py: the view a session keeps, and the address each follower is sent."""
+"""app/web/live_view.py: the view a session keeps, the address each follower is sent, and the words of each refusal."""
 
 from __future__ import annotations
 
 import pytest
 
+from app.live.service import LiveOff, NoSuchSession, NotTheTeacher, Refusal, RoomFull, SessionEnded, TooManyTries
 from app.live.session import Session
-from app.web.live_view import BadView, StateView, canonical_view, state_view, view_query
+from app.web.live_view import WORDING, BadView, StateView, canonical_view, problem_for, state_view, view_query
 
 
 @pytest.mark.parametrize(
@@ -64,3 +65,26 @@ def test_a_follower_is_sent_the_address_it_draws(
 )
 def test_the_bar_says_what_the_follower_is_doing(changes: dict[str, bool], words: str) -> None:
     assert state_view(_session("stage=dp", **changes), "/").words == words
+
+
+@pytest.mark.parametrize(
+    ("refusal", "status", "heading", "said"),
+    [
+        (LiveOff(), 503, "Live sessions are off here", "start it with --redis-url, or with one worker"),
+        (NoSuchSession(), 404, "No such session", "There is no live session with that code."),
+        (SessionEnded(), 410, "The session has ended", "The teacher has ended this session."),
+        (TooManyTries(), 429, "Too many tries", "Too many wrong codes from this address. Wait ten minutes"),
+        (NotTheTeacher(), 403, "Only the teacher can drive", "from the browser that started it."),
+        (RoomFull(1234), 429, "This session is full", "This session is full: 1,234 are following already."),
+    ],
+)
+def test_each_refusal_of_the_live_rules_is_worded_with_its_status(
+    refusal: Refusal, status: int, heading: str, said: str
+) -> None:
+    problem = problem_for(refusal)
+    assert (problem.status, problem.heading) == (status, heading)
+    assert said in problem.message
+
+
+def test_every_kind_of_refusal_has_its_words() -> None:
+    assert set(WORDING) == set(Refusal.__subclasses__())

@@ -1,0 +1,145 @@
+"""The live sessions' rules, over a hub: finding a session, the teacher's check, the wrong-code limit, the room cap.
+
+The web layer (app/web/live.py) reads a request into a `Visitor` and a code, asks `Sessions`, and
+words what it is refused (app/web/live_view.py): each rule here raises a `Refusal` of its own kind,
+with no status and no sentence, which are the web's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from app.live.hub import MISSES_ALLOWED, Hub, MemoryHub, Unavailable, updates
+from app.live.redis_hub import RedisHub
+from app.live.session import Session, normal_code
+from app.live.session import start as new_session
+
+
+class Refusal(Exception):
+    """Why a session cannot be used as asked: one of the kinds below."""
+
+
+class LiveOff(Refusal):
+    """Live sessions are not kept here: several workers, and no Redis to share sessions between them."""
+
+
+class NoSuchSession(Refusal):
+    """No session has that code (or it expired), or the text cannot be a code."""
+
+
+class SessionEnded(Refusal):
+    """The teacher ended the session."""
+
+
+class TooManyTries(Refusal):
+    """The visitor's address tried too many wrong codes lately: every code is refused alike."""
+
+
+class NotTheTeacher(Refusal):
+    """The visitor does not hold the session's teacher's secret."""
+
+
+class RoomFull(Refusal):
+    """The session has as many followers as one session may have."""
+
+    def __init__(self, followers: int) -> None:
+        super().__init__(followers)
+        self.followers = followers
+
+
+@dataclass(frozen=True)
+class Visitor:
+    """Who asks: the client's address (wrong codes are counted by it) and the teacher's secret it carries, if any."""
+
+    address: str
+    secret: str | None = None
+
+
+def hub_for(redis_url: str) -> Hub:
+    """Redis when configured; otherwise this process's memory."""
+    return RedisHub(redis_url) if redis_url else MemoryHub()
+
+
+@dataclass(frozen=True)
+class Sessions:
+    """The live sessions kept in `hub`, under their rules.
+
+    `on` is whether sessions can be kept here at all (one worker, or Redis); `room` is how many may
+    follow one session.
+    """
+
+    hub: Hub
+    on: bool
+    room: int
+    clock: Callable[[], float] = time.time
+
+    def _kept(self) -> Hub:
+        if not self.on:
+            raise LiveOff
+        return self.hub
+
+    def check_on(self) -> None:
+        """LiveOff unless sessions can be kept here."""
+        self._kept()
+
+    async def find(self, code: str, visitor: Visitor) -> Session:
+        """The session `code` names, as typed; else NoSuchSession, SessionEnded, or TooManyTries (wrong codes).
+
+        Past them, every code is refused alike, a right one too (a guesser learns nothing), but for the
+        teacher of the session named. Each code that names no session counts as a wrong one.
+        """
+        hub, normal = self._kept(), normal_code(code)
+        session = await hub.get(normal) if normal else None
+        teacher = session is not None and session.is_teacher(visitor.secret)
+        if not teacher and await hub.misses(visitor.address) >= MISSES_ALLOWED:
+            raise TooManyTries
+        if session is None:
+            await hub.missed(visitor.address)
+            raise NoSuchSession
+        if session.ended:
+            raise SessionEnded
+        return session
+
+    async def teach(self, code: str, visitor: Visitor) -> Session:
+        """The session, found as `find` does, if the visitor is its teacher; NotTheTeacher if not."""
+        session = await self.find(code, visitor)
+        if not session.is_teacher(visitor.secret):
+            raise NotTheTeacher
+        return session
+
+    async def follow(self, code: str, visitor: Visitor) -> Session:
+        """The session, found as `find` does, if there is room for one more follower; RoomFull if not."""
+        session = await self.find(code, visitor)
+        if (n := await self.followers(session)) >= self.room:
+            raise RoomFull(n)
+        return session
+
+    async def followers(self, session: Session) -> int:
+        """Followers of `session`, over every worker."""
+        return await self._kept().followers(session.code)
+
+    async def start(self, view: str) -> tuple[Session, str]:
+        """A new session showing `view`, kept; and the teacher's secret."""
+        hub = self._kept()
+        session, secret = new_session(view, self.clock())
+        while not await hub.add(session):  # a code already in use: draw another
+            session, secret = new_session(view, self.clock())
+        return session, secret
+
+    async def show(self, session: Session, view: str) -> Session | None:
+        """The teacher moved to `view`; the session as changed (None: no longer kept)."""
+        return await self._kept().update(session.code, lambda s: s.show(view, self.clock()))
+
+    async def pause(self, session: Session, paused: bool) -> Session | None:
+        """The teacher paused (True) or resumed the followers; the session as changed."""
+        return await self._kept().update(session.code, lambda s: s.pause(paused, self.clock()))
+
+    async def end(self, session: Session) -> Session | None:
+        """The teacher ended the session; every follower is told."""
+        return await self._kept().update(session.code, lambda s: s.end(self.clock()))
+
+    def updates(self, code: str, last_seen: int | None) -> AsyncIterator[Session | Unavailable | None]:
+        """What a follower's stream sends (app/live/hub.py `updates`)."""
+        return updates(self._kept(), code, last_seen)

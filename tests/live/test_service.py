@@ -1,0 +1,201 @@
+"""app/live/service.py: the live rules over either hub, no HTTP: finding, the teacher's check, wrong codes, the room.
+
+The web's wording of each refusal (status, heading, sentence) is tests/web/test_live_view.py's; the pages
+that show it are tests/web/test_live.py's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import pytest
+
+from app.live.hub import MISSES_ALLOWED, MemoryHub
+from app.live.service import (
+    LiveOff,
+    NoSuchSession,
+    NotTheTeacher,
+    RoomFull,
+    SessionEnded,
+    Sessions,
+    TooManyTries,
+    Visitor,
+)
+from app.live.session import ALPHABET, Session
+from tests.live.conftest import Clock, MakeHub, opened, run
+
+STUDENT = Visitor("10.0.0.2")
+ELSEWHERE = Visitor("10.0.0.3")
+
+
+def _absent(code: str) -> str:
+    """A well-formed code that is not `code`."""
+    return "".join(ALPHABET[(ALPHABET.index(c) + 1) % len(ALPHABET)] for c in code)
+
+
+async def _started(sessions: Sessions, view: str = "stage=zero1") -> tuple[Session, Visitor]:
+    session, secret = await sessions.start(view)
+    return session, Visitor(STUDENT.address, secret)
+
+
+@pytest.mark.parametrize(
+    "typed",
+    [lambda c: c, lambda c: c.lower(), lambda c: f"{c[:3]}-{c[3:]}", lambda c: f" {c[:3].lower()} {c[3:]} "],
+    ids=["as-shown", "lower", "dashed", "spaced"],
+)
+def test_a_code_is_found_as_a_person_types_it(hub: MakeHub, typed: Callable[[str], str]) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(hub, clock) as h:
+            sessions = Sessions(h, on=True, room=10, clock=clock)
+            session, _ = await _started(sessions)
+            assert await sessions.find(typed(session.code), STUDENT) == session
+            assert await h.misses(STUDENT.address) == 0
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("typed", ["", "ACD47", "0OQ1IL", "<script>", "absent"])
+def test_a_code_that_names_no_session_is_refused_and_counted_as_a_wrong_one(hub: MakeHub, typed: str) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(hub, clock) as h:
+            sessions = Sessions(h, on=True, room=10, clock=clock)
+            session, _ = await _started(sessions)
+            with pytest.raises(NoSuchSession):
+                await sessions.find(_absent(session.code) if typed == "absent" else typed, STUDENT)
+            assert (await h.misses(STUDENT.address), await h.misses(ELSEWHERE.address)) == (1, 0)
+
+    run(scenario())
+
+
+def test_an_ended_session_is_refused_as_ended_even_to_its_teacher(hub: MakeHub) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(hub, clock) as h:
+            sessions = Sessions(h, on=True, room=10, clock=clock)
+            session, teacher = await _started(sessions)
+            ended = await sessions.end(session)
+            assert ended is not None
+            assert (ended.ended, ended.version) == (True, 2)
+            for visitor in (STUDENT, teacher):
+                with pytest.raises(SessionEnded):
+                    await sessions.find(session.code, visitor)
+
+    run(scenario())
+
+
+def test_past_the_wrong_codes_allowed_every_code_is_refused_alike_but_for_the_sessions_teacher(hub: MakeHub) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(hub, clock) as h:
+            sessions = Sessions(h, on=True, room=10, clock=clock)
+            session, teacher = await _started(sessions)
+            wrong = _absent(session.code)
+            for _ in range(MISSES_ALLOWED):
+                with pytest.raises(NoSuchSession):
+                    await sessions.find(wrong, STUDENT)
+            for code in (wrong, session.code):
+                with pytest.raises(TooManyTries):
+                    await sessions.find(code, STUDENT)
+            with pytest.raises(TooManyTries):  # the teacher's secret opens its own session only
+                await sessions.find(wrong, teacher)
+            assert await sessions.find(session.code, teacher) == session
+            assert await sessions.teach(session.code, teacher) == session
+            assert await sessions.find(session.code, ELSEWHERE) == session  # another address is not held back
+            assert await h.misses(STUDENT.address) == MISSES_ALLOWED  # a refusal when held back is not counted
+
+    run(scenario())
+
+
+@pytest.mark.parametrize("secret", [None, "", "forged"])
+def test_only_the_teachers_secret_drives(hub: MakeHub, secret: str | None) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(hub, clock) as h:
+            sessions = Sessions(h, on=True, room=10, clock=clock)
+            session, teacher = await _started(sessions)
+            with pytest.raises(NotTheTeacher):
+                await sessions.teach(session.code, Visitor(STUDENT.address, secret))
+            assert await sessions.teach(session.code, teacher) == session
+
+    run(scenario())
+
+
+@pytest.mark.parametrize(("room", "following", "refused"), [(1, 0, False), (1, 1, True), (3, 2, False), (3, 3, True)])
+def test_the_room_holds_so_many_followers(hub: MakeHub, room: int, following: int, refused: bool) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(hub, clock) as h:
+            sessions = Sessions(h, on=True, room=room, clock=clock)
+            session, _ = await _started(sessions)
+            queues = [h.follow(session.code) for _ in range(following)]
+            for queue in queues:
+                await queue.__aenter__()
+            try:
+                assert await sessions.followers(session) == following
+                if refused:
+                    with pytest.raises(RoomFull) as raised:
+                        await sessions.follow(session.code, STUDENT)
+                    assert raised.value.followers == following
+                else:
+                    assert await sessions.follow(session.code, STUDENT) == session
+                assert await sessions.find(session.code, STUDENT) == session  # finding it is not following it
+            finally:
+                for queue in queues:
+                    await queue.__aexit__(None, None, None)
+
+    run(scenario())
+
+
+def test_the_teachers_actions_change_the_session_kept(hub: MakeHub) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(hub, clock) as h:
+            sessions = Sessions(h, on=True, room=10, clock=clock)
+            session, _ = await _started(sessions, "stage=zero1")
+            clock.now += 60
+            shown = await sessions.show(session, "stage=zero2")
+            paused = await sessions.pause(session, True)
+            moved = await sessions.show(session, "stage=zero3")
+            assert shown == session.show("stage=zero2", clock.now)
+            assert paused is not None
+            assert (paused.version, paused.paused, paused.shown) == (3, True, "stage=zero2")
+            assert moved is not None
+            assert (moved.view, moved.shown, moved.touched) == ("stage=zero3", "stage=zero2", clock.now)
+            assert await h.get(session.code) == moved
+
+    run(scenario())
+
+
+ASKS: list[tuple[str, Callable[[Sessions, Session], Awaitable[object]]]] = [
+    ("find", lambda s, session: s.find(session.code, STUDENT)),
+    ("teach", lambda s, session: s.teach(session.code, STUDENT)),
+    ("follow", lambda s, session: s.follow(session.code, STUDENT)),
+    ("followers", lambda s, session: s.followers(session)),
+    ("start", lambda s, session: s.start("stage=dp")),
+    ("show", lambda s, session: s.show(session, "stage=dp")),
+    ("pause", lambda s, session: s.pause(session, True)),
+    ("end", lambda s, session: s.end(session)),
+]
+
+
+@pytest.mark.parametrize(("name", "ask"), ASKS, ids=[name for name, _ in ASKS])
+def test_with_live_sessions_off_every_ask_is_refused_and_the_hub_untouched(
+    name: str, ask: Callable[[Sessions, Session], Awaitable[object]]
+) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(MemoryHub, clock) as h:
+            session, _ = await _started(Sessions(h, on=True, room=10, clock=clock))
+            off = Sessions(h, on=False, room=10, clock=clock)
+            with pytest.raises(LiveOff):
+                off.check_on()
+            with pytest.raises(LiveOff):
+                await ask(off, session)
+            with pytest.raises(LiveOff):
+                off.updates(session.code, None)
+            assert await h.get(session.code) == session
+            assert await h.misses(STUDENT.address) == 0
+
+    run(scenario())
