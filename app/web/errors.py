@@ -23,7 +23,8 @@ from app.domain.scenario import resolve
 from app.paths import is_api_path, route_path
 from app.web.api import API_TAG
 from app.web.embed_view import embed_view
-from app.web.inputs import FIELD_HINTS, NOT_MEASURED, SIZE_FIELDS, EmbedQuery, PageQuery, SetAside, set_aside
+from app.web.fields import FIELD_HINTS, SIZE_FIELDS
+from app.web.inputs import NOT_MEASURED, EmbedQuery, PageQuery, SetAside, set_aside
 from app.web.links import Links, embed_links, page_links, path_for
 from app.web.page_view import PageView, compare_href, error_view, page_view, with_problems
 from app.web.pages import form_first, with_way_out
