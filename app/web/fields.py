@@ -25,7 +25,7 @@ from app.domain.memory import DEFAULT_GPUS
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload
 from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, count_label, gpus_label
-from app.domain.scenario import Scenario
+from app.domain.scenario import Inputs, Scenario
 from app.domain.trainable import MAX_LORA_RANK, LoraTargets
 
 
@@ -479,14 +479,35 @@ def in_group(group: Group) -> tuple[RunField, ...]:
     return tuple(f for f in FIELDS if f.group is group)
 
 
-def unfolded(given: Iterable[str], recipe: RecipeName, problems: Iterable[str] = ()) -> frozenset[Group]:
+def _read(inputs: Inputs, target: str) -> Any:
+    where, _, key = target.partition(".")
+    value = getattr(inputs, where)
+    if where == "band_bytes":
+        return value[int(key)]
+    return getattr(value, key) if key else value
+
+
+_NOTHING_GIVEN = Inputs()
+
+
+def given(inputs: Inputs) -> frozenset[str]:
+    """The fields given a value other than their default; a preset recipe's bands are its own, not given."""
+    custom = inputs.recipe is RecipeName.CUSTOM
+    return frozenset(
+        f.name
+        for f in FIELDS
+        if _read(inputs, f.target) != _read(_NOTHING_GIVEN, f.target) and (custom or f.band is None)
+    )
+
+
+def unfolded(given: Iterable[str], custom_recipe: bool, problems: Iterable[str] = ()) -> frozenset[Group]:
     """The folds of the form shown open: those holding a value given, or a value set aside.
 
     The one place this is decided. `given` are the fields given a value other than their default. A
     custom recipe opens the fold its bands are in: they are the recipe's inputs, given or not.
     """
     names = {*given, *problems}
-    if recipe is RecipeName.CUSTOM:
+    if custom_recipe:
         names |= {f.name for f in FIELDS if f.band is not None}
     return frozenset(BY_NAME[n].group for n in names if n in BY_NAME and BY_NAME[n].group in FOLDS)
 

@@ -12,8 +12,16 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, ValidationInfo, create_model
-from pydantic import field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
 from app.domain.architecture import PRESETS, ModelName
@@ -29,6 +37,7 @@ from app.domain.step import LAST_PHASE
 from app.domain.trainable import parse_trainable
 from app.web.fields import BY_NAME, FIELDS, Kind, RunField
 from app.web.form_view import FieldProblem
+
 
 class Theme(StrEnum):
     """How the page is drawn: for a screen close by, or for the back of a room (`?theme=projector`)."""
