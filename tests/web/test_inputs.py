@@ -10,12 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from app.domain.accounting import Accounting
-from app.domain.architecture import ModelName
-from app.domain.bands import RecipeName
-from app.domain.placement import Offload
-from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit
+from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN
 from app.domain.stages import Stage
+from app.web.fields import FIELDS, Kind, RunField
 from app.web.inputs import RunQuery, set_aside
 from tests.conftest import dom, one, text
 from tests.web.helpers import get_tree, run_page, table_cells, theme_in
@@ -32,34 +29,43 @@ counts = (
 sizes = st.from_regex(BYTES_PATTERN, fullmatch=True) | st.sampled_from(
     ["80GB", "80GiB", "24 gib", "32e9", "80e+09", ""]
 )
-band = st.integers(0, 16).map(str)
+# The fields a rule across fields joins (nodes and GPUs per node against gpus, the device against the
+# offload, a trainable count against the model): values that agree with any value of the others.
+_AGREEING = {
+    "nodes": st.sampled_from(["", "1"]),
+    "gpus_per_node": st.just(""),
+    "offload_device": st.sampled_from(["nvme", ""]),
+    "trainable": st.sampled_from(["", "0", "1", "0.5", "25%", "1e3"]),
+}
 
+
+def _valid(field: RunField) -> st.SearchStrategy[str]:
+    """Any value the field accepts, from its declared kind and limits."""
+    if field.name in _AGREEING:
+        return _AGREEING[field.name]
+    blank = st.just("") if field.blank else st.nothing()
+    if field.kind is Kind.CHOICE:
+        return st.sampled_from(field.values) | blank
+    if field.kind is Kind.SWITCH:
+        return st.sampled_from(["0", "1"])
+    if field.kind is Kind.WHOLE:
+        assert field.low is not None
+        assert field.high is not None
+        return st.integers(field.low, field.high).map(str) | blank
+    return sizes if field.kind is Kind.SIZE else counts
+
+
+# Every run field, derived from the declaration: a field added there is drawn here too.
 valid_queries = st.fixed_dictionaries(
     {},
-    optional={
-        "stage": st.sampled_from([s.value for s in Stage]),
-        "model": st.sampled_from([m.value for m in ModelName]),
-        "params": counts,
-        "gpus": st.integers(1, 4096).map(str),
-        "recipe": st.sampled_from([r.value for r in RecipeName]),
-        "weights_bytes": st.integers(1, 16).map(str),
-        "gradients_bytes": band,
-        "master_bytes": band,
-        "moments_bytes": band,
-        "largest_layer": counts,
-        "capacity": sizes,
-        "units": st.sampled_from([u.value for u in ByteUnit]),
-        "offload": st.sampled_from([o.value for o in Offload]),
-        "offload_device": st.sampled_from(["nvme", ""]),
-        "pin_memory": st.sampled_from(["0", "1"]),
-        "host_memory": sizes,
-        "nvme_space": sizes,
-        "accounting": st.sampled_from([a.value for a in Accounting]),
-        "zero_init": st.sampled_from(["0", "1"]),
-    },
+    optional={"stage": st.sampled_from([s.value for s in Stage]), **{f.name: _valid(f) for f in FIELDS}},
 )
 
 utf8_text = st.text(st.characters(codec="utf-8"), max_size=30)
+
+
+def _not(pattern: str) -> st.SearchStrategy[str]:
+    return utf8_text.filter(lambda t: t != "" and re.fullmatch(pattern, t) is None)
 
 
 def _not(pattern: str) -> st.SearchStrategy[str]:
@@ -70,21 +76,21 @@ def _out_of(low: int, high: int) -> st.SearchStrategy[str]:
     return (st.integers(max_value=low - 1) | st.integers(min_value=high + 1)).map(str) | _not(r"\s*[+-]?\d+\s*")
 
 
-invalid_fields = st.one_of(
-    st.tuples(st.just("gpus"), _out_of(1, 4096)),
-    st.tuples(st.just("weights_bytes"), _out_of(1, 16)),
-    st.tuples(st.just("master_bytes"), _out_of(0, 16)),
-    st.tuples(st.just("params"), _not(COUNT_PATTERN)),
-    st.tuples(st.just("largest_layer"), _not(COUNT_PATTERN)),
-    st.tuples(st.just("capacity"), _not(BYTES_PATTERN)),
-    st.tuples(st.just("model"), utf8_text.filter(lambda t: t not in set(ModelName))),
-    st.tuples(st.just("recipe"), utf8_text.filter(lambda t: t not in set(RecipeName))),
-    st.tuples(st.just("units"), utf8_text.filter(lambda t: t not in set(ByteUnit))),
-    st.tuples(st.just("offload"), utf8_text.filter(lambda t: t not in set(Offload))),
-    st.tuples(st.just("accounting"), utf8_text.filter(lambda t: t not in set(Accounting))),
-    st.tuples(st.just("host_memory"), _not(BYTES_PATTERN)),
-    st.tuples(st.just("nodes"), _out_of(1, 4096)),
-)
+def _refused(field: RunField) -> st.SearchStrategy[str]:
+    """Values the field refuses, from its declared kind and limits."""
+    if field.kind is Kind.CHOICE:
+        accepted = set(field.values) | ({""} if field.blank else set())
+        return utf8_text.filter(lambda t: t not in accepted and t.split() != ["optimizer", "params"])
+    if field.kind is Kind.SWITCH:
+        return st.sampled_from(["2", "-1", "maybe", "", "10"])
+    if field.kind is Kind.WHOLE:
+        assert field.low is not None
+        assert field.high is not None
+        return _out_of(field.low, field.high)
+    return _not(field.pattern or "")
+
+
+invalid_fields = st.one_of(*(st.tuples(st.just(f.name), _refused(f)) for f in FIELDS))
 # The stage belongs to the page; the API has no use for it.
 bad_stage = st.tuples(st.just("stage"), utf8_text.filter(lambda t: t not in set(Stage)))
 
