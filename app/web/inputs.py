@@ -75,13 +75,13 @@ def _declared(field: RunField) -> tuple[Any, Any]:
     """The query model's field for a declared run field: type, default, limits, grammar and description."""
     blank = field.blank or field.pattern is not None
     described = f"{field.help} Empty: the default." if blank else field.help
-    limits = {key: value for key, value in (("ge", field.low), ("le", field.high)) if value is not None}
     return _annotation(field), Field(
         field.default,
         pattern=field.pattern,
         description=described,
         json_schema_extra=_empty_means_the_default if field.blank else None,
-        **limits,
+        ge=field.low,
+        le=field.high,
     )
 
 

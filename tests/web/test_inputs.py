@@ -68,10 +68,6 @@ def _not(pattern: str) -> st.SearchStrategy[str]:
     return utf8_text.filter(lambda t: t != "" and re.fullmatch(pattern, t) is None)
 
 
-def _not(pattern: str) -> st.SearchStrategy[str]:
-    return utf8_text.filter(lambda t: t != "" and re.fullmatch(pattern, t) is None)
-
-
 def _out_of(low: int, high: int) -> st.SearchStrategy[str]:
     return (st.integers(max_value=low - 1) | st.integers(min_value=high + 1)).map(str) | _not(r"\s*[+-]?\d+\s*")
 
@@ -168,7 +164,7 @@ def test_the_engines_agree_on_the_examples(value: str, count: bool, size: bool) 
 
 def test_set_aside_keeps_the_valid_and_records_the_rest() -> None:
     kept = set_aside({"stage": "zero3", "gpus": "5000", "model": "custom", "params": "7B", "phase": "x"})
-    assert (kept.query.stage, kept.query.gpus, kept.query.params, kept.query.phase) == (Stage.ZERO3, 8, "7B", None)
+    assert (kept.query.stage, kept.query.value("gpus"), kept.query.value("params"), kept.query.phase) == (Stage.ZERO3, 8, "7B", None)
     assert [(p.name, p.typed) for p in kept.problems] == [("gpus", "5000")]
     assert sorted(e["loc"] for e in kept.errors) == [("query", "gpus"), ("query", "phase")]
     assert kept.notice
@@ -179,12 +175,12 @@ def test_set_aside_keeps_the_valid_and_records_the_rest() -> None:
 def test_an_invalid_field_takes_the_value_on_the_screen_once() -> None:
     kept = set_aside({"stage": "zero1", "gpus": "0", "params": "7B"}, shown={"gpus": "16", "params": "1B"})
     # Only the invalid field falls back; what was typed is still what the form shows and explains.
-    assert (kept.query.gpus, kept.query.params) == (16, "7B")
+    assert (kept.query.value("gpus"), kept.query.value("params")) == (16, "7B")
     assert [(p.name, p.typed) for p in kept.problems] == [("gpus", "0")]
     assert [e["loc"] for e in kept.errors] == [("query", "gpus")]
     # A value on the screen that is no better is not given, and not reported a second time.
     worse = set_aside({"gpus": "0"}, shown={"gpus": "abc"})
-    assert (worse.query.gpus, [p.typed for p in worse.problems], len(worse.errors)) == (8, ["0"], 1)
+    assert (worse.query.value("gpus"), [p.typed for p in worse.problems], len(worse.errors)) == (8, ["0"], 1)
     # Only the run form's fields: the stage shown is not a fallback for a bad stage.
     assert set_aside({"stage": "zero9"}, shown={"stage": "zero3"}).query.stage == Stage.DP
 
