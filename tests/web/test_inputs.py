@@ -164,7 +164,12 @@ def test_the_engines_agree_on_the_examples(value: str, count: bool, size: bool) 
 
 def test_set_aside_keeps_the_valid_and_records_the_rest() -> None:
     kept = set_aside({"stage": "zero3", "gpus": "5000", "model": "custom", "params": "7B", "phase": "x"})
-    assert (kept.query.stage, kept.query.value("gpus"), kept.query.value("params"), kept.query.phase) == (Stage.ZERO3, 8, "7B", None)
+    assert (kept.query.stage, kept.query.value("gpus"), kept.query.value("params"), kept.query.phase) == (
+        Stage.ZERO3,
+        8,
+        "7B",
+        None,
+    )
     assert [(p.name, p.typed) for p in kept.problems] == [("gpus", "5000")]
     assert sorted(e["loc"] for e in kept.errors) == [("query", "gpus"), ("query", "phase")]
     assert kept.notice
