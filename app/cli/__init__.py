@@ -8,13 +8,9 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.domain.accounting import Accounting
-from app.domain.activations import Recompute
-from app.domain.architecture import ModelName
-from app.domain.bands import RecipeName
-from app.domain.quantities import ByteUnit
 from app.serving.config import DEFAULT_LIMIT, LIMIT_ENV, REDIS_ENV, WORKERS_ENV, ConfigError, Settings, quoted
 from app.serving.server import serve
+from app.web.fields import FIELDS, Kind, RunField
 
 
 def _port(text: str) -> int:
@@ -58,19 +54,8 @@ def parser() -> argparse.ArgumentParser:
     table = commands.add_parser(
         "table", help="print memory, traffic and fit per stage for a run", description="Print the table for a run."
     )
-    table.add_argument("--model", choices=[m.value for m in ModelName], help="a preset model (default: the seed's 30B)")
-    table.add_argument("--params", help="weights of a custom model: 7.5B, 7.5e9, 7.5e+09 or 7,500,000,000")
-    table.add_argument("--gpus", default="8", help="number of GPUs, 1-4096 (default: 8)")
-    table.add_argument("--recipe", choices=[r.value for r in RecipeName], default=RecipeName.MIXED_ADAM.value)
-    for band in ("weights", "gradients", "master", "moments"):
-        table.add_argument(f"--{band}-bytes", help=f"bytes per weight of the {band} band (custom recipe)")
-    table.add_argument("--largest-layer", help="weights ZeRO-3 gathers at once (default: from the architecture)")
-    table.add_argument("--capacity", help="one card's memory: 80GB, 80GiB, or bytes such as 80e9")
-    table.add_argument("--units", choices=[u.value for u in ByteUnit], default=ByteUnit.GIB.value)
-    table.add_argument("--batch", help="sequences per micro-batch, per GPU (default: 1; 0 counts no activations)")
-    table.add_argument("--seq", help="tokens per sequence (default: the model's context, or 4096)")
-    table.add_argument("--recompute", choices=[r.value for r in Recompute], default=Recompute.NONE.value)
-    table.add_argument("--accounting", choices=[a.value for a in Accounting], help="whose count (default: paper)")
+    for field in FIELDS:  # every run field, as the page and the API take it (app/web/fields.py)
+        table.add_argument(field.option, dest=field.name, choices=field.values or None, help=_help(field))
     export = commands.add_parser(
         "export",
         help="write a static copy of the pages that any static file server can serve",
@@ -89,6 +74,16 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+def _help(field: RunField) -> str:
+    """The option's help: the field's own, and its default where it has a plain one."""
+    text = field.help.replace("%", "%%")  # argparse formats help with %
+    if field.kind is Kind.SWITCH:
+        return f"{text} 1 or 0 (default: {int(field.default)})"
+    if field.default is None or field.choices is not None:
+        return text
+    return f"{text} (default: {field.default})"
+
+
 def table(args: argparse.Namespace) -> int:
     """Validate the run as the API does, then print its table; 2 and a message when it is wrong."""
     # Imported here: serving needs none of it, and every worker starts sooner without it.
@@ -99,7 +94,7 @@ def table(args: argparse.Namespace) -> int:
     from app.web.errors import describe
     from app.web.inputs import RunQuery
 
-    fields = {name: value for name, value in vars(args).items() if name in RunQuery.model_fields and value is not None}
+    fields = {f.name: getattr(args, f.name) for f in FIELDS if getattr(args, f.name) is not None}
     try:
         query = RunQuery.model_validate(fields)
     except ValidationError as error:

@@ -14,6 +14,7 @@ from app.domain.quantities import ByteUnit
 from app.domain.scenario import Inputs, Scenario
 from app.domain.stages import Stage
 from app.domain.trainable import LoraTargets
+from app.web.fields import Group, given, unfolded
 
 
 @dataclass(frozen=True)
@@ -61,7 +62,6 @@ class FormView:
     bands_readonly: bool
     largest_layer: str
     largest_layer_placeholder: str
-    more_open: bool
     capacity: str
     cards: tuple[Option, ...]
     units: tuple[Option, ...]
@@ -83,8 +83,8 @@ class FormView:
     nvme_space: str = ""
     accountings: tuple[Option, ...] = ()
     zero_init: tuple[Option, ...] = ()
-    host_open: bool = False
-    """Whether the offload and accounting fields are shown open: when any is not its default."""
+    given: frozenset[str] = frozenset()
+    """The run fields given a value other than their default (`fields.given`): their folds are open."""
     problems: tuple[FieldProblem, ...] = ()
     """Fields whose value was set aside; the page shows what was typed there, and why it is wrong."""
     phase: int | None = None
@@ -95,9 +95,19 @@ class FormView:
     """Hidden fields the form sends besides the run: an embed's options."""
 
     @property
-    def host_problem(self) -> bool:
-        """Whether a field of the offload part was set aside: the part is then open, its message shown."""
-        return any(p.name in HOST_FIELDS for p in self.problems)
+    def unfolded(self) -> frozenset[Group]:
+        """The folds shown open: each holding a value given, or one set aside (`fields.unfolded`)."""
+        return unfolded(self.given, not self.bands_readonly, (p.name for p in self.problems))
+
+    @property
+    def more_open(self) -> bool:
+        """Whether "Micro-batch, frozen weights, LoRA, bytes per band and largest layer" is open."""
+        return Group.MORE in self.unfolded
+
+    @property
+    def host_open(self) -> bool:
+        """Whether "Offload, nodes and whose accounting" is open."""
+        return Group.HOST in self.unfolded
 
     def problem(self, name: str) -> FieldProblem | None:
         """The problem with the field `name`, if it has one."""
@@ -131,14 +141,6 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         bands_readonly=not custom_recipe,
         largest_layer="" if inputs.largest_layer is None else str(inputs.largest_layer),
         largest_layer_placeholder="derived" if scenario.run.largest_layer is not None else "unknown",
-        # Open when it holds something the person entered, closed on the seed's view.
-        more_open=custom_recipe
-        or inputs.largest_layer is not None
-        or inputs.batch != 1
-        or inputs.seq is not None
-        or inputs.recompute is not Recompute.NONE
-        or inputs.trainable is not None
-        or inputs.lora_rank is not None,
         capacity="" if run.capacity is None else _capacity_text(run.capacity),
         cards=tuple(Option(card.entry, f"{card.name}, {card.gib} GiB") for card in CARDS),
         units=tuple(Option(unit.value, unit.value, unit is scenario.units) for unit in ByteUnit),
@@ -160,29 +162,9 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         nvme_space="" if run.nvme_space is None else _capacity_text(run.nvme_space),
         accountings=tuple(Option(a.value, _ACCOUNTING_LABELS[a], a is inputs.accounting) for a in Accounting),
         zero_init=_yes_no(inputs.zero_init, "zero.Init: in slices", "Whole, then split"),
-        host_open=inputs.offload is not Offload.NONE
-        or inputs.accounting is not Accounting.PAPER
-        or inputs.host_memory is not None
-        or inputs.gpus_per_node is not None
-        or inputs.nodes is not None,
+        given=given(inputs),
         phase=phase,
     )
-
-
-HOST_FIELDS = frozenset(
-    {
-        "offload",
-        "offload_device",
-        "pin_memory",
-        "nodes",
-        "gpus_per_node",
-        "host_memory",
-        "nvme_space",
-        "accounting",
-        "zero_init",
-    }
-)
-"""The fields of the form's "Offload, nodes and whose accounting" part."""
 
 
 def _yes_no(value: bool, yes: str, no: str) -> tuple[Option, ...]:

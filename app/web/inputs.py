@@ -1,7 +1,8 @@
-"""The query parameters that describe a run, shared by the page and the API.
+"""The query parameters that describe a run, shared by the page, the API and the command line.
 
-One Pydantic model, so both validate the same way and the OpenAPI schema documents exactly
-what is accepted: the count and size grammars are the domain's own patterns.
+One Pydantic model, built from the run fields' declaration (`app/web/fields.py`), so all validate
+the same way and the OpenAPI schema documents exactly what is accepted: the count and size grammars
+are the domain's own patterns, and an empty value is said to mean the default.
 """
 
 from __future__ import annotations
@@ -9,48 +10,33 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    create_model,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 
-from app.domain.accounting import Accounting
-from app.domain.activations import MAX_SEQ, Recompute
 from app.domain.architecture import PRESETS, ModelName
-from app.domain.bands import MAX_CUSTOM_BAND_BYTES, RecipeName
-from app.domain.fit import MAX_BATCH, MAX_GPUS
+from app.domain.bands import RecipeName
 from app.domain.measured import IMPLS, Impl, default_impl
 from app.domain.memory import DEFAULT_GPUS
-from app.domain.overheads import DEFAULTS, Overheads
+from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload, cluster_of
-from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, ambiguity, parse_bytes, parse_count
+from app.domain.quantities import ambiguity, parse_bytes, parse_count
 from app.domain.scenario import DEFAULT_MODEL, Inputs
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
-from app.domain.trainable import MAX_LORA_RANK, LoraTargets, parse_trainable
+from app.domain.trainable import parse_trainable
+from app.web.fields import BY_NAME, FIELDS, Kind, RunField
 from app.web.form_view import FieldProblem
-
-_COUNT_EXAMPLES = (
-    "a number of weights under 10,000T, such as 7.5B, 7.5e9 or 7,500,000,000 (at most four digits before K, M, B or T)"
-)
-_BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 80e9 (at most four digits before GB, GiB, TB or TiB)"
-
-# What a person is told when a text field does not match its pattern (the regex itself is no help).
-FIELD_HINTS = {
-    "params": _COUNT_EXAMPLES,
-    "largest_layer": _COUNT_EXAMPLES,
-    "capacity": _BYTES_EXAMPLES,
-    "cuda_context": _BYTES_EXAMPLES,
-    "nccl_per_group": _BYTES_EXAMPLES,
-    "reduce_bucket_size": _COUNT_EXAMPLES.replace("weights", "elements"),
-    "prefetch_bucket_size": _COUNT_EXAMPLES.replace("weights", "elements"),
-    "max_live_parameters": _COUNT_EXAMPLES.replace("weights", "elements"),
-    "host_memory": _BYTES_EXAMPLES.replace("80GB, 80GiB or 80e9", "2TB, 1.5TiB or 2e12"),
-    "nvme_space": _BYTES_EXAMPLES.replace("80GB, 80GiB or 80e9", "30TB, 28TiB or 30e12"),
-    "trainable": "a number of weights (1.5B), a fraction from 0 to 1 (0.25) or a percentage (25%)",
-}
-# The fields read as memory sizes, where a bare G or T deserves its own answer (GB or GiB?).
-SIZE_FIELDS = frozenset({"capacity", "cuda_context", "nccl_per_group", "host_memory", "nvme_space"})
 
 
 class Theme(StrEnum):
@@ -65,14 +51,38 @@ class Theme(StrEnum):
         return Theme.DEFAULT if self is Theme.PROJECTOR else Theme.PROJECTOR
 
 
-# A fraction of the weights (0.25, 1), a percentage (25%), or a count (1.5B): whether a count is within
-# the model's weights depends on the model, which no pattern can say; the validator below does.
-TRAINABLE_PATTERN = rf"^\s*(?:0|1|0?\.\d+|1\.0+|\d{{1,3}}(?:\.\d+)?\s*%)\s*$|{COUNT_PATTERN}"
+def _blank_is_none(value: object) -> object:
+    # The form sends a blank field as an empty string: the field's default.
+    return None if value == "" else value
 
 
-def _blank_or(pattern: str) -> str:
-    # An empty field means "not given": forms send empty strings for blank inputs.
-    return f"^$|{pattern}"
+def _empty_means_the_default(schema: dict[str, Any]) -> None:
+    # The schema says what the reading does: an empty value is accepted, and means the default.
+    schema["anyOf"].insert(-1, {"type": "string", "maxLength": 0})
+
+
+def _annotation(field: RunField) -> Any:
+    """The type a query model reads the field as."""
+    if field.kind in (Kind.COUNT, Kind.SIZE, Kind.TRAINABLE):
+        return str | None
+    base: Any = {Kind.CHOICE: field.choices, Kind.SWITCH: bool, Kind.WHOLE: int}[field.kind]
+    if field.default is not None:
+        return base
+    return Annotated[base | None, BeforeValidator(_blank_is_none)] if field.blank else base | None
+
+
+def _declared(field: RunField) -> tuple[Any, Any]:
+    """The query model's field for a declared run field: type, default, limits, grammar and description."""
+    blank = field.blank or field.pattern is not None
+    described = f"{field.help} Empty: the default." if blank else field.help
+    return _annotation(field), Field(
+        field.default,
+        pattern=field.pattern,
+        description=described,
+        json_schema_extra=_empty_means_the_default if field.blank else None,
+        ge=field.low,
+        le=field.high,
+    )
 
 
 def _count(text: str | None) -> int | None:
@@ -83,95 +93,26 @@ def _size(text: str | None) -> int | None:
     return parse_bytes(text) if text and text.strip() else None
 
 
-class RunQuery(BaseModel):
-    """A training run: model, cluster, recipe and card. Every field is optional."""
+_READ = {Kind.COUNT: _count, Kind.SIZE: _size}
+"""How a text field becomes the domain's number; the other kinds are read by pydantic."""
+
+
+if TYPE_CHECKING:  # mypy sees a plain model; the fields come from the declaration, named nowhere else
+    _RunFields = BaseModel
+else:
+    _RunFields = create_model(
+        "_RunFields", __config__=ConfigDict(extra="ignore"), **{f.name: _declared(f) for f in FIELDS}
+    )
+
+
+class RunQuery(_RunFields):
+    """A training run: model, cluster, recipe and card. Every field is optional; each is one of `fields.FIELDS`."""
 
     model_config = ConfigDict(extra="ignore")
 
-    model: ModelName | None = Field(
-        None,
-        description="A preset model; 'custom' uses params. Defaults to the seed's 30B, or custom if params is given.",
-    )
-    params: str | None = Field(
-        None,
-        pattern=_blank_or(COUNT_PATTERN),
-        description=f"Weights of a custom model: {_COUNT_EXAMPLES}. A preset model brings its own count.",
-    )
-    gpus: int = Field(DEFAULT_GPUS, ge=1, le=MAX_GPUS, description="Number of GPUs (data-parallel cards).")
-    recipe: RecipeName = Field(RecipeName.MIXED_ADAM, description="Precision and optimizer recipe.")
-    weights_bytes: int | None = Field(None, ge=1, le=MAX_CUSTOM_BAND_BYTES, description="Custom recipe only.")
-    gradients_bytes: int | None = Field(None, ge=0, le=MAX_CUSTOM_BAND_BYTES, description="Custom recipe only.")
-    master_bytes: int | None = Field(None, ge=0, le=MAX_CUSTOM_BAND_BYTES, description="Custom recipe only.")
-    moments_bytes: int | None = Field(None, ge=0, le=MAX_CUSTOM_BAND_BYTES, description="Custom recipe only.")
-    largest_layer: str | None = Field(
-        None,
-        pattern=_blank_or(COUNT_PATTERN),
-        description="Weights ZeRO-3 gathers at once. Defaults to the larger of the embedding and one block.",
-    )
-    capacity: str | None = Field(
-        None, pattern=_blank_or(BYTES_PATTERN), description=f"One card's memory: {_BYTES_EXAMPLES}."
-    )
-    units: ByteUnit = Field(ByteUnit.GIB, description="GiB (2^30 bytes, as the seed) or GB (10^9, as the ZeRO paper).")
-    batch: int = Field(
-        1, ge=0, le=MAX_BATCH, description="Sequences per micro-batch, per GPU; 0 counts no activations."
-    )
-    seq: int | None = Field(
-        None, ge=1, le=MAX_SEQ, description="Tokens per sequence. Defaults to the model's context, or 4096."
-    )
-    recompute: Recompute = Field(
-        Recompute.NONE,
-        description="What each block recomputes in the backward: none, selective (the attention scores) or full.",
-    )
-
-    @field_validator("seq", mode="before")
-    @classmethod
-    def _blank_is_the_context(cls, value: object) -> object:
-        # The form sends a blank field as an empty string: the model's own context.
-        return None if value == "" else value
-
-    overheads: bool = Field(
-        False,
-        description="1: count the overheads (CUDA context, NCCL buffers, buckets, fragmentation) in the peak; "
-        "0: the theory alone, as the ZeRO paper counts. docs/overheads.md.",
-    )
-    cuda_context: str | None = Field(
-        None, pattern=_blank_or(BYTES_PATTERN), description=f"The CUDA context per process: {_BYTES_EXAMPLES}."
-    )
-    nccl_per_group: str | None = Field(
-        None, pattern=_blank_or(BYTES_PATTERN), description=f"NCCL's buffers per communicator: {_BYTES_EXAMPLES}."
-    )
-    process_groups: int = Field(DEFAULTS.process_groups, ge=0, le=64, description="Communicators per process.")
-    gradient_as_bucket_view: bool = Field(
-        DEFAULTS.gradient_as_bucket_view, description="DDP's gradients as views into its buckets (1): no copy."
-    )
-    reduce_bucket_size: str | None = Field(
-        None, pattern=_blank_or(COUNT_PATTERN), description="DeepSpeed's reduce_bucket_size, in elements (5e8)."
-    )
-    prefetch_bucket_size: str | None = Field(
-        None, pattern=_blank_or(COUNT_PATTERN), description="ZeRO-3's stage3_prefetch_bucket_size, in elements (5e7)."
-    )
-    max_live_parameters: str | None = Field(
-        None, pattern=_blank_or(COUNT_PATTERN), description="ZeRO-3's stage3_max_live_parameters, in elements (1e9)."
-    )
-    fragmentation: int = Field(
-        DEFAULTS.fragmentation, ge=0, le=100, description="Percent the caching allocator holds beyond its tensors."
-    )
-
-    trainable: str | None = Field(
-        None,
-        pattern=_blank_or(TRAINABLE_PATTERN),
-        description="Weights that train: a count (1.5B) or a fraction of the model's (0.25 or 25%); the first "
-        "weights a forward pass meets are the frozen ones. Default: all, or none of the model's with LoRA.",
-    )
-    lora_rank: int | None = Field(None, ge=1, le=MAX_LORA_RANK, description="LoRA's rank r; none: no adapters.")
-    lora_targets: LoraTargets = Field(
-        LoraTargets.QKVO, description="The matrices of each block with adapters: qv, qkvo or all-linear."
-    )
-
-    @field_validator("lora_rank", mode="before")
-    @classmethod
-    def _blank_is_no_lora(cls, value: object) -> object:
-        return None if value == "" else value
+    def value(self, name: str) -> Any:
+        """A run field's value as given (or its default)."""
+        return getattr(self, name)
 
     @field_validator("trainable")
     @classmethod
@@ -191,46 +132,11 @@ class RunQuery(BaseModel):
             raise PydanticCustomError("trainable", str(exc)) from None
         return text
 
-    offload: Offload = Field(
-        Offload.NONE,
-        description="What leaves the card: none; optimizer (ZeRO-Offload: master copy, moments and the update); "
-        "optimizer+params (ZeRO-3's weights' slices too); nvme (ZeRO-Infinity: both, on NVMe).",
-    )
-    offload_device: Device | None = Field(
-        None, description="Where optimizer and optimizer+params go: cpu (the default) or nvme (ZeRO-3 only)."
-    )
-    pin_memory: bool = Field(True, description="Offloaded state in page-locked CPU memory, DeepSpeed's pin_memory.")
-    nodes: int | None = Field(
-        None, ge=1, le=MAX_GPUS, description="Machines the GPUs are in. Default: nodes of 8 where 8 divides gpus."
-    )
-    gpus_per_node: int | None = Field(
-        None, ge=1, le=MAX_GPUS, description="GPUs in each node; host memory is per node."
-    )
-    host_memory: str | None = Field(
-        None, pattern=_blank_or(BYTES_PATTERN), description="One node's CPU RAM, for the host's verdict: 2TB or 2TiB."
-    )
-    nvme_space: str | None = Field(
-        None, pattern=_blank_or(BYTES_PATTERN), description="One node's NVMe space, for ZeRO-Infinity's verdict."
-    )
-    accounting: Accounting = Field(
-        Accounting.PAPER,
-        description="Whose count: paper (the ZeRO paper's, the default), deepspeed (DeepSpeed's estimators), "
-        "fsdp2 (what fully_shard allocates) or megatron (Megatron-LM's theoretical memory). docs/accounting.md.",
-    )
-    zero_init: bool = Field(
-        True, description="DeepSpeed's zero.Init: each process builds only its slice (1), or the whole model (0)."
-    )
-
     @field_validator("offload", mode="before")
     @classmethod
     def _plus_typed_in_an_address(cls, value: object) -> object:
         # A "+" typed into an address bar arrives as a space: "optimizer params" is what was meant.
         return "optimizer+params" if isinstance(value, str) and value.split() == ["optimizer", "params"] else value
-
-    @field_validator("offload_device", "nodes", "gpus_per_node", mode="before")
-    @classmethod
-    def _blank_is_the_default(cls, value: object) -> object:
-        return None if value == "" else value
 
     @field_validator("offload_device")
     @classmethod
@@ -257,51 +163,26 @@ class RunQuery(BaseModel):
             raise PydanticCustomError("cluster", str(exc)) from None
         return per_node
 
-    def settings(self) -> Overheads:
-        """The overheads' settings: each given one, else its default."""
-        given = {
-            "cuda_context": _size(self.cuda_context),
-            "nccl_per_group": _size(self.nccl_per_group),
-            "reduce_bucket_size": _count(self.reduce_bucket_size),
-            "prefetch_bucket_size": _count(self.prefetch_bucket_size),
-            "max_live_parameters": _count(self.max_live_parameters),
-        }
-        return replace(
-            DEFAULTS,
-            process_groups=self.process_groups,
-            gradient_as_bucket_view=self.gradient_as_bucket_view,
-            fragmentation=self.fragmentation,
-            **{name: value for name, value in given.items() if value is not None},
-        )
-
     def inputs(self) -> Inputs:
-        """The domain's inputs, with texts read as counts and sizes."""
+        """The domain's inputs, with texts read as counts and sizes: each field where its `into` says."""
+        direct: dict[str, Any] = {}
+        bands: list[int | None] = [None, None, None, None]
+        settings: dict[str, Any] = {}
+        for field in FIELDS:
+            value = self.value(field.name)
+            read = _READ.get(field.kind)
+            value = read(value) if read is not None else value
+            where, _, key = field.target.partition(".")
+            if where == "band_bytes":
+                bands[int(key)] = value
+            elif where == "overheads":
+                if value is not None:  # a blank setting is its default
+                    settings[key] = value
+            else:
+                direct[where] = value
+        weights, gradients, master, moments = bands
         return Inputs(
-            model=self.model,
-            params=_count(self.params),
-            gpus=self.gpus,
-            recipe=self.recipe,
-            band_bytes=(self.weights_bytes, self.gradients_bytes, self.master_bytes, self.moments_bytes),
-            largest_layer=_count(self.largest_layer),
-            capacity=_size(self.capacity),
-            units=self.units,
-            batch=self.batch,
-            seq=self.seq,
-            recompute=self.recompute,
-            overheads=self.settings(),
-            count_overheads=self.overheads,
-            trainable=self.trainable,
-            lora_rank=self.lora_rank,
-            lora_targets=self.lora_targets,
-            offload=self.offload,
-            offload_device=self.offload_device,
-            pin_memory=self.pin_memory,
-            nodes=self.nodes,
-            gpus_per_node=self.gpus_per_node,
-            host_memory=_size(self.host_memory),
-            nvme_space=_size(self.nvme_space),
-            accounting=self.accounting,
-            zero_init=self.zero_init,
+            **direct, band_bytes=(weights, gradients, master, moments), overheads=replace(DEFAULTS, **settings)
         )
 
     def canonical(self) -> dict[str, str]:
@@ -310,11 +191,11 @@ class RunQuery(BaseModel):
         # A preset brings its own count and a preset recipe its own bytes: the form sends them
         # back read-only, and they would only lengthen the link.
         ignored = set()
-        if self.model not in (None, ModelName.CUSTOM):
+        if self.value("model") not in (None, ModelName.CUSTOM):
             ignored.add("params")
-        if self.recipe is not RecipeName.CUSTOM:
-            ignored |= {"weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes"}
-        if self.offload_device is Device.CPU:  # the form's choice when nothing asks for NVMe: the default
+        if self.value("recipe") is not RecipeName.CUSTOM:
+            ignored |= {f.name for f in FIELDS if f.band is not None}
+        if self.value("offload_device") is Device.CPU:  # the form's choice when nothing asks for NVMe: the default
             ignored.add("offload_device")
         return {
             key: str(value)
@@ -421,39 +302,24 @@ class EmbedQuery(PageQuery):
         return tuple((key, str(int(value)) if isinstance(value, bool) else str(value)) for key, value in kept.items())
 
 
-_BAND_FIELDS = ("weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes")
+CROSS_FIELD = frozenset({"trainable", "cluster", "offload_device"})
+"""The error types of the rules that join fields: each refusal is a sentence naming both values."""
 
 
 def _field_message(name: str, error: Mapping[str, Any], typed: str) -> str:
     """What to put beside a form field whose value was rejected; the value only where it explains why."""
-    reading = ambiguity(typed, show_input=True) if name in SIZE_FIELDS else None
+    field = BY_NAME[name]
+    reading = ambiguity(typed, show_input=True) if field.kind is Kind.SIZE else None
     if reading:
         return f"Ambiguous: {reading}."
-    if name in FIELD_HINTS:
-        return f"Enter {FIELD_HINTS[name]}, or leave it blank."
-    if name == "gpus":
-        return f"Enter a whole number of GPUs between 1 and {MAX_GPUS}."
-    if name == "batch":
-        return f"Enter a whole number of sequences per GPU between 0 and {MAX_BATCH:,} (0: no activations)."
-    if name == "seq":
-        return f"Enter a whole number of tokens between 1 and {MAX_SEQ:,}, or leave it blank for the model's context."
-    if name == "trainable":
-        said = str(error.get("msg", "this is not a number of weights"))
-        return f"{said[:1].upper()}{said[1:]}: enter a count (1.5B) or a fraction (0.25 or 25%), or leave it blank."
-    if name == "lora_rank":
-        return f"Enter a whole LoRA rank between 1 and {MAX_LORA_RANK:,}, or leave it blank for no adapters."
-    if name in ("nodes", "gpus_per_node", "offload_device") and error.get("type") in ("cluster", "offload_device"):
-        return str(error.get("msg"))  # the cluster's or the device's own sentence, naming both values
-    if name in ("nodes", "gpus_per_node"):
-        return f"Enter a whole number between 1 and {MAX_GPUS}, or leave it blank."
-    if name == "fragmentation":
-        return "Enter a whole percent between 0 and 100."
-    if name == "process_groups":
-        return "Enter a whole number of process groups between 0 and 64."
-    if name in _BAND_FIELDS:
-        return (
-            f"Enter a whole number of bytes between {1 if name == 'weights_bytes' else 0} and {MAX_CUSTOM_BAND_BYTES}."
-        )
+    if error.get("type") in CROSS_FIELD:
+        said = str(error.get("msg"))  # the rule's own sentence, naming both values
+        return field.message.format(said=f"{said[:1].upper()}{said[1:]}") if "{said}" in field.message else said
+    hint = field.hint()
+    if hint is not None:
+        return f"Enter {hint}, or leave it blank."
+    if field.message:
+        return field.message
     expected = (error.get("ctx") or {}).get("expected")
     return f"Choose one of {expected}." if expected else "This value is not understood."
 
@@ -474,7 +340,7 @@ class SetAside:
     @property
     def notice(self) -> bool:
         """Whether a parameter outside the form (the stage or the phase) was rejected."""
-        return any(e["loc"][1] not in RunQuery.model_fields for e in self.errors)
+        return any(e["loc"][1] not in BY_NAME for e in self.errors)
 
 
 def set_aside(
@@ -487,7 +353,7 @@ def set_aside(
     field `shown` lacks, or holds no better, is treated as not given.
     """
     data = dict(params)
-    fallback = {k: v for k, v in (shown or {}).items() if k in RunQuery.model_fields}
+    fallback = {k: v for k, v in (shown or {}).items() if k in BY_NAME}
     fell_back: set[str] = set()
     problems: list[FieldProblem] = []
     errors: list[dict[str, Any]] = []
@@ -503,7 +369,7 @@ def set_aside(
                 if name in fell_back:
                     continue  # the value on the screen was no better: reported already, as typed
                 errors.append({**error, "loc": ("query", name)})
-                if name in RunQuery.model_fields:
+                if name in BY_NAME:
                     problems.append(FieldProblem(name, typed, _field_message(name, error, typed)))
                 if name in fallback and fallback[name] != typed:
                     data[name] = fallback[name]

@@ -103,19 +103,11 @@ def page_view(
     )
 
 
-# Fields folded away under "Bytes per band and largest layer": opened when one of them is wrong.
-_FOLDED = frozenset(
-    {"weights_bytes", "gradients_bytes", "master_bytes", "moments_bytes", "largest_layer"}
-    | {"batch", "seq", "recompute", "trainable", "lora_rank", "lora_targets"}
-)
-
-
 def with_problems(view: PageView, problems: tuple[FieldProblem, ...]) -> PageView:
     """The page with the form showing what was typed in fields that were set aside, and why."""
     if view.form is None or not problems:
         return view
-    more_open = view.form.more_open or any(p.name in _FOLDED for p in problems)
-    return replace(view, form=replace(view.form, problems=problems, more_open=more_open))
+    return replace(view, form=replace(view.form, problems=problems))
 
 
 def error_view(

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Annotated
-from urllib.parse import urlencode
+from urllib.parse import parse_qsl, urlencode, urlsplit
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
 from app.domain.scenario import resolve
@@ -14,11 +15,13 @@ from app.paths import STATIC_DIR
 from app.web.compare_view import compare_view
 from app.web.config_view import FormBody, Refused, config_view, pasted_url, read_form
 from app.web.embed_view import embed_view, share_page_view
-from app.web.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery
+from app.web.errors import describe
+from app.web.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery, SetAside, set_aside
 from app.web.links import Links, absolute_links, absolute_url_for, embed_links, page_links, path_for
 from app.web.live_access import follower_embed
 from app.web.measured_view import measured_view, theme_of
-from app.web.page_view import PageView, page_view
+from app.web.page_view import PageView, compare_href, error_view, page_view, with_problems
+from app.web.set_aside_view import set_aside_view, with_drawn
 from app.web.templating import FORM_FIRST_HEADER, render, replace_history, wants_fragment
 
 router = APIRouter(include_in_schema=False)
@@ -26,8 +29,15 @@ router = APIRouter(include_in_schema=False)
 
 # HEAD too, for link checkers and uptime probes.
 @router.api_route("/", methods=["GET", "HEAD"], name="page", response_class=HTMLResponse)
-async def page(request: Request, query: Annotated[PageQuery, Query()]) -> HTMLResponse:
-    """The grid for one stage of a run: the whole page, or only the widget for an htmx swap."""
+async def page(request: Request, kept: PageRead) -> Response:
+    """The grid for one stage of a run: the whole page, or only the widget for an htmx swap.
+
+    A query with values that cannot be read takes the same way: the valid rest drawn, a 422 saying
+    what was set aside.
+    """
+    if kept.errors:
+        return _page_set_aside(request, kept)
+    query = kept.query
     view, link = stage_page(request, query)
     view = replace(view, form_first=form_first(request) and wants_fragment(request))
     return render(request, "index.html", "widget", view, push_url=link(query.stage))
@@ -40,6 +50,100 @@ def stage_page(request: Request, query: PageQuery) -> tuple[PageView, Links]:
     view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous, compare)
     view = replace(view, address=link.switch(query.stage, query.previous))
     return with_way_out(request, view, query, link), link
+
+
+def _on_screen(request: Request) -> dict[str, str]:
+    """The query of the page the person was looking at when they sent this one.
+
+    htmx names it in HX-Current-URL; a form sent without JavaScript, in Referer. Only the same page
+    of the same host counts: another site's or another route's parameters mean nothing here.
+    """
+    sent = request.headers.get("HX-Current-URL") or request.headers.get("Referer") or ""
+    shown = urlsplit(sent)
+    if (shown.netloc, shown.path) != (request.url.netloc, request.url.path):
+        return {}
+    return dict(parse_qsl(shown.query))
+
+
+def _varies_on_screen(response: Response) -> Response:
+    # The body depends on the page on the screen: a shared cache must not give it to another.
+    response.headers["Vary"] = f"{response.headers['Vary']}, HX-Current-URL, Referer"
+    return response
+
+
+def _page_set_aside(request: Request, kept: SetAside) -> Response:
+    """The page for the valid part of the request, the rest set aside and said so.
+
+    A bad form field keeps the run on the screen for that field, with what was typed and the reason
+    beside it; the rest of the form is drawn, and the address (htmx puts it in the bar) and the
+    "Embed this" panel name the run drawn. A bad stage or phase gets a notice, and the switcher
+    still carries the run.
+    """
+    link = page_links(request, kept.query)
+    compare = compare_href(path_for(request, "compare"), kept.query.stage, link.kept)
+    view = _set_aside_view(kept.query, link, kept, form_first(request), compare)
+    view = with_way_out(request, view, kept.query, link)
+    push = None if kept.notice else link(kept.query.stage)
+    return _varies_on_screen(render(request, "index.html", "widget", view, status_code=422, push_url=push))
+
+
+def _embed_set_aside(request: Request, kept: SetAside) -> Response:
+    """The embed for the valid part of the request, as the page does it; a bad `controls` is a notice.
+
+    So is a bad field of the run in an embed without the calculator: there is no form to say it
+    beside, and a picture of the default run in its place would be a wrong figure in a course page.
+    """
+    query = kept.query
+    assert isinstance(query, EmbedQuery)
+    link = embed_links(request, query)
+    unseen = bool(kept.problems) and not query.calculator and not kept.notice
+    if unseen:
+        # In the words the page's notice uses ("GPUs: “0” is not accepted. Enter a whole number…"), not pydantic's.
+        fields = set_aside_view(kept.problems, resolve(query.inputs()), kept.fell_back).fields
+        said = " ".join(f"{f.label}: {f.said}" for f in fields)
+        view = error_view(said, link, query.stage)
+    else:
+        view = _set_aside_view(query, link, kept, form_first(request))
+    view = replace(view, embed=embed_view(query.controls, query.calculator))
+    push = None if kept.notice or unseen else link(query.stage)
+    return _varies_on_screen(
+        replace_history(render(request, "index.html", "widget", view, status_code=422, push_url=push))
+    )
+
+
+def _set_aside_view(query: PageQuery, link: Links, kept: SetAside, first: bool, compare: str = "") -> PageView:
+    """The view for the valid rest of a request.
+
+    A notice for a bad stage, phase or embed option; else the widget with the bad form fields marked.
+    When the form comes `first` (a link was followed, or the form under such a message was sent), the
+    top of the widget also says which values were set aside and what the picture is of instead.
+    `compare` is the side-by-side page for the run, on the page (an embed's links stay in the embed).
+    """
+    if kept.notice:
+        stage_ok = all(e["loc"][1] != "stage" for e in kept.errors)
+        message = describe(kept.errors, show_input=True)
+        return error_view(message, link, query.stage if stage_ok else None, compare)
+    inputs = query.inputs()
+    scenario = resolve(inputs)
+    problems = with_drawn(kept.problems, scenario, kept.fell_back)
+    view = with_problems(page_view(query.stage, link, scenario, inputs, query.phase), problems)
+    if not first:
+        return replace(view, compare_href=compare)
+    said = set_aside_view(kept.problems, scenario, kept.fell_back) if kept.problems else None
+    return replace(view, compare_href=compare, set_aside=said, form_first=True)
+
+
+def _lenient(model: type[PageQuery]) -> Callable[[Request], SetAside]:
+    """A dependency that reads a query as far as it can: the valid fields, and the problems with the rest."""
+
+    def read(request: Request) -> SetAside:
+        return set_aside(request.query_params, model, shown=_on_screen(request))
+
+    return read
+
+
+PageRead = Annotated[SetAside, Depends(_lenient(PageQuery))]
+EmbedRead = Annotated[SetAside, Depends(_lenient(EmbedQuery))]
 
 
 @router.post("/config", name="config_paste", response_class=HTMLResponse)
@@ -96,11 +200,16 @@ def share(request: Request, query: Annotated[EmbedQuery, Query()]) -> HTMLRespon
 
 
 @router.api_route("/embed", methods=["GET", "HEAD"], name="embed", response_class=HTMLResponse)
-async def embed(request: Request, query: Annotated[EmbedQuery, Query()]) -> HTMLResponse:
+async def embed(request: Request, kept: EmbedRead) -> Response:
     """The widget alone, for another site's page: the page's parameters, and what to show around it.
 
-    With `live`, the view of that session's teacher, and the bar that follows it.
+    With `live`, the view of that session's teacher, and the bar that follows it. A query with values
+    that cannot be read draws the valid rest, as the page does.
     """
+    if kept.errors:
+        return _embed_set_aside(request, kept)
+    query = kept.query
+    assert isinstance(query, EmbedQuery)
     query, live = await follower_embed(request, query) if query.live else (query, None)
     inputs, link = query.inputs(), embed_links(request, query)
     view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous)

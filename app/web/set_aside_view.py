@@ -9,40 +9,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from app.domain.activations import Recompute
-from app.domain.bands import Band
-from app.domain.quantities import count_label, gpus_label
 from app.domain.scenario import Scenario
+from app.web.fields import BY_NAME
 from app.web.form_view import FieldProblem
 
 MAX_SHOWN = 40
 """A value given is repeated at most this long (as the error messages do)."""
-
-_LABELS = {
-    "model": "Model",
-    "params": "Weights",
-    "gpus": "GPUs",
-    "capacity": "Card memory",
-    "recipe": "Recipe",
-    "units": "Units",
-    "largest_layer": "Largest layer",
-    "batch": "Micro-batch",
-    "seq": "Sequence length",
-    "recompute": "Recomputation",
-    "trainable": "Trainable weights",
-    "lora_rank": "LoRA rank",
-    "lora_targets": "LoRA targets",
-    "offload": "Offload",
-    "offload_device": "Offload to",
-    "pin_memory": "Host memory for it",
-    "nodes": "Nodes",
-    "gpus_per_node": "GPUs per node",
-    "host_memory": "CPU RAM per node",
-    "nvme_space": "NVMe per node",
-    "accounting": "Counted as",
-    "zero_init": "Building the model (DeepSpeed)",
-}
-_BANDS = {f"{band.value}_bytes": band for band in Band}
 
 
 @dataclass(frozen=True)
@@ -79,81 +51,23 @@ def shortened(text: str) -> str:
 
 
 def _label(name: str, scenario: Scenario) -> str:
-    band = _BANDS.get(name)
-    if band is not None:
-        return f"Bytes per weight, {scenario.recipe.spec(band).label.lower()}"
-    return _LABELS.get(name, name)
+    field = BY_NAME[name]
+    if field.band is not None:  # named as the recipe drawn names its band
+        return f"Bytes per weight, {scenario.recipe.spec(field.band).label.lower()}"
+    return field.label
 
 
 def field_id(name: str) -> str:
     """The run form's id for the field of the parameter `name` (templates/_widget.html run_form)."""
-    return "f-layer" if name == "largest_layer" else f"f-{name}"
-
-
-def _drawn(name: str, scenario: Scenario) -> str | None:
-    """The value the picture uses for the field `name`, in words; None where it uses none."""
-    run = scenario.run
-    band = _BANDS.get(name)
-    if band is not None:
-        return f"{scenario.recipe.spec(band).nbytes} B"
-    if name == "gpus":
-        return gpus_label(run.gpus)
-    if name == "params":
-        return f"{count_label(run.params)} weights"
-    if name == "model":
-        return scenario.model_title
-    if name == "capacity":
-        return None if run.capacity is None else scenario.units.show(run.capacity)
-    if name == "largest_layer":
-        return None if run.largest_layer is None else f"a largest layer of {run.largest_layer:,} weights"
-    if name == "recipe":
-        return scenario.recipe.title
-    if name == "units":
-        return scenario.units.value
-    if name == "batch":
-        return f"a micro-batch of {run.batch:,}"
-    if name == "seq":
-        return f"sequences of {scenario.seq:,} tokens"
-    if name == "recompute":
-        chosen = run.activations.recompute if run.activations else Recompute.NONE
-        return "no recomputation" if chosen is Recompute.NONE else f"{chosen} recomputation"
-    if name == "trainable":
-        return f"{run.params - run.frozen:,} trainable weights"
-    if name in ("lora_rank", "lora_targets"):
-        return f"LoRA's {scenario.adapters:,} adapter weights" if scenario.adapters else "no LoRA"
-    placement = run.setup.placement
-    if name == "offload":
-        return f"offload={placement.offload.value}"
-    if name == "offload_device":
-        return "offload to NVMe" if placement.target.value == "nvme" else "offload to the CPU"
-    if name in ("nodes", "gpus_per_node"):
-        return f"{run.nodes:,} {'node' if run.nodes == 1 else 'nodes'} of {gpus_label(run.gpus_per_node)}"
-    if name in ("host_memory", "nvme_space"):
-        size = getattr(run, name)
-        return None if size is None else scenario.units.show(size)
-    if name == "accounting":
-        return f"the {run.setup.accounting.value} accounting"
-    if name == "pin_memory":
-        return "pinned host memory" if placement.pin_memory else "pageable host memory"
-    if name == "zero_init":
-        return "zero.Init" if run.zero_init else "the whole model built first"
-    # The overheads' settings: the value drawn is the setting's own.
-    return f"{name}={getattr(run.overheads, name, int(run.count_overheads))}"
-
-
-_NONE = {
-    "capacity": "no card memory, so no fit check",
-    "largest_layer": "no largest layer",
-    "host_memory": "no host memory, so no verdict on it",
-    "nvme_space": "no NVMe space, so no verdict on it",
-}
+    return BY_NAME[name].field_id
 
 
 def _instead(name: str, scenario: Scenario, from_screen: frozenset[str]) -> str:
     """What the picture uses in place of the field `name`: "64 GPUs, as on the screen before"."""
-    drawn = _drawn(name, scenario)
+    field = BY_NAME[name]
+    drawn = field.drawn(scenario)
     if drawn is None:
-        return _NONE[name]
+        return field.none
     return f"{drawn}, {'as on the screen before' if name in from_screen else 'the default'}"
 
 

@@ -10,12 +10,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from app.domain.accounting import Accounting
-from app.domain.architecture import ModelName
-from app.domain.bands import RecipeName
-from app.domain.placement import Offload
-from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit
+from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN
 from app.domain.stages import Stage
+from app.web.fields import FIELDS, Kind, RunField
 from app.web.inputs import RunQuery, set_aside
 from tests.conftest import dom, one, text
 from tests.web.helpers import get_tree, run_page, table_cells, theme_in
@@ -32,31 +29,36 @@ counts = (
 sizes = st.from_regex(BYTES_PATTERN, fullmatch=True) | st.sampled_from(
     ["80GB", "80GiB", "24 gib", "32e9", "80e+09", ""]
 )
-band = st.integers(0, 16).map(str)
+# The fields a rule across fields joins (nodes and GPUs per node against gpus, the device against the
+# offload, a trainable count against the model): values that agree with any value of the others.
+_AGREEING = {
+    "nodes": st.sampled_from(["", "1"]),
+    "gpus_per_node": st.just(""),
+    "offload_device": st.sampled_from(["nvme", ""]),
+    "trainable": st.sampled_from(["", "0", "1", "0.5", "25%", "1e3"]),
+}
 
+
+def _valid(field: RunField) -> st.SearchStrategy[str]:
+    """Any value the field accepts, from its declared kind and limits."""
+    if field.name in _AGREEING:
+        return _AGREEING[field.name]
+    blank = st.just("") if field.blank else st.nothing()
+    if field.kind is Kind.CHOICE:
+        return st.sampled_from(field.values) | blank
+    if field.kind is Kind.SWITCH:
+        return st.sampled_from(["0", "1"])
+    if field.kind is Kind.WHOLE:
+        assert field.low is not None
+        assert field.high is not None
+        return st.integers(field.low, field.high).map(str) | blank
+    return sizes if field.kind is Kind.SIZE else counts
+
+
+# Every run field, derived from the declaration: a field added there is drawn here too.
 valid_queries = st.fixed_dictionaries(
     {},
-    optional={
-        "stage": st.sampled_from([s.value for s in Stage]),
-        "model": st.sampled_from([m.value for m in ModelName]),
-        "params": counts,
-        "gpus": st.integers(1, 4096).map(str),
-        "recipe": st.sampled_from([r.value for r in RecipeName]),
-        "weights_bytes": st.integers(1, 16).map(str),
-        "gradients_bytes": band,
-        "master_bytes": band,
-        "moments_bytes": band,
-        "largest_layer": counts,
-        "capacity": sizes,
-        "units": st.sampled_from([u.value for u in ByteUnit]),
-        "offload": st.sampled_from([o.value for o in Offload]),
-        "offload_device": st.sampled_from(["nvme", ""]),
-        "pin_memory": st.sampled_from(["0", "1"]),
-        "host_memory": sizes,
-        "nvme_space": sizes,
-        "accounting": st.sampled_from([a.value for a in Accounting]),
-        "zero_init": st.sampled_from(["0", "1"]),
-    },
+    optional={"stage": st.sampled_from([s.value for s in Stage]), **{f.name: _valid(f) for f in FIELDS}},
 )
 
 utf8_text = st.text(st.characters(codec="utf-8"), max_size=30)
@@ -70,21 +72,21 @@ def _out_of(low: int, high: int) -> st.SearchStrategy[str]:
     return (st.integers(max_value=low - 1) | st.integers(min_value=high + 1)).map(str) | _not(r"\s*[+-]?\d+\s*")
 
 
-invalid_fields = st.one_of(
-    st.tuples(st.just("gpus"), _out_of(1, 4096)),
-    st.tuples(st.just("weights_bytes"), _out_of(1, 16)),
-    st.tuples(st.just("master_bytes"), _out_of(0, 16)),
-    st.tuples(st.just("params"), _not(COUNT_PATTERN)),
-    st.tuples(st.just("largest_layer"), _not(COUNT_PATTERN)),
-    st.tuples(st.just("capacity"), _not(BYTES_PATTERN)),
-    st.tuples(st.just("model"), utf8_text.filter(lambda t: t not in set(ModelName))),
-    st.tuples(st.just("recipe"), utf8_text.filter(lambda t: t not in set(RecipeName))),
-    st.tuples(st.just("units"), utf8_text.filter(lambda t: t not in set(ByteUnit))),
-    st.tuples(st.just("offload"), utf8_text.filter(lambda t: t not in set(Offload))),
-    st.tuples(st.just("accounting"), utf8_text.filter(lambda t: t not in set(Accounting))),
-    st.tuples(st.just("host_memory"), _not(BYTES_PATTERN)),
-    st.tuples(st.just("nodes"), _out_of(1, 4096)),
-)
+def _refused(field: RunField) -> st.SearchStrategy[str]:
+    """Values the field refuses, from its declared kind and limits."""
+    if field.kind is Kind.CHOICE:
+        accepted = set(field.values) | ({""} if field.blank else set())
+        return utf8_text.filter(lambda t: t not in accepted and t.split() != ["optimizer", "params"])
+    if field.kind is Kind.SWITCH:
+        return st.sampled_from(["2", "-1", "maybe", "", "10"])
+    if field.kind is Kind.WHOLE:
+        assert field.low is not None
+        assert field.high is not None
+        return _out_of(field.low, field.high)
+    return _not(field.pattern or "")
+
+
+invalid_fields = st.one_of(*(st.tuples(st.just(f.name), _refused(f)) for f in FIELDS))
 # The stage belongs to the page; the API has no use for it.
 bad_stage = st.tuples(st.just("stage"), utf8_text.filter(lambda t: t not in set(Stage)))
 
@@ -162,7 +164,12 @@ def test_the_engines_agree_on_the_examples(value: str, count: bool, size: bool) 
 
 def test_set_aside_keeps_the_valid_and_records_the_rest() -> None:
     kept = set_aside({"stage": "zero3", "gpus": "5000", "model": "custom", "params": "7B", "phase": "x"})
-    assert (kept.query.stage, kept.query.gpus, kept.query.params, kept.query.phase) == (Stage.ZERO3, 8, "7B", None)
+    assert (kept.query.stage, kept.query.value("gpus"), kept.query.value("params"), kept.query.phase) == (
+        Stage.ZERO3,
+        8,
+        "7B",
+        None,
+    )
     assert [(p.name, p.typed) for p in kept.problems] == [("gpus", "5000")]
     assert sorted(e["loc"] for e in kept.errors) == [("query", "gpus"), ("query", "phase")]
     assert kept.notice
@@ -173,12 +180,12 @@ def test_set_aside_keeps_the_valid_and_records_the_rest() -> None:
 def test_an_invalid_field_takes_the_value_on_the_screen_once() -> None:
     kept = set_aside({"stage": "zero1", "gpus": "0", "params": "7B"}, shown={"gpus": "16", "params": "1B"})
     # Only the invalid field falls back; what was typed is still what the form shows and explains.
-    assert (kept.query.gpus, kept.query.params) == (16, "7B")
+    assert (kept.query.value("gpus"), kept.query.value("params")) == (16, "7B")
     assert [(p.name, p.typed) for p in kept.problems] == [("gpus", "0")]
     assert [e["loc"] for e in kept.errors] == [("query", "gpus")]
     # A value on the screen that is no better is not given, and not reported a second time.
     worse = set_aside({"gpus": "0"}, shown={"gpus": "abc"})
-    assert (worse.query.gpus, [p.typed for p in worse.problems], len(worse.errors)) == (8, ["0"], 1)
+    assert (worse.query.value("gpus"), [p.typed for p in worse.problems], len(worse.errors)) == (8, ["0"], 1)
     # Only the run form's fields: the stage shown is not a fallback for a bad stage.
     assert set_aside({"stage": "zero9"}, shown={"stage": "zero3"}).query.stage == Stage.DP
 

@@ -1,0 +1,520 @@
+"""Every input of a run, declared once: the one place a run field is named.
+
+A field's line says its name, its label, where it sits in the form (always shown, or in which fold),
+its kind and limits, how its text is read, its help, what the form says of a bad value, how the
+picture describes what it draws instead of a value set aside, which key of the API's `inputs` echoes
+it, and its row of docs/url-options.md. From this list come the query models (`app/web/inputs.py`),
+the folds of the form (`form_view.py`), the set-aside wording (`set_aside_view.py`), the options of
+`zero-bands table` (`app/cli`), the OpenAPI schema and the option table of the docs (cog). The field
+walk (tests/web/test_fields.py) takes every field through every one of those places.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import Enum, StrEnum
+from typing import Any
+
+from app.domain.accounting import Accounting
+from app.domain.activations import MAX_SEQ, Recompute
+from app.domain.architecture import ModelName
+from app.domain.bands import MAX_CUSTOM_BAND_BYTES, Band, RecipeName
+from app.domain.fit import MAX_BATCH, MAX_GPUS
+from app.domain.memory import DEFAULT_GPUS
+from app.domain.overheads import DEFAULTS
+from app.domain.placement import Device, Offload
+from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, count_label, gpus_label
+from app.domain.scenario import Inputs, Scenario
+from app.domain.trainable import MAX_LORA_RANK, LoraTargets
+
+
+class Group(StrEnum):
+    """Where a field sits in the run form."""
+
+    SHOWN = "shown"
+    """Always shown: model, weights, GPUs, card memory, recipe, units."""
+    MORE = "more"
+    """Folded under "Micro-batch, frozen weights, LoRA, bytes per band and largest layer"."""
+    HOST = "host"
+    """Folded under "Offload, nodes and whose accounting" (`#more-host`)."""
+    ADDRESS = "address"
+    """Not in the form: set in the address (the overheads' settings, named in the overheads' table)."""
+
+
+FOLDS = (Group.MORE, Group.HOST)
+"""The form's folded parts, in the order of the form."""
+
+
+class Kind(StrEnum):
+    """How a field's text is read."""
+
+    CHOICE = "choice"
+    """One of an enumeration's values."""
+    SWITCH = "switch"
+    """1 or 0."""
+    WHOLE = "whole"
+    """A whole number within limits."""
+    COUNT = "count"
+    """A count of weights or elements: 7.5B, 7.5e9, 7,500,000,000 (`quantities.parse_count`)."""
+    SIZE = "size"
+    """A memory size: 80GB, 80GiB, 80e9 (`quantities.parse_bytes`)."""
+    TRAINABLE = "trainable"
+    """A count, a fraction or a percentage of the model's weights (`trainable.parse_trainable`)."""
+
+
+# A fraction of the weights (0.25, 1), a percentage (25%), or a count (1.5B): whether a count is within
+# the model's weights depends on the model, which no pattern can say; the query model's validator does.
+TRAINABLE_PATTERN = rf"^\s*(?:0|1|0?\.\d+|1\.0+|\d{{1,3}}(?:\.\d+)?\s*%)\s*$|{COUNT_PATTERN}"
+_PATTERNS = {Kind.COUNT: COUNT_PATTERN, Kind.SIZE: BYTES_PATTERN, Kind.TRAINABLE: TRAINABLE_PATTERN}
+
+_COUNT_EXAMPLES = (
+    "a number of weights under 10,000T, such as 7.5B, 7.5e9 or 7,500,000,000 (at most four digits before K, M, B or T)"
+)
+_ELEMENTS = _COUNT_EXAMPLES.replace("weights", "elements")
+_BYTES_EXAMPLES = "a memory size, such as 80GB, 80GiB or 80e9 (at most four digits before GB, GiB, TB or TiB)"
+
+Drawn = Callable[[Scenario], "str | None"]
+"""What the picture uses for a field, in words; None where it uses nothing (then `Field.none` says it)."""
+
+
+@dataclass(frozen=True)
+class RunField:
+    """One input of a run, everywhere it appears."""
+
+    name: str
+    """The URL parameter, the query model's field, `--name` on the command line (with dashes)."""
+    label: str
+    """The form's label; the set-aside notice names the field by it."""
+    group: Group
+    kind: Kind
+    default: Any
+    """The value when not given: None where the run derives it (`Field.doc_default` says how)."""
+    help: str
+    """One or two sentences: the OpenAPI description and the command line's help."""
+    drawn: Drawn
+    """How the picture's value is said when a bad one was set aside: "a micro-batch of 1"."""
+    doc: str
+    """Its row in docs/url-options.md: what it means, in Markdown."""
+    doc_default: str
+    """Its row's default, in Markdown."""
+    choices: type[Enum] | None = None
+    """The enumeration a CHOICE field takes its values from."""
+    low: int | None = None
+    high: int | None = None
+    blank: bool = False
+    """Whether an empty value means the default: a form sends an empty string for a blank field."""
+    message: str = ""
+    """What the form says beside a bad value; empty: from the kind (`{said}` is the refusal's own words)."""
+    none: str = ""
+    """What the picture uses where `drawn` says None: "no card memory, so no fit check"."""
+    echo: str | None = None
+    """The key of the API's `inputs` that gives the value the run used; None where it is not echoed."""
+    into: str = ""
+    """Where the value goes in the domain's `Inputs`: an attribute, `band_bytes.<i>` or `overheads.<name>`."""
+    band: Band | None = None
+    """The band whose bytes a custom recipe's field sets: its label comes from the recipe drawn."""
+
+    @property
+    def pattern(self) -> str | None:
+        """The grammar of a text field, with an empty value allowed (the default)."""
+        found = _PATTERNS.get(self.kind)
+        return None if found is None else f"^$|{found}"
+
+    @property
+    def option(self) -> str:
+        """The command line's option: `--largest-layer`."""
+        return "--" + self.name.replace("_", "-")
+
+    @property
+    def field_id(self) -> str:
+        """The run form's id for the field (templates/_widget.html run_form)."""
+        return "f-layer" if self.name == "largest_layer" else f"f-{self.name}"
+
+    @property
+    def target(self) -> str:
+        """Where the value goes in `Inputs` (see `into`)."""
+        return self.into or self.name
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        """A CHOICE field's accepted values."""
+        return tuple(str(c.value) for c in self.choices or ())
+
+    def hint(self) -> str | None:
+        """What a text the grammar refuses should have been: "a memory size, such as 80GB…"."""
+        if self.kind is Kind.SIZE:
+            return _BYTES_EXAMPLES.replace("80GB, 80GiB or 80e9", _SIZE_EXAMPLES.get(self.name, "80GB, 80GiB or 80e9"))
+        if self.kind is Kind.COUNT:
+            return _ELEMENTS if self.group is Group.ADDRESS else _COUNT_EXAMPLES
+        if self.kind is Kind.TRAINABLE:
+            return "a number of weights (1.5B), a fraction from 0 to 1 (0.25) or a percentage (25%)"
+        return None
+
+
+_SIZE_EXAMPLES = {"host_memory": "2TB, 1.5TiB or 2e12", "nvme_space": "30TB, 28TiB or 30e12"}
+
+
+def _size_or_none(size: int | None, scenario: Scenario) -> str | None:
+    return None if size is None else scenario.units.show(size)
+
+
+def _band(band: Band) -> Drawn:
+    return lambda s: f"{s.recipe.spec(band).nbytes} B"
+
+
+def _setting(name: str) -> Drawn:
+    # The overheads' settings: the value drawn is the setting's own, as the overheads' table names it.
+    return lambda s: f"{name}={getattr(s.run.overheads, name)}"
+
+
+def _recomputed(s: Scenario) -> str:
+    chosen = s.run.activations.recompute if s.run.activations else Recompute.NONE
+    return "no recomputation" if chosen is Recompute.NONE else f"{chosen} recomputation"
+
+
+def _lora(s: Scenario) -> str:
+    return f"LoRA's {s.adapters:,} adapter weights" if s.adapters else "no LoRA"
+
+
+def _cluster(s: Scenario) -> str:
+    nodes = s.run.nodes
+    return f"{nodes:,} {'node' if nodes == 1 else 'nodes'} of {gpus_label(s.run.gpus_per_node)}"
+
+
+_RUN_WHERE = "page, embed, API, CLI"
+
+
+def _band_field(band: Band, label: str) -> RunField:
+    low = 1 if band is Band.WEIGHTS else 0
+    return RunField(
+        f"{band.value}_bytes", f"Bytes per weight, {label}", Group.MORE, Kind.WHOLE, None,
+        "Custom recipe only.", _band(band),
+        f"bytes per weight of the {label} band, {low}–{MAX_CUSTOM_BAND_BYTES}, with `recipe=custom` "
+        "(a 0-byte band is not drawn); a preset recipe sets its own",
+        "the recipe's",
+        low=low, high=MAX_CUSTOM_BAND_BYTES,
+        message=f"Enter a whole number of bytes between {low} and {MAX_CUSTOM_BAND_BYTES}.",
+        echo="bands", into=f"band_bytes.{list(Band).index(band)}", band=band,
+    )  # fmt: skip
+
+
+def _count_setting(name: str, help: str, doc: str) -> RunField:
+    default = getattr(DEFAULTS, name)
+    return RunField(
+        name, name, Group.ADDRESS, Kind.COUNT, None, help, _setting(name), doc, f"{default:.0e}".replace("+0", ""),
+        into=f"overheads.{name}",
+    )  # fmt: skip
+
+
+FIELDS: tuple[RunField, ...] = (
+    RunField(
+        "model", "Model", Group.SHOWN, Kind.CHOICE, None,
+        "A preset model; 'custom' uses params. Defaults to the seed's 30B, or custom if params is given.",
+        lambda s: s.model_title,
+        "`seed-30b` (30B weights in 8 equal layers, as the lesson draws them), `zero-7.5b` (a bare count), "
+        "`llama-3-8b`, `llama-3-70b`, `llama-3.1-405b`, `gpt-3-175b` (architectures, so the largest layer is "
+        "derived), or `custom`",
+        "`seed-30b`, or `custom` when `params` is given",
+        choices=ModelName, echo="model",
+    ),
+    RunField(
+        "params", "Weights", Group.SHOWN, Kind.COUNT, None,
+        f"Weights of a custom model: {_COUNT_EXAMPLES}. A preset model brings its own count.",
+        lambda s: f"{count_label(s.run.params)} weights",
+        "weights of a custom model: `7.5e9`, `7.5e+09`, `7500000000`, `7,500,000,000` or `7.5B` (K, M, B, T)",
+        "30B",
+        echo="params",
+    ),
+    RunField(
+        "gpus", "GPUs", Group.SHOWN, Kind.WHOLE, DEFAULT_GPUS, "Number of GPUs (data-parallel cards).",
+        lambda s: gpus_label(s.run.gpus),
+        f"1–{MAX_GPUS}. Up to 16 the grid draws every card and weight; beyond, the first four and last four with "
+        "an ellipsis. Totals stay exact.",
+        str(DEFAULT_GPUS),
+        low=1, high=MAX_GPUS, message=f"Enter a whole number of GPUs between 1 and {MAX_GPUS}.", echo="gpus",
+    ),
+    RunField(
+        "recipe", "Recipe", Group.SHOWN, Kind.CHOICE, RecipeName.MIXED_ADAM, "Precision and optimizer recipe.",
+        lambda s: s.recipe.title,
+        "`mixed-adam` 2/2/4/8 (K = 12), `fp32-adam` 4/4/0/8, `bf16-adam` 2/2/0/4, `mixed-sgd` 2/2/4/4, "
+        "`adam-8bit` 2/2/4/2, or `custom` with the four `*_bytes` below",
+        "`mixed-adam`",
+        choices=RecipeName, echo="recipe",
+    ),
+    _band_field(Band.WEIGHTS, "weights"),
+    _band_field(Band.GRADIENTS, "gradients"),
+    _band_field(Band.MASTER, "master copy"),
+    _band_field(Band.MOMENTS, "moments"),
+    RunField(
+        "largest_layer", "Largest layer", Group.MORE, Kind.COUNT, None,
+        "Weights ZeRO-3 gathers at once. Defaults to the larger of the embedding and one block.",
+        lambda s: None if s.run.largest_layer is None else f"a largest layer of {s.run.largest_layer:,} weights",
+        "weights ZeRO-3 gathers at once",
+        "the larger of the embedding table and one block",
+        none="no largest layer", echo="largest_layer",
+    ),
+    RunField(
+        "capacity", "Card memory", Group.SHOWN, Kind.SIZE, None, f"One card's memory: {_BYTES_EXAMPLES}.",
+        lambda s: _size_or_none(s.run.capacity, s),
+        "one card's memory: `80GB` (10⁹), `80GiB` (2³⁰) or bytes (`80e9`, at least a million with no unit); a bare "
+        "`80G`, or `80` with no unit, is refused with a message naming both readings; the form offers RTX 4090, "
+        "V100, A100 40/80, H100, H200, MI300X",
+        "none: no fit check",
+        none="no card memory, so no fit check", echo="capacity",
+    ),
+    RunField(
+        "units", "Units", Group.SHOWN, Kind.CHOICE, ByteUnit.GIB,
+        "GiB (2^30 bytes, as the seed) or GB (10^9, as the ZeRO paper).",
+        lambda s: s.units.value,
+        "`GiB` or `GB`", "`GiB`",
+        choices=ByteUnit, echo="units",
+    ),
+    RunField(
+        "batch", "Micro-batch", Group.MORE, Kind.WHOLE, 1,
+        "Sequences per micro-batch, per GPU; 0 counts no activations.",
+        lambda s: f"a micro-batch of {s.run.batch:,}",
+        f"sequences per micro-batch, per GPU, 0–{MAX_BATCH:,}; `0` counts no activations. A bare weight count has "
+        "no shape, so it has no activations whatever the batch",
+        "1",
+        low=0, high=MAX_BATCH,
+        message=f"Enter a whole number of sequences per GPU between 0 and {MAX_BATCH:,} (0: no activations).",
+        echo="batch",
+    ),
+    RunField(
+        "seq", "Sequence length", Group.MORE, Kind.WHOLE, None,
+        "Tokens per sequence. Defaults to the model's context, or 4096.",
+        lambda s: f"sequences of {s.seq:,} tokens",
+        f"tokens per sequence, 1–{MAX_SEQ:,}",
+        "the model's context (8,192 for Llama 3, 131,072 for Llama 3.1, 2,048 for GPT-3), else 4,096",
+        low=1, high=MAX_SEQ, blank=True,
+        message=f"Enter a whole number of tokens between 1 and {MAX_SEQ:,}, or leave it blank for the model's context.",
+        echo="seq",
+    ),
+    RunField(
+        "recompute", "Recomputation", Group.MORE, Kind.CHOICE, Recompute.NONE,
+        "What each block recomputes in the backward: none, selective (the attention scores) or full.",
+        _recomputed,
+        "`none`, `selective` (the attention scores recomputed, Korthikanti et al. 2022) or `full` (each block's "
+        "input kept, the block run again in the backward); [docs/activations.md](activations.md)",
+        "`none`",
+        choices=Recompute, echo="recompute",
+    ),
+    RunField(
+        "overheads", "Overheads", Group.ADDRESS, Kind.SWITCH, False,
+        "1: count the overheads (CUDA context, NCCL buffers, buckets, fragmentation) in the peak; "
+        "0: the theory alone, as the ZeRO paper counts. docs/overheads.md.",
+        lambda s: f"overheads={int(s.run.count_overheads)}",
+        "`1` counts the overheads in the peak, as a hatched band kept apart from the theory; `0` keeps the theory "
+        "the ZeRO paper and the seed count. With a card's memory, the table says what they would add, one click "
+        "away. [docs/overheads.md](overheads.md)",
+        "`0`",
+        echo="overheads", into="count_overheads",
+    ),
+    RunField(
+        "cuda_context", "cuda_context", Group.ADDRESS, Kind.SIZE, None,
+        f"The CUDA context per process: {_BYTES_EXAMPLES}.", _setting("cuda_context"),
+        "the CUDA context per process, as a memory size (`0.5GiB`, or bytes)", "400 MiB",
+        into="overheads.cuda_context",
+    ),
+    RunField(
+        "nccl_per_group", "nccl_per_group", Group.ADDRESS, Kind.SIZE, None,
+        f"NCCL's buffers per communicator: {_BYTES_EXAMPLES}.", _setting("nccl_per_group"),
+        "NCCL's buffers per communicator, as a memory size (`0.5GiB`, or bytes)", "688 MiB",
+        into="overheads.nccl_per_group",
+    ),
+    RunField(
+        "process_groups", "process_groups", Group.ADDRESS, Kind.WHOLE, DEFAULTS.process_groups,
+        "Communicators per process.", _setting("process_groups"),
+        "communicators per process, 0–64", str(DEFAULTS.process_groups),
+        low=0, high=64, message="Enter a whole number of process groups between 0 and 64.",
+        into="overheads.process_groups",
+    ),
+    RunField(
+        "gradient_as_bucket_view", "gradient_as_bucket_view", Group.ADDRESS, Kind.SWITCH,
+        DEFAULTS.gradient_as_bucket_view,
+        "DDP's gradients as views into its buckets (1): no copy.", _setting("gradient_as_bucket_view"),
+        "`1`: DDP's gradients are views into its buckets, so data parallelism keeps no second copy",
+        f"`{int(DEFAULTS.gradient_as_bucket_view)}`",
+        into="overheads.gradient_as_bucket_view",
+    ),
+    _count_setting(
+        "reduce_bucket_size", "DeepSpeed's reduce_bucket_size, in elements (5e8).",
+        "DeepSpeed's `reduce_bucket_size`, in elements (`5e8`)",
+    ),
+    _count_setting(
+        "prefetch_bucket_size", "ZeRO-3's stage3_prefetch_bucket_size, in elements (5e7).",
+        "DeepSpeed's `stage3_prefetch_bucket_size`, in elements (`5e7`)",
+    ),
+    _count_setting(
+        "max_live_parameters", "ZeRO-3's stage3_max_live_parameters, in elements (1e9).",
+        "DeepSpeed's `stage3_max_live_parameters`, in elements (`1e9`)",
+    ),
+    RunField(
+        "fragmentation", "fragmentation", Group.ADDRESS, Kind.WHOLE, DEFAULTS.fragmentation,
+        "Percent the caching allocator holds beyond its tensors.", _setting("fragmentation"),
+        "percent the caching allocator holds beyond its tensors, 0–100", str(DEFAULTS.fragmentation),
+        low=0, high=100, message="Enter a whole percent between 0 and 100.", into="overheads.fragmentation",
+    ),
+    RunField(
+        "trainable", "Trainable weights", Group.MORE, Kind.TRAINABLE, None,
+        "Weights that train: a count (1.5B) or a fraction of the model's (0.25 or 25%); the first "
+        "weights a forward pass meets are the frozen ones. Default: all, or none of the model's with LoRA.",
+        lambda s: f"{s.run.params - s.run.frozen:,} trainable weights",
+        "weights that train: a count (`1.5B`) or a fraction of the model's (`0.25`, `25%`); the first weights a "
+        "forward pass meets are the frozen ones, and a frozen weight keeps its weights band only (drawn without "
+        "the other three)",
+        "all; with LoRA, none of the model's",
+        message="{said}: enter a count (1.5B) or a fraction (0.25 or 25%), or leave it blank.",
+        echo="trainable_params",
+    ),
+    RunField(
+        "lora_rank", "LoRA rank", Group.MORE, Kind.WHOLE, None, "LoRA's rank r; none: no adapters.", _lora,
+        f"LoRA's rank (1–{MAX_LORA_RANK}). The adapters' r·(d_in + d_out) weights per matrix are added to the model "
+        "and train; a bare weight count has no shapes to count them from",
+        "no LoRA",
+        low=1, high=MAX_LORA_RANK, blank=True,
+        message=f"Enter a whole LoRA rank between 1 and {MAX_LORA_RANK:,}, or leave it blank for no adapters.",
+        echo="adapter_params",
+    ),
+    RunField(
+        "lora_targets", "LoRA targets", Group.MORE, Kind.CHOICE, LoraTargets.QKVO,
+        "The matrices of each block with adapters: qv, qkvo or all-linear.", _lora,
+        "the matrices of each block LoRA adapts: `qv`, `qkvo` or `all-linear` (peft's: every linear layer of the "
+        "blocks, not the head)",
+        "`qkvo`",
+        choices=LoraTargets, echo="adapter_params",
+    ),
+    RunField(
+        "offload", "Offload", Group.HOST, Kind.CHOICE, Offload.NONE,
+        "What leaves the card: none; optimizer (ZeRO-Offload: master copy, moments and the update); "
+        "optimizer+params (ZeRO-3's weights' slices too); nvme (ZeRO-Infinity: both, on NVMe).",
+        lambda s: f"offload={s.run.setup.placement.offload.value}",
+        "what leaves the card: `none`; `optimizer` (ZeRO-Offload: the master copy, the moments and the update, "
+        "with the gradients' slice under ZeRO-2 and 3); `optimizer+params` (ZeRO-3's weights' slices too); `nvme` "
+        "(ZeRO-Infinity: both, on NVMe). Data parallelism offloads nothing; weights and NVMe need ZeRO-3",
+        "`none`",
+        choices=Offload, echo="offload",
+    ),
+    RunField(
+        "offload_device", "Offload to", Group.HOST, Kind.CHOICE, None,
+        "Where optimizer and optimizer+params go: cpu (the default) or nvme (ZeRO-3 only).",
+        lambda s: "offload to NVMe" if s.run.setup.placement.target is Device.NVME else "offload to the CPU",
+        "`cpu` or `nvme`, for `optimizer` and `optimizer+params`; `cpu` with `offload=nvme` is refused",
+        "`cpu`",
+        choices=Device, blank=True, echo="offload_device",
+    ),
+    RunField(
+        "pin_memory", "Host memory for it", Group.HOST, Kind.SWITCH, True,
+        "Offloaded state in page-locked CPU memory, DeepSpeed's pin_memory.",
+        lambda s: "pinned host memory" if s.run.setup.placement.pin_memory else "pageable host memory",
+        "`1`: offloaded state in page-locked CPU memory (counted as pinned), `0`: pageable",
+        "`1`",
+        echo="pin_memory",
+    ),
+    RunField(
+        "nodes", "Nodes", Group.HOST, Kind.WHOLE, None,
+        "Machines the GPUs are in. Default: nodes of 8 where 8 divides gpus.", _cluster,
+        "the machines the GPUs are in; times `gpus_per_node` it is `gpus`, and alone it must divide it. Host "
+        "memory is per node",
+        "nodes of 8 where 8 divides `gpus`, else one node",
+        low=1, high=MAX_GPUS, blank=True,
+        message=f"Enter a whole number between 1 and {MAX_GPUS}, or leave it blank.", echo="nodes",
+    ),
+    RunField(
+        "gpus_per_node", "GPUs per node", Group.HOST, Kind.WHOLE, None,
+        "GPUs in each node; host memory is per node.", _cluster,
+        "GPUs in each node; alone it must divide `gpus`",
+        "8 where 8 divides `gpus`, else `gpus`",
+        low=1, high=MAX_GPUS, blank=True,
+        message=f"Enter a whole number between 1 and {MAX_GPUS}, or leave it blank.", echo="gpus_per_node",
+    ),
+    RunField(
+        "host_memory", "CPU RAM per node", Group.HOST, Kind.SIZE, None,
+        "One node's CPU RAM, for the host's verdict: 2TB or 2TiB.",
+        lambda s: _size_or_none(s.run.host_memory, s),
+        "one node's CPU RAM, as `capacity` is written (`2TB`, `1.5TiB`): the host's verdict",
+        "none: no verdict",
+        none="no host memory, so no verdict on it", echo="host_memory",
+    ),
+    RunField(
+        "nvme_space", "NVMe per node", Group.HOST, Kind.SIZE, None,
+        "One node's NVMe space, for ZeRO-Infinity's verdict.",
+        lambda s: _size_or_none(s.run.nvme_space, s),
+        "one node's NVMe space, for ZeRO-Infinity",
+        "none: no verdict",
+        none="no NVMe space, so no verdict on it", echo="nvme_space",
+    ),
+    RunField(
+        "accounting", "Counted as", Group.HOST, Kind.CHOICE, Accounting.PAPER,
+        "Whose count: paper (the ZeRO paper's, the default), deepspeed (DeepSpeed's estimators), "
+        "fsdp2 (what fully_shard allocates) or megatron (Megatron-LM's theoretical memory). docs/accounting.md.",
+        lambda s: f"the {s.run.setup.accounting.value} accounting",
+        "`paper` (the ZeRO paper's count), `deepspeed` (what DeepSpeed's estimators count), `fsdp2` (what "
+        "`fully_shard` allocates), `megatron` (Megatron-LM's theoretical memory); every difference is a sentence "
+        "on the page. [accounting.md](accounting.md)",
+        "`paper`",
+        choices=Accounting, echo="accounting",
+    ),
+    RunField(
+        "zero_init", "Building the model (DeepSpeed)", Group.HOST, Kind.SWITCH, True,
+        "DeepSpeed's zero.Init: each process builds only its slice (1), or the whole model (0).",
+        lambda s: "zero.Init" if s.run.zero_init else "the whole model built first",
+        "DeepSpeed's `zero.Init`: `1`, each process builds only its slice; `0`, the whole model in fp32 first "
+        "(DeepSpeed's CPU figure)",
+        "`1`",
+        echo="zero_init",
+    ),
+)  # fmt: skip
+"""Every run field, in the order the query models read them: a rule across fields reads the earlier ones."""
+
+BY_NAME = {f.name: f for f in FIELDS}
+SIZE_FIELDS = frozenset(f.name for f in FIELDS if f.kind is Kind.SIZE)
+"""The fields read as memory sizes, where a bare G or T deserves its own answer (GB or GiB?)."""
+FIELD_HINTS = {f.name: hint for f in FIELDS if (hint := f.hint()) is not None}
+"""What a person is told when a text field does not match its pattern (the regex itself is no help)."""
+
+
+def in_group(group: Group) -> tuple[RunField, ...]:
+    """The fields of one part of the form, in its order."""
+    return tuple(f for f in FIELDS if f.group is group)
+
+
+def _read(inputs: Inputs, target: str) -> Any:
+    where, _, key = target.partition(".")
+    value = getattr(inputs, where)
+    if where == "band_bytes":
+        return value[int(key)]
+    return getattr(value, key) if key else value
+
+
+_NOTHING_GIVEN = Inputs()
+
+
+def given(inputs: Inputs) -> frozenset[str]:
+    """The fields given a value other than their default; a preset recipe's bands are its own, not given."""
+    custom = inputs.recipe is RecipeName.CUSTOM
+    return frozenset(
+        f.name
+        for f in FIELDS
+        if _read(inputs, f.target) != _read(_NOTHING_GIVEN, f.target) and (custom or f.band is None)
+    )
+
+
+def unfolded(given: Iterable[str], custom_recipe: bool, problems: Iterable[str] = ()) -> frozenset[Group]:
+    """The folds of the form shown open: those holding a value given, or a value set aside.
+
+    The one place this is decided. `given` are the fields given a value other than their default. A
+    custom recipe opens the fold its bands are in: they are the recipe's inputs, given or not.
+    """
+    names = {*given, *problems}
+    if custom_recipe:
+        names |= {f.name for f in FIELDS if f.band is not None}
+    return frozenset(BY_NAME[n].group for n in names if n in BY_NAME and BY_NAME[n].group in FOLDS)
+
+
+def doc_table() -> str:
+    """The run options' table of docs/url-options.md (written there by cog; checked by a quick test)."""
+    lines = ["| option | where | meaning | default |", "|---|---|---|---|"]
+    lines += [f"| `{f.name}` | {_RUN_WHERE} | {f.doc} | {f.doc_default} |" for f in FIELDS]
+    return "\n".join(lines)

@@ -1,0 +1,190 @@
+"""app/web/fields.py: every run field walked through every place derived from its one declaration.
+
+The query model, the form (and its fold), the set-aside notice, the command line, the API's echo,
+the OpenAPI schema and the docs' table. Deleting a field's line, or a field's use in the form's
+template, fails here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from bs4 import Tag
+from fastapi.testclient import TestClient
+
+from app.cli import main as cli_main
+from app.domain.bands import RecipeName
+from app.domain.scenario import Inputs
+from app.web.fields import BY_NAME, FIELDS, FOLDS, Group, Kind, RunField, doc_table, given, unfolded
+from app.web.inputs import RunQuery
+from app.web.schemas import ResolvedInputs
+from tests.conftest import dom, one, text
+
+ROOT = Path(__file__).resolve().parents[2]
+NAMES = [f.name for f in FIELDS]
+# Every field of the form named (a custom model and recipe name their count and bands), every fold open.
+EVERYTHING = "/?model=custom&params=7B&recipe=custom&batch=2&offload=optimizer"
+# The form's own hidden fields, which are not the run's.
+NOT_RUN = {"stage", "phase"}
+
+
+def _bad(field: RunField) -> str:
+    """A value the field refuses, whatever its kind."""
+    return "-5" if field.kind is Kind.WHOLE else "zzz"
+
+
+@pytest.fixture(scope="module")
+def form(client: TestClient) -> Tag:
+    return one(dom(client.get(EVERYTHING).text), "#run-form")
+
+
+@pytest.fixture(scope="module")
+def schema(client: TestClient) -> dict[str, dict[str, object]]:
+    parameters = client.get("/openapi.json").json()["paths"]["/api/memory"]["get"]["parameters"]
+    return {p["name"]: p for p in parameters}
+
+
+def test_the_declaration_names_each_field_once_and_the_query_model_takes_exactly_them() -> None:
+    assert len(set(NAMES)) == len(NAMES) == 35
+    assert list(RunQuery.model_fields) == NAMES
+
+
+def test_every_named_field_of_the_form_is_declared(form: Tag) -> None:
+    named = {str(e["name"]) for e in form.select("[name]")} - NOT_RUN
+    assert named == {f.name for f in FIELDS if f.group is not Group.ADDRESS}
+
+
+@pytest.mark.parametrize("field", FIELDS, ids=NAMES)
+def test_a_field_sits_in_its_fold_with_its_id(form: Tag, field: RunField) -> None:
+    found = form.select(f'[name="{field.name}"]')
+    if field.group is Group.ADDRESS:
+        assert found == []
+        return
+    assert [e.get("id") for e in found] == [field.field_id]
+    folds = [d.get("id") or "more" for d in found[0].find_parents("details")]
+    assert folds == {Group.SHOWN: [], Group.MORE: ["more"], Group.HOST: ["more-host"]}[field.group]
+
+
+@pytest.mark.parametrize(
+    ("query", "open_folds"),
+    [
+        ("", []),
+        ("recipe=custom", ["more"]),
+        ("lora_targets=qv", ["more"]),  # a value given opens its fold, whichever field it is
+        ("zero_init=0", ["more-host"]),
+        ("nvme_space=8TB&batch=2", ["more", "more-host"]),
+        ("batch=-1", ["more"]),  # a value set aside opens its fold too
+        ("pin_memory=maybe", ["more-host"]),
+        ("gpus=0", []),
+    ],
+)
+def test_a_fold_is_open_when_it_holds_a_value_given_or_set_aside(
+    client: TestClient, query: str, open_folds: list[str]
+) -> None:
+    tree = dom(client.get(f"/?{query}").text)
+    assert [d.get("id") or "more" for d in tree.select("#run-form details[open]")] == open_folds
+
+
+def test_every_fold_has_a_field_and_each_given_value_opens_its_own() -> None:
+    for fold in FOLDS:
+        assert any(f.group is fold for f in FIELDS)
+    assert given(Inputs()) == frozenset()
+    assert unfolded(["lora_targets", "gpus", "cuda_context"], custom_recipe=False) == {Group.MORE}
+    assert unfolded([], custom_recipe=False, problems=["nodes"]) == {Group.HOST}
+
+
+@pytest.mark.parametrize("field", FIELDS, ids=NAMES)
+def test_a_bad_value_is_set_aside_in_the_fields_own_words(client: TestClient, field: RunField) -> None:
+    bad = _bad(field)
+    custom = "" if field.name == "recipe" else "&recipe=custom"  # a custom recipe names its bands
+    response = client.get(f"/?{field.name}={bad}{custom}")
+    assert response.status_code == 422
+    tree = dom(response.text)
+    said = text(tree, ".set-aside-fields li")
+    label = "Bytes per weight, " if field.band is not None else f"{field.label} :"
+    assert said.startswith(label), said
+    drawn = text(tree, "#drawn-instead")
+    assert drawn.startswith(f"Drawn without {field.name}={bad}: ")
+    # Never a bare fallback: the value drawn is the field's own wording, or what stands in for none.
+    assert drawn.endswith(", the default.") or drawn.endswith(f"{field.none}.")
+
+
+@pytest.mark.parametrize("field", FIELDS, ids=NAMES)
+def test_the_command_line_takes_every_field(field: RunField) -> None:
+    said = io.StringIO()
+    with contextlib.redirect_stderr(said), pytest.raises(SystemExit) as exited:
+        cli_main(["table", field.option, _bad(field)])
+    assert exited.value.code == 2
+    assert field.name in said.getvalue() or field.option in said.getvalue()
+
+
+def test_the_command_line_reads_a_field_as_the_page_does() -> None:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), pytest.raises(SystemExit) as exited:
+        cli_main(["table", "--model", "llama-3-8b", "--zero-init", "0", "--fragmentation", "5", "--units", "GB"])
+    assert exited.value.code == 0
+    assert "GB" in printed.getvalue()
+
+
+@pytest.mark.parametrize("field", FIELDS, ids=NAMES)
+def test_the_api_echoes_every_field_but_the_overheads_settings(client: TestClient, field: RunField) -> None:
+    # Each value given, as the API leaves out what is none.
+    echoed = client.get("/api/memory?capacity=80GB&host_memory=2TB&nvme_space=8TB").json()["inputs"]
+    if field.echo is None:
+        # The overheads' settings are said item by item in each stage's overheads, not in the inputs.
+        assert field.group is Group.ADDRESS
+        assert field.into.startswith("overheads.")
+        return
+    assert field.echo in ResolvedInputs.model_fields
+    assert field.echo in echoed
+
+
+@pytest.mark.parametrize("field", FIELDS, ids=NAMES)
+def test_the_schema_documents_every_field_and_an_empty_value_as_the_default(
+    client: TestClient, schema: dict[str, dict[str, object]], field: RunField
+) -> None:
+    parameter = schema[field.name]
+    assert str(parameter["description"]).startswith(field.help)
+    accepts_empty = field.blank or field.pattern is not None
+    assert str(parameter["description"]).endswith("Empty: the default.") == accepts_empty
+    if field.blank:
+        alternatives = parameter["schema"]["anyOf"]  # type: ignore[index]
+        assert {"type": "string", "maxLength": 0} in alternatives
+    if accepts_empty:
+        assert client.get(f"/api/memory?{field.name}=").status_code == 200
+
+
+@pytest.mark.parametrize("field", FIELDS, ids=NAMES)
+def test_the_docs_table_has_a_row_per_field(field: RunField) -> None:
+    docs = (ROOT / "docs/url-options.md").read_text()
+    rows = [line for line in docs.splitlines() if line.startswith(f"| `{field.name}` |")]
+    assert len(rows) == 1
+    assert field.doc in rows[0]
+
+
+def test_the_docs_table_is_the_generated_one() -> None:
+    checked = subprocess.run(
+        [sys.executable, "-m", "cogapp", "-I", ".", "--check", "docs/url-options.md"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert doc_table() in (ROOT / "docs/url-options.md").read_text()
+
+
+def test_a_field_is_named_in_the_code_only_by_its_declaration() -> None:
+    # The form's macro and the cross-field rules name fields, checked above; no other list of them.
+    web = ROOT / "app" / "web"
+    for path in (web / "set_aside_view.py", web / "page_view.py"):
+        source = path.read_text()
+        assert not re.search(r'"(gpus|batch|seq|offload|nodes|capacity|lora_rank)"', source), path
+    assert BY_NAME["largest_layer"].field_id == "f-layer"
+    assert RecipeName.CUSTOM.value == "custom"
