@@ -35,7 +35,7 @@ _AGREEING = {
     "nodes": st.sampled_from(["", "1"]),
     "gpus_per_node": st.just(""),
     "offload_device": st.sampled_from(["nvme", ""]),
-    "trainable": st.sampled_from(["", "0", "1", "0.5", "25%", "1e3"]),
+    "trainable": st.sampled_from(["", "0", "1", "0.5", "25%", "1e0"]),
 }
 
 
