@@ -62,7 +62,7 @@
     }
     url.searchParams.delete("from");
     document.dispatchEvent(new CustomEvent("zero-bands:explore"));
-    return htmx.ajax("get", url.pathname + url.search, { source: "#widget", target: "#widget", swap: "outerHTML" });
+    return htmx.ajax("get", url.pathname + url.search, { source: "#widget", target: "#widget", swap: "morph" });
   }
 
   window.addEventListener("message", function (event) {

@@ -1,6 +1,6 @@
 // The grid's keyboard: one tab stop, arrow keys between cells (a roving tabindex). A cell's place is read
-// from the page itself (its card, its column, its row), so cells carry no coordinates. And the rings
-// round what changed: they hold for 1.5 s, then fade (app.css .rings-fade; not under reduced motion).
+// from the page itself (its card, its column, its row), so cells carry no coordinates. (The rings round what
+// changed fade by CSS alone: app.css, "Teaching".)
 "use strict";
 
 (function () {
@@ -31,14 +31,4 @@
     cell.closest("#grid").querySelectorAll('.cell[tabindex="0"]').forEach((other) => { other.tabIndex = -1; });
     cell.tabIndex = 0;
   });
-
-  // A morph keeps the grid element but resets its classes: each arrangement starts its own wait.
-  let fade = 0;
-  function fadeRingsLater() {
-    clearTimeout(fade);
-    const grid = document.getElementById("grid");
-    if (grid && grid.querySelector(".cell.changed")) { fade = setTimeout(() => grid.classList.add("rings-fade"), 1500); }
-  }
-  document.addEventListener("DOMContentLoaded", fadeRingsLater);
-  document.addEventListener("htmx:afterSettle", fadeRingsLater);
 })();

@@ -5,22 +5,19 @@
 
 (function () {
   const html = document.documentElement;
-  const byId = (id) => document.getElementById(id);
+  const shown = () => byId("widget") && byId("widget").dataset;
   let before = null;
-
-  document.addEventListener("htmx:beforeSwap", function () {
-    before = byId("widget") && [byId("widget").dataset.stage, byId("widget").dataset.phase];
-  });
+  document.addEventListener("htmx:beforeSwap", () => { before = shown() && [shown().stage, shown().phase]; });
   document.addEventListener("htmx:afterSettle", function () {
-    const d = byId("widget") && byId("widget").dataset;
+    const d = shown();
     const text = !d ? "" : !before || before[0] !== d.stage ? d.sayStage
       : before[1] !== d.phase && d.sayPhase ? d.sayPhase : d.sayFit || d.sayPhase || d.sayStage;
     if (text && byId("narration")) { byId("narration").textContent = text; }
     before = null;
   });
 
-  // Blank, as presentation software does: black over the whole window (app.css: <main>'s, so in full
-  // screen too). Any key or click brings the picture back, and does nothing else.
+  // Blank, as presentation software does: black over the whole window (app.css: <main>'s, so in full screen too).
+  // Any key or click brings the picture back, and does nothing else.
   function unblank(event) {
     if (!html.classList.contains("blanked")) { return; }
     html.classList.remove("blanked");
@@ -30,9 +27,8 @@
   window.addEventListener("keydown", unblank, true);
   window.addEventListener("click", unblank, true);
 
-  // The list of keys is not on the page until first asked for: htmx fetches it (static/keys.html) into
-  // its slot, and it opens as it comes (not as a static copy's page, which holds it, is swapped in).
-  // Closed, the browser gives focus back to where it was.
+  // The list of keys is fetched the first time it is asked for (static/keys.html, into its slot) and opens as it
+  // comes (not as a static copy's page, which holds it, is swapped in). Closed, focus goes back where it was.
   let asked = false;
   function openHelp() {
     const dialog = byId("keys-help");
@@ -48,14 +44,11 @@
   // A tab is clicked even when marked current: during a swap the mark is the old page's (step.js).
   const ACTIONS = { 0: () => click("switch-dp"), 1: () => click("switch-zero1"), 2: () => click("switch-zero2"),
     3: () => click("switch-zero3"), f: () => click("fullscreen"), b: blank, B: blank, ".": blank, "?": openHelp };
-
+  const TYPING = "input:not([data-not-typed]), select:not([data-not-typed]), textarea, [contenteditable]:not([contenteditable='false'])";
   document.addEventListener("keydown", function (event) {
     if (event.defaultPrevented || event.altKey || event.ctrlKey || event.metaKey || event.isComposing) { return; }
-    const target = event.target instanceof Element ? event.target : document.body;
-    const typing = "input:not([data-not-typed]), select:not([data-not-typed]), textarea, [contenteditable]:not([contenteditable='false'])";
-    if (target.closest(typing)) { return; }
-    // F with Caps Lock is f; with Shift it is not a shortcut.
-    const key = event.key === "F" && !event.shiftKey ? "f" : event.key;
+    if ((event.target instanceof Element ? event.target : document.body).closest(TYPING)) { return; }
+    const key = event.key === "F" && !event.shiftKey ? "f" : event.key;  // F with Caps Lock is f; with Shift, no shortcut
     if (Object.hasOwn(ACTIONS, key) && !document.querySelector("dialog[open]")) { event.preventDefault(); ACTIONS[key](); }
   });
 })();

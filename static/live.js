@@ -6,7 +6,6 @@
 "use strict";
 
 (function () {
-  const byId = (id) => document.getElementById(id);
   const address = () => (byId("widget") && byId("widget").dataset.address) || "";
 
   document.addEventListener("submit", function (event) {
@@ -16,21 +15,17 @@
   if (byId("live-teach")) {
     let sent = address();
     let queue = Promise.resolve();
-    const send = (view) => {
-      queue = queue.then(() => fetch(byId("live-teach").dataset.show, {
-        method: "POST", headers: { "ZB-Live": "1" }, body: new URLSearchParams({ view }), credentials: "same-origin",
-      })).then((response) => {
-        // Ended elsewhere, or lost with a restarted server: said on the bar, not left to look live.
-        if ([404, 410].includes(response.status)) { byId("live-lost").hidden = false; }
-      }).catch(() => {});
-      return queue;
-    };
+    const send = (view) => (queue = queue.then(() => fetch(byId("live-teach").dataset.show, {
+      method: "POST", headers: { "ZB-Live": "1" }, body: new URLSearchParams({ view }), credentials: "same-origin",
+    })).then((response) => {
+      // Ended elsewhere, or lost with a restarted server: said on the bar, not left to look live.
+      if ([404, 410].includes(response.status)) { byId("live-lost").hidden = false; }
+    }).catch(() => {}));
     document.addEventListener("htmx:afterSettle", function () {
       if (address() && address() !== sent) { sent = address(); send(sent); }
     });
     document.addEventListener("click", function (event) {
-      const toggle = event.target.closest("#theme-toggle");
-      const away = event.target.closest("a[href]:not([hx-get])");
+      const toggle = event.target.closest("#theme-toggle"), away = event.target.closest("a[href]:not([hx-get])");
       if (toggle) {
         event.preventDefault();
         send(toggle.getAttribute("href")).then(() => window.location.reload());
@@ -46,9 +41,7 @@
   if (!follow) { return; }
   const theme = (document.documentElement.className.match(/theme-(\S+)/) || ["", "default"])[1];
   const state = () => byId("live-state");
-  let applied = Number(state().dataset.version);
-  let shown = state().dataset.view;
-  let away = false;
+  let applied = Number(state().dataset.version), shown = state().dataset.view, away = false;
   const FOLLOWING = "ZB-Following";  // marks the requests apply() sends, and is taken off before they go
 
   function apply() {
@@ -62,8 +55,7 @@
     if (s.dataset.theme !== theme) { window.location.reload(); return; }
     if (away || s.dataset.view === shown) { return; }
     shown = s.dataset.view;
-    htmx.ajax("get", shown, { source: "#widget", target: "#widget", swap: "outerHTML", headers: { [FOLLOWING]: "1" } })
-      .catch(() => {});
+    htmx.ajax("get", shown, { source: "#widget", target: "#widget", swap: "morph", headers: { [FOLLOWING]: "1" } }).catch(() => {});
   }
   document.addEventListener("htmx:sseMessage", apply);
 
@@ -80,11 +72,9 @@
   document.addEventListener("click", function (event) {
     if (event.target.closest("#live-back")) {
       event.preventDefault();
-      away = false;
+      [away, applied, shown] = [false, 0, ""];
       follow.classList.remove("away");
       byId("live-away").hidden = true;
-      applied = 0;
-      shown = "";
       apply();
     } else if (event.target.closest("#widget a[href]") && !event.target.closest("[data-copy-config]")) {
       leave();

@@ -1,13 +1,11 @@
-// The widget is morphed, not replaced (idiomorph's htmx extension, hx-ext="morph" on <body>). Its links and forms
-// ask for outerHTML, which works without this script and in the static export: here those swaps become morphs.
+// The widget is morphed, not replaced: its links and forms ask for hx-swap="morph" (idiomorph's htmx extension,
+// hx-ext="morph" on <body>). Here: how the morph treats what it walks, and the one element lookup of the bundle.
 "use strict";
 
-(function () {
-  document.addEventListener("htmx:beforeSwap", function (event) {
-    const d = event.detail;
-    if (d.target && d.target.id === "widget" && (d.swapOverride || "outerHTML") === "outerHTML") { d.swapOverride = "morph"; }
-  });
+// The bundle's one lookup (app/serving/assets.py BUNDLES puts this file first): null where the page has none.
+const byId = (id) => document.getElementById(id);
 
+(function () {
   if (!window.Idiomorph) { return; }
   const FIELDS = ["INPUT", "SELECT", "TEXTAREA"];
   const callbacks = window.Idiomorph.defaults.callbacks;

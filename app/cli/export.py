@@ -290,7 +290,7 @@ class _Rewriter(HTMLParser):
 
         if any(values.get(name) for name in HTMX_REQUESTS) and tag != "form":
             target, swap = values.get("hx-target") or "", values.get("hx-swap") or ""
-            if target.startswith("#") and swap.split(" ")[0] == "outerHTML":
+            if target.startswith("#") and swap.split(" ")[0] in {"outerHTML", "morph"}:
                 # A static host answers with the whole page: swap in the same element taken out of it.
                 values["hx-select"] = target
             else:

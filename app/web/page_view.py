@@ -14,6 +14,7 @@ from app.web.config_view import ConfigView
 from app.web.embed_view import EmbedView
 from app.web.form_view import FieldProblem, FormView, form_view
 from app.web.inputs import Theme
+from app.web.key_view import Key, page_key
 from app.web.links import LinkFor, Links, compare_address
 from app.web.set_aside_view import SetAsideView
 from app.web.stage_view import StageLink, StageView, stage_links, stage_view
@@ -61,6 +62,11 @@ class PageView:
     """The view's own address (on the widget, where a live session's teacher page reads what to send)."""
     live: LiveView | None = None
     """A live session's bar around the widget: the teacher's, or a follower's (app/web/live_view.py)."""
+
+    @property
+    def key(self) -> Key | None:
+        """The key to the cards (app/web/key_view.py); None where no stage is drawn."""
+        return page_key(self)
 
 
 DEFAULT_SCENARIO = resolve(Inputs())

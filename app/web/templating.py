@@ -9,6 +9,7 @@ from functools import lru_cache
 from typing import Any
 
 from jinja2 import Environment, FileSystemLoader
+from jinja2_fragments import render_block
 from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -145,9 +146,8 @@ def render(
     fragment = wants_fragment(request)
     context = {"request": request, "view": view, "fragment": fragment}
     if fragment:
-        compiled = templates.get_template(template)
-        html = "".join(compiled.blocks[block](compiled.new_context(context)))
-        response = HTMLResponse(html, status_code=status_code)
+        # jinja2-fragments renders the block as Jinja renders a page: an error names the template's line.
+        response = HTMLResponse(render_block(templates.env, template, block, context), status_code=status_code)
         if push_url is not None:
             replace = request.headers.get(HISTORY_HEADER) == "replace"
             response.headers["HX-Replace-Url" if replace else "HX-Push-Url"] = push_url

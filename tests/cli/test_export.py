@@ -277,7 +277,7 @@ def test_every_htmx_request_selects_what_it_swaps_and_pushes_the_file(pages: dic
     for page, tree in pages.items():
         for element in tree.select("[hx-get]"):
             assert element["hx-select"] == element["hx-target"] == "#widget", page.name
-            assert element["hx-swap"] == "outerHTML"
+            assert element["hx-swap"] == "morph"
             assert element["hx-get"] == element["href"]
         assert tree.select("form[action], form[hx-get]") == []
 

@@ -54,3 +54,15 @@ def test_our_static_files_name_no_other_origin() -> None:
             text = path.read_text().replace('xmlns="http://www.w3.org/2000/svg"', "")
             assert not re.search(r"(https?:)?//[a-z0-9-]+(\.[a-z0-9-]+)+", text, re.IGNORECASE), path
             assert "@import" not in text, path
+
+
+OUR_SCRIPTS_BUDGET = 556
+"""Lines of our own JavaScript, counted as docs/architecture.md ("Browser") counts them. Issue 30 asks for
+450; this holds what was reached (617 before it) so that it only goes down."""
+
+
+def test_our_own_javascript_keeps_within_its_budget() -> None:
+    # As `ls static/*.js | grep -Ev 'htmx|idiomorph|\.min\.js$' | xargs cat | wc -l`: newlines of every file.
+    ours = [path for path in sorted(STATIC_DIR.glob("*.js")) if not re.search(r"htmx|idiomorph|\.min\.js$", path.name)]
+    assert {path.name for path in ours} >= {"swap.js", "step.js", "tools.js", "live.js"}
+    assert sum(path.read_bytes().count(b"\n") for path in ours) <= OUR_SCRIPTS_BUDGET

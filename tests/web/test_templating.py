@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import traceback
+from pathlib import Path
+
+import pytest
 from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jinja2 import FileSystemLoader, UndefinedError
+from starlette.requests import Request
 
 from app.domain.bands import RECIPES, Band, RecipeName
 from app.domain.sharding import CellState, layout
 from app.domain.stages import Stage
 from app.web.grid_view import CellView, ColumnView
-from app.web.templating import rendered
+from app.web.templating import render, rendered, templates
 from tests.conftest import dom, one, opened_panel
 
 
@@ -65,3 +71,19 @@ def test_pages_are_sent_without_the_templates_indentation(client: TestClient) ->
         html = client.get(path).text
         indented = [line for line in html.splitlines() if line[:1] in {" ", "\t"}]
         assert indented == [], (path, indented[:3])
+
+
+@pytest.mark.parametrize("hx_request", ["true", None], ids=["fragment", "page"])
+def test_a_template_error_names_the_templates_file_and_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hx_request: str | None
+) -> None:
+    # The error sits on line 4, inside the block that a swap renders alone.
+    source = "<p>page</p>\n{% block widget %}\n<p>fine</p>\n{{ view.missing.attribute }}\n{% endblock %}\n"
+    (tmp_path / "broken.html").write_text(source)
+    monkeypatch.setattr(templates.env, "loader", FileSystemLoader(tmp_path))
+    headers = [(b"hx-request", hx_request.encode())] if hx_request else []
+    request = Request({"type": "http", "method": "GET", "path": "/", "headers": headers, "query_string": b""})
+    with pytest.raises(UndefinedError) as raised:
+        render(request, "broken.html", "widget", view=object())
+    frames = [(frame.filename, frame.lineno) for frame in traceback.extract_tb(raised.value.__traceback__)]
+    assert (str(tmp_path / "broken.html"), 4) in frames
