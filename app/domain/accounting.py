@@ -29,6 +29,25 @@ class Accounting(StrEnum):
     FSDP2 = "fsdp2"
     MEGATRON = "megatron"
 
+    @property
+    def label(self) -> str:
+        """The form's name for it."""
+        return _WORDS[self][0]
+
+    @property
+    def counts(self) -> str:
+        """What it counts, for the API's and the docs' list of choices."""
+        return _WORDS[self][1]
+
+
+# An accounting's words, said once: the form, the API's description and docs/url-options.md read them.
+_WORDS = {
+    Accounting.PAPER: ("The ZeRO paper's", "the ZeRO paper's count, the default"),
+    Accounting.DEEPSPEED: ("DeepSpeed's estimators'", "what DeepSpeed's estimators count"),
+    Accounting.FSDP2: ("FSDP2's fully_shard", "what fully_shard allocates"),
+    Accounting.MEGATRON: ("Megatron-LM's", "Megatron-LM's theoretical memory"),
+}
+
 
 @dataclass(frozen=True)
 class Setup:

@@ -447,12 +447,10 @@ FIELDS: tuple[RunField, ...] = (
     ),
     RunField(
         "accounting", "Counted as", Group.HOST, Kind.CHOICE, Accounting.PAPER,
-        "Whose count: paper (the ZeRO paper's, the default), deepspeed (DeepSpeed's estimators), "
-        "fsdp2 (what fully_shard allocates) or megatron (Megatron-LM's theoretical memory). docs/accounting.md.",
+        "Whose count: " + ", ".join(f"{a.value} ({a.counts})" for a in Accounting) + ". docs/accounting.md.",
         lambda s: f"the {s.run.setup.accounting.value} accounting",
-        "`paper` (the ZeRO paper's count), `deepspeed` (what DeepSpeed's estimators count), `fsdp2` (what "
-        "`fully_shard` allocates), `megatron` (Megatron-LM's theoretical memory); every difference is a sentence "
-        "on the page. [accounting.md](accounting.md)",
+        ", ".join(f"`{a.value}` ({a.counts})" for a in Accounting)
+        + "; every difference is a sentence on the page. [accounting.md](accounting.md)",
         "`paper`",
         choices=Accounting, echo="accounting",
     ),

@@ -160,7 +160,7 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         gpus_per_node_placeholder=str(run.gpus_per_node),
         host_memory="" if run.host_memory is None else _capacity_text(run.host_memory),
         nvme_space="" if run.nvme_space is None else _capacity_text(run.nvme_space),
-        accountings=tuple(Option(a.value, _ACCOUNTING_LABELS[a], a is inputs.accounting) for a in Accounting),
+        accountings=tuple(Option(a.value, a.label, a is inputs.accounting) for a in Accounting),
         zero_init=_yes_no(inputs.zero_init, "zero.Init: in slices", "Whole, then split"),
         given=given(inputs),
         phase=phase,
@@ -178,14 +178,6 @@ _OFFLOAD_LABELS = {
     Offload.NVME: "Both, to NVMe (ZeRO-Infinity)",
 }
 _DEVICE_LABELS = {Device.CPU: "CPU RAM", Device.NVME: "NVMe (ZeRO-3)"}
-_ACCOUNTING_LABELS = {
-    Accounting.PAPER: "The ZeRO paper's",
-    Accounting.DEEPSPEED: "DeepSpeed's estimators'",
-    Accounting.FSDP2: "FSDP2's fully_shard",
-    Accounting.MEGATRON: "Megatron-LM's",
-}
-
-
 _TARGET_LABELS = {
     LoraTargets.QV: "Q and V (the LoRA paper's)",
     LoraTargets.QKVO: "Q, K, V and O",
