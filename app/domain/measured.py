@@ -20,9 +20,7 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
-from app.domain.bands import RECIPES, Band, Recipe, RecipeName
-from app.domain.columns import model_columns
-from app.domain.fit import Run
+from app.domain.eighths import model_columns
 from app.domain.measured_activations import (
     ActivationsComparison,
     ActivationsSnapshot,
@@ -31,9 +29,11 @@ from app.domain.measured_activations import (
 )
 from app.domain.measured_offload import OffloadComparison, OffloadSnapshot, compare_offload, parse_offload
 from app.domain.measured_phases import phase_of
-from app.domain.memory import band_bytes, per_gpu_bytes
+from app.domain.recipes import RECIPES, Band, Recipe, RecipeName
 from app.domain.sharding import CellState, layout
+from app.domain.sizing import Run
 from app.domain.stages import Stage
+from app.domain.state_bytes import band_bytes, per_gpu_bytes
 from app.domain.step import step
 
 SNAPSHOT_FORMAT = 1

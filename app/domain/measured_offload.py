@@ -21,12 +21,12 @@ from enum import StrEnum
 from typing import Any
 
 from app.domain.accounting import KEPT_GATHERED, Accounting, Setup, fsdp2_dtypes, terms
-from app.domain.bands import RECIPES, Band, Recipe, RecipeName
-from app.domain.card import AT_REST, Moment, Pass, Place, Term, term_bytes
 from app.domain.measured_phases import phase_of
-from app.domain.memory import band_bytes, per_gpu_bytes
 from app.domain.placement import Offload, Placement
+from app.domain.recipes import RECIPES, Band, Recipe, RecipeName
 from app.domain.stages import Stage
+from app.domain.state_bytes import band_bytes, per_gpu_bytes
+from app.domain.terms import AT_REST, Moment, Pass, Place, Term, term_bytes
 
 SETUP = Setup(Accounting.FSDP2, Placement(Offload.OPTIMIZER_PARAMS))
 """The model's counterpart: FSDP2's count, weights' slices and optimizer state offloaded (the moments pageable)."""

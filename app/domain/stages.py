@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from app.domain.bands import Band, Recipe
+from app.domain.recipes import Band, Recipe
 
 
 class Stage(StrEnum):

@@ -9,7 +9,6 @@ from functools import lru_cache
 from urllib.parse import urlencode
 
 from app import APP_NAME
-from app.domain.bands import BandSpec
 from app.domain.measured import (
     CURVE_NOTES,
     FSDP1_DIFFERENCES,
@@ -28,6 +27,7 @@ from app.domain.measured import (
 from app.domain.measured_activations import ActivationsComparison, TermTable, compare_activations
 from app.domain.measured_offload import SETUP as OFFLOAD_SETUP
 from app.domain.measured_offload import OffloadComparison, OffloadDifference
+from app.domain.recipes import BandSpec
 from app.domain.sharding import CellState
 from app.domain.stages import Stage
 from app.measure import SNAPSHOT

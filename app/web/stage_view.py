@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from app.domain.quantities import count_label as params_label
-from app.domain.quantities import gpus_label, per_weight, percent
 from app.domain.report import Change, StageReport
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage, StageInfo
 from app.domain.stages import explanation as _explanation
+from app.domain.units import count_label as params_label
+from app.domain.units import gpus_label, per_weight, percent
 from app.web.bars import bar_keys, bar_note
 from app.web.grid_view import CardGap, CardView, rest_cards
 from app.web.host_view import HostView, host_view

@@ -12,7 +12,6 @@ from fractions import Fraction
 
 import pytest
 
-from app.domain.bands import Band
 from app.domain.measured import (
     CURVE_NOTES,
     IMPLS,
@@ -25,6 +24,7 @@ from app.domain.measured import (
     parse,
 )
 from app.domain.measured_phases import phase_of
+from app.domain.recipes import Band
 from app.domain.sharding import CellState
 from app.domain.stages import Stage
 from app.measure import SNAPSHOT

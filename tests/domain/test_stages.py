@@ -4,7 +4,7 @@ import itertools
 
 import pytest
 
-from app.domain.bands import MIXED_ADAM, RECIPES, Band, RecipeName
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, RecipeName
 from app.domain.stages import Stage, explanation
 
 
