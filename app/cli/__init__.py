@@ -153,7 +153,7 @@ def measure(args: argparse.Namespace) -> int:
         return 2
     import json
 
-    from app.domain.measured import compare, offload_comparison, parse
+    from app.measure.snapshots import compare, offload_comparison, parse
 
     print("Measuring on 8 CPU ranks (gloo), one arrangement at a time:", flush=True)
     data = run_measurement()

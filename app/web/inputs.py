@@ -25,7 +25,6 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app.domain.architecture import PRESETS, ModelName
-from app.domain.measured import IMPLS, Impl, default_impl
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload, cluster_of
 from app.domain.recipes import RecipeName
@@ -35,6 +34,7 @@ from app.domain.state_bytes import DEFAULT_GPUS
 from app.domain.step import LAST_PHASE
 from app.domain.trainable import parse_trainable
 from app.domain.units import ambiguity, parse_bytes, parse_count
+from app.measure.snapshots import IMPLS, Impl, default_impl
 from app.web.fields import BY_NAME, FIELDS, Kind, RunField
 from app.web.form_view import FieldProblem
 
