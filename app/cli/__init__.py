@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.serving.config import DEFAULT_LIMIT, LIMIT_ENV, REDIS_ENV, WORKERS_ENV, ConfigError, Settings, quoted
+from app.serving.config import DEFAULT_LIMIT, LIMIT_ENV, REDIS_ENV, WORKERS_ENV, Settings, SettingsError, quoted
 from app.serving.server import serve
 from app.web.fields import FIELDS, Kind, RunField
 
@@ -124,7 +124,7 @@ def export_site(args: argparse.Namespace) -> int:
     out: Path = args.dir
     try:
         summary = export(out, force=args.force)
-    except (ExportError, ConfigError) as error:
+    except (ExportError, SettingsError) as error:
         print(f"zero-bands export: {error}", file=sys.stderr)
         return 2
     print(
@@ -153,7 +153,7 @@ def measure(args: argparse.Namespace) -> int:
         return 2
     import json
 
-    from app.domain.measured import compare, offload_comparison, parse
+    from app.measure.snapshots import compare, offload_comparison, parse
 
     print("Measuring on 8 CPU ranks (gloo), one arrangement at a time:", flush=True)
     data = run_measurement()
@@ -199,6 +199,6 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         # Each worker builds its own app from the environment: check it once here, with a clear message.
         Settings.from_env()
-    except ConfigError as error:
+    except SettingsError as error:
         parser().exit(2, f"zero-bands: {error}\n")
     serve(args.host, args.port, args.root_path, workers=workers, access_log=args.access_log)

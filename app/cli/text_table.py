@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from app.domain.quantities import gpus_label
 from app.domain.scenario import Scenario
+from app.domain.units import gpus_label
 from app.web.table_view import TableRow, boundary, table_rows
 
 

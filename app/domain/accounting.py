@@ -15,10 +15,10 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
 
-from app.domain.bands import Band, Recipe
-from app.domain.card import ACTIVATIONS, Law, Pass, Place, Term, layer_in_hand, model_state
 from app.domain.placement import NO_OFFLOAD, Device, Home, Offload, Placement
+from app.domain.recipes import Band, Recipe
 from app.domain.stages import Stage
+from app.domain.terms import ACTIVATIONS, Law, Pass, Place, Term, layer_in_hand, model_state
 
 
 class Accounting(StrEnum):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.domain.architecture import Architecture
-from app.domain.columns import COLUMNS, pieces
+from app.domain.eighths import COLUMNS, pieces
 
 HALF = 2
 """Bytes of a bf16 or fp16 activation."""

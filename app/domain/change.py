@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from app.domain.bands import Band, Recipe
 from app.domain.figures import StageReport
-from app.domain.quantities import per_weight
+from app.domain.recipes import Band, Recipe
 from app.domain.sharding import owner
 from app.domain.stages import Stage
+from app.domain.units import per_weight
 
 
 @dataclass(frozen=True)

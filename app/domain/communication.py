@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from app.domain.bands import Band
+from app.domain.recipes import Band
 from app.domain.stages import Stage
 
 

@@ -17,10 +17,10 @@ import json
 from collections.abc import Mapping
 from typing import Any, TypeGuard
 
-from app.domain.bands import Band, RecipeName
-from app.domain.fit import MAX_BATCH, Run
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Home
+from app.domain.recipes import Band, RecipeName
+from app.domain.sizing import MAX_BATCH, Run
 from app.domain.stages import Stage
 
 ZERO_STAGE = {Stage.DP: 0, Stage.ZERO1: 1, Stage.ZERO2: 2, Stage.ZERO3: 3}

@@ -1,6 +1,6 @@
 """The report's value types: what one stage of a run comes to, as every page, answer and table prints it.
 
-Computed in `fit` (`stage_report`) and `host` (`host_report`), gathered per request in `report`
+Computed in `sizing` (`stage_report`) and `host` (`host_report`), gathered per request in `report`
 (`RunReport`); the views read these and compute nothing.
 """
 
@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from app.domain.bands import Band
-from app.domain.card import AT_REST, Moment, Place
 from app.domain.communication import Transfer
 from app.domain.overheads import OverheadItem
+from app.domain.recipes import Band
 from app.domain.stages import Stage
+from app.domain.terms import AT_REST, Moment, Place
 
 
 @dataclass(frozen=True)

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 from app.domain import deepspeed
 from app.domain.accounting import Accounting
-from app.domain.bands import Band
-from app.domain.card import Place, shard_weights
 from app.domain.figures import HostReport
-from app.domain.memory import per_gpu_bytes
 from app.domain.placement import Home
+from app.domain.recipes import Band
 from app.domain.run import Run
 from app.domain.stages import Stage
+from app.domain.state_bytes import per_gpu_bytes
+from app.domain.terms import Place, shard_weights
 
 
 def _placed(stage: Stage, run: Run, place: Place) -> int:

@@ -19,7 +19,7 @@ Which stage allocates what follows the code of PyTorch's DDP and DeepSpeed's ZeR
   `max_live_parameters`);
 - then the fragmentation margin, on all of the above that the caching allocator holds.
 
-One card trains without a process group, as the app draws it (`stages.explanation`): no
+One card trains without a process group, as the app draws it (`stages.stage_explanation`): no
 communicator, no buckets, nothing prefetched; the context and the margin remain.
 """
 

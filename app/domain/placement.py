@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from app.domain.bands import Band
+from app.domain.recipes import Band
 from app.domain.stages import OPTIMIZER_STATE, Stage
 
 DEFAULT_GPUS_PER_NODE = 8

@@ -1,6 +1,6 @@
 """One report per request: every figure of a run, worked out once, for the views to format.
 
-`run_report` computes each stage's `StageReport` (`fit.stage_report`) once. What only some requests
+`run_report` computes each stage's `StageReport` (`sizing.stage_report`) once. What only some requests
 need is worked out when first asked for, and kept on the report: a stage's training step (a page at
 a phase, `/api/step`) and what a switch between two stages changes (a page reached from another
 stage, the side-by-side page). A view reads the report and calls nothing that computes.
@@ -15,16 +15,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from app.domain.accounting import Accounting
-from app.domain.card import Place
 from app.domain.change import Change, change
-from app.domain.columns import Column
 from app.domain.communication import Collective, Transfer
+from app.domain.eighths import Column
 from app.domain.figures import HostReport, LayerExtra, StageReport, TermBytes
-from app.domain.fit import UNKNOWN_LAYER_RULE, layer_exceeds_card, stage_report
 from app.domain.overheads import OverheadItem
 from app.domain.run import MAX_BATCH, Run
+from app.domain.sizing import UNKNOWN_LAYER_RULE, layer_exceeds_card, stage_report
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE, Holding, InFlight, Part, Phase, step
+from app.domain.terms import Place
 
 __all__ = [
     "LAST_PHASE",
@@ -59,7 +59,7 @@ class RunReport:
     columns: tuple[Column, ...] = ()
     """The model in eighths, as the step walks across it; empty where no step is drawn."""
     layer_exceeds_card: bool | None = None
-    """Whether one assembled layer alone is bigger than the card (`fit.layer_exceeds_card`)."""
+    """Whether one assembled layer alone is bigger than the card (`sizing.layer_exceeds_card`)."""
     _steps: dict[Stage, tuple[Phase, ...]] = field(default_factory=dict, compare=False, repr=False)
     _changes: dict[tuple[Stage, Stage], Change] = field(default_factory=dict, compare=False, repr=False)
 

@@ -1,6 +1,6 @@
 """What the user describes, as the domain computes it: the model, the cluster, the recipe and the card.
 
-A value shared by `fit` (the report) and `host` (a node's host): in a module of its own, so neither
+A value shared by `sizing` (the report) and `host` (a node's host): in a module of its own, so neither
 imports the other.
 """
 
@@ -9,15 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from app.domain import card
 from app.domain.accounting import PAPER, Setup, terms
 from app.domain.activations import Activations
-from app.domain.bands import MIXED_ADAM, Band, Recipe
-from app.domain.card import Moment, Place, Term
-from app.domain.columns import COLUMNS
-from app.domain.memory import DEFAULT_GPUS, DEFAULT_PARAMS
+from app.domain.eighths import COLUMNS
 from app.domain.overheads import DEFAULTS, Overheads
+from app.domain.recipes import MIXED_ADAM, Band, Recipe
 from app.domain.stages import Stage
+from app.domain.state_bytes import DEFAULT_GPUS, DEFAULT_PARAMS
+from app.domain.terms import Moment, Place, Term
+from app.domain.terms import moments as step_moments  # `Run.moments` is this run's own
 
 MAX_GPUS = 4096
 MAX_BATCH = 65536
@@ -34,7 +34,7 @@ class Run:
     largest_layer: int | None = None
     capacity: int | None = None
     column_layers: tuple[int | None, ...] = ()
-    """Each eighth's largest layer (`columns.model_columns`); empty: the largest layer for each."""
+    """Each eighth's largest layer (`eighths.model_columns`); empty: the largest layer for each."""
     activations: Activations | None = None
     """What one sequence keeps, from the model's shape; None for a bare weight count."""
     batch: int = 0
@@ -101,7 +101,7 @@ class Run:
         layers = self.column_layers or (self.largest_layer,) * COLUMNS
         kept = self.activations.per_column if self.activations else (0,) * COLUMNS
         frozen = tuple(self.frozen_column(column) for column in range(COLUMNS))
-        return card.moments(layers, tuple(self.batch * k for k in kept), frozen)
+        return step_moments(layers, tuple(self.batch * k for k in kept), frozen)
 
     @cached_property
     def candidates(self) -> tuple[Moment, ...]:

@@ -11,15 +11,15 @@ from functools import cached_property
 from app.domain.accounting import Accounting, Setup
 from app.domain.activations import Recompute, for_one_sequence
 from app.domain.architecture import PRESETS, Architecture, ModelName, ModelPreset
-from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
-from app.domain.columns import COLUMNS, Column, model_columns
-from app.domain.memory import DEFAULT_GPUS
+from app.domain.eighths import COLUMNS, Column, model_columns
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.placement import Device, Offload, Placement, cluster_of
-from app.domain.quantities import ByteUnit
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
 from app.domain.report import RunReport, run_report
 from app.domain.run import Run
+from app.domain.state_bytes import DEFAULT_GPUS
 from app.domain.trainable import LoraTargets, adapter_params, parse_trainable
+from app.domain.units import ByteUnit
 
 DEFAULT_MODEL = ModelName.SEED_30B
 DEFAULT_SEQ = 4096

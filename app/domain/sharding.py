@@ -11,10 +11,10 @@ from enum import StrEnum
 from fractions import Fraction
 from math import ceil, floor
 
-from app.domain.bands import MIXED_ADAM, Band, Recipe
-from app.domain.columns import COLUMNS
-from app.domain.memory import DEFAULT_GPUS
+from app.domain.eighths import COLUMNS
+from app.domain.recipes import MIXED_ADAM, Band, Recipe
 from app.domain.stages import Stage
+from app.domain.state_bytes import DEFAULT_GPUS
 
 
 class CellState(StrEnum):

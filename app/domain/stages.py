@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 
-from app.domain.bands import Band, Recipe
+from app.domain.recipes import Band, Recipe
 
 
 class Stage(StrEnum):
@@ -53,7 +53,7 @@ _INFO: dict[Stage, StageInfo] = {
 OPTIMIZER_STATE = (Band.MASTER, Band.MOMENTS)
 
 
-def explanation(stage: Stage, recipe: Recipe, gpus: int) -> str:
+def stage_explanation(stage: Stage, recipe: Recipe, gpus: int) -> str:
     """What a stage does, in plain words, for this recipe and number of cards."""
     if gpus == 1:
         return (

@@ -1,6 +1,6 @@
 """One training step of a run, phase by phase: what each card holds, what moves, and what it costs.
 
-The columns are the model in eighths, first layer to last (`columns`). Card c is responsible for
+The columns are the model in eighths, first layer to last (`eighths`). Card c is responsible for
 the c-th of N equal slices of the weights, so with 8 cards it owns column c, with 16 half a column,
 with 4 two columns. A step is 21 phases for every stage and every run, so a phase number means the
 same moment whichever arrangement is shown:
@@ -12,8 +12,8 @@ same moment whichever arrangement is shown:
   19       optimizer update
   20       weight synchronisation, where the stage needs it
 
-Every card's live memory is its state at rest (`memory.per_gpu_bytes`) plus what it holds at the
-moment (`fit.layer_extra`): the layer in hand and the activations kept so far, the run's own moments
+Every card's live memory is its state at rest (`state_bytes.per_gpu_bytes`) plus what it holds at the
+moment (`sizing.layer_extra`): the layer in hand and the activations kept so far, the run's own moments
 (`Run.moments`) that the table's peak is the highest of, so the step's highest figure is the peak.
 """
 
@@ -23,17 +23,17 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
 
-from app.domain.bands import Band
-from app.domain.card import AT_REST, Moment
-from app.domain.columns import COLUMNS, Column
 from app.domain.communication import Collective
+from app.domain.eighths import COLUMNS, Column
 from app.domain.figures import HostReport, LayerExtra, StageReport
-from app.domain.fit import counted_overhead_bytes, layer_extra
 from app.domain.host import host_report
-from app.domain.memory import per_gpu_bytes
+from app.domain.recipes import Band
 from app.domain.run import Run
 from app.domain.sharding import CellState, share
+from app.domain.sizing import counted_overhead_bytes, layer_extra
 from app.domain.stages import OPTIMIZER_STATE, Stage
+from app.domain.state_bytes import per_gpu_bytes
+from app.domain.terms import AT_REST, Moment
 
 PHASES = 1 + 2 * COLUMNS + 4
 LAST_PHASE = PHASES - 1
@@ -120,7 +120,7 @@ class Phase:
     extra: LayerExtra
     """What every card holds beyond that for the layer in hand."""
     overhead_bytes: int = 0
-    """The overheads, when counted: the same at every moment (`fit.overheads`)."""
+    """The overheads, when counted: the same at every moment (`sizing.overheads`)."""
     frozen: bool = False
     """Whether the column in hand is frozen: the backward computes no gradients for it."""
     pcie: tuple[HostMove, ...] = ()

@@ -8,9 +8,9 @@ a student may want next is one "More" away (`detail`).
 
 from __future__ import annotations
 
-from app.domain.bands import Band, Recipe
-from app.domain.columns import COLUMNS, Column
 from app.domain.communication import Collective
+from app.domain.eighths import COLUMNS, Column
+from app.domain.recipes import Band, Recipe
 from app.domain.sharding import holders
 from app.domain.stages import OPTIMIZER_STATE, Stage
 from app.domain.step import FIRST_SYNC, Part, Phase

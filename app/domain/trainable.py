@@ -17,7 +17,7 @@ from enum import StrEnum
 from fractions import Fraction
 
 from app.domain.architecture import Architecture
-from app.domain.quantities import parse_count
+from app.domain.units import parse_count
 
 MAX_LORA_RANK = 4096
 

@@ -17,7 +17,8 @@ from typing import Protocol
 
 from app.live.session import Session
 
-Change = Callable[[Session], Session]
+SessionEdit = Callable[[Session], Session]
+"""What `update` applies to a session: a pure function from the old session to the new."""
 GONE = None
 """What a follower's queue gets when its session is no longer kept (expired, or lost with Redis)."""
 QUEUE_SIZE = 16
@@ -47,7 +48,7 @@ class Hub(Protocol):
         """The session now, or None: no such code, or expired."""
         ...
 
-    async def update(self, code: str, change: Change) -> Session | None:
+    async def update(self, code: str, change: SessionEdit) -> Session | None:
         """Apply `change` to the session, atomically, and send the result to every follower."""
         ...
 
@@ -149,7 +150,7 @@ class MemoryHub:
         session = self.sessions.get(code)
         return None if session is None or session.expired(self.clock()) else session
 
-    async def update(self, code: str, change: Change) -> Session | None:
+    async def update(self, code: str, change: SessionEdit) -> Session | None:
         """Change the session and tell this process's followers."""
         session = await self.get(code)
         if session is None:

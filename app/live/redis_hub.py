@@ -26,7 +26,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError, WatchError
 
-from app.live.hub import GONE, MISS_WINDOW_SECONDS, Change, Fanout, Unavailable
+from app.live.hub import GONE, MISS_WINDOW_SECONDS, Fanout, SessionEdit, Unavailable
 from app.live.session import LIFETIME_SECONDS, Session
 
 PREFIX = "zero-bands:live:"
@@ -79,7 +79,7 @@ class RedisHub:
         session = None if text is None else Session.from_json(text)
         return None if session is None or session.expired(self.clock()) else session
 
-    async def update(self, code: str, change: Change) -> Session | None:
+    async def update(self, code: str, change: SessionEdit) -> Session | None:
         """Change the session and publish the new version, in one transaction (retried if another wrote first)."""
         key = PREFIX + code
         try:

@@ -14,7 +14,7 @@ counts once. Parameters (and views of them, such as a Linear's transposed weight
 are not activations: they are listed apart, by name. Each storage is named by the block's forward
 (`_Tags.tag`: the tensor it computed, with the term's name in `app.domain.activations`) or, for what
 an operator makes and keeps inside itself, by the operator and the field autograd keeps it in (the
-softmax's log-sum-exp, LayerNorm's mean). `app.domain.measured_activations` sets the result against
+softmax's log-sum-exp, LayerNorm's mean). `app.measure.activation_snapshots` sets the result against
 the formula.
 """
 

@@ -41,7 +41,7 @@ _SOURCE = re.compile(
 )
 
 
-class ConfigError(ValueError):
+class SettingsError(ValueError):
     """A setting in the environment is not usable; the message says which and why."""
 
 
@@ -67,40 +67,40 @@ class Settings:
 
     def __post_init__(self) -> None:
         if self.redis_url and not self.redis_url.startswith(REDIS_SCHEMES):
-            raise ConfigError(
+            raise SettingsError(
                 f"{REDIS_ENV}={quoted(self.redis_url)} is not a Redis address such as redis://localhost:6379/0"
             )
         if self.live_followers < 1:
-            raise ConfigError(f"{FOLLOWERS_ENV} must be a whole number of at least 1")
+            raise SettingsError(f"{FOLLOWERS_ENV} must be a whole number of at least 1")
         if self.limit_concurrency is not None and self.limit_concurrency < 1:
-            raise ConfigError(f"{LIMIT_ENV} must be a whole number of at least 1, or 'none'")
+            raise SettingsError(f"{LIMIT_ENV} must be a whole number of at least 1, or 'none'")
         if len(self.frame_ancestors) > MAX_FRAME_ANCESTORS_LENGTH:
-            raise ConfigError(
+            raise SettingsError(
                 f"{FRAME_ANCESTORS_ENV} is {len(self.frame_ancestors):,} characters long; "
                 f"at most {MAX_FRAME_ANCESTORS_LENGTH:,} are accepted"
             )
         if not self.frame_ancestors.isprintable():
-            raise ConfigError(f"{FRAME_ANCESTORS_ENV} contains a line break or control character")
+            raise SettingsError(f"{FRAME_ANCESTORS_ENV} contains a line break or control character")
         sources = self.frame_ancestors.split(" ")
         sources = [source for source in sources if source]
         if not sources:
-            raise ConfigError(f"{FRAME_ANCESTORS_ENV} is empty; use 'none' to forbid embedding")
+            raise SettingsError(f"{FRAME_ANCESTORS_ENV} is empty; use 'none' to forbid embedding")
         for source in sources:
             if source.lower().startswith(REFUSED_SCHEMES):
-                raise ConfigError(
+                raise SettingsError(
                     f"{FRAME_ANCESTORS_ENV}: {quoted(source)} names no site that could embed the page; "
                     "use https: or an origin such as https://*.example.edu"
                 )
             port = _PORT.search(source)
             if port and port.group(1) != "*" and not 0 < int(port.group(1)) <= 65535:
-                raise ConfigError(f"{FRAME_ANCESTORS_ENV}: {quoted(source)} has no valid port (1-65535)")
+                raise SettingsError(f"{FRAME_ANCESTORS_ENV}: {quoted(source)} has no valid port (1-65535)")
             if not _SOURCE.match(source):
-                raise ConfigError(
+                raise SettingsError(
                     f"{FRAME_ANCESTORS_ENV}: {quoted(source)} is not a CSP source expression "
                     "(examples: * 'self' 'none' https: https://*.example.edu)"
                 )
         if "'none'" in sources and len(sources) > 1:
-            raise ConfigError(f"{FRAME_ANCESTORS_ENV}: 'none' cannot be combined with other sources")
+            raise SettingsError(f"{FRAME_ANCESTORS_ENV}: 'none' cannot be combined with other sources")
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] = os.environ) -> Settings:
@@ -111,13 +111,15 @@ class Settings:
         elif limit.isdigit() and len(limit) < 10:
             limit_concurrency = int(limit)
         else:
-            raise ConfigError(f"{LIMIT_ENV}={quoted(limit)} is not a whole number of at least 1, or 'none'")
+            raise SettingsError(f"{LIMIT_ENV}={quoted(limit)} is not a whole number of at least 1, or 'none'")
         cache = environ.get(CACHE_ENV, str(DEFAULT_CACHE_BYTES // 2**20)).strip()
         if not (cache.isdigit() and len(cache) < 6):
-            raise ConfigError(f"{CACHE_ENV}={quoted(cache)} is not a whole number of megabytes (0 turns the cache off)")
+            raise SettingsError(
+                f"{CACHE_ENV}={quoted(cache)} is not a whole number of megabytes (0 turns the cache off)"
+            )
         followers = environ.get(FOLLOWERS_ENV, str(DEFAULT_FOLLOWERS)).strip()
         if not (followers.isdigit() and len(followers) < 7):
-            raise ConfigError(f"{FOLLOWERS_ENV}={quoted(followers)} is not a whole number of followers")
+            raise SettingsError(f"{FOLLOWERS_ENV}={quoted(followers)} is not a whole number of followers")
         workers = environ.get(WORKERS_ENV, "1").strip()
         return cls(
             frame_ancestors=environ.get(FRAME_ANCESTORS_ENV, DEFAULT_FRAME_ANCESTORS).strip(),

@@ -8,10 +8,10 @@ from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 
 from app.domain.configs import deepspeed_config, fsdp2_snippet
-from app.domain.measured import comparison
 from app.domain.report import Run, run_report
 from app.domain.scenario import resolve
 from app.domain.sharding import layout
+from app.measure.snapshots import comparison
 from app.web.config_view import MAX_CONFIG_BYTES, ConfigBody, ConfigFormat, ConfigQuery, Refused, pasted_url, read_body
 from app.web.inputs import LayoutQuery, RunQuery, StepQuery
 from app.web.measured_view import shipped_snapshot

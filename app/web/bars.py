@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from app.domain.activations import Recompute
-from app.domain.bands import BandSpec, Recipe
-from app.domain.columns import COLUMNS
-from app.domain.quantities import percent
+from app.domain.eighths import COLUMNS
+from app.domain.recipes import BandSpec, Recipe
 from app.domain.report import LayerExtra, Run, StageReport
 from app.domain.scenario import NO_SHAPE, Scenario
 from app.domain.stages import Stage
+from app.domain.units import percent
 
 REST_SHARE = Fraction(3, 4)
 """Where a broken bar puts the end of the state at rest: the layer in hand gets the other quarter."""

@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from app import APP_NAME
-from app.domain.bands import BandSpec
-from app.domain.quantities import gpus_label, per_weight
+from app.domain.recipes import BandSpec
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
+from app.domain.units import gpus_label, per_weight
 from app.web.bars import legend, shared_scale
 from app.web.grid_view import CardGap, CardView, rest_cards
 from app.web.inputs import Theme

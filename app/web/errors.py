@@ -19,7 +19,7 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException
 from starlette.responses import Response
 
-from app.domain.quantities import ambiguity
+from app.domain.units import ambiguity
 from app.paths import is_api_path, route_path
 from app.web.api import API_TAG
 from app.web.fields import FIELD_HINTS, SIZE_FIELDS

@@ -19,14 +19,14 @@ from typing import Any
 from app.domain.accounting import Accounting
 from app.domain.activations import MAX_SEQ, Recompute
 from app.domain.architecture import ModelName
-from app.domain.bands import MAX_CUSTOM_BAND_BYTES, Band, RecipeName
-from app.domain.fit import MAX_BATCH, MAX_GPUS
-from app.domain.memory import DEFAULT_GPUS
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload
-from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, count_label, gpus_label
+from app.domain.recipes import MAX_CUSTOM_BAND_BYTES, Band, RecipeName
 from app.domain.scenario import Inputs, Scenario
+from app.domain.sizing import MAX_BATCH, MAX_GPUS
+from app.domain.state_bytes import DEFAULT_GPUS
 from app.domain.trainable import MAX_LORA_RANK, LoraTargets
+from app.domain.units import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, count_label, gpus_label
 
 
 class Group(StrEnum):
@@ -56,9 +56,9 @@ class Kind(StrEnum):
     WHOLE = "whole"
     """A whole number within limits."""
     COUNT = "count"
-    """A count of weights or elements: 7.5B, 7.5e9, 7,500,000,000 (`quantities.parse_count`)."""
+    """A count of weights or elements: 7.5B, 7.5e9, 7,500,000,000 (`units.parse_count`)."""
     SIZE = "size"
-    """A memory size: 80GB, 80GiB, 80e9 (`quantities.parse_bytes`)."""
+    """A memory size: 80GB, 80GiB, 80e9 (`units.parse_bytes`)."""
     TRAINABLE = "trainable"
     """A count, a fraction or a percentage of the model's weights (`trainable.parse_trainable`)."""
 

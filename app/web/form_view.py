@@ -7,13 +7,13 @@ from dataclasses import dataclass
 from app.domain.accounting import Accounting
 from app.domain.activations import Recompute
 from app.domain.architecture import PRESETS, ModelName
-from app.domain.bands import RECIPES, Band, Recipe, RecipeName
 from app.domain.hardware import CARDS
 from app.domain.placement import Device, Offload
-from app.domain.quantities import ByteUnit
+from app.domain.recipes import RECIPES, Band, Recipe, RecipeName
 from app.domain.scenario import Inputs, Scenario
 from app.domain.stages import Stage
 from app.domain.trainable import LoraTargets
+from app.domain.units import ByteUnit
 from app.web.fields import Group, given, unfolded
 
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from app.domain.bands import Band, Recipe
-from app.domain.quantities import ByteUnit, per_weight
+from app.domain.recipes import Band, Recipe
 from app.domain.report import Change, Holding, Place, StageReport
 from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, layout
 from app.domain.stages import Stage
+from app.domain.units import ByteUnit, per_weight
 from app.web.bars import BarScale, BarView, bar_view
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from app.domain.quantities import ByteUnit, gpus_label, per_weight
 from app.domain.report import Accounting, HostReport, StageReport
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
+from app.domain.units import ByteUnit, gpus_label, per_weight
 
 
 @dataclass(frozen=True)

@@ -25,16 +25,16 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app.domain.architecture import PRESETS, ModelName
-from app.domain.bands import RecipeName
-from app.domain.measured import IMPLS, Impl, default_impl
-from app.domain.memory import DEFAULT_GPUS
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload, cluster_of
-from app.domain.quantities import ambiguity, parse_bytes, parse_count
+from app.domain.recipes import RecipeName
 from app.domain.scenario import DEFAULT_MODEL, Inputs
 from app.domain.stages import Stage
+from app.domain.state_bytes import DEFAULT_GPUS
 from app.domain.step import LAST_PHASE
 from app.domain.trainable import parse_trainable
+from app.domain.units import ambiguity, parse_bytes, parse_count
+from app.measure.snapshots import IMPLS, Impl, default_impl
 from app.web.fields import BY_NAME, FIELDS, Kind, RunField
 from app.web.form_view import FieldProblem
 

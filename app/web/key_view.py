@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from app.domain.bands import BandSpec
+from app.domain.recipes import BandSpec
 from app.web.grid_view import CardView
 
 if TYPE_CHECKING:

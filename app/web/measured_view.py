@@ -9,8 +9,14 @@ from functools import lru_cache
 from urllib.parse import urlencode
 
 from app import APP_NAME
-from app.domain.bands import BandSpec
-from app.domain.measured import (
+from app.domain.recipes import BandSpec
+from app.domain.sharding import CellState
+from app.domain.stages import Stage
+from app.measure import SNAPSHOT
+from app.measure.activation_snapshots import ActivationsComparison, TermTable, compare_activations
+from app.measure.offload_snapshots import SETUP as OFFLOAD_SETUP
+from app.measure.offload_snapshots import OffloadComparison, OffloadDifference
+from app.measure.snapshots import (
     CURVE_NOTES,
     FSDP1_DIFFERENCES,
     IMPLS,
@@ -25,12 +31,6 @@ from app.domain.measured import (
     offload_comparison,
     parse,
 )
-from app.domain.measured_activations import ActivationsComparison, TermTable, compare_activations
-from app.domain.measured_offload import SETUP as OFFLOAD_SETUP
-from app.domain.measured_offload import OffloadComparison, OffloadDifference
-from app.domain.sharding import CellState
-from app.domain.stages import Stage
-from app.measure import SNAPSHOT
 from app.web.bars import legend
 from app.web.inputs import Theme
 from app.web.stage_view import StageLink

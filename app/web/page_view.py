@@ -6,7 +6,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 from app import APP_NAME
-from app.domain.bands import BandSpec
+from app.domain.recipes import BandSpec
 from app.domain.scenario import Inputs, Scenario, resolve
 from app.domain.stages import Stage
 from app.web.bars import legend

@@ -18,15 +18,15 @@ from pydantic_core import CoreSchema
 
 from app.domain.activations import Recompute
 from app.domain.architecture import ModelName
-from app.domain.bands import Band, Recipe
-from app.domain.measured import Comparison
 from app.domain.placement import Device, Offload
-from app.domain.quantities import ByteUnit
+from app.domain.recipes import Band, Recipe
 from app.domain.report import LAST_PHASE, Accounting, Collective, Holding, Part, Run, StageReport, Transfer
 from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, Share, holders, share, shown_indices
 from app.domain.stages import Stage
 from app.domain.step_text import explanation
+from app.domain.units import ByteUnit
+from app.measure.snapshots import Comparison
 
 
 class TransferOut(BaseModel):

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from app.domain.quantities import count_label as params_label
-from app.domain.quantities import gpus_label, per_weight, percent
 from app.domain.report import Change, StageReport
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage, StageInfo
-from app.domain.stages import explanation as _explanation
+from app.domain.stages import stage_explanation as _stage_explanation
+from app.domain.units import count_label as params_label
+from app.domain.units import gpus_label, per_weight, percent
 from app.web.bars import bar_keys, bar_note
 from app.web.grid_view import CardGap, CardView, rest_cards
 from app.web.host_view import HostView, host_view
@@ -107,7 +107,7 @@ def stage_links(current: Stage | None, link: LinkFor) -> tuple[StageLink, ...]:
 
 
 # A stage's explanation depends on the stage, the recipe and the cluster: built once, for every model size.
-explanation = lru_cache(maxsize=256)(_explanation)
+stage_explanation = lru_cache(maxsize=256)(_stage_explanation)
 
 
 def stage_view(
@@ -126,7 +126,7 @@ def stage_view(
     return StageView(
         stage=stage,
         info=stage.info,
-        explanation=explanation(stage, run.recipe, run.gpus),
+        explanation=stage_explanation(stage, run.recipe, run.gpus),
         shards_anything=bool(stage.sharded),
         gpus=run.gpus,
         params_label=params_label(run.params),

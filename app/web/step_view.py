@@ -6,8 +6,8 @@ import itertools
 from dataclasses import dataclass
 from fractions import Fraction
 
-from app.domain.bands import Band, BandSpec
-from app.domain.columns import COLUMNS, Column
+from app.domain.eighths import COLUMNS, Column
+from app.domain.recipes import Band, BandSpec
 from app.domain.report import LAST_PHASE, Collective, Holding, InFlight, Phase
 from app.domain.scenario import Scenario
 from app.domain.sharding import Share, holders, owned_columns, share, shown_indices

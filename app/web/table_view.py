@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.domain.quantities import LARGEST_COUNT, ByteUnit, per_weight
-from app.domain.quantities import count_label as params_label
 from app.domain.report import MAX_BATCH, UNKNOWN_LAYER_RULE, Accounting, StageReport
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
+from app.domain.units import LARGEST_COUNT, ByteUnit, per_weight
+from app.domain.units import count_label as params_label
 from app.web.links import LinkFor, switch_href
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from app.domain.measured import compare, offload_comparison, parse
 from app.measure import SNAPSHOT
+from app.measure.snapshots import compare, offload_comparison, parse
 
 # A Python in which `import torch` fails, as on a machine without the [measure] extra.
 NO_TORCH = """

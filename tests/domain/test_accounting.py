@@ -14,11 +14,11 @@ import pytest
 
 from app.domain.accounting import FSDP_STAGES, Accounting, Setup, differences, fsdp2_dtypes, terms
 from app.domain.architecture import LLAMA_3_8B
-from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
-from app.domain.card import AT_REST, Moment, Pass, Place, card_bytes
-from app.domain.memory import band_bytes, per_gpu_bytes
 from app.domain.placement import Device, Offload, Placement
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
 from app.domain.stages import Stage
+from app.domain.state_bytes import band_bytes, per_gpu_bytes
+from app.domain.terms import AT_REST, Moment, Pass, Place, card_bytes
 
 FSDP2 = Setup(Accounting.FSDP2)
 OFFLOADED = Setup(Accounting.FSDP2, Placement(Offload.OPTIMIZER_PARAMS))

@@ -10,8 +10,8 @@ from fractions import Fraction
 import pytest
 
 from app.domain.accounting import PAPER, Accounting, Setup
-from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName
 from app.domain.change import Change
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName
 from app.domain.report import Run, run_report
 from app.domain.stages import Stage
 

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.bands import Band
 from app.domain.communication import Collective, communication_p, transfers
+from app.domain.recipes import Band
 from app.domain.stages import Stage
 
 

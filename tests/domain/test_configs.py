@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from app.domain.accounting import Setup
-from app.domain.bands import RECIPES, RecipeName
 from app.domain.configs import ConfigError, deepspeed_config, fsdp2_snippet, ignored_keys, read_deepspeed
-from app.domain.fit import Run
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload, Placement
+from app.domain.recipes import RECIPES, RecipeName
+from app.domain.sizing import Run
 from app.domain.stages import Stage
 
 

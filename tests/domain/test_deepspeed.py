@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 from app.domain import deepspeed
 from app.domain.accounting import Accounting, Setup
 from app.domain.architecture import PRESETS, ModelName
-from app.domain.fit import Run, state_peak_bytes
 from app.domain.host import host_report
 from app.domain.placement import Offload, Placement
+from app.domain.sizing import Run, state_peak_bytes
 from app.domain.stages import Stage
 
 # (model, nodes, GPUs per node, stage, offload, zero_init, CPU bytes per node, GPU bytes per card)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from app.domain.accounting import Accounting, Setup
-from app.domain.fit import Run
 from app.domain.host import host_report
 from app.domain.placement import Offload, Placement
+from app.domain.sizing import Run
 from app.domain.stages import Stage
 
 P, SLICE = 30 * 10**9, 30 * 10**9 // 8

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.bands import Band
 from app.domain.placement import Cluster, Device, Home, Offload, Placement, cluster_of
+from app.domain.recipes import Band
 from app.domain.stages import Stage
 
 W, G, M, A = Band.WEIGHTS, Band.GRADIENTS, Band.MASTER, Band.MOMENTS

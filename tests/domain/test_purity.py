@@ -22,7 +22,7 @@ print(",".join(loaded))
 
 
 def test_the_domain_is_all_there() -> None:
-    assert {"app.domain.step", "app.domain.fit", "app.domain.sharding"} <= set(DOMAIN)
+    assert {"app.domain.step", "app.domain.sizing", "app.domain.sharding"} <= set(DOMAIN)
 
 
 def test_domain_imports_no_web_code() -> None:

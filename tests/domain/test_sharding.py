@@ -4,10 +4,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.bands import Band
-from app.domain.memory import bytes_per_weight
+from app.domain.recipes import Band
 from app.domain.sharding import CellState, layout, owner, shown_indices
 from app.domain.stages import Stage
+from app.domain.state_bytes import bytes_per_weight
 
 
 @pytest.mark.parametrize(

@@ -4,8 +4,8 @@ import itertools
 
 import pytest
 
-from app.domain.bands import MIXED_ADAM, RECIPES, Band, RecipeName
-from app.domain.stages import Stage, explanation
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, RecipeName
+from app.domain.stages import Stage, stage_explanation
 
 
 @pytest.mark.parametrize(
@@ -42,18 +42,18 @@ def test_every_stage_has_its_name() -> None:
     ],
 )
 def test_zero1_names_the_optimizer_state_the_recipe_really_keeps(recipe: str, named: str, bytes_of_total: str) -> None:
-    text = explanation(Stage.ZERO1, RECIPES[RecipeName(recipe)], 8)
+    text = stage_explanation(Stage.ZERO1, RECIPES[RecipeName(recipe)], 8)
     assert f"({named}, {bytes_of_total})" in text
     assert ("master copy" in text) is RECIPES[RecipeName(recipe)].has_master
 
 
 @pytest.mark.parametrize("stage", list(Stage))
 def test_on_one_card_every_stage_is_explained_as_data_parallelism(stage: Stage) -> None:
-    text = explanation(stage, MIXED_ADAM, 1)
+    text = stage_explanation(stage, MIXED_ADAM, 1)
     assert "nothing moves" in text
     assert "all-gather" not in text
     assert "reduce-scatter" not in text
 
 
 def test_zero2_reduce_scatters_during_the_backward_pass_not_after_it() -> None:
-    assert "during the backward pass" in explanation(Stage.ZERO2, MIXED_ADAM, 8).lower()
+    assert "during the backward pass" in stage_explanation(Stage.ZERO2, MIXED_ADAM, 8).lower()

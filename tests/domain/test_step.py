@@ -8,16 +8,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.domain.architecture import PRESETS, ModelName
-from app.domain.bands import MIXED_ADAM, RECIPES, Band, Recipe, custom_recipe
-from app.domain.columns import COLUMNS, Column, model_columns
 from app.domain.communication import Collective
-from app.domain.fit import Run, peak_bytes
+from app.domain.eighths import COLUMNS, Column, model_columns
 from app.domain.host import host_report
-from app.domain.memory import per_gpu_bytes
 from app.domain.placement import Offload
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, custom_recipe
 from app.domain.scenario import Inputs, resolve
 from app.domain.sharding import holders, owned_columns, share
+from app.domain.sizing import Run, peak_bytes
 from app.domain.stages import Stage
+from app.domain.state_bytes import per_gpu_bytes
 from app.domain.step import (
     LAST_PHASE,
     PHASES,
@@ -201,7 +201,7 @@ def test_a_phase_rings_cells_exactly_when_its_text_says_something_happens(stage:
 
 @pytest.mark.parametrize("recipe", ["fp32-adam", "bf16-adam"])
 def test_recipes_without_a_master_copy_never_mention_one(recipe: str) -> None:
-    from app.domain.bands import RecipeName
+    from app.domain.recipes import RecipeName
 
     chosen = RECIPES[RecipeName(recipe)]
     for stage in Stage:

@@ -7,11 +7,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.domain.architecture import LLAMA_3_8B, PRESETS, ModelName
-from app.domain.bands import Band
-from app.domain.fit import report
-from app.domain.memory import band_bytes
+from app.domain.recipes import Band
 from app.domain.scenario import Inputs, resolve
+from app.domain.sizing import report
 from app.domain.stages import Stage
+from app.domain.state_bytes import band_bytes
 from app.domain.step import step
 from app.domain.trainable import LoraTargets, adapter_params, parse_trainable
 

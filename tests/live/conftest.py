@@ -20,7 +20,7 @@ import pytest
 
 from app.live import hub as hub_module
 from app.live import redis_hub
-from app.live.hub import Change, Hub, MemoryHub, Unavailable, updates
+from app.live.hub import Hub, MemoryHub, SessionEdit, Unavailable, updates
 from app.live.redis_hub import RedisHub
 from app.live.session import Session, start
 from tests.live.redis_server import RedisServer, running_redis
@@ -120,12 +120,12 @@ async def started(hub: Hub, clock: Clock, view: str = "stage=zero1") -> tuple[Se
     return session, secret
 
 
-def shows(view: str, clock: Clock) -> Change:
+def shows(view: str, clock: Clock) -> SessionEdit:
     """The teacher moving to `view`."""
     return lambda session: session.show(view, clock())
 
 
-def ends(clock: Clock) -> Change:
+def ends(clock: Clock) -> SessionEdit:
     """The teacher ending the session."""
     return lambda session: session.end(clock())
 

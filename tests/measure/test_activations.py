@@ -7,9 +7,9 @@ from importlib.util import find_spec
 
 import pytest
 
-from app.domain.measured import parse
-from app.domain.measured_activations import compare_activations, parse_activations
 from app.measure import SNAPSHOT
+from app.measure.activation_snapshots import compare_activations, parse_activations
+from app.measure.snapshots import parse
 
 
 @pytest.mark.slow  # real PyTorch: a few seconds

@@ -4,7 +4,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.serving.config import FRAME_ANCESTORS_ENV, ConfigError, Settings
+from app.serving.config import FRAME_ANCESTORS_ENV, Settings, SettingsError
 
 PATHS = ["/", "/?stage=zero3", "/?stage=nope", "/api/stages", "/api/layout?stage=nope", "/static/app.css", "/nowhere"]
 
@@ -52,5 +52,5 @@ def test_frame_ancestors_defaults_to_anywhere() -> None:
     ],
 )  # fmt: skip
 def test_frame_ancestors_that_would_break_the_policy_are_refused(value: str) -> None:
-    with pytest.raises(ConfigError, match=FRAME_ANCESTORS_ENV):
+    with pytest.raises(SettingsError, match=FRAME_ANCESTORS_ENV):
         Settings.from_env({FRAME_ANCESTORS_ENV: value})

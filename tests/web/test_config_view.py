@@ -15,9 +15,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.domain.configs import deepspeed_config, fsdp2_snippet
-from app.domain.fit import MAX_BATCH
 from app.domain.overheads import DEFAULTS
 from app.domain.scenario import resolve
+from app.domain.sizing import MAX_BATCH
 from app.domain.stages import Stage
 from app.main import create_app
 from app.web.config_view import MAX_CONFIG_BYTES, read_pasted

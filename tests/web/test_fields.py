@@ -19,7 +19,7 @@ from bs4 import Tag
 from fastapi.testclient import TestClient
 
 from app.cli import main as cli_main
-from app.domain.bands import RecipeName
+from app.domain.recipes import RecipeName
 from app.domain.scenario import Inputs
 from app.web.fields import BY_NAME, FIELDS, FOLDS, Group, Kind, RunField, doc_table, given, unfolded
 from app.web.inputs import RunQuery

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from app.domain.bands import Band
+from app.domain.recipes import Band
 from app.domain.stages import Stage
 from tests.conftest import cell_facts, cell_selector, one, text
 from tests.web.helpers import HX, run_page, stage_page

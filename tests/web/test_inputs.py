@@ -10,8 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from app.domain.quantities import BYTES_PATTERN, COUNT_PATTERN
 from app.domain.stages import Stage
+from app.domain.units import BYTES_PATTERN, COUNT_PATTERN
 from app.web.fields import FIELDS, Kind, RunField
 from app.web.inputs import RunQuery, set_aside
 from tests.conftest import dom, one, text

@@ -11,7 +11,8 @@ from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 from pydantic import TypeAdapter
 
-from app.domain.measured import (
+from app.measure.activation_snapshots import ActivationsComparison, KernelNote, TermRow, TermTable
+from app.measure.snapshots import (
     Agreement,
     Comparison,
     CurvePoint,
@@ -21,7 +22,6 @@ from app.domain.measured import (
     RankAgreement,
     comparison,
 )
-from app.domain.measured_activations import ActivationsComparison, KernelNote, TermRow, TermTable
 from app.web.measured_view import shipped_snapshot
 from tests.conftest import dom, one, text
 

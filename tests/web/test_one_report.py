@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from app.domain import card, communication, fit, host, memory, overheads, step
+from app.domain import communication, host, overheads, sizing, state_bytes, step, terms
 from app.main import create_app
 from app.serving.config import Settings
 from tests.conftest import dom, one, text
@@ -72,18 +72,18 @@ def _patch_everywhere(monkeypatch: pytest.MonkeyPatch, owner: object, name: str,
 
 
 COUNTED = [
-    (card, "peak_moment"),
-    (card, "peak_bytes"),
-    (fit, "peak_moment"),
-    (fit, "theory_peak_bytes"),
-    (fit, "overheads"),
-    (fit, "counted_overhead_bytes"),
-    (fit, "peak_extra"),
-    (fit, "stage_report"),
-    (fit, "max_params_that_fit"),
-    (fit, "max_batch_that_fits"),
+    (terms, "peak_moment"),
+    (terms, "peak_bytes"),
+    (sizing, "peak_moment"),
+    (sizing, "theory_peak_bytes"),
+    (sizing, "overheads"),
+    (sizing, "counted_overhead_bytes"),
+    (sizing, "peak_extra"),
+    (sizing, "stage_report"),
+    (sizing, "max_params_that_fit"),
+    (sizing, "max_batch_that_fits"),
     (overheads, "overhead_items"),
-    (memory, "per_gpu_bytes"),
+    (state_bytes, "per_gpu_bytes"),
     (communication, "transfers"),
     (host, "host_report"),
     (step, "step"),
@@ -104,7 +104,7 @@ def test_a_request_works_out_each_figure_once_per_stage(
     # A figure of one stage of one run, asked for more than once, was worked out again.
     assert {key: n for key, n in counts.items() if n > 1} == {}
     per_function = Counter(key.split(" ")[0] for key in counts)
-    assert per_function["app.domain.fit.stage_report"] == 4
+    assert per_function["app.domain.sizing.stage_report"] == 4
     assert per_function["app.domain.step.step"] == (1 if "phase=" in url else 0)
 
 
@@ -127,7 +127,7 @@ def test_the_holding_of_each_cell_is_asked_for_once(uncached: TestClient, monkey
 def test_the_bisections_are_bounded(uncached: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
     """The largest model and micro-batch bisect: some 50 peaks of other runs a stage, not unbounded."""
     counts: Counter[str] = Counter()
-    _patch_everywhere(monkeypatch, card, "peak_bytes", counts)
+    _patch_everywhere(monkeypatch, terms, "peak_bytes", counts)
     assert uncached.get(f"/?{RUN}").status_code == 200
     # 2 × 32 halvings for the size (doubling then bisecting up to 2^40) and 17 for a batch of up to 65,536.
     assert 0 < sum(counts.values()) <= 4 * (2 * 42 + 2 * 18)

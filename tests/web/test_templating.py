@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from jinja2 import FileSystemLoader, UndefinedError
 from starlette.requests import Request
 
-from app.domain.bands import RECIPES, Band, RecipeName
+from app.domain.recipes import RECIPES, Band, RecipeName
 from app.domain.sharding import CellState, layout
 from app.domain.stages import Stage
 from app.web.grid_view import CellView, ColumnView

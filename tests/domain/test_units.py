@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.memory import bytes_per_weight
-from app.domain.quantities import (
+from app.domain.stages import Stage
+from app.domain.state_bytes import bytes_per_weight
+from app.domain.units import (
     BYTES_PATTERN,
     COUNT_PATTERN,
     ByteUnit,
@@ -19,7 +20,6 @@ from app.domain.quantities import (
     per_weight,
     percent,
 )
-from app.domain.stages import Stage
 
 
 @pytest.mark.parametrize(

@@ -12,9 +12,9 @@ import json
 import pytest
 
 from app.domain.activations import Recompute
-from app.domain.measured import SnapshotError, comparison, parse
-from app.domain.measured_activations import compare_activations, compare_table
 from app.measure import SNAPSHOT
+from app.measure.activation_snapshots import compare_activations, compare_table
+from app.measure.snapshots import SnapshotError, comparison, parse
 
 DATA = json.loads(SNAPSHOT.read_text())
 SNAP = parse(DATA).activations

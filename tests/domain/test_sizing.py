@@ -8,9 +8,9 @@ from hypothesis import strategies as st
 
 from app.domain.activations import Recompute
 from app.domain.architecture import PRESETS, ModelName
-from app.domain.bands import MIXED_ADAM, RECIPES, Recipe, RecipeName, custom_recipe
-from app.domain.card import Moment, Pass
-from app.domain.fit import (
+from app.domain.recipes import MIXED_ADAM, RECIPES, Recipe, RecipeName, custom_recipe
+from app.domain.scenario import Inputs, resolve
+from app.domain.sizing import (
     MAX_BATCH,
     LayerExtra,
     Run,
@@ -21,10 +21,10 @@ from app.domain.fit import (
     report,
     stage_report,
 )
-from app.domain.quantities import ByteUnit
-from app.domain.scenario import Inputs, resolve
 from app.domain.stages import Stage
 from app.domain.step import step
+from app.domain.terms import Moment, Pass
+from app.domain.units import ByteUnit
 
 recipes = st.sampled_from(list(RECIPES.values()))
 

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from app.domain.measured import SnapshotError, offload_comparison, parse
-from app.domain.measured_offload import OffloadReason, parse_offload
 from app.domain.stages import Stage
 from app.measure import SNAPSHOT
+from app.measure.offload_snapshots import OffloadReason, parse_offload
+from app.measure.snapshots import SnapshotError, offload_comparison, parse
 
 DATA = json.loads(SNAPSHOT.read_text())
 SNAP = parse(DATA)

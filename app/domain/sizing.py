@@ -11,18 +11,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 from fractions import Fraction
 
-from app.domain import card
+from app.domain import terms
 from app.domain.accounting import KEPT_GATHERED, differences
-from app.domain.bands import Band
-from app.domain.card import Law, Moment, Place, term_bytes
 from app.domain.communication import Transfer, transfers
 from app.domain.figures import LayerExtra, StageReport, TermBytes
 from app.domain.host import host_report
-from app.domain.memory import per_gpu_bytes
 from app.domain.overheads import OverheadItem, overhead_items, total
-from app.domain.quantities import LARGEST_COUNT
+from app.domain.recipes import Band
 from app.domain.run import MAX_BATCH, MAX_GPUS, Run
 from app.domain.stages import Stage
+from app.domain.state_bytes import per_gpu_bytes
+from app.domain.terms import Law, Moment, Place, term_bytes
+from app.domain.units import LARGEST_COUNT
 
 __all__ = [
     "MAX_BATCH",
@@ -69,7 +69,7 @@ def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
     """
     held = {"gathered": 0, "computed": 0, "activations": 0}
     for term in run.terms(stage):
-        if term.place is Place.GPU and (term.during != card.ALL_PASSES or term.law is Law.PER_LAYER):
+        if term.place is Place.GPU and (term.during != terms.ALL_PASSES or term.law is Law.PER_LAYER):
             name = "gathered" if term.name == KEPT_GATHERED else term.name
             held[name] += term_bytes(term, stage, run.params, run.gpus, moment, run.frozen)
     return LayerExtra(held["gathered"], held["computed"], held["activations"])
@@ -77,7 +77,7 @@ def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
 
 def peak_moment(stage: Stage, run: Run) -> Moment:
     """The highest moment of a card's step: the one every peak, bar and verdict is drawn at."""
-    return card.peak_moment(stage, run.params, run.gpus, run.terms(stage), run.candidates, run.frozen)
+    return terms.peak_moment(stage, run.params, run.gpus, run.terms(stage), run.candidates, run.frozen)
 
 
 def peak_extra(stage: Stage, run: Run) -> LayerExtra:
@@ -87,7 +87,7 @@ def peak_extra(stage: Stage, run: Run) -> LayerExtra:
 
 def theory_peak_bytes(stage: Stage, run: Run) -> int:
     """The theory's peak: model states, the layer in hand and activations at the step's highest moment."""
-    return card.peak_bytes(stage, run.params, run.gpus, run.terms(stage), run.candidates, run.frozen)
+    return terms.peak_bytes(stage, run.params, run.gpus, run.terms(stage), run.candidates, run.frozen)
 
 
 def overheads(stage: Stage, run: Run) -> tuple[OverheadItem, ...]:
@@ -139,7 +139,7 @@ def _peak_for(stage: Stage, run: Run, params: int) -> int:
         return peak_bytes(stage, replace(run, params=params, frozen=frozen))
     # The layers and activations of the shape drawn, kept as they are: the bisection asks some
     # hundred peaks a page, and the moments do not change with the size.
-    return card.peak_bytes(stage, params, run.gpus, run.terms(stage), run.candidates, frozen)
+    return terms.peak_bytes(stage, params, run.gpus, run.terms(stage), run.candidates, frozen)
 
 
 def max_params_that_fit(stage: Stage, run: Run) -> int | None:
@@ -235,7 +235,7 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         terms=tuple(
             TermBytes(t.name, t.band, t.place, term_bytes(t, stage, run.params, run.gpus, frozen=run.frozen))
             for t in stage_terms
-            if t.law is Law.PER_WEIGHT and t.during == card.ALL_PASSES
+            if t.law is Law.PER_WEIGHT and t.during == terms.ALL_PASSES
         ),
         transfers=moves,
     )

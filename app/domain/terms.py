@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from functools import lru_cache
 
-from app.domain.bands import Band, Recipe
+from app.domain.recipes import Band, Recipe
 from app.domain.stages import Stage
 
 

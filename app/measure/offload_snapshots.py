@@ -1,6 +1,6 @@
 """FSDP2's CPU offload as PyTorch ran it on 8 ranks, set against the model's `fsdp2` accounting.
 
-`zero-bands measure` runs one more arrangement after the six of `app.domain.measured`: ZeRO-3 with
+`zero-bands measure` runs one more arrangement after the six of `app.measure.snapshots`: ZeRO-3 with
 `fully_shard(offload_policy=CPUOffloadPolicy(pin_memory=False), mp_policy=MixedPrecisionPolicy(
 param_dtype=bfloat16))`, the same toy on the same 8 gloo ranks. On a CPU-only machine everything is
 "on the CPU", so the snapshot keeps apart what the policy places there (the sharded parameters'
@@ -21,12 +21,12 @@ from enum import StrEnum
 from typing import Any
 
 from app.domain.accounting import KEPT_GATHERED, Accounting, Setup, fsdp2_dtypes, terms
-from app.domain.bands import RECIPES, Band, Recipe, RecipeName
-from app.domain.card import AT_REST, Moment, Pass, Place, Term, term_bytes
-from app.domain.measured_phases import phase_of
-from app.domain.memory import band_bytes, per_gpu_bytes
 from app.domain.placement import Offload, Placement
+from app.domain.recipes import RECIPES, Band, Recipe, RecipeName
 from app.domain.stages import Stage
+from app.domain.state_bytes import band_bytes, per_gpu_bytes
+from app.domain.terms import AT_REST, Moment, Pass, Place, Term, term_bytes
+from app.measure.phases import phase_of
 
 SETUP = Setup(Accounting.FSDP2, Placement(Offload.OPTIMIZER_PARAMS))
 """The model's counterpart: FSDP2's count, weights' slices and optimizer state offloaded (the moments pageable)."""
@@ -53,7 +53,7 @@ class ComputeBytes:
     part: str
     layer: int | None
     phase: int
-    """The model's step phase (0-20), as `app.domain.measured.phase_of` places it."""
+    """The model's step phase (0-20), as `app.measure.snapshots.phase_of` places it."""
     placed: int
     """The CPU-placed state at this moment: it should not move."""
     unsharded: int

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.bands import MIXED_ADAM, RECIPES, Band, BandSpec, Recipe, RecipeName, custom_recipe
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, BandSpec, Recipe, RecipeName, custom_recipe
 
 
 def test_mixed_adam_is_the_seed_recipe() -> None:

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from app.domain.architecture import PRESETS, ModelName
-from app.domain.columns import COLUMNS, model_columns, pieces
+from app.domain.eighths import COLUMNS, model_columns, pieces
 
 
 def test_llama_70b_in_eighths() -> None:

@@ -20,21 +20,21 @@ from enum import StrEnum
 from fractions import Fraction
 from typing import Any
 
-from app.domain.bands import RECIPES, Band, Recipe, RecipeName
-from app.domain.columns import model_columns
-from app.domain.fit import Run
-from app.domain.measured_activations import (
+from app.domain.eighths import model_columns
+from app.domain.recipes import RECIPES, Band, Recipe, RecipeName
+from app.domain.sharding import CellState, layout
+from app.domain.sizing import Run
+from app.domain.stages import Stage
+from app.domain.state_bytes import band_bytes, per_gpu_bytes
+from app.domain.step import step
+from app.measure.activation_snapshots import (
     ActivationsComparison,
     ActivationsSnapshot,
     compare_activations,
     parse_activations,
 )
-from app.domain.measured_offload import OffloadComparison, OffloadSnapshot, compare_offload, parse_offload
-from app.domain.measured_phases import phase_of
-from app.domain.memory import band_bytes, per_gpu_bytes
-from app.domain.sharding import CellState, layout
-from app.domain.stages import Stage
-from app.domain.step import step
+from app.measure.offload_snapshots import OffloadComparison, OffloadSnapshot, compare_offload, parse_offload
+from app.measure.phases import phase_of
 
 SNAPSHOT_FORMAT = 1
 
@@ -197,9 +197,9 @@ class Snapshot:
     seconds: float
     arrangements: tuple[Measured, ...]
     activations: ActivationsSnapshot
-    """Two small blocks' saved tensors, term by term (`app.domain.measured_activations`)."""
+    """Two small blocks' saved tensors, term by term (`app.measure.activation_snapshots`)."""
     offload: OffloadSnapshot
-    """ZeRO-3 with FSDP2's CPU offload, in mixed precision (`app.domain.measured_offload`)."""
+    """ZeRO-3 with FSDP2's CPU offload, in mixed precision (`app.measure.offload_snapshots`)."""
 
     def arrangement(self, stage: Stage, impl: Impl) -> Measured:
         """One arrangement; KeyError if it was not measured."""

@@ -12,8 +12,12 @@ from fractions import Fraction
 
 import pytest
 
-from app.domain.bands import Band
-from app.domain.measured import (
+from app.domain.recipes import Band
+from app.domain.sharding import CellState
+from app.domain.stages import Stage
+from app.measure import SNAPSHOT
+from app.measure.phases import phase_of
+from app.measure.snapshots import (
     CURVE_NOTES,
     IMPLS,
     Impl,
@@ -24,10 +28,6 @@ from app.domain.measured import (
     comparison,
     parse,
 )
-from app.domain.measured_phases import phase_of
-from app.domain.sharding import CellState
-from app.domain.stages import Stage
-from app.measure import SNAPSHOT
 
 SNAP = parse(json.loads(SNAPSHOT.read_text()))
 LAYER = 4096

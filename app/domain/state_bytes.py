@@ -1,4 +1,4 @@
-"""Bytes per weight and per card under each arrangement.
+"""The model state's bytes per weight and per card at rest, under each arrangement.
 
 Bytes per weight are exact fractions: a sharded band costs bytes/N per weight. Bytes per card are
 whole numbers: a sharded band is split into N equal slices of ceil(P/N) weights, the last one padded,
@@ -11,9 +11,9 @@ from fractions import Fraction
 from functools import lru_cache
 
 from app.domain.accounting import PAPER, Setup, terms
-from app.domain.bands import MIXED_ADAM, Band, Recipe
-from app.domain.card import Place, card_bytes, term_bytes
+from app.domain.recipes import MIXED_ADAM, Band, Recipe
 from app.domain.stages import Stage
+from app.domain.terms import Place, card_bytes, term_bytes
 
 DEFAULT_GPUS = 8
 DEFAULT_PARAMS = 30 * 10**9

@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from app.domain.accounting import terms as card_terms_of
-from app.domain.bands import MIXED_ADAM, RECIPES, Band, RecipeName
-from app.domain.card import (
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, RecipeName
+from app.domain.stages import Stage
+from app.domain.terms import (
     AT_REST,
     Law,
     Moment,
@@ -18,7 +19,6 @@ from app.domain.card import (
     peak_bytes,
     term_bytes,
 )
-from app.domain.stages import Stage
 
 SEED, LAYER = 30 * 10**9, 3_750_000_000
 PAPER = card_terms_of(MIXED_ADAM, Stage.DP)

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.bands import MIXED_ADAM
-from app.domain.memory import bytes_per_weight, per_gpu_bytes
-from app.domain.quantities import ByteUnit, per_weight
+from app.domain.recipes import MIXED_ADAM
 from app.domain.stages import Stage
+from app.domain.state_bytes import bytes_per_weight, per_gpu_bytes
+from app.domain.units import ByteUnit, per_weight
 
 GIB = ByteUnit.GIB.size
 gib = ByteUnit.GIB.show

@@ -7,7 +7,7 @@ recompute choice, and for each model's output layer. This module reads that part
 (no torch needed) and compares it, term by term, with `app.domain.activations` evaluated at the
 blocks' own dimensions. Every byte of difference is named: a term the formula leaves out is a row
 of its own, with the size it must have; what no name covers is `unexplained`, and the tests require
-it to be 0. As in `app.domain.measured`, the dataclasses are also `/api/measured`'s JSON.
+it to be 0. As in `app.measure.snapshots`, the dataclasses are also `/api/measured`'s JSON.
 """
 
 from __future__ import annotations
