@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup, Tag
@@ -71,6 +72,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if uses_export:
             item.add_marker(pytest.mark.xdist_group("export"))
     items.sort(key=lambda item: Path(str(item.path)).stem not in FIRST_MODULES)
+
+
+def full_run_only(*cases: object) -> list[Any]:
+    """Parametrized cases marked slow: the full run checks them, the quick loop keeps the others.
+
+    For tables whose every case renders many pages: the rule stays in the quick loop on the cases left
+    unmarked, and the whole table runs in CI. A tuple is one case of several arguments.
+    """
+    return [pytest.param(*case if isinstance(case, tuple) else (case,), marks=pytest.mark.slow) for case in cases]
 
 
 @pytest.fixture(scope="session")
