@@ -52,7 +52,7 @@ def _is_slow_path(path: Path) -> bool:
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """In the quick loop, leave the slow modules uncollected, rather than collected and then deselected.
 
-    Collecting them is a fifth of the loop's time: schemathesis builds its cases from the schema when the
+    Collecting them costs each worker about 5 s of CPU: schemathesis builds its cases from the schema when the
     module is collected, and the browser tests import Playwright. Any other mark expression collects them.
     """
     quick = " ".join(str(config.getoption("markexpr", "")).split()) == QUICK_LOOP
