@@ -8,6 +8,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from bs4 import BeautifulSoup, Tag
@@ -25,10 +26,10 @@ settings.register_profile("zero-bands", deadline=None)
 settings.load_profile("zero-bands")
 
 # The slow ones, marked by where they are rather than one by one, so a new test there is marked too:
-# `pytest -m "not slow"` is the loop of under a minute for someone editing one module.
+# `pytest -m "not slow"` is the loop of under a minute for someone editing one module. Ruff and mypy are in
+# it (tests/test_quality.py): a warm mypy cache makes them a second or two.
 SLOW_MODULES = frozenset(
     {
-        "test_quality",
         "test_packaging",
         "test_schemathesis",
         "test_bench",
@@ -37,15 +38,49 @@ SLOW_MODULES = frozenset(
         "test_live_workers",
     }
 )
+QUICK_LOOP = "not slow"
+"""The quick loop's mark expression, as docs/testing.md and the README write it."""
+FIRST_MODULES = ("test_quality",)
+"""Run first: a cold mypy takes half a minute, which the other worker spends on the rest."""
+
+
+def _is_slow_path(path: Path) -> bool:
+    """Whether every test in the file or folder at `path` is slow by where it is."""
+    return "browser" in path.parts or path.stem in SLOW_MODULES
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """In the quick loop, leave the slow modules uncollected, rather than collected and then deselected.
+
+    Collecting them costs each worker about 5 s of CPU: schemathesis builds its cases from the schema when the
+    module is collected, and the browser tests import Playwright. Any other mark expression collects them.
+    """
+    quick = " ".join(str(config.getoption("markexpr", "")).split()) == QUICK_LOOP
+    return True if quick and _is_slow_path(collection_path) else None
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark the browser, lint, wheel, schemathesis, export and benchmark tests slow."""
+    """Mark the browser, wheel, schemathesis, export and benchmark tests slow; put the tools first.
+
+    The tests that use the static export share one xdist group, so one worker writes it once.
+    """
     for item in items:
         path = Path(str(item.path))
         uses_export = "exported_site" in getattr(item, "fixturenames", ())
-        if "browser" in path.parts or path.stem in SLOW_MODULES or uses_export:
+        if _is_slow_path(path) or uses_export:
             item.add_marker(pytest.mark.slow)
+        if uses_export:
+            item.add_marker(pytest.mark.xdist_group("export"))
+    items.sort(key=lambda item: Path(str(item.path)).stem not in FIRST_MODULES)
+
+
+def full_run_only(*cases: object) -> list[Any]:
+    """Parametrized cases marked slow: the full run checks them, the quick loop keeps the others.
+
+    For tables whose every case renders many pages: the rule stays in the quick loop on the cases left
+    unmarked, and the whole table runs in CI. A tuple is one case of several arguments.
+    """
+    return [pytest.param(*case if isinstance(case, tuple) else (case,), marks=pytest.mark.slow) for case in cases]
 
 
 @pytest.fixture(scope="session")

@@ -27,6 +27,7 @@ from app.domain.step import (
     step,
 )
 from app.domain.step_text import detail, explanation
+from tests.conftest import full_run_only
 
 GIB = 2**30
 SEED = Run()
@@ -244,7 +245,7 @@ def test_a_card_is_responsible_for_an_nth_of_the_model(gpus: int, card: int) -> 
 
 
 @pytest.mark.parametrize("model", [m for m in ModelName if m is not ModelName.CUSTOM])
-@pytest.mark.parametrize("gpus", [1, 3, 8, 16, 1024])
+@pytest.mark.parametrize("gpus", [1, *full_run_only(3, 8, 16), 1024])
 @pytest.mark.parametrize("offload", [Offload.NONE, Offload.OPTIMIZER, Offload.OPTIMIZER_PARAMS])
 def test_every_phase_says_what_happens_in_at_most_35_words(model: ModelName, gpus: int, offload: Offload) -> None:
     # Read from the back of a room: the longer explanation is one "More" away.

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import cell_facts, cell_selector, dom, one, text
+from tests.conftest import cell_facts, cell_selector, dom, full_run_only, one, text
 from tests.web.helpers import run_page
 
 
@@ -133,11 +133,11 @@ def test_a_run_on_64_gpus_is_stepped_on_its_own_cards(client: TestClient) -> Non
     "query",
     [
         "model=llama-3-8b",
-        "model=llama-3-70b&gpus=16&capacity=80GiB",
+        *full_run_only("model=llama-3-70b&gpus=16&capacity=80GiB"),
         "model=llama-3.1-405b&gpus=1024&capacity=80GB",
         "gpus=1",
         "model=custom&params=7.5B&gpus=3&largest_layer=1B&recipe=custom&weights_bytes=2&gradients_bytes=4",
-        "gpus=64&capacity=40GiB",
+        *full_run_only("gpus=64&capacity=40GiB"),
     ],
 )
 @pytest.mark.parametrize("stage", ["dp", "zero1", "zero2", "zero3"])
@@ -237,7 +237,9 @@ def _drawn_now(tree: BeautifulSoup) -> float:
     return sum(float(str(r["width"])) for r in bar.select("rect") if "peak" not in r["class"])
 
 
-@pytest.mark.parametrize("model", ["seed-30b", "llama-3-8b", "llama-3-70b", "llama-3.1-405b", "gpt-3-175b", "custom"])
+@pytest.mark.parametrize(
+    "model", ["seed-30b", *full_run_only("llama-3-8b", "llama-3-70b", "llama-3.1-405b", "gpt-3-175b"), "custom"]
+)
 @pytest.mark.parametrize("gpus", [8, 64])
 def test_zero3_gathering_a_layer_moves_a_tenth_of_the_bar_and_discarding_it_brings_it_back(
     client: TestClient, model: str, gpus: int

@@ -6,7 +6,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.domain.stages import Stage
-from tests.conftest import dom, one, text
+from tests.conftest import dom, full_run_only, one, text
 from tests.web.helpers import run_page, stage_page, table_cells
 
 SEED_TABLE = [
@@ -105,8 +105,7 @@ def test_a_model_past_a_thousand_trillion_weights_keeps_its_t(client: TestClient
     ("model", "gpus", "capacity"),
     [
         ("llama-3.1-405b", 1024, "80GB"),
-        ("llama-3-8b", 8, "16GiB"),
-        ("gpt-3-175b", 64, "40GiB"),
+        *full_run_only(("llama-3-8b", 8, "16GiB"), ("gpt-3-175b", 64, "40GiB")),
         ("seed-30b", 8, "80GiB"),  # one of its layers, 3.75e9 weights, is 60 GB under data parallelism
     ],
 )
