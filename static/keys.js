@@ -1,20 +1,10 @@
-// Page-wide shortcuts and one polite live region: 0-3 switch the arrangement, f is full screen, b or . blanks, ? lists
-// the keys (step.js has the rest); none while typing in a field (data-not-typed marks the step's slider and pace, not
-// typed in) or with Ctrl, Alt or Meta. After a swap #narration says what changed: the stage, the phase or the fit.
+// Page-wide shortcuts: 0-3 switch the arrangement, f is full screen, b or . blanks, ? lists the keys (step.js has the
+// rest); none while typing in a field (data-not-typed marks the step's slider and pace, not typed in) or with Ctrl,
+// Alt or Meta. (What #narration says after a swap comes with it, out of band.)
 "use strict";
 
 (function () {
   const html = document.documentElement;
-  const shown = () => byId("widget") && byId("widget").dataset;
-  let before = null;
-  document.addEventListener("htmx:beforeSwap", () => { before = shown() && [shown().stage, shown().phase]; });
-  document.addEventListener("htmx:afterSettle", function () {
-    const d = shown();
-    const text = !d ? "" : !before || before[0] !== d.stage ? d.sayStage
-      : before[1] !== d.phase && d.sayPhase ? d.sayPhase : d.sayFit || d.sayPhase || d.sayStage;
-    if (text && byId("narration")) { byId("narration").textContent = text; }
-    before = null;
-  });
 
   // Blank, as presentation software does: black over the whole window (app.css: <main>'s, so in full screen too).
   // Any key or click brings the picture back, and does nothing else.
