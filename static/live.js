@@ -1,4 +1,4 @@
-// Live sessions (app/web/live.py). Any page: "Teach this live" sends the view on the screen. The teacher's
+// Live sessions (app/web/live.py). (Any page's "Teach this live" sends the widget's own field.) The teacher's
 // page: after each swap, the widget's address goes to the session, in order; the theme toggle goes there too,
 // then the page reloads in its theme. A follower's page: each event (the SSE extension swaps it into
 // #live-slot) names the teacher's view, fetched as a click would be, never an older version after a newer;
@@ -7,10 +7,6 @@
 
 (function () {
   const address = () => (byId("widget") && byId("widget").dataset.address) || "";
-
-  document.addEventListener("submit", function (event) {
-    if (event.target.classList.contains("teach-live") && address()) { event.target.elements.view.value = address(); }
-  });
 
   if (byId("live-teach")) {
     let sent = address();
