@@ -1,11 +1,8 @@
-// Inside an embed, after app.js (its byId). The height: after load, every swap and any change of it (details opening,
-// fonts arriving, the frame's width), to window.parent, as {type: "zero-bands:resize", height: N}, this app's own, and
-// '{"subject":"lti.frameResize","height":N}', Canvas's; to any parent ("*"): the host checks where it came from. The
-// state API, as PhET-iO and Desmos offer: {type: "zero-bands:get-state"} is answered with {type: "zero-bands:state",
-// stage, phase, run, following, error}; {type: "zero-bands:set-state", stage, phase, run} shows that view (a follower
-// then explores on its own). Only from the parent window and its origin (as the browser names it), which alone hears.
+// Inside an embed, after app.js (its byId). The height, on load, swap or change, to any parent ("*", the host checks):
+// {type: "zero-bands:resize", height: N}, and Canvas's '{"subject":"lti.frameResize","height":N}'. The state API (as
+// PhET-iO's): "zero-bands:get-state" gets {type: "zero-bands:state", stage, phase, run, following, error}; set-state
+// {stage, phase, run} shows that view. Only from the parent window and origin, which alone hears.
 "use strict";
-
 (function () {
   if (window.parent === window) { return; }
   let last = -1;
@@ -20,13 +17,11 @@
   window.addEventListener("load", () => report(true));
   document.addEventListener("htmx:afterSettle", () => report(true));
   new ResizeObserver(() => report(false)).observe(document.documentElement);
-
   const ancestors = window.location.ancestorOrigins;
   let parentOrigin = ancestors && ancestors.length ? ancestors[0] : null;
   try { parentOrigin = parentOrigin || new URL(document.referrer).origin; } catch (e) { parentOrigin = null; }
   const OWN = ["stage", "phase", "from", "controls", "calculator", "theme", "live"];
   const here = () => new URL(byId("widget").dataset.address || window.location.href, window.location.href);
-
   function state() {
     const widget = byId("widget"), run = {};
     here().searchParams.forEach((value, key) => { if (!OWN.includes(key)) { run[key] = value; } });
@@ -36,7 +31,6 @@
     return { type: "zero-bands:state", stage: widget.dataset.stage || null, phase: widget.dataset.phase ? Number(widget.dataset.phase) : null,
       run, following, error: notice ? notice.textContent.trim() : null };
   }
-
   function set(data) {
     const url = here();
     if (typeof data.stage === "string") { url.searchParams.set("stage", data.stage); }
@@ -51,7 +45,6 @@
     document.dispatchEvent(new CustomEvent("zero-bands:explore"));
     return htmx.ajax("get", url.pathname + url.search, { source: "#widget", target: "#widget", swap: "morph" });
   }
-
   window.addEventListener("message", function (event) {
     const data = event.data;
     if (event.source !== window.parent || event.origin !== parentOrigin || !data || typeof data !== "object") { return; }

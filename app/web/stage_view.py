@@ -100,8 +100,11 @@ class Narration:
     """Whether the view came by the switcher from another stage (its `from`)."""
 
     def said(self, refined: bool) -> str:
-        """What #narration says after the swap that brings this view: the change on a switch, the phase on
-        a move of the step, else the fit. `refined`: a change of the run (the run form), which keeps the phase."""
+        """What #narration says after the swap that brings this view.
+
+        The change on a switch, the phase on a move of the step, else the fit. `refined`: a change of the
+        run (the run form), which keeps the phase.
+        """
         if self.switched:
             return self.stage
         if self.phase and not refined:
