@@ -1,15 +1,12 @@
-// Inside an embed: tell the page around the frame how tall the content is, so it can size the frame to
-// fit (static/embed.js does). Two messages each time, to window.parent: {type: "zero-bands:resize",
-// height: N}, this app's own, and '{"subject":"lti.frameResize","height":N}', Canvas's; after load and
-// every swap, and whenever the height changes. Not secret: any parent may read it ("*"), and the host
-// checks where it came from.
+// Inside an embed, after app.js (its byId). The height, on load, swap or change, to any parent ("*", the host checks):
+// {type: "zero-bands:resize", height: N}, and Canvas's '{"subject":"lti.frameResize","height":N}'. The state API (as
+// PhET-iO's): "zero-bands:get-state" gets {type: "zero-bands:state", stage, phase, run, following, error}; set-state
+// {stage, phase, run} shows that view. Only from the parent window and origin, which alone hears.
 "use strict";
-
 (function () {
   if (window.parent === window) { return; }
   let last = -1;
-  // The root element's own box, not scrollHeight: that is never less than the frame, so a frame made
-  // taller than its content would never shrink back.
+  // The root element's own box, not scrollHeight, which is never less than the frame: a frame would never shrink back.
   function report(always) {
     const height = Math.ceil(document.documentElement.getBoundingClientRect().height);
     if (always !== true && height === last) { return; }
@@ -19,37 +16,21 @@
   }
   window.addEventListener("load", () => report(true));
   document.addEventListener("htmx:afterSettle", () => report(true));
-  // Details opening, fonts arriving, the frame's width changing: anything that changes the height.
   new ResizeObserver(() => report(false)).observe(document.documentElement);
-})();
-
-// The state API for the page around the frame, as PhET-iO and Desmos offer: {type: "zero-bands:get-state"}
-// is answered with {type: "zero-bands:state", stage, phase, run, following, error}; {type: "zero-bands:set-state",
-// stage, phase, run} shows that view (a follower of a live session then explores on its own). Only from the
-// parent window, and only from the parent's origin (as the browser names it), which alone gets the answer.
-(function () {
-  if (window.parent === window) { return; }
   const ancestors = window.location.ancestorOrigins;
   let parentOrigin = ancestors && ancestors.length ? ancestors[0] : null;
   try { parentOrigin = parentOrigin || new URL(document.referrer).origin; } catch (e) { parentOrigin = null; }
   const OWN = ["stage", "phase", "from", "controls", "calculator", "theme", "live"];
-  const here = () => new URL(document.getElementById("widget").dataset.address || window.location.href, window.location.href);
-
+  const here = () => new URL(byId("widget").dataset.address || window.location.href, window.location.href);
   function state() {
-    const widget = document.getElementById("widget");
-    const run = {};
+    const widget = byId("widget"), run = {};
     here().searchParams.forEach((value, key) => { if (!OWN.includes(key)) { run[key] = value; } });
-    const phase = widget.dataset.phase ? Number(widget.dataset.phase) : null;
-    // A follower, neither exploring nor in a session the teacher has ended (static/live.js marks it .ended).
-    const follow = document.getElementById("live-follow");
-    const away = document.getElementById("live-away");
-    const following = Boolean(follow) && !follow.classList.contains("ended") && away.hidden;
-    // A view the app refused (a set-state it could not draw) says why, as the widget does.
-    const notice = widget.querySelector(".notice-message");
-    const error = notice ? notice.textContent.trim() : null;
-    return { type: "zero-bands:state", stage: widget.dataset.stage || null, phase, run, following, error };
+    // Following: a follower neither exploring nor in a session the teacher has ended (static/live.js marks it .ended).
+    const follow = byId("live-follow"), following = Boolean(follow) && !follow.classList.contains("ended") && byId("live-away").hidden;
+    const notice = widget.querySelector(".notice-message");  // a view the app refused says why, as the widget does
+    return { type: "zero-bands:state", stage: widget.dataset.stage || null, phase: widget.dataset.phase ? Number(widget.dataset.phase) : null,
+      run, following, error: notice ? notice.textContent.trim() : null };
   }
-
   function set(data) {
     const url = here();
     if (typeof data.stage === "string") { url.searchParams.set("stage", data.stage); }
@@ -64,7 +45,6 @@
     document.dispatchEvent(new CustomEvent("zero-bands:explore"));
     return htmx.ajax("get", url.pathname + url.search, { source: "#widget", target: "#widget", swap: "morph" });
   }
-
   window.addEventListener("message", function (event) {
     const data = event.data;
     if (event.source !== window.parent || event.origin !== parentOrigin || !data || typeof data !== "object") { return; }

@@ -1,8 +1,6 @@
-// The grid's keyboard: one tab stop, arrow keys between cells (a roving tabindex). A cell's place is read
-// from the page itself (its card, its column, its row), so cells carry no coordinates. (The rings round what
-// changed fade by CSS alone: app.css, "Teaching".)
+// The grid's roving tabindex: one tab stop, arrows between cells, each cell's place read from the page (its card,
+// column and row). (The rings round what changed fade by CSS alone: app.css, "Teaching".)
 "use strict";
-
 (function () {
   const KEYS = ["ArrowRight", "ArrowLeft", "ArrowDown", "ArrowUp", "Home", "End"];
   function target(grid, cell, key) {
@@ -17,13 +15,11 @@
     const cells = all[to].children;
     return cells[Math.min(r, cells.length - 1)];
   }
-
   document.addEventListener("keydown", function (event) {
     const cell = event.target instanceof Element ? event.target.closest("#grid .cell") : null;
     const next = cell && KEYS.includes(event.key) && target(cell.closest("#grid"), cell, event.key);
     if (next) { event.preventDefault(); next.focus(); }
   });
-
   // A click or tap focuses a cell too: the single tab stop is where the person is.
   document.addEventListener("focusin", function (event) {
     const cell = event.target instanceof Element ? event.target.closest("#grid .cell") : null;

@@ -1,23 +1,10 @@
-// Page-wide shortcuts and one polite live region: 0-3 switch the arrangement, f is full screen, b or . blanks, ? lists
-// the keys (step.js has the rest); none while typing in a field (data-not-typed marks the step's slider and pace, not
-// typed in) or with Ctrl, Alt or Meta. After a swap #narration says what changed: the stage, the phase or the fit.
+// Page-wide shortcuts: 0-3 switch the arrangement, f is full screen, b or . blanks, ? lists the keys (step.js has the
+// rest); none while typing in a field (data-not-typed marks the step's slider and pace, not typed in) or with Ctrl,
+// Alt or Meta. (What #narration says after a swap comes with it, out of band.)
 "use strict";
-
 (function () {
   const html = document.documentElement;
-  const shown = () => byId("widget") && byId("widget").dataset;
-  let before = null;
-  document.addEventListener("htmx:beforeSwap", () => { before = shown() && [shown().stage, shown().phase]; });
-  document.addEventListener("htmx:afterSettle", function () {
-    const d = shown();
-    const text = !d ? "" : !before || before[0] !== d.stage ? d.sayStage
-      : before[1] !== d.phase && d.sayPhase ? d.sayPhase : d.sayFit || d.sayPhase || d.sayStage;
-    if (text && byId("narration")) { byId("narration").textContent = text; }
-    before = null;
-  });
-
-  // Blank, as presentation software does: black over the whole window (app.css: <main>'s, so in full screen too).
-  // Any key or click brings the picture back, and does nothing else.
+  // Blank, as presentation software does (app.css); any key or click brings the picture back, and does nothing else.
   function unblank(event) {
     if (!html.classList.contains("blanked")) { return; }
     html.classList.remove("blanked");
@@ -26,9 +13,7 @@
   }
   window.addEventListener("keydown", unblank, true);
   window.addEventListener("click", unblank, true);
-
-  // The list of keys is fetched the first time it is asked for (static/keys.html, into its slot) and opens as it
-  // comes (not as a static copy's page, which holds it, is swapped in). Closed, focus goes back where it was.
+  // The list of keys (static/keys.html) is fetched when first asked for, and opens as it comes; closed, focus returns.
   let asked = false;
   function openHelp() {
     const dialog = byId("keys-help");
@@ -38,7 +23,6 @@
   document.addEventListener("htmx:load", function (event) {
     if (asked && event.target.id === "keys-help") { asked = false; event.target.showModal(); }
   });
-
   const click = (id) => byId(id) && byId(id).click();
   const blank = () => html.classList.add("blanked");
   // A tab is clicked even when marked current: during a swap the mark is the old page's (step.js).

@@ -1,25 +1,15 @@
-// Live sessions (app/web/live.py). Any page: "Teach this live" sends the view on the screen. The teacher's
-// page: after each swap, the widget's address goes to the session, in order; the theme toggle goes there too,
-// then the page reloads in its theme. A follower's page: each event (the SSE extension swaps it into
-// #live-slot) names the teacher's view, fetched as a click would be, never an older version after a newer;
-// the follower's own click leaves the teacher ("exploring") until "Back to the teacher".
+// Live sessions (app/web/live.py). The teacher's page sends each view shown to the session, in order (the theme
+// toggle too, then reloads). A follower's: each SSE event (in #live-slot) names the teacher's view, fetched unless
+// older; the follower's own move leaves the teacher ("exploring") until "Back to the teacher".
 "use strict";
-
 (function () {
   const address = () => (byId("widget") && byId("widget").dataset.address) || "";
-
-  document.addEventListener("submit", function (event) {
-    if (event.target.classList.contains("teach-live") && address()) { event.target.elements.view.value = address(); }
-  });
-
   if (byId("live-teach")) {
-    let sent = address();
-    let queue = Promise.resolve();
+    let sent = address(), queue = Promise.resolve();
     const send = (view) => (queue = queue.then(() => fetch(byId("live-teach").dataset.show, {
       method: "POST", headers: { "ZB-Live": "1" }, body: new URLSearchParams({ view }), credentials: "same-origin",
     })).then((response) => {
-      // Ended elsewhere, or lost with a restarted server: said on the bar, not left to look live.
-      if ([404, 410].includes(response.status)) { byId("live-lost").hidden = false; }
+      if ([404, 410].includes(response.status)) { byId("live-lost").hidden = false; }  // ended elsewhere, or lost
     }).catch(() => {}));
     document.addEventListener("htmx:afterSettle", function () {
       if (address() && address() !== sent) { sent = address(); send(sent); }
@@ -30,20 +20,16 @@
         event.preventDefault();
         send(toggle.getAttribute("href")).then(() => window.location.reload());
       } else if (away && !away.closest("#live-teach") && !away.hasAttribute("data-copy-config")) {
-        // A page of its own (compare, measured, home) in a new tab: this one stays the class's.
-        event.preventDefault();
+        event.preventDefault();  // a page of its own (compare, measured, home) in a new tab: this one stays the class's
         window.open(away.href, "_blank", "noopener");
       }
     });
   }
-
   const follow = byId("live-follow");
   if (!follow) { return; }
-  const theme = (document.documentElement.className.match(/theme-(\S+)/) || ["", "default"])[1];
-  const state = () => byId("live-state");
+  const theme = (document.documentElement.className.match(/theme-(\S+)/) || ["", "default"])[1], state = () => byId("live-state");
   let applied = Number(state().dataset.version), shown = state().dataset.view, away = false;
   const FOLLOWING = "ZB-Following";  // marks the requests apply() sends, and is taken off before they go
-
   function apply() {
     const s = state();
     if (!s || s.hasAttribute("data-away")) { return; }
@@ -58,17 +44,13 @@
     htmx.ajax("get", shown, { source: "#widget", target: "#widget", swap: "morph", headers: { [FOLLOWING]: "1" } }).catch(() => {});
   }
   document.addEventListener("htmx:sseMessage", apply);
-
   function leave() {
     away = true;
     follow.classList.add("away");  // the bar then says exploring, not following (app.css)
     byId("live-away").hidden = follow.classList.contains("ended");
   }
-  // The follower's own move: a link of the widget (a move, or a page of its own), a field of its forms
-  // typed in (before the request, which waits 400 ms), or any request for the widget that apply() did not
-  // send: a step key pressed while a swap is on its way asks without a click (static/step.js), and a course
-  // page's set-state through static/embed-frame.js. Not full screen, Play's speed or a Copy button: they
-  // show no other view, so the follower still follows.
+  // The follower's own move: a widget link, a form field typed in (before its delayed request), or any widget
+  // request apply() did not send (step.js's queued keys, embed-frame.js's set-state); not full screen, pace, Copy.
   document.addEventListener("click", function (event) {
     if (event.target.closest("#live-back")) {
       event.preventDefault();

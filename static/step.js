@@ -1,35 +1,27 @@
-// Moves through the widget: the step's keys (a clicker's PageDown and PageUp are → and ←), Play at the pace chosen
-// beside it, and where focus and the page stay. Every move is a request of one of the widget's links, one at a time
-// and in turn (hx-sync on <main>: queue all; a stage's link, queue last). A move that waited goes where its link
-// points once the page before it is in place, so every press counts and the address always names the phase shown.
+// Moves: the step's keys (a clicker's PageDown/PageUp are →/←), Play at its pace, where focus and the page stay. Each
+// move is a link's request, in turn (hx-sync), going where its link points once the page before it is in place.
 "use strict";
-
 (function () {
   const SPEEDS = { slow: 2400, normal: 1400, fast: 700 };
   const MOVES = { ArrowLeft: "prev", ArrowRight: "next", PageUp: "prev", PageDown: "next", Home: "first", End: "last" };
   let playing = false, timer = 0, failed = false, focusAfter = null, kept = null;
-
-  // A link's id, or a key's move ("key-next": with no Next, at rest, it starts the step at phase 1; "key-prev" with
-  // no Previous, at phase 0, leaves it), found when its request is sent.
+  // A link's id, or a key's move, found when sent ("key-next" at rest starts the step; "key-prev" at phase 0 leaves it).
   function find(id) {
     const key = id.startsWith("key-") ? id.slice(4) : "";
     const link = byId(key ? "step-" + key : id);
     const instead = byId({ next: "step-enter", prev: "step-leave" }[key] || "");
     return instead && !(link && link.hasAttribute("hx-get")) ? instead : link;
   }
-  // A click on its link; while a swap is on its way, a request that waits on <main>, which outlives the swaps, for
-  // the link it finds may be gone by then (→ twice at rest is phase 1, then phase 2). Refused or lost: tools.js says so.
+  // A click; during a swap, a request queued on <main> (which outlives swaps), as its link may be gone by its turn.
   function move(id) {
     if (!document.querySelector(".htmx-request")) { return find(id) && find(id).click(); }
     htmx.ajax("get", "", { source: "main", target: "#widget", swap: "morph", push: "true", headers: { "ZB-Move": id } }).catch(() => {});
   }
-
   // A request that failed swaps nothing: the moves that waited for it, sent at once in the same task, are dropped.
   ["htmx:responseError", "htmx:sendError"].forEach((name) => document.addEventListener(name, () => {
     failed = true; setTimeout(() => { failed = false; });
   }));
-  // At either end a control stays, disabled, so focus has somewhere to stay; the stage shown, asked again, would
-  // come back without the marks of what changed (and a double click is two clicks).
+  // Cancelled: a disabled control's (kept for focus), or the stage shown's (it would come back without its marks).
   document.addEventListener("htmx:configRequest", function (event) {
     const d = event.detail, id = d.headers["ZB-Move"];
     delete d.headers["ZB-Move"];
@@ -43,10 +35,8 @@
   document.addEventListener("htmx:sendAbort", function (event) {
     if (event.detail.requestConfig.move) { setTimeout(move, 0, event.detail.requestConfig.move); }
   });
-
-  // A control whose replacement has another id names it in data-focus-after; one whose replacement may land
-  // elsewhere, in data-keep-place (the page scrolls by the difference). Other links and the field typed in keep
-  // their own place; a button of the step's bar fixed at the foot of a narrow window keeps the cards in place.
+  // data-focus-after names a control's replacement of another id; data-keep-place, what must stay where it was. A
+  // button of the step's bar fixed at a narrow window's foot keeps the cards in place.
   function placeKept(elt) {
     const at = (id, box = byId(id)) => ({ id, top: box.getBoundingClientRect().top, bottom: box.getBoundingClientRect().bottom });
     const active = document.activeElement;
@@ -60,30 +50,24 @@
   }
   document.addEventListener("htmx:beforeRequest", function (event) {
     const elt = event.detail.requestConfig.link || event.detail.elt;
-    focusAfter = elt.dataset.focusAfter;
-    kept = placeKept(elt);
+    [focusAfter, kept] = [elt.dataset.focusAfter, placeKept(elt)];
   });
   function restore() {
-    // More than a line's worth: less is the control's own padding, and the page keeps its place.
     const moved = kept && byId(kept.id) ? byId(kept.id).getBoundingClientRect().top - kept.top : 0;
-    if (Math.abs(moved) > 8) { window.scrollBy(0, moved); }
+    if (Math.abs(moved) > 8) { window.scrollBy(0, moved); }  // more than a line's worth: less is the control's padding
     const lost = !document.activeElement || document.activeElement === document.body;
     if (lost && focusAfter && byId(focusAfter)) { byId(focusAfter).focus({ preventScroll: true }); }
     kept = focusAfter = null;
   }
-
-  // Play and its pace are rendered hidden: they need this script. The pace is kept on <body>, which outlives the
-  // swaps. Stepping is not animation: it plays under reduced motion too.
+  // Play and its pace, rendered hidden, need this script; the pace is kept on <body>. Plays under reduced motion too.
   const speed = () => (SPEEDS[document.body.dataset.playSpeed] ? document.body.dataset.playSpeed : "normal");
   function render() {
     const button = byId("step-play");
     if (!button) { playing = false; return; }
-    Object.assign(button, { hidden: false, textContent: playing ? "⏸ Pause" : "▶ Play" });
-    button.setAttribute("aria-pressed", String(playing));
+    Object.assign(button, { hidden: false, textContent: playing ? "⏸ Pause" : "▶ Play" }).setAttribute("aria-pressed", String(playing));
     if (byId("step-speed-field")) { byId("step-speed-field").hidden = false; byId("step-speed").value = speed(); }
   }
-  // The next phase waits for this one to settle, then for the pace chosen.
-  function setPlaying(on) {
+  function setPlaying(on) {  // the next phase waits for this one to settle, then for the pace chosen
     playing = Boolean(on);
     clearTimeout(timer);
     render();
@@ -97,21 +81,16 @@
     if (event.target instanceof Element && event.target.closest("#step-play")) { setPlaying(!playing); }
   });
   document.addEventListener("htmx:afterSettle", function () {
-    // After every listener of this event (tools.js shows the widget's tools again), before the frame is drawn.
-    queueMicrotask(restore);
+    queueMicrotask(restore);  // after every listener of this event (tools.js shows the tools again), before drawing
     setPlaying(playing && byId("step"));
   });
   document.addEventListener("DOMContentLoaded", render);
-
-  const ARROW_OWNERS = "#grid, input, select, textarea, summary";
-  const PAGING_OWNERS = "input:not([data-not-typed]), select:not([data-not-typed]), textarea";
+  const ARROW_OWNERS = "#grid, input, select, textarea, summary", PAGING_OWNERS = "input:not([data-not-typed]), select:not([data-not-typed]), textarea";
   document.addEventListener("keydown", function (event) {
     if (event.altKey || event.ctrlKey || event.metaKey || document.querySelector("dialog[open]")) { return; }
-    // At rest only → and PageDown, and only where the step can be watched.
-    const which = MOVES[event.key];
+    const which = MOVES[event.key];  // at rest only → and PageDown, where the step can be watched
     if (!byId("step") && (which !== "next" || !byId("step-enter"))) { return; }
-    // Arrows belong to the grid and to a field with the focus; PageUp and PageDown to the run's fields, not the
-    // step's (a clicker steps wherever a click left the focus). On a button or link both step; Space clicks it.
+    // Arrows belong to the grid and fields; PageUp/PageDown to the run's fields only (a clicker steps from anywhere).
     const target = event.target instanceof Element ? event.target : document.body;
     if (target.closest(event.key === "PageUp" || event.key === "PageDown" ? PAGING_OWNERS : ARROW_OWNERS)) { return; }
     if (!which && (event.key !== " " || target.closest("button, a"))) { return; }

@@ -1,16 +1,12 @@
-// The widget's tools, delegated from the document so they work through the swaps: full screen, the "Embed this"
-// panel (copy, and the choice of controls, kept across swaps), "Copy as DeepSpeed config" and "Copy as FSDP2",
-// the Weights field that makes the model "Another model", and the note that says why a request changed nothing.
+// The widget's tools, delegated so they work through swaps: full screen, "Embed this" (copy; choices kept across
+// swaps), the config copies, Weights making "Another model", and the note saying why a request changed nothing.
 "use strict";
-
 (function () {
   const main = () => document.querySelector("main");  // holds the widget and outlives its swaps: full screen stays
   const fullscreenAllowed = () => Boolean(document.fullscreenEnabled && main() && main().requestFullscreen);
   const show = (id, on = true) => { if (byId(id)) { byId(id).hidden = !on; } };
   let embedOpen = false, controls = null, calculator = null;  // what was chosen in the panel a swap brings back closed
-
-  // The snippet and address for the controls chosen, with the calculator or without: each option carries both.
-  function choose() {
+  function choose() {  // the snippet and address chosen: each option carries them with the calculator and without
     const option = byId("embed-controls") && byId("embed-controls").selectedOptions[0];
     if (!option || !byId("embed-snippet")) { return; }
     const full = byId("embed-calculator").checked;
@@ -19,14 +15,11 @@
     if (address) { Object.assign(byId("embed-url"), { href: address, textContent: address }); }
     byId("embed-copy-status").textContent = "";
   }
-
-  // Rendered hidden, what needs this script: the full-screen button (a note instead where the host page forbids
-  // it), the copy button, the drop-down and box that replace the links doing the same without it. A preset's
-  // count, read-only without this script, is with it another model's count when typed in.
+  // Shown here, as they need this script: full screen (else a note), copy, the panel's drop-down and box (its links
+  // instead); a preset's count, read-only without it, becomes another model's when typed in.
   function prepare() {
     const button = byId("fullscreen"), on = Boolean(document.fullscreenElement);
-    if (button) { Object.assign(button, { hidden: !fullscreenAllowed(), textContent: on ? "Leave full screen" : "Full screen" }); }
-    if (button) { button.setAttribute("aria-pressed", String(on)); }
+    if (button) { Object.assign(button, { hidden: !fullscreenAllowed(), textContent: on ? "Leave full screen" : "Full screen" }).setAttribute("aria-pressed", String(on)); }
     show("fullscreen-note", !fullscreenAllowed());
     ["embed-copy", "embed-controls-field", "embed-calculator-field"].forEach((id) => show(id));
     show("embed-choices", false);
@@ -37,9 +30,7 @@
     const params = byId("f-params");
     if (params && params.readOnly) { Object.assign(params, { readOnly: false, title: "A count typed here is another model's: the model becomes “Another model”" }); }
   }
-
-  // Without the clipboard (an insecure origin, a refused permission) the text is selected, for Ctrl+C; or, for a
-  // text with no field on the page (a config), `otherwise` is done instead.
+  // Without a clipboard the text is selected, for Ctrl+C; with no field (a config), `otherwise` is done instead.
   function copy(field, status = "embed-copy-status", otherwise = null) {
     const done = function (copied) {
       if (!copied && otherwise) { otherwise(); return; }
@@ -49,7 +40,6 @@
     const clipboard = window.isSecureContext && navigator.clipboard;
     (clipboard ? clipboard.writeText(field.value) : Promise.reject(new Error("no clipboard"))).then(() => done(true), () => done(false));
   }
-
   document.addEventListener("click", function (event) {
     const target = event.target instanceof Element ? event.target : document.body;
     const copyButton = target.closest("#embed-copy"), link = target.closest("a[data-copy-config]");
@@ -66,7 +56,6 @@
         .then((text) => copy({ value: text }, "config-copy-status", follow), follow);
     }
   });
-
   document.addEventListener("change", function (event) {
     const id = event.target.id;
     if (id === "embed-controls") { controls = event.target.value; }
@@ -82,9 +71,7 @@
   }, true);
   // "toggle" does not bubble: listen while it comes down.
   document.addEventListener("toggle", (event) => { if (event.target.id === "embed-this") { embedOpen = event.target.open; } }, true);
-
-  // A refused or lost request changes nothing on the screen, and a student clicks again into the void: say why, seen
-  // at the foot of the window and heard through the live region.
+  // A refused or lost request changes nothing: say why, at the window's foot and through the live region.
   let troubleTimer = 0;
   function trouble(message) {
     clearTimeout(troubleTimer);

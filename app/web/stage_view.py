@@ -88,7 +88,7 @@ class StageView:
 
 @dataclass(frozen=True)
 class Narration:
-    """One sentence each for what a swap can change; the script picks the one that applies."""
+    """One sentence each for what a swap can change; `said` picks the one that applies."""
 
     stage: str
     """The stage change: what it does to each card."""
@@ -96,6 +96,20 @@ class Narration:
     """The phase: its number, title and traffic so far; blank at rest."""
     fit: str
     """The fit verdict on the card given; blank without a capacity."""
+    switched: bool = False
+    """Whether the view came by the switcher from another stage (its `from`)."""
+
+    def said(self, refined: bool) -> str:
+        """What #narration says after the swap that brings this view.
+
+        The change on a switch, the phase on a move of the step, else the fit. `refined`: a change of the
+        run (the run form), which keeps the phase.
+        """
+        if self.switched:
+            return self.stage
+        if self.phase and not refined:
+            return self.phase
+        return self.fit or self.phase or self.stage
 
 
 def stage_links(current: Stage | None, link: LinkFor) -> tuple[StageLink, ...]:
@@ -185,4 +199,4 @@ def narration(
             fit = f"{stage.info.title} fits on {card}: {units.show(row.headroom_bytes)} left for activations."
         else:
             fit = f"{stage.info.title} does not fit on {card}: {units.show(-row.headroom_bytes)} over."
-    return Narration(stage=said, phase=phase, fit=fit)
+    return Narration(stage=said, phase=phase, fit=fit, switched=moved is not None)

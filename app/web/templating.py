@@ -144,13 +144,14 @@ def render(
     one when the request says `ZB-History: replace`.
     """
     fragment = wants_fragment(request)
-    context = {"request": request, "view": view, "fragment": fragment}
+    # `refined`: the run form's request, which keeps the stage and phase (what #narration says depends on it).
+    refined = request.headers.get(HISTORY_HEADER) == "replace"
+    context = {"request": request, "view": view, "fragment": fragment, "refined": refined}
     if fragment:
         # jinja2-fragments renders the block as Jinja renders a page: an error names the template's line.
         response = HTMLResponse(render_block(templates.env, template, block, context), status_code=status_code)
         if push_url is not None:
-            replace = request.headers.get(HISTORY_HEADER) == "replace"
-            response.headers["HX-Replace-Url" if replace else "HX-Push-Url"] = push_url
+            response.headers["HX-Replace-Url" if refined else "HX-Push-Url"] = push_url
     else:
         response = templates.TemplateResponse(request, template, context, status_code=status_code)
     response.headers["Vary"] = VARY

@@ -56,7 +56,7 @@ def test_our_static_files_name_no_other_origin() -> None:
             assert "@import" not in text, path
 
 
-OUR_SCRIPTS_BUDGET = 556
+OUR_SCRIPTS_BUDGET = 450
 """Lines of our own JavaScript, counted as docs/architecture.md ("Browser") counts them. Issue 30 asks for
 450; this holds what was reached (617 before it) so that it only goes down."""
 

@@ -48,8 +48,9 @@ def test_the_headline_and_the_change_note_say_one_figure(
     note = text(page, "#change-note")
     assert headline == f"{now} bytes"
     assert note.endswith(f"drops {dropped} of its {was} bytes per weight (now {now}).")
-    # The live region says the same switch in the same words.
-    assert one(page, "[data-say-stage]")["data-say-stage"] == note
+    # The live region says the same switch in the same words (out of band, with the swap's fragment).
+    fragment = dom(client.get(url, headers={"HX-Request": "true"}).text)
+    assert text(fragment, "#narration") == note
 
 
 def _patch_everywhere(monkeypatch: pytest.MonkeyPatch, owner: object, name: str, counts: Counter[str]) -> None:

@@ -62,10 +62,13 @@ def test_route(
         assert widget.select_one("nav.switcher") is not None
         if kind == "fragment":
             roots = [child for child in tree.children if isinstance(child, Tag)]
-            # The widget, and the footer's JSON links for the run it draws, swapped out of band.
-            assert [root.name for root in roots] == ["title", "section", "span"]
+            # The widget; out of band, what the live region says (of a run drawn: not of a refusal, which
+            # leaves it be) and the footer's JSON links for the run it draws.
+            said = [("narration", "innerHTML")] if status == 200 else []
+            assert [root.name for root in roots] == ["title", "section", *(["div"] if said else []), "span"]
             assert roots[1].get("id") == "widget"
-            assert (roots[2].get("id"), roots[2].get("hx-swap-oob")) == ("json-links", "innerHTML")
+            oob = [(root.get("id"), root.get("hx-swap-oob")) for root in roots[2:]]
+            assert oob == [*said, ("json-links", "innerHTML")]
     if kind == "json":
         body = response.json()
         # Each JSON answer carries what its route is for: rows, cells, a message, or the schema.

@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.domain.stages import Stage
-from tests.conftest import cell_facts, one, text
+from tests.conftest import cell_facts, dom, one, text
 from tests.web.helpers import RUN, get_tree, query_of, run_page, stage_page, table_cells
 
 
@@ -122,26 +122,49 @@ def test_one_polite_live_region_outside_the_widget(client: TestClient) -> None:
     assert one(tree, ".step-explanation").get("aria-live") is None
 
 
-def test_the_widget_carries_one_sentence_for_each_kind_of_change(client: TestClient) -> None:
+# Master 4 + moments 8 split 8 ways: 12 × 7/8 = 10.5 of 16 dropped.
+ZERO1_SWITCH = (
+    "ZeRO-1 splits the fp32 master copy and Adam's two fp32 moments: each card drops 10.50 of its 16.00 bytes per "
+    "weight (now 5.50)."
+)
+PHASE_4 = "Phase 4 of 20: Forward pass, column 3. Traffic so far: 0P of 2P."
+# 5.5 B × 30e9 = 165e9 B = 153.7 GiB against 80 GiB = 85.9e9 B: 79.1e9 B = 73.7 GiB over.
+ZERO1_OVER = "ZeRO-1 does not fit on 80.0 GiB: 73.7 GiB over."
+# ZeRO-3: 2 B × 30e9 = 60e9 B at rest, and one of its 8 layers of 3.75e9 weights gathered (2 B) with its
+# gradients (2 B): a peak of 75e9 B. 80 GiB = 85.90e9 B leaves 10.90e9 B = 10.2 GiB.
+ZERO3_FITS = "ZeRO-3 fits on 80.0 GiB: 10.2 GiB left for activations."
+
+
+@pytest.mark.parametrize(
+    ("query", "refined", "said"),
+    [
+        # By the switcher (`from`), even during the step: what the switch changed on each card.
+        ("stage=zero1&phase=4&capacity=80GiB&from=dp", False, ZERO1_SWITCH),
+        ("stage=zero1&phase=4&capacity=80GiB&from=dp", True, ZERO1_SWITCH),
+        # A move of the step: the phase.
+        ("stage=zero1&phase=4&capacity=80GiB", False, PHASE_4),
+        # A change of the run keeps the phase: the fit, where a card is given; else the phase.
+        ("stage=zero1&phase=4&capacity=80GiB", True, ZERO1_OVER),
+        ("stage=zero1&phase=4", True, PHASE_4),
+        # At rest: the fit; without a card, what the stage keeps against data parallelism.
+        ("stage=zero3&capacity=80GiB", True, ZERO3_FITS),
+        ("stage=zero3&capacity=80GiB", False, ZERO3_FITS),
+        ("stage=zero1", True, ZERO1_SWITCH),
+    ],
+)
+def test_a_swap_brings_the_one_sentence_the_live_region_says(
+    client: TestClient, query: str, refined: bool, said: str
+) -> None:
+    headers = {"HX-Request": "true", **({"ZB-History": "replace"} if refined else {})}
+    fragment = dom(client.get("/?" + query, headers=headers).text)
+    narration = one(fragment, "#narration")
+    assert narration["hx-swap-oob"] == "innerHTML"
+    assert narration.text == said
+    # The whole page starts silent: the region speaks after a swap.
+    assert text(get_tree(client, query), "#narration") == ""
+
+
+def test_the_widget_names_the_stage_and_phase_it_shows(client: TestClient) -> None:
     widget = one(get_tree(client, "stage=zero1&phase=4&capacity=80GiB&from=dp"), "#widget")
-    assert widget["data-stage"] == "zero1"
-    assert widget["data-phase"] == "4"
-    # Master 4 + moments 8 split 8 ways: 12 × 7/8 = 10.5 of 16 dropped.
-    assert widget["data-say-stage"] == (
-        "ZeRO-1 splits the fp32 master copy and Adam's two fp32 moments: each card drops 10.50 of its 16.00 "
-        "bytes per weight (now 5.50)."
-    )
-    assert widget["data-say-phase"] == "Phase 4 of 20: Forward pass, column 3. Traffic so far: 0P of 2P."
-    # 5.5 B × 30e9 = 165e9 B = 153.7 GiB against 80 GiB = 85.9e9 B: 79.1e9 B = 73.7 GiB over.
-    assert widget["data-say-fit"] == "ZeRO-1 does not fit on 80.0 GiB: 73.7 GiB over."
-
-
-def test_fit_sentence_when_it_fits_and_none_without_a_card(client: TestClient) -> None:
-    # ZeRO-3: 2 B × 30e9 = 60e9 B at rest, and one of its 8 layers of 3.75e9 weights gathered (2 B)
-    # with its gradients (2 B): a peak of 75e9 B. 80 GiB = 85.90e9 B leaves 10.90e9 B = 10.2 GiB.
-    assert one(get_tree(client, "stage=zero3&capacity=80GiB"), "#widget")["data-say-fit"] == (
-        "ZeRO-3 fits on 80.0 GiB: 10.2 GiB left for activations."
-    )
-    widget = one(get_tree(client, "stage=zero3"), "#widget")
-    assert widget["data-say-fit"] == ""
-    assert widget["data-say-phase"] == ""
+    assert (widget["data-stage"], widget["data-phase"]) == ("zero1", "4")
+    assert not [name for name in widget.attrs if name.startswith("data-say")]
