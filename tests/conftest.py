@@ -62,7 +62,8 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Mark the browser, wheel, schemathesis, export and benchmark tests slow; put the tools first.
 
-    The tests that use the static export share one xdist group, so one worker writes it once.
+    The tests that use the static export share one xdist group, so one worker writes it once; the browser
+    tests share another, so they run one after another on one worker while the other takes the rest.
     """
     for item in items:
         path = Path(str(item.path))
@@ -71,6 +72,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.slow)
         if uses_export:
             item.add_marker(pytest.mark.xdist_group("export"))
+        elif "browser" in path.parts:  # one Chromium at a time: two on two cores time each other out
+            item.add_marker(pytest.mark.xdist_group("browser"))
     items.sort(key=lambda item: Path(str(item.path)).stem not in FIRST_MODULES)
 
 
