@@ -50,12 +50,55 @@ def _stored(recipe: Recipe, bands: frozenset[Band]) -> frozenset[Band]:
 
 
 def change(was: StageReport, now: StageReport, recipe: Recipe, gpus: int) -> Change:
-    """What going from one stage's report to another's does to each card, for this recipe on `gpus` cards."""
+    """What going from one stage's report to another's does to each card, for this recipe on `gpus` cards.
+
+    The cells that change (`split`, `whole`) are those of the grid, which draws the stages' own bands;
+    the sentence names what the card's own terms do under the run's count, which may split other
+    bands (Megatron-LM's or FSDP2's), so that the sentence and the figures say the same.
+    """
     before, after = was.stage, now.stage
     old, new = was.bytes_per_weight, now.bytes_per_weight
     split = _stored(recipe, after.sharded - before.sharded) if gpus > 1 else frozenset()
     whole = _stored(recipe, before.sharded - after.sharded) if gpus > 1 else frozenset()
-    return Change(before, after, split, whole, old, new, _sentence(before, after, recipe, gpus, split, whole, old, new))
+    said = _sentence(before, after, recipe, gpus, *_moved(was, now, recipe), old, new)
+    return Change(before, after, split, whole, old, new, said)
+
+
+_PLAIN = {
+    Band.WEIGHTS: "the weights",
+    Band.GRADIENTS: "the gradients",
+    Band.MASTER: "the master copy",
+    Band.MOMENTS: "the optimizer's moments",
+}
+
+
+def _kept(report: StageReport) -> dict[str, int]:
+    """Each of a card's terms, by name, and its bytes on that card at rest, wherever it lives."""
+    kept: dict[str, int] = {}
+    for term in report.terms:
+        kept[term.name] = kept.get(term.name, 0) + term.nbytes
+    return kept
+
+
+def _moved(was: StageReport, now: StageReport, recipe: Recipe) -> tuple[str, str]:
+    """The card's terms that the new stage splits (fewer bytes) and those it keeps whole again (more), named.
+
+    A band is named as the recipe names it where the count is the paper's; under another count
+    (`differences` says how), by its plain name, as its bytes may be another dtype's.
+    """
+    before, after = _kept(was), _kept(now)
+    plain = bool(was.differences or now.differences)
+    bands = {band.value: band for band in Band}
+
+    def named(names: list[str]) -> str:
+        stored = frozenset(bands[n] for n in names if n in bands)
+        words = [_PLAIN[bands[n]] for n in names if n in bands] if plain else [recipe.phrase(stored)] if stored else []
+        words += [f"the {n}" for n in names if n not in bands]
+        return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
+
+    fewer = [n for n in before if after.get(n, 0) < before[n]]
+    more = [n for n in after if after[n] > before.get(n, 0)]
+    return named(fewer), named(more)
 
 
 def _number(value: Fraction) -> str:
@@ -63,32 +106,30 @@ def _number(value: Fraction) -> str:
 
 
 def _sentence(
-    before: Stage,
-    after: Stage,
-    recipe: Recipe,
-    gpus: int,
-    split: frozenset[Band],
-    whole: frozenset[Band],
-    old: Fraction,
-    new: Fraction,
+    before: Stage, after: Stage, recipe: Recipe, gpus: int, split: str, whole: str, old: Fraction, new: Fraction
 ) -> str:
     title = after.info.title
     if before is after:
         return f"{title} again: nothing changes; each card keeps {_number(new)} bytes per weight."
     if gpus == 1:
         return f"{title}: with one card nothing is split; the card keeps all {_number(new)} bytes per weight."
-    if not split and not whole:
+    if old == new or not (split or whole):
         return (
-            f"{title} splits only bands this recipe does not store, so nothing changes: "
+            f"{title} changes nothing that a card keeps, as this count has it: "
             f"each card keeps {_number(new)} bytes per weight."
+        )
+    if split and whole:
+        return (
+            f"{title} splits {split} and keeps {whole} whole again: each card goes from {_number(old)} "
+            f"to {_number(new)} bytes per weight."
         )
     if split:
         too = " too" if before.sharded else ""
         return (
-            f"{title} splits {recipe.phrase(split)}{too}: each card drops {_number(old - new)} "
+            f"{title} splits {split}{too}: each card drops {_number(old - new)} "
             f"of its {_number(old)} bytes per weight (now {_number(new)})."
         )
     return (
-        f"{title} keeps {recipe.phrase(whole)} whole again on every card: each card adds {_number(new - old)} "
+        f"{title} keeps {whole} whole again on every card: each card adds {_number(new - old)} "
         f"to its {_number(old)} bytes per weight (now {_number(new)})."
     )

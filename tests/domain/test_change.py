@@ -115,7 +115,7 @@ def test_every_pair_either_way_adds_up(before: Stage, after: Stage, gpus: int) -
             Accounting.DEEPSPEED,
             Stage.ZERO1,
             Stage.ZERO2,
-            "ZeRO-2 splits the bf16 gradients too: each card drops 1.75 of its 6.00 bytes per weight (now 4.25).",
+            "ZeRO-2 splits the gradients too: each card drops 1.75 of its 6.00 bytes per weight (now 4.25).",
         ),
         # FSDP2 has no ZeRO-1 of its own: the paper's 2 + 2 + 12 / 8 = 5.50. Its ZeRO-2 shards fp32 weights,
         # gradients of that dtype and the optimizer state: (4 + 4 + 8) / 8 = 2.00, the headline's figure.
@@ -123,7 +123,24 @@ def test_every_pair_either_way_adds_up(before: Stage, after: Stage, gpus: int) -
             Accounting.FSDP2,
             Stage.ZERO1,
             Stage.ZERO2,
-            "ZeRO-2 splits the bf16 gradients too: each card drops 3.50 of its 5.50 bytes per weight (now 2.00).",
+            "ZeRO-2 splits the weights, the gradients and the master copy too: each card drops 3.50 of its 5.50 "
+            "bytes per weight (now 2.00).",
+        ),
+        # Megatron-LM's count has no ZeRO-2: its distributed optimizer, 6 + 12 / 8 = 7.50, as ZeRO-1's.
+        (
+            Accounting.MEGATRON,
+            Stage.ZERO1,
+            Stage.ZERO2,
+            "ZeRO-2 changes nothing that a card keeps, as this count has it: each card keeps 7.50 bytes per weight.",
+        ),
+        # DeepSpeed's fp32 gradients (4 B, split by ZeRO-1 and up) are named with the bands: 16 + 4 = 20 on a
+        # card under data parallelism, 2 + 2 + 16 / 8 = 6.00 under ZeRO-1.
+        (
+            Accounting.DEEPSPEED,
+            Stage.DP,
+            Stage.ZERO1,
+            "ZeRO-1 splits the master copy, the optimizer's moments and the fp32 gradients: each card drops 14.00 "
+            "of its 20.00 bytes per weight (now 6.00).",
         ),
     ],
 )
