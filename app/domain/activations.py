@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.domain.architecture import Architecture
-from app.domain.eighths import COLUMNS, pieces
 
 HALF = 2
 """Bytes of a bf16 or fp16 activation."""
@@ -118,14 +117,26 @@ def block_saved(arch: Architecture, shape: Shape) -> tuple[Saved, ...]:
 def head_saved(arch: Architecture, shape: Shape) -> tuple[Saved, ...]:
     """What the rest of the model keeps: Korthikanti's input dropout and output layer (section 4.3).
 
-    Never recomputed: checkpointing covers the blocks.
+    Never recomputed: checkpointing covers the blocks. In forward order: the embedding's, the final
+    norm's and the output head's (`embedding_saved`, `final_norm_saved`, `output_saved`).
     """
-    sb, h = shape.tokens, arch.hidden
-    saved = [Saved("embedding dropout's mask", "sbh", MASK * sb * h, frozenset())] if arch.dropout else []
+    return (*embedding_saved(arch, shape), *final_norm_saved(arch, shape), *output_saved(arch, shape))
+
+
+def embedding_saved(arch: Architecture, shape: Shape) -> tuple[Saved, ...]:
+    """What the embedding keeps: its dropout's mask, where the model has dropout."""
+    return (Saved("embedding dropout's mask", "sbh", MASK * shape.tokens * arch.hidden, frozenset()),) * arch.dropout
+
+
+def final_norm_saved(arch: Architecture, shape: Shape) -> tuple[Saved, ...]:
+    """What the final norm keeps: its input."""
+    return (Saved("final norm's input", "2sbh", HALF * shape.tokens * arch.hidden, frozenset()),)
+
+
+def output_saved(arch: Architecture, shape: Shape) -> tuple[Saved, ...]:
+    """What the output head keeps: its input and the loss's log-probabilities."""
     return (
-        *saved,
-        Saved("final norm's input", "2sbh", HALF * sb * h, frozenset()),
-        Saved("output head's input", "2sbh", HALF * sb * h, frozenset()),
+        Saved("output head's input", "2sbh", HALF * shape.tokens * arch.hidden, frozenset()),
         Saved("logits, as fp32 log-probabilities", "4sbv", logits_bytes(arch, shape), frozenset()),
     )
 
@@ -152,9 +163,12 @@ def per_layer_bytes(arch: Architecture, shape: Shape) -> int:
 
 
 def working_bytes(arch: Architecture, shape: Shape) -> int:
-    """What the block in hand holds beyond what it keeps: under `full`, its whole set, recomputed."""
+    """What the block in hand holds beyond what the blocks keep: under `full`, its whole set, recomputed.
+
+    Less its input, which the block keeps already (`per_layer_bytes`): the recomputation starts from it.
+    """
     if shape.recompute is Recompute.FULL:
-        return kept(block_saved(arch, shape), Recompute.NONE)
+        return kept(block_saved(arch, shape), Recompute.NONE) - per_layer_bytes(arch, shape)
     return 0
 
 
@@ -163,54 +177,22 @@ def head_bytes(arch: Architecture, shape: Shape) -> int:
     return kept(head_saved(arch, shape), shape.recompute)
 
 
-def per_column(arch: Architecture, params: int, shape: Shape) -> tuple[int, ...]:
-    """Activation bytes on a card while it works on each eighth of the model, forward or backward.
-
-    A block's activations are there from the end of its forward to its backward, so the eighth in
-    which a block ends counts it, and every later eighth too; the backward, walking back, frees them
-    in the same order. The embedding's dropout mask is there from the first eighth, the output
-    layer's tensors in the last. Under `full`, an eighth that works on a block also holds one
-    block's recomputed working set.
-    """
-    ends = [0] * COLUMNS
-    working = [False] * COLUMNS
-    position = 0
-    for piece in pieces(arch):
-        start, position = position, position + piece.params
-        if piece.block is None:
-            continue
-        # The eighth holding the block's last weight; eighths are [P·c/8, P·(c+1)/8).
-        ends[min(COLUMNS - 1, (position - 1) * COLUMNS // params)] += 1
-        for column in range(start * COLUMNS // params, min(COLUMNS - 1, (position - 1) * COLUMNS // params) + 1):
-            working[column] = True
-    head = head_saved(arch, shape)
-    first = sum(s.nbytes for s in head if s.name == "embedding dropout's mask")
-    last = kept(head, shape.recompute) - first
-    layer, extra = per_layer_bytes(arch, shape), working_bytes(arch, shape)
-    result, done = [], 0
-    for column in range(COLUMNS):
-        done += ends[column]
-        result.append(first + done * layer + (extra if working[column] else 0) + (last if column == COLUMNS - 1 else 0))
-    return tuple(result)
-
-
 @dataclass(frozen=True)
 class Activations:
     """What one sequence of a micro-batch leaves on a card: the figures a run scales by its batch."""
 
     seq: int
     recompute: Recompute
-    per_column: tuple[int, ...]
-    """Bytes while a card works on each eighth of the model (`per_column`)."""
     per_layer: int
     """What one block keeps for its backward (`per_layer_bytes`)."""
     logits: int
     """The loss's fp32 log-probabilities (`logits_bytes`)."""
 
 
-def for_one_sequence(arch: Architecture, params: int, seq: int, recompute: Recompute) -> Activations:
-    """A model's activations for one sequence of `seq` tokens: every figure is linear in the batch."""
+def for_one_sequence(arch: Architecture, seq: int, recompute: Recompute) -> Activations:
+    """A model's activations for one sequence of `seq` tokens: every figure is linear in the batch.
+
+    What each layer keeps, and when, is the layers' (`layers.model_layers`).
+    """
     shape = Shape(1, seq, recompute)
-    return Activations(
-        seq, recompute, per_column(arch, params, shape), per_layer_bytes(arch, shape), logits_bytes(arch, shape)
-    )
+    return Activations(seq, recompute, per_layer_bytes(arch, shape), logits_bytes(arch, shape))

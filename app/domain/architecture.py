@@ -106,6 +106,25 @@ class Architecture:
         """The most weights ZeRO-3 gathers at once: the embedding table or one block."""
         return max(self.embedding_params, self.block_params)
 
+    @property
+    def block_module(self) -> int:
+        """A block's largest module by its own weights: one MLP matrix, or the query projection.
+
+        Modules as Hugging Face's Llama and GPT-2-style models have them: q, k, v and o projections,
+        the MLP's matrices, each an `nn.Linear` with its bias, and the norms.
+        """
+        bias = 1 if self.biases else 0
+        return max(self.hidden * self.ffn + bias * self.ffn, self.hidden * self.hidden + bias * self.hidden)
+
+    @property
+    def largest_module(self) -> int:
+        """The model's largest module by its own weights: DeepSpeed's "largest layer".
+
+        DeepSpeed's estimators take `max(sum(p.numel() for p in m.parameters(recurse=False)) for m in
+        model.modules())`: an embedding table or one matrix, never a whole block.
+        """
+        return max(self.embedding_params, self.positions * self.hidden, self.block_module)
+
 
 @dataclass(frozen=True)
 class ModelPreset:

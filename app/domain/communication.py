@@ -2,6 +2,11 @@
 
 P is the number of weights. A ring reduce-scatter or all-gather moves about P values through
 every card, so each collective below counts as P; the seed text counts the same way.
+
+Where weights are frozen, a collective moves only the weights it needs (`Whose`): gradients exist for
+the weights that train, and ZeRO-1 and ZeRO-2 all-gather only what the update changed (DeepSpeed's
+stage 1 and 2 flatten and partition only the optimized parameters); ZeRO-3 gathers every weight for the
+forward pass, frozen or not, and for the backward those the backward pass reaches.
 """
 
 from __future__ import annotations
@@ -11,6 +16,15 @@ from enum import StrEnum
 
 from app.domain.recipes import Band
 from app.domain.stages import Stage
+
+
+class Whose(StrEnum):
+    """Which weights a collective moves."""
+
+    EVERY = "every weight"
+    TRAINED = "the weights that train"
+    REACHED = "the weights the backward pass reaches"
+    """From the first layer that trains to the last: autograd goes no further back."""
 
 
 class Collective(StrEnum):
@@ -28,6 +42,7 @@ class Transfer:
     band: Band
     when: str
     volume_p: int = 1
+    whose: Whose = Whose.TRAINED
 
     @property
     def description(self) -> str:
@@ -58,8 +73,8 @@ _TRANSFERS: dict[Stage, tuple[Transfer, ...]] = {
     ),
     # Stage 3 keeps no whole copy of the weights, so it gathers them for each pass instead.
     Stage.ZERO3: (
-        Transfer(Collective.ALL_GATHER, Band.WEIGHTS, "in the forward pass"),
-        Transfer(Collective.ALL_GATHER, Band.WEIGHTS, "in the backward pass"),
+        Transfer(Collective.ALL_GATHER, Band.WEIGHTS, "in the forward pass", whose=Whose.EVERY),
+        Transfer(Collective.ALL_GATHER, Band.WEIGHTS, "in the backward pass", whose=Whose.REACHED),
         _LAYERWISE_REDUCE_SCATTER,
     ),
 }

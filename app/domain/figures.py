@@ -87,7 +87,7 @@ class StageReport:
     bytes_per_weight: Fraction
     """What one card keeps per weight of the model, padding included: per_gpu_bytes / params."""
     per_gpu_bytes: int
-    communication_p: int
+    communication_p: Fraction
     communication_bytes: int
     peak_bytes: int
     """The whole GPU peak: model states, the layer in hand and activations at the highest moment."""

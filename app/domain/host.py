@@ -58,7 +58,7 @@ def host_report(stage: Stage, run: Run) -> HostReport:
             pinned += buffers * per_node
             cpu = pinned
         else:
-            largest = run.largest_layer or run.params
+            largest = run.deepspeed_layer or run.params  # its estimators' largest layer: the largest module
             cpu, building = deepspeed.cpu_rule(
                 stage, run.params, largest, run.nodes, per_node, placement, run.zero_init
             )

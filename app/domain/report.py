@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from app.domain.accounting import Accounting
 from app.domain.change import Change, change
-from app.domain.communication import Collective, Transfer
+from app.domain.communication import Collective, Transfer, Whose
 from app.domain.eighths import Column
 from app.domain.figures import HostReport, LayerExtra, StageReport, TermBytes
 from app.domain.overheads import OverheadItem
@@ -46,6 +46,7 @@ __all__ = [
     "StageReport",
     "TermBytes",
     "Transfer",
+    "Whose",
     "run_report",
 ]
 

@@ -7,17 +7,19 @@ imports the other.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cached_property
 
-from app.domain.accounting import PAPER, Setup, terms
+from app.domain.accounting import PAPER, Accounting, Setup, terms
 from app.domain.activations import Activations
+from app.domain.communication import Whose
 from app.domain.eighths import COLUMNS
+from app.domain.layers import ColumnMoments, Layer, bare_layers, column_moments, column_weights, first_trained
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.recipes import MIXED_ADAM, Band, Recipe
 from app.domain.stages import Stage
 from app.domain.state_bytes import DEFAULT_GPUS, DEFAULT_PARAMS
-from app.domain.terms import Moment, Place, Term
-from app.domain.terms import moments as step_moments  # `Run.moments` is this run's own
+from app.domain.terms import AT_REST, Moment, Place, Term
 
 MAX_GPUS = 4096
 MAX_BATCH = 65536
@@ -33,8 +35,8 @@ class Run:
     recipe: Recipe = MIXED_ADAM
     largest_layer: int | None = None
     capacity: int | None = None
-    column_layers: tuple[int | None, ...] = ()
-    """Each eighth's largest layer (`eighths.model_columns`); empty: the largest layer for each."""
+    layers: tuple[Layer, ...] = ()
+    """The model's layers in forward order (`layers.model_layers`); empty: a bare count's (`layers.bare_layers`)."""
     activations: Activations | None = None
     """What one sequence keeps, from the model's shape; None for a bare weight count."""
     batch: int = 0
@@ -44,7 +46,9 @@ class Run:
     count_overheads: bool = False
     """Whether the peak counts them (`overheads=1`); by default the theory alone, as the paper counts."""
     frozen: int = 0
-    """Weights that do not train, the first ones a forward pass meets: they keep their weights band only."""
+    """Weights that do not train: they keep their weights band only. Which ones, the layers say."""
+    trainable_share: Fraction | None = None
+    """The share of the weights that train, where it was entered as one: a model of another size keeps it."""
     setup: Setup = PAPER
     """Whose accounting, and what is offloaded where."""
     nodes: int = 1
@@ -67,8 +71,6 @@ class Run:
             raise ValueError("a card has at least one byte")
         if not 0 <= self.batch <= MAX_BATCH:
             raise ValueError(f"a micro-batch has between 0 and {MAX_BATCH:,} sequences")
-        if self.column_layers and len(self.column_layers) != COLUMNS:
-            raise ValueError(f"a model has {COLUMNS} eighths")
         if not 0 <= self.frozen <= self.params:
             raise ValueError("the frozen weights are between none and all of the model's")
         if self.nodes < 1 or self.gpus % self.nodes:
@@ -96,27 +98,66 @@ class Run:
         return (2 * column + 1) * self.params < 2 * columns * self.frozen
 
     @cached_property
-    def moments(self) -> tuple[Moment, ...]:
-        """Every moment of the step that can be a card's highest, with its layer in hand and activations."""
-        layers = self.column_layers or (self.largest_layer,) * COLUMNS
-        kept = self.activations.per_column if self.activations else (0,) * COLUMNS
-        frozen = tuple(self.frozen_column(column) for column in range(COLUMNS))
-        return step_moments(layers, tuple(self.batch * k for k in kept), frozen)
+    def model_layers(self) -> tuple[Layer, ...]:
+        """The layers a step meets, first to last: the model's own, or a bare count's eighths."""
+        return self.layers or bare_layers(self.params, self.largest_layer, self.frozen)
+
+    @cached_property
+    def base_params(self) -> int:
+        """The weights of the model the eighths cut: all of them but LoRA's adapters."""
+        return self.params - sum(layer.adapters for layer in self.model_layers)
+
+    @cached_property
+    def column_moments(self) -> tuple[ColumnMoments, ...]:
+        """Each eighth's moments, forward and backward: DeepSpeed's count holds one module at a time."""
+        modules = self.setup.accounting is Accounting.DEEPSPEED
+        return column_moments(self.model_layers, self.batch, modules)
 
     @cached_property
     def candidates(self) -> tuple[Moment, ...]:
-        """The moments that differ: a bare count's 16 passes are two moments, forward and backward."""
-        return tuple(dict.fromkeys(self.moments))
+        """The moments that can be a card's highest: at rest, and each layer's in each pass, of those that differ."""
+        every = (m for column in self.column_moments for m in (*column.forward, *column.backward))
+        return (AT_REST, *dict.fromkeys(every))
+
+    def frozen_at(self, params: int) -> int:
+        """The frozen weights of a model of `params` weights drawn like this one: the share as entered.
+
+        A share ('0.9') trains int(share × params), as the form reads it; a count, the same proportion.
+        """
+        if self.trainable_share is not None:
+            return params - int(self.trainable_share * params)
+        return self.frozen * params // self.params
+
+    @cached_property
+    def moved(self) -> dict[Whose, tuple[int, ...]]:
+        """Each eighth's weights that a collective of each kind moves (`communication.Whose`)."""
+        layers, model = self.model_layers, self.base_params
+        first = first_trained(layers)
+        reached = model if first is None else layers[first].start
+        lows = {Whose.EVERY: 0, Whose.TRAINED: min(self.frozen, model), Whose.REACHED: reached}
+        return {whose: column_weights(layers, model, low) for whose, low in lows.items()}
+
+    def moved_params(self, whose: Whose) -> int:
+        """The weights a collective of this kind moves in a whole step."""
+        return sum(self.moved[whose])
 
     @property
     def assembled_layer_bytes(self) -> int | None:
-        """One whole layer's weights and gradients: what ZeRO-3 gathers and computes on one card.
+        """The largest layer assembled with its gradients: what ZeRO-3 gathers and computes on one card.
 
-        A frozen largest layer has no gradients to compute: its weights alone.
+        Each layer's gradients are for its weights that train: a frozen layer has its weights alone.
         """
         if self.largest_layer is None:
             return None
-        layers = self.column_layers or (self.largest_layer,)
-        frozen = self.frozen_column(layers.index(max(layers, key=lambda n: n or 0)), len(layers))
-        gradients = 0 if frozen else self.recipe.nbytes(Band.GRADIENTS)
-        return self.largest_layer * (self.recipe.nbytes(Band.WEIGHTS) + gradients)
+        weights, gradients = self.recipe.nbytes(Band.WEIGHTS), self.recipe.nbytes(Band.GRADIENTS)
+        return max(
+            layer.params * weights + layer.trained * gradients
+            for layer in self.model_layers
+            if layer.params is not None
+        )
+
+    @property
+    def deepspeed_layer(self) -> int | None:
+        """DeepSpeed's largest layer: the largest module by its own weights, where the layers are known."""
+        modules = [layer.module for layer in self.model_layers if layer.module is not None]
+        return max(modules) if modules else self.largest_layer

@@ -9,16 +9,17 @@ from dataclasses import dataclass
 from functools import cached_property
 
 from app.domain.accounting import Accounting, Setup
-from app.domain.activations import Recompute, for_one_sequence
+from app.domain.activations import Activations, Recompute, for_one_sequence
 from app.domain.architecture import PRESETS, Architecture, ModelName, ModelPreset
 from app.domain.eighths import COLUMNS, Column, model_columns
+from app.domain.layers import Layer, model_layers
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.placement import Device, Offload, Placement, cluster_of
 from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
 from app.domain.report import RunReport, run_report
 from app.domain.run import Run
 from app.domain.state_bytes import DEFAULT_GPUS
-from app.domain.trainable import LoraTargets, adapter_params, parse_trainable
+from app.domain.trainable import LoraTargets, adapter_params, parse_trainable, trainable_share
 from app.domain.units import ByteUnit
 
 DEFAULT_MODEL = ModelName.SEED_30B
@@ -141,8 +142,8 @@ def resolve(inputs: Inputs) -> Scenario:
     architecture = preset.architecture if preset is not None else None
     equal = preset is not None and preset.equal_layers == COLUMNS and inputs.largest_layer is None
     seq = inputs.seq or (architecture.context if architecture else DEFAULT_SEQ)
-    columns = model_columns(params, architecture, largest, equal)
     adapters, frozen = _trainable(inputs, params, architecture, notes)
+    activations = for_one_sequence(architecture, seq, inputs.recompute) if architecture else None
     if inputs.offload is Offload.NVME and inputs.offload_device is Device.CPU:
         raise ValueError("offload=nvme puts the state on NVMe: offload_device=cpu says otherwise.")
     cluster = cluster_of(inputs.gpus, inputs.nodes, inputs.gpus_per_node)
@@ -154,8 +155,9 @@ def resolve(inputs: Inputs) -> Scenario:
         recipe=recipe,
         largest_layer=largest,
         capacity=inputs.capacity,
-        column_layers=tuple(column.largest_layer for column in columns),
-        activations=for_one_sequence(architecture, params, seq, inputs.recompute) if architecture else None,
+        layers=_layers(architecture, frozen, adapters, activations, None if source.startswith("derived") else largest),
+        activations=activations,
+        trainable_share=trainable_share(inputs.trainable) if inputs.trainable is not None and not adapters else None,
         batch=inputs.batch,
         overheads=inputs.overheads,
         count_overheads=inputs.count_overheads,
@@ -166,6 +168,20 @@ def resolve(inputs: Inputs) -> Scenario:
         nvme_space=inputs.nvme_space,
     )
     return Scenario(run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq, adapters)
+
+
+def _layers(
+    architecture: Architecture | None,
+    frozen: int,
+    adapters: int,
+    activations: Activations | None,
+    entered: int | None,
+) -> tuple[Layer, ...]:
+    """The model's layers, where its shape is known; a bare count's are the run's own (`Run.model_layers`)."""
+    if architecture is None:
+        return ()
+    blocks = adapters // architecture.layers
+    return model_layers(architecture, frozen, blocks, activations, entered)
 
 
 def _trainable(inputs: Inputs, params: int, architecture: Architecture | None, notes: list[str]) -> tuple[int, int]:

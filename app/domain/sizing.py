@@ -44,18 +44,21 @@ UNKNOWN_LAYER_RULE = (
 
 
 def communication_bytes(stage: Stage, run: Run) -> int:
-    """Bytes through each card per step: P weights × the bytes of the band each collective moves.
+    """Bytes through each card per step: the weights each collective moves × the bytes of its band.
 
-    Only trainable weights have gradients to move; every weight, frozen or not, is gathered.
+    Only trainable weights have gradients, and ZeRO-1 and ZeRO-2 gather only those the update changed;
+    ZeRO-3 gathers every weight for the forward and those the backward reaches (`communication.Whose`).
     """
     return _communication_bytes(transfers(stage, run.gpus), run)
 
 
 def _communication_bytes(moves: tuple[Transfer, ...], run: Run) -> int:
-    trains = run.params - run.frozen
-    return sum(
-        t.volume_p * (trains if t.band is Band.GRADIENTS else run.params) * run.recipe.nbytes(t.band) for t in moves
-    )
+    return sum(t.volume_p * run.moved_params(t.whose) * run.recipe.nbytes(t.band) for t in moves)
+
+
+def communication_p(moves: tuple[Transfer, ...], run: Run) -> Fraction:
+    """Traffic of one step in units of P: 2 and 3 where every weight trains, less where some are frozen."""
+    return Fraction(sum(t.volume_p * run.moved_params(t.whose) for t in moves), run.params)
 
 
 def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
@@ -133,8 +136,8 @@ def state_peak_bytes(stage: Stage, run: Run) -> int:
 
 
 def _peak_for(stage: Stage, run: Run, params: int) -> int:
-    """The peak of a model of another size, frozen in the same proportion, with the moments drawn."""
-    frozen = run.frozen * params // run.params
+    """The peak of a model of another size, frozen as entered (`Run.frozen_at`), with the moments drawn."""
+    frozen = run.frozen_at(params)
     if run.count_overheads:  # they depend on the size (DDP's buckets, the margin): worked out afresh
         return peak_bytes(stage, replace(run, params=params, frozen=frozen))
     # The layers and activations of the shape drawn, kept as they are: the bisection asks some
@@ -217,7 +220,7 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         # is padded to whole weights, and 7 weights on 16 cards keep 1 weight's bytes each, not 7/16.
         bytes_per_weight=Fraction(state, run.params),
         per_gpu_bytes=state,
-        communication_p=sum(t.volume_p for t in moves),
+        communication_p=communication_p(moves, run),
         communication_bytes=_communication_bytes(moves, run),
         peak_bytes=peak,
         state_peak_bytes=empty,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
 
-from app.domain.communication import Collective
+from app.domain.communication import Collective, Whose
 from app.domain.eighths import COLUMNS, Column
 from app.domain.figures import HostReport, LayerExtra, StageReport
 from app.domain.host import host_report
@@ -80,6 +80,8 @@ class InFlight:
     band: Band
     columns: tuple[int, ...]
     volume_p: Fraction
+    whose: Whose = Whose.TRAINED
+    """Which of the columns' weights it moves."""
 
     @property
     def description(self) -> str:
@@ -131,6 +133,10 @@ class Phase:
     """The bands that live on the host, not the card: the update of those is the CPU's."""
     peak_bytes_so_far: int = 0
     """The highest live bytes from the start of the step to this phase, this one included."""
+    reached: bool = True
+    """False for a backward phase over a column the backward pass does not reach: nothing before it trains."""
+    trained: int | None = None
+    """Of the layer in hand's weights, those that train (gradients computed); None where unknown or at rest."""
 
     @property
     def live_bytes(self) -> int:
@@ -146,7 +152,7 @@ class Phase:
         """What one card has of one band of one column during this phase."""
         rest = _at_rest(self, card, column, band)
         # A band on the host comes up to the card for the layer in hand, the card's own slice too.
-        if column != self.column or (rest is Holding.HELD and band not in self.on_host):
+        if column != self.column or not self.reached or (rest is Holding.HELD and band not in self.on_host):
             return rest
         if band is Band.WEIGHTS and self.part in (Part.FORWARD, Part.BACKWARD):
             return Holding.GATHERED
@@ -160,7 +166,7 @@ class Phase:
         if part is Part.FORWARD:
             return column == self.column and band is Band.WEIGHTS
         if part is Part.BACKWARD:
-            return column == self.column and band in (Band.WEIGHTS, Band.GRADIENTS)
+            return self.reached and column == self.column and band in (Band.WEIGHTS, Band.GRADIENTS)
         if part is Part.UPDATE:
             updates_all = not self.sharded & set(OPTIMIZER_STATE)
             mine = updates_all or share(card, column, self.gpus) is not None
@@ -216,54 +222,51 @@ def _part(index: int) -> tuple[Part, int | None]:
 def _transfers(
     stage: Stage, sharded: frozenset[Band], index: int, part: Part, column: int | None
 ) -> tuple[InFlight, ...]:
+    """The collectives of a phase, each of a column's weights or every column's (volumes: `_volumes`)."""
     every = tuple(range(COLUMNS))
-    one = Fraction(1, COLUMNS)
     if part is Part.FORWARD and column is not None and Band.WEIGHTS in sharded:
-        return (InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (column,), one),)
+        return (InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (column,), Fraction(0), Whose.EVERY),)
     if part is Part.BACKWARD and column is not None:
         moves: list[InFlight] = []
         if Band.WEIGHTS in sharded:  # ZeRO-3 gathers the layers again to compute their gradients
-            moves.append(InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (column,), one))
+            moves.append(InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (column,), Fraction(0), Whose.REACHED))
         if Band.GRADIENTS in sharded:  # ZeRO-2 and -3 send each layer's gradients to their owners at once
-            moves.append(InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, (column,), one))
+            moves.append(InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, (column,), Fraction(0)))
         return tuple(moves)
     if part is Part.GRADIENT_SYNC and Band.GRADIENTS not in sharded:
         if index == FIRST_SYNC:
-            return (InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, every, Fraction(1)),)
+            return (InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, every, Fraction(0)),)
         if stage is Stage.DP:  # the second half of the all-reduce: every card gets every sum
-            return (InFlight(Collective.ALL_GATHER, Band.GRADIENTS, every, Fraction(1)),)
+            return (InFlight(Collective.ALL_GATHER, Band.GRADIENTS, every, Fraction(0)),)
     if part is Part.WEIGHT_SYNC and Band.MASTER in sharded and Band.WEIGHTS not in sharded:
-        return (InFlight(Collective.ALL_GATHER, Band.WEIGHTS, every, Fraction(1)),)
+        return (InFlight(Collective.ALL_GATHER, Band.WEIGHTS, every, Fraction(0)),)
     return ()
 
 
-def _trained_share(run: Run, columns: tuple[int, ...]) -> Fraction:
-    """The share of these columns' weights that train: the trainable weights are the last ones."""
-    start, end = Fraction(min(columns), COLUMNS), Fraction(max(columns) + 1, COLUMNS)
-    first = Fraction(run.frozen, run.params)  # where the trainable weights begin, as a share of the model
-    return max(Fraction(0), end - max(start, first)) / (end - start)
+def _volumes(run: Run, moves: tuple[InFlight, ...]) -> tuple[InFlight, ...]:
+    """The collectives with their volumes: the weights of their columns each moves, in units of P.
 
-
-def _trained(run: Run, moves: tuple[InFlight, ...]) -> tuple[InFlight, ...]:
-    """The collectives as they are with frozen weights: gradients move for the trainable weights only."""
-    if not run.frozen:
-        return moves
+    Summed over the step they are the table's traffic (`sizing.communication_p`); a collective that
+    moves nothing (a frozen column's gradients) is left out.
+    """
     kept = []
     for move in moves:
-        if move.band is Band.GRADIENTS:
-            move = replace(move, volume_p=move.volume_p * _trained_share(run, move.columns))
-        if move.volume_p:
-            kept.append(move)
+        weights = sum(run.moved[move.whose][column] for column in move.columns)
+        if weights:
+            kept.append(replace(move, volume_p=Fraction(weights, run.params)))
     return tuple(kept)
 
 
-def _moment(run: Run, columns: tuple[Column, ...], part: Part, column: int | None) -> Moment:
-    """The card's moment in a phase: the run's own for a pass over a column, else at rest."""
+def _moment(stage: Stage, run: Run, part: Part, column: int | None) -> Moment:
+    """The card's moment in a phase: the highest of the column's layers in that pass, else at rest.
+
+    A backward phase over a column the backward pass does not reach holds nothing for it.
+    """
     if column is None or part not in (Part.FORWARD, Part.BACKWARD):
         return AT_REST
-    moment = run.moments[1 + 2 * column + (part is Part.BACKWARD)]
-    # A run drawn without its own eighths takes each column's largest layer from the columns.
-    return moment if run.column_layers else replace(moment, layer=columns[column].largest_layer)
+    moments = run.column_moments[column]
+    choices = moments.forward if part is Part.FORWARD else moments.backward
+    return max(choices, key=lambda m: layer_extra(stage, run, m).total, default=AT_REST)
 
 
 def _host_moves(host: HostReport, fetched: bool, part: Part, index: int) -> tuple[HostMove, ...]:
@@ -305,10 +308,12 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport |
     for index in range(PHASES):
         part, column = _part(index)
         # Data parallelism on one card still has nobody to all-reduce with.
-        transfers = _trained(run, _transfers(stage, sharded, index, part, column)) if run.gpus > 1 else ()
+        transfers = _volumes(run, _transfers(stage, sharded, index, part, column)) if run.gpus > 1 else ()
         tally += sum((t.volume_p for t in transfers), start=Fraction(0))
-        extra = layer_extra(stage, run, _moment(run, columns, part, column))
+        moment = _moment(stage, run, part, column)
+        extra = layer_extra(stage, run, moment)
         frozen = column is not None and run.frozen_column(column)
+        reached = part is not Part.BACKWARD or moment is not AT_REST
         moves = _host_moves(host, Band.WEIGHTS in on_host, part, index) if on_host else ()
         pcie += sum(move.nbytes for move in moves)
         highest = max(highest, state + extra.total + overhead)
@@ -329,6 +334,8 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport |
                 pcie,
                 on_host,
                 highest,
+                reached,
+                moment.trained if moment.layer is not None else None,
             )
         )
     return tuple(phases)

@@ -60,9 +60,10 @@ class Moment:
     layer: int | None = None
     """Weights of the layer in hand; None at rest, or when the layer's size is unknown."""
     activation: int = 0
-    """Bytes of activations the micro-batch keeps at this moment (`activations.per_column`)."""
-    frozen: bool = False
-    """Whether the layer in hand is frozen: no gradients are computed for its weights."""
+    """Bytes of activations the micro-batch keeps at this moment (`layers.column_moments`)."""
+    trained: int | None = None
+    """Of the layer in hand's weights, those that train: its backward computes their gradients.
+    None: all of them."""
 
 
 AT_REST = Moment()
@@ -157,10 +158,11 @@ def term_bytes(term: Term, stage: Stage, params: int, gpus: int, moment: Moment 
         count = params - frozen if term.trains else params
         return term.nbytes * (shard_weights(count, gpus) if stage in term.split_by else count)
     if term.law is Law.PER_LAYER:
-        if term.trains and moment.frozen:
-            return 0
         # One card has nobody to gather from or send to: its layer is already whole, in its buffers.
-        return term.nbytes * moment.layer if moment.layer is not None and (gpus > 1 or term.one_card) else 0
+        if moment.layer is None or not (gpus > 1 or term.one_card):
+            return 0
+        # Gradients are computed for the layer's weights that train, and only those.
+        return term.nbytes * (moment.trained if term.trains and moment.trained is not None else moment.layer)
     if term.law is Law.PER_TOKEN:
         return term.nbytes * moment.activation
     return term.nbytes
@@ -177,19 +179,6 @@ def card_bytes(
 ) -> int:
     """Bytes on one card in `place` at one moment: the sum of its `terms` there (`accounting.terms`)."""
     return sum(term_bytes(t, stage, params, gpus, moment, frozen) for t in terms if t.place is place)
-
-
-def moments(
-    layers: tuple[int | None, ...], activations: tuple[int, ...], frozen: tuple[bool, ...] | None = None
-) -> tuple[Moment, ...]:
-    """The moments that can be a card's highest: at rest, and both passes over each eighth of the model.
-
-    `layers`, `activations` and `frozen` give each eighth's largest layer, the activation bytes a
-    card keeps while working on it, and whether its weights are frozen (none, if not given).
-    """
-    passes = (Pass.FORWARD, Pass.BACKWARD)
-    eighths = zip(layers, activations, frozen or (False,) * len(layers), strict=True)
-    return (AT_REST, *(Moment(part, layer, kept, cold) for layer, kept, cold in eighths for part in passes))
 
 
 def peak_moment(

@@ -43,23 +43,35 @@ def adapter_params(arch: Architecture, rank: int, targets: LoraTargets) -> int:
     return arch.layers * rank * sum(matrices)
 
 
-def parse_trainable(text: str, params: int) -> int:
-    """Trainable weights, from a count ('1.5B', '350M') or a fraction of the model ('0.25', '25%').
+def trainable_share(text: str) -> Fraction | None:
+    """The share of the weights `text` trains, where it is a fraction ('0.25', '25%'); None for a count.
 
-    A plain number from 0 to 1 is a fraction: '1' trains everything. Raises ValueError, with a
-    sentence for a person, for a fraction outside 0 to 1 or a count above the model's weights.
+    A plain number from 0 to 1 is a fraction: '1' trains everything. Raises ValueError for a fraction
+    outside 0 to 1.
     """
     written = text.strip().replace(",", "")
     percent = written.endswith("%")
     try:
         share = Fraction(written.removesuffix("%")) / (100 if percent else 1)
     except (ValueError, ZeroDivisionError):
-        share = None
-    if share is not None and (percent or share <= 1 or share.denominator != 1):
-        if not 0 <= share <= 1:
-            raise ValueError("a fraction of the weights is between 0 and 1 (0% and 100%)")
+        return None
+    if not (percent or share <= 1 or share.denominator != 1):
+        return None
+    if not 0 <= share <= 1:
+        raise ValueError("a fraction of the weights is between 0 and 1 (0% and 100%)")
+    return share
+
+
+def parse_trainable(text: str, params: int) -> int:
+    """Trainable weights, from a count ('1.5B', '350M') or a fraction of the model ('0.25', '25%').
+
+    A plain number from 0 to 1 is a fraction: '1' trains everything. Raises ValueError, with a
+    sentence for a person, for a fraction outside 0 to 1 or a count above the model's weights.
+    """
+    share = trainable_share(text)
+    if share is not None:
         return int(share * params)
-    count = parse_count(written)
+    count = parse_count(text.strip().replace(",", ""))
     if count > params:
         raise ValueError(f"the trainable weights ({count:,}) are more than the model's {params:,}")
     return count

@@ -268,3 +268,8 @@ def per_weight(nbytes: Fraction | int) -> str:
 def gpus_label(gpus: int) -> str:
     """'1 GPU', '8 GPUs', '1,024 GPUs'."""
     return f"{gpus:,} GPU{'' if gpus == 1 else 's'}"
+
+
+def p_units(value: Fraction) -> str:
+    """Traffic in units of P, without trailing zeros: '0.125P', '2P'."""
+    return f"{float(value):.3f}".rstrip("0").rstrip(".") + "P"

@@ -9,7 +9,7 @@ from app import APP_NAME
 from app.domain.recipes import BandSpec
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
-from app.domain.units import gpus_label, per_weight
+from app.domain.units import gpus_label, p_units, per_weight
 from app.web.bars import legend, shared_scale
 from app.web.grid_view import CardGap, CardView, rest_cards
 from app.web.inputs import Theme
@@ -98,7 +98,7 @@ def compare_view(
             bytes_per_weight=per_weight(row.bytes_per_weight),
             per_gpu=units.show(row.per_gpu_bytes),
             peak=units.show(row.peak_bytes),
-            communication=f"{row.communication_p}P",
+            communication=p_units(row.communication_p),
             cards=rest_cards(scenario, stage, row, scale, None if other is stage else moved),
             change=moved.sentence,
         )

@@ -20,7 +20,17 @@ from app.domain.activations import Recompute
 from app.domain.architecture import ModelName
 from app.domain.placement import Device, Offload
 from app.domain.recipes import Band, Recipe
-from app.domain.report import LAST_PHASE, Accounting, Collective, Holding, Part, Run, StageReport, Transfer
+from app.domain.report import (
+    LAST_PHASE,
+    Accounting,
+    Collective,
+    Holding,
+    Part,
+    Run,
+    StageReport,
+    Transfer,
+    Whose,
+)
 from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, Share, holders, share, shown_indices
 from app.domain.stages import Stage
@@ -35,12 +45,22 @@ class TransferOut(BaseModel):
     collective: Collective
     band: Band
     when: str
-    volume_p: int = Field(description="Traffic in units of P, the number of weights.")
+    volume_p: int = Field(description="Traffic in units of P, the number of weights, where every weight trains.")
+    whose: Whose = Field(
+        description="Which weights it moves where some are frozen: gradients and ZeRO-1 and ZeRO-2's gather move "
+        "those that train; ZeRO-3 gathers every weight forward, and backward those the backward pass reaches."
+    )
 
     @classmethod
     def of(cls, transfer: Transfer) -> TransferOut:
         """From the domain's transfer."""
-        return cls(collective=transfer.collective, band=transfer.band, when=transfer.when, volume_p=transfer.volume_p)
+        return cls(
+            collective=transfer.collective,
+            band=transfer.band,
+            when=transfer.when,
+            volume_p=transfer.volume_p,
+            whose=transfer.whose,
+        )
 
 
 class StageRow(BaseModel):
@@ -50,7 +70,9 @@ class StageRow(BaseModel):
     title: str
     bytes_per_weight: float = Field(description="Bytes of model state one card keeps per weight of the model.")
     per_gpu_bytes: int = Field(description="Bytes of model state on one card for the model (30B weights).")
-    communication_p: int = Field(description="Traffic of one training step in units of P.")
+    communication_p: float = Field(
+        description="Traffic of one training step in units of P: less where weights are frozen."
+    )
     communication: list[TransferOut]
 
     @classmethod
@@ -61,7 +83,7 @@ class StageRow(BaseModel):
             title=row.stage.info.title,
             bytes_per_weight=float(row.bytes_per_weight),
             per_gpu_bytes=row.per_gpu_bytes,
-            communication_p=row.communication_p,
+            communication_p=float(row.communication_p),
             communication=[TransferOut.of(t) for t in row.transfers],
         )
 
@@ -133,7 +155,9 @@ class MemoryRow(BaseModel):
     per_gpu_bytes: int = Field(
         description="Model states on one card at rest; a sharded band is one slice of ceil(P/N) weights."
     )
-    communication_p: int = Field(description="Traffic of one step in units of P; 0 on one card.")
+    communication_p: float = Field(
+        description="Traffic of one step in units of P; 0 on one card, less where weights are frozen."
+    )
     communication_bytes: int = Field(description="Bytes through each card per step: P × the bytes of each band moved.")
     peak_bytes: int = Field(
         description="The whole GPU peak: the state plus, at the step's highest moment, what a card holds beyond it "
@@ -211,7 +235,7 @@ class MemoryRow(BaseModel):
             stage=row.stage,
             bytes_per_weight=float(row.bytes_per_weight),
             per_gpu_bytes=row.per_gpu_bytes,
-            communication_p=row.communication_p,
+            communication_p=float(row.communication_p),
             communication_bytes=row.communication_bytes,
             peak_bytes=row.peak_bytes,
             state_peak_bytes=row.state_peak_bytes,

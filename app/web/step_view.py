@@ -13,6 +13,7 @@ from app.domain.scenario import Scenario
 from app.domain.sharding import Share, holders, owned_columns, share, shown_indices
 from app.domain.stages import Stage
 from app.domain.step_text import cards_text, detail, explanation
+from app.domain.units import p_units
 from app.web.bars import bar_view, legend
 from app.web.grid_view import CardGap, CardView, CellView, ColumnView, host_title, split_host
 from app.web.links import Links
@@ -83,11 +84,6 @@ class StepView:
     """What crosses each card's PCIe link in this phase, with offload; blank when nothing does."""
     pcie_tally: str = ""
     """Each card's PCIe bytes so far, of the step's; blank without offload."""
-
-
-def p_units(value: Fraction) -> str:
-    """Traffic in units of P, without trailing zeros: '0.125P', '2P'."""
-    return f"{float(value):.3f}".rstrip("0").rstrip(".") + "P"
 
 
 NODE_SPACING = 12.5

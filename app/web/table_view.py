@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from app.domain.report import MAX_BATCH, UNKNOWN_LAYER_RULE, Accounting, StageReport
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
-from app.domain.units import LARGEST_COUNT, ByteUnit, per_weight
+from app.domain.units import LARGEST_COUNT, ByteUnit, p_units, per_weight
 from app.domain.units import count_label as params_label
 from app.web.links import LinkFor, switch_href
 
@@ -66,7 +66,7 @@ def table_rows(
             per_gpu=units.show(r.per_gpu_bytes),
             peak=units.show(r.peak_bytes),
             activations=units.show(r.activation_bytes) if counted else None,
-            communication=f"{r.communication_p}P",
+            communication=p_units(r.communication_p),
             communication_bytes=units.show(r.communication_bytes),
             breakdown=tuple(t.description for t in r.transfers) or ("nothing: one card",),
             fits=r.fits,

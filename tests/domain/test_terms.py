@@ -15,7 +15,6 @@ from app.domain.terms import (
     Place,
     Term,
     card_bytes,
-    moments,
     peak_bytes,
     term_bytes,
 )
@@ -62,11 +61,11 @@ def test_the_seeds_card_at_rest_in_the_forward_pass_and_at_its_peak(
 ) -> None:
     assert card_bytes(stage, SEED, 8, PAPER) == rest
     assert card_bytes(stage, SEED, 8, PAPER, Moment(Pass.FORWARD, LAYER)) == forward
-    eighths = moments((LAYER,) * 8, (0,) * 8)
+    eighths = _moments((LAYER,) * 8, (0,) * 8)
     assert peak_bytes(stage, SEED, 8, PAPER, eighths) == peak
     # The peak is the highest of the moments, and an unknown layer leaves model states only.
     assert peak == max(card_bytes(stage, SEED, 8, PAPER, m) for m in eighths)
-    assert peak_bytes(stage, SEED, 8, PAPER, moments((None,) * 8, (0,) * 8)) == rest
+    assert peak_bytes(stage, SEED, 8, PAPER, _moments((None,) * 8, (0,) * 8)) == rest
 
 
 def test_a_split_term_is_a_padded_slice_and_one_card_has_nobody_to_gather_from() -> None:
@@ -92,5 +91,20 @@ def test_the_peak_is_one_moment_not_the_sum_of_each_terms_highest() -> None:
     # takes the larger of 4 B × 100 + 10 and 4 B × 10 + 300 (weights and gradients of the layer, bf16),
     # not 4 B × 100 + 300.
     rest = card_bytes(Stage.ZERO3, 800, 8, PAPER)
-    eighths = moments((100, 10, 10, 10, 10, 10, 10, 10), (10, 0, 0, 0, 0, 0, 0, 300))
+    eighths = _moments((100, 10, 10, 10, 10, 10, 10, 10), (10, 0, 0, 0, 0, 0, 0, 300))
     assert peak_bytes(Stage.ZERO3, 800, 8, PAPER, eighths) == rest + max(4 * 100 + 10, 4 * 10 + 300)
+
+
+def _moments(layers: tuple[int | None, ...], activations: tuple[int, ...]) -> tuple[Moment, ...]:
+    """At rest, and both passes over layers of these sizes keeping these activations."""
+    passes = (Pass.FORWARD, Pass.BACKWARD)
+    return (AT_REST, *(Moment(p, n, a) for n, a in zip(layers, activations, strict=True) for p in passes))
+
+
+def test_a_layers_gradients_are_for_its_weights_that_train() -> None:
+    # ZeRO-3 backward over a layer of 100 weights of which 30 train: 2 B × 100 gathered, 2 B × 30 computed.
+    gathered, computed = PAPER[4], PAPER[5]
+    moment = Moment(Pass.BACKWARD, 100, 0, trained=30)
+    assert term_bytes(gathered, Stage.ZERO3, SEED, 8, moment) == 200
+    assert term_bytes(computed, Stage.ZERO3, SEED, 8, moment) == 60
+    assert term_bytes(computed, Stage.ZERO3, SEED, 8, Moment(Pass.BACKWARD, 100, 0, trained=0)) == 0

@@ -7,6 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.domain.architecture import LLAMA_3_8B, PRESETS, ModelName
+from app.domain.communication import Whose
 from app.domain.recipes import Band
 from app.domain.scenario import Inputs, resolve
 from app.domain.sizing import report
@@ -99,8 +100,10 @@ def test_lora_moves_the_adapters_gradients_only_and_ddp_buckets_them_only() -> N
     dp, _, _, zero3 = report(run)
     # Data parallelism all-reduces the adapters' bf16 gradients: 2 × 2 B × 65,536,000.
     assert dp.communication_bytes == 2 * 2 * trains
-    # ZeRO-3 all-gathers every weight twice, frozen or not, and reduce-scatters the adapters' gradients.
-    assert zero3.communication_bytes == 2 * 2 * run.params + 2 * trains
+    # ZeRO-3 all-gathers every weight for the forward, frozen or not; the backward stops at block 1, so it
+    # gathers all but the embedding (128,256 × 8,192 = 1,050,673,152) again, and reduce-scatters the
+    # adapters' gradients.
+    assert zero3.communication_bytes == 2 * run.params + 2 * (run.params - 1_050_673_152) + 2 * trains
     buckets = next(item for item in dp.overheads if item.name == "DDP gradient buckets")
     assert buckets.nbytes == 2 * trains
 
@@ -120,11 +123,14 @@ def test_the_steps_tally_is_the_tables_traffic_with_frozen_weights(stage: Stage,
         for t in p.transfers
     )
     assert moved == row.communication_bytes
-    # And a frozen column's backward computes, and sends, no gradients.
+    # And the backward over a column computes gradients for the layer in hand's trained weights only,
+    # and sends gradients only where the column has weights that train.
     for p in phases:
-        if p.frozen and p.part.value == "backward":
-            assert p.extra.computed == 0
-            assert all(t.band is not Band.GRADIENTS for t in p.transfers)
+        if p.part.value == "backward" and p.column is not None:
+            computes = stage in (Stage.ZERO2, Stage.ZERO3) and run.gpus > 1
+            assert p.extra.computed == (gradients * (p.trained or 0) if computes else 0)
+            if not run.moved[Whose.TRAINED][p.column]:
+                assert all(t.band is not Band.GRADIENTS for t in p.transfers)
 
 
 def test_a_frozen_largest_layer_is_assembled_without_gradients() -> None:

@@ -266,7 +266,10 @@ def test_a_frozen_column_in_the_step_keeps_its_weights_and_its_place(client: Tes
     frozen = {c["band"] for c in body["cells"] if c["column"] == 5}
     assert frozen == {"weights"}
     assert {c["band"] for c in body["cells"] if c["column"] == 7} == {"weights", "gradients", "master", "moments"}
-    assert body["computed_bytes"] == 0
+    # Yet column 5 ends in layer 26, which straddles the boundary: of its 218,112,000 weights, from
+    # 525,336,576 + 25 × 218,112,000 = 5,978,136,576 on, those from 6,022,695,936 (a quarter of
+    # 8,030,261,248 trains) train: 173,552,640, whose bf16 gradients the backward computes.
+    assert body["computed_bytes"] == 2 * 173_552_640
     assert [t["collective"] for t in body["transfers"]] == ["all-gather"]
     assert "is frozen" in body["explanation"]
     tree = dom(client.get("/", params=query).text)
