@@ -208,11 +208,17 @@ def terms(recipe: Recipe, stage: Stage, setup: Setup = PAPER) -> tuple[Term, ...
     return tuple(_homed(term, stage, setup) for term in build[setup.accounting](recipe, stage))
 
 
-def differences(stage: Stage, recipe: Recipe, setup: Setup, padded: bool = False) -> tuple[str, ...]:
-    """Every way `setup` counts this stage differently from the paper, one sentence each."""
+def differences(
+    stage: Stage, recipe: Recipe, setup: Setup, padded: bool = False, module: int | None = None
+) -> tuple[str, ...]:
+    """Every way `setup` counts this stage differently from the paper, one sentence each.
+
+    `module` is the model's largest module by its own weights, DeepSpeed's largest layer, where known.
+    """
     said: list[str] = []
     if setup.accounting is Accounting.DEEPSPEED:
-        said.extend(_deepspeed_differences(stage, recipe, padded, Band.MASTER in setup.placement.moved(stage)))
+        hosted = Band.MASTER in setup.placement.moved(stage)
+        said.extend(_deepspeed_differences(stage, recipe, padded, hosted, module))
     elif setup.accounting is Accounting.FSDP2:
         said.extend(_fsdp2_differences(stage, recipe, setup.placement))
     elif setup.accounting is Accounting.MEGATRON:
@@ -226,7 +232,7 @@ def differences(stage: Stage, recipe: Recipe, setup: Setup, padded: bool = False
     return tuple(said)
 
 
-def _deepspeed_differences(stage: Stage, recipe: Recipe, padded: bool, hosted: bool) -> list[str]:
+def _deepspeed_differences(stage: Stage, recipe: Recipe, padded: bool, hosted: bool, module: int | None) -> list[str]:
     said = []
     fp32 = _fp32_gradients(recipe)
     host = ", on the host with the optimizer state" if hosted else ""
@@ -250,6 +256,11 @@ def _deepspeed_differences(stage: Stage, recipe: Recipe, padded: bool, hosted: b
             "DeepSpeed counts 4 B for each weight of the largest layer, its weights and gradients assembled, "
             "even on one card."
         )
+        if module is not None:
+            said.append(
+                f"DeepSpeed's largest layer is the largest module by its own weights, {module:,} here: an "
+                "embedding or one matrix, not a whole block, as ZeRO-3 gathers one module at a time."
+            )
     if padded and stage is not Stage.DP:
         said.append(
             "DeepSpeed's estimator does not round a slice up to whole weights: here, where the cards do not "

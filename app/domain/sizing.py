@@ -232,7 +232,13 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         max_params_that_fit=max_params_that_fit(stage, run),
         max_batch_that_fits=max_batch_that_fits(stage, run, known),
         host=host_report(stage, run),
-        differences=differences(stage, run.recipe, run.setup, padded=run.params % run.gpus != 0),
+        differences=differences(
+            stage,
+            run.recipe,
+            run.setup,
+            padded=run.params % run.gpus != 0,
+            module=run.deepspeed_layer if run.layers else None,
+        ),
         peak_moment=moment,
         extra=extra,
         terms=tuple(

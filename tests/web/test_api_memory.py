@@ -242,3 +242,55 @@ def test_offload_moves_bytes_from_the_gpu_to_the_host(client: TestClient) -> Non
     assert moved == 14 * 30 * 10**9 // 8
     assert after["pinned_bytes_per_node"] == after["cpu_bytes_per_node"] == 8 * moved
     assert after["pcie_bytes_per_step"] == 2 * 2 * 30 * 10**9 // 8
+
+
+# Issue 31's audit: each figure worked by hand, each wrong before layers carried what trains in them.
+FROZEN_AND_LORA = [
+    # Llama 3 70B training its head, final norm and last 2 blocks (2 × 856,121,344 + 8,192 +
+    # 1,050,673,152 = 2,761,990,144). ZeRO-2's backward over the head computes its 1,050,673,152
+    # weights' bf16 gradients: 145,940,895,744 at rest (2 B × P + 14 B × trained / 8) + 2,101,346,304.
+    ("model=llama-3-70b&trainable=2761990144&batch=0", "zero2", "peak_bytes", 148_042_242_048),
+    # LoRA r = 256 on all-linear, Llama 3 8B: the adapters sit in each block, 20,971,520 a block; the
+    # head stays frozen. ZeRO-2: 18,577,104,896 at rest + block 32's adapters' gradients, 2 × 20,971,520.
+    ("model=llama-3-8b&lora_rank=256&lora_targets=all-linear&batch=0", "zero2", "peak_bytes", 18_619_047_936),
+    # ZeRO-3: 3,349,742,592 at rest + the head gathered (2 × 525,336,576), which computes no gradients.
+    ("model=llama-3-8b&lora_rank=256&lora_targets=all-linear&batch=0", "zero3", "peak_bytes", 4_400_415_744),
+    # ZeRO-1 moves the trained tenth only: a reduce-scatter of 750,000,000 bf16 gradients and an
+    # all-gather of as many bf16 weights, 2 × 2 B × 750,000,000.
+    ("model=zero-7.5b&trainable=10%25&batch=0", "zero1", "communication_bytes", 3_000_000_000),
+    ("model=zero-7.5b&trainable=10%25&batch=0", "zero2", "communication_bytes", 3_000_000_000),
+    ("model=zero-7.5b&trainable=10%25&batch=0", "zero1", "communication_p", 0.2),
+    # Full recomputation, Llama 3 8B, s = 8192, b = 1: at the head's backward, 32 checkpoints of 2sbh
+    # (67,108,864 each), the final norm's input (2sbh), the head's input (2sbh) and the logits (4sbv,
+    # 4,202,692,608): 6,484,393,984 B, with the head gathered and its gradients (4 × 525,336,576) on
+    # ZeRO-3's 16,060,522,496 at rest.
+    ("model=llama-3-8b&recompute=full&batch=1", "zero3", "peak_bytes", 16_060_522_496 + 2_101_346_304 + 6_484_393_984),
+    ("model=llama-3-8b&recompute=full&batch=1", "zero3", "activation_bytes", 6_484_393_984),
+]
+
+
+@pytest.mark.parametrize(("query", "stage", "field", "expected"), FROZEN_AND_LORA)
+def test_frozen_weights_and_lora_layer_by_layer(
+    client: TestClient, query: str, stage: str, field: str, expected: float
+) -> None:
+    rows = {row["stage"]: row for row in client.get(f"/api/memory?{query}").json()["stages"]}
+    assert rows[stage][field] == expected
+
+
+def test_the_largest_layer_that_trains_is_assembled_with_its_gradients(client: TestClient) -> None:
+    # GPT-3 with 90% training: its largest layer, a block of 1,812,099,072 weights, trains whole, so
+    # assembled it is 4 B × 1,812,099,072 = 7,248,396,288, more than a 5 GB card.
+    body = client.get("/api/memory?model=gpt-3-175b&trainable=90%25&capacity=5GB&batch=0").json()
+    assert body["inputs"]["assembled_layer_bytes"] == 7_248_396_288
+    assert body["inputs"]["layer_exceeds_card"] is True
+
+
+@pytest.mark.parametrize("stage", ["dp", "zero1", "zero2", "zero3"])
+def test_the_largest_model_that_fits_fits_when_entered(client: TestClient, stage: str) -> None:
+    # The search keeps the share as entered: 0.9 of the found count trains, as the form reads it.
+    query = "trainable=0.9&gpus=2&capacity=80GB&batch=0"
+    found = next(r for r in client.get(f"/api/memory?params=1000001&{query}").json()["stages"] if r["stage"] == stage)
+    largest = found["max_params_that_fit"]
+    for params, fits in ((largest, True), (largest + 1, False)):
+        rows = client.get(f"/api/memory?params={params}&{query}").json()["stages"]
+        assert next(r for r in rows if r["stage"] == stage)["fits"] is fits
