@@ -2,12 +2,28 @@
 
 from __future__ import annotations
 
-import pytest
+from fractions import Fraction
 
-from app.domain.activations import Activations, Recompute, Shape, for_one_sequence, head_bytes, per_layer_bytes
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from app.domain.activations import (
+    Activations,
+    Recompute,
+    Shape,
+    block_saved,
+    for_one_sequence,
+    head_bytes,
+    per_layer_bytes,
+)
 from app.domain.architecture import GPT_3_175B, LLAMA_3_8B, LLAMA_3_70B, Architecture
 from app.domain.layers import bare_layers, column_moments, column_weights, first_trained, model_layers
+from app.domain.run import Run
+from app.domain.sizing import peak_bytes
+from app.domain.stages import Stage
 from app.domain.terms import Pass
+from app.domain.trainable import LoraTargets
 
 # Llama 3 8B: embedding and head 128,256 × 4,096 = 525,336,576 each; a block 218,112,000; 32 blocks.
 EMBEDDING_8B = 128_256 * 4096
@@ -132,3 +148,139 @@ def test_column_weights_each_kind_adds_up() -> None:
 )
 def test_bare_layers(largest: int | None, frozen: int, trained: tuple[int, ...]) -> None:
     assert tuple(layer.trained for layer in bare_layers(80, largest, frozen)) == trained
+
+
+# The property: for random models, shares, LoRA ranks and targets, the peak is the most a card holds at
+# any moment of a step walked layer by layer here, by brute force, with gradients only for what trains.
+
+
+@st.composite
+def architectures(draw: st.DrawFn) -> Architecture:
+    heads = draw(st.integers(1, 4))
+    kv_heads = draw(st.sampled_from([d for d in range(1, heads + 1) if heads % d == 0]))
+    return Architecture(
+        layers=draw(st.integers(1, 6)),
+        hidden=heads * draw(st.integers(1, 8)),
+        ffn=draw(st.integers(1, 64)),
+        vocab=draw(st.integers(1, 300)),
+        heads=heads,
+        kv_heads=kv_heads,
+        tied_embeddings=draw(st.booleans()),
+        gated_mlp=draw(st.booleans()),
+        biases=draw(st.booleans()),
+        layer_norm=draw(st.booleans()),
+        positions=draw(st.sampled_from([0, 4, 16])),
+        dropout=draw(st.booleans()),
+        flash_attention=draw(st.booleans()),
+    )
+
+
+def _adapters_by_hand(arch: Architecture, rank: int, targets: LoraTargets) -> int:
+    """One block's adapters: r·(d_in + d_out) for each targeted matrix."""
+    h, kv, f = arch.hidden, arch.kv_heads * arch.hidden // arch.heads, arch.ffn
+    q = o = rank * (h + h)
+    k = v = rank * (h + kv)
+    mlp = (3 if arch.gated_mlp else 2) * rank * (h + f)
+    return {LoraTargets.QV: q + v, LoraTargets.QKVO: q + k + v + o, LoraTargets.ALL_LINEAR: q + k + v + o + mlp}[
+        targets
+    ]
+
+
+def _brute_force_peak(arch: Architecture, stage: Stage, gpus: int, frozen: int, per_block: int, shape: Shape) -> int:
+    """Walk the step piece by piece and add up exactly what is alive at each moment (mixed-precision Adam)."""
+    s, b, h = shape.seq, shape.batch, arch.hidden
+    block_kept = sum(t.nbytes for t in block_saved(arch, shape) if shape.recompute not in t.recomputed_by)
+    whole_block = sum(t.nbytes for t in block_saved(arch, shape))
+    if shape.recompute is Recompute.FULL:  # a block keeps its input, 2sbh, and recomputes the rest
+        block_kept = 2 * s * b * h
+    # (name, weights gathered, weights that train, activations kept, working set in its backward)
+    pieces: list[tuple[str, int, int, int, int]] = []
+    position = 0
+    base = arch.params
+
+    def trains(n: int) -> int:
+        return max(0, min(position + n, base) - max(position, frozen))
+
+    embedding = arch.vocab * h
+    pieces.append(("embedding", embedding, trains(embedding), 0, 0))
+    position += embedding
+    if arch.positions:
+        pieces.append(("positions", arch.positions * h, trains(arch.positions * h), 0, 0))
+        position += arch.positions * h
+    if arch.dropout:  # the embedding's dropout mask, sbh of 1 B, kept by the last embedding piece
+        name, n, t, _, _ = pieces[-1]
+        pieces[-1] = (name, n, t, s * b * h, 0)
+    for _ in range(arch.layers):
+        n = arch.block_params
+        working = whole_block - block_kept if shape.recompute is Recompute.FULL else 0
+        pieces.append(("block", n + per_block, trains(n) + per_block, block_kept, working))
+        position += n
+    norm = arch.norm_params
+    pieces.append(("final norm", norm, trains(norm), 2 * s * b * h, 0))
+    position += norm
+    head = 2 * s * b * h + 4 * s * b * arch.vocab  # its input and the fp32 log-probabilities
+    if arch.tied_embeddings:
+        pieces.append(("head", embedding, pieces[0][2], head, 0))
+    else:
+        pieces.append(("head", embedding, trains(embedding), head, 0))
+    params = base + per_block * arch.layers
+    trained = params - frozen
+    slice_of = -(-params // gpus)
+    slice_trained = -(-trained // gpus)
+    sharded = {Stage.DP: 0, Stage.ZERO1: 1, Stage.ZERO2: 2, Stage.ZERO3: 3}[stage]
+    state = (
+        2 * (slice_of if sharded >= 3 else params)
+        + 2 * (slice_trained if sharded >= 2 else trained)
+        + 12 * (slice_trained if sharded >= 1 else trained)
+    )
+    first = next((i for i, piece in enumerate(pieces) if piece[2]), None)
+    # Activations alive once piece i has run forward: those of every piece up to i the backward will reach.
+    alive = [
+        sum(p[3] for j, p in enumerate(pieces[: i + 1]) if first is not None and j >= first) for i in range(len(pieces))
+    ]
+    moments = [0]  # at rest
+    for i, (_, n, _, _, _) in enumerate(pieces):  # the forward pass: ZeRO-3 gathers the piece
+        moments.append((2 * n if sharded == 3 else 0) + alive[i])
+    backward = [] if first is None else range(len(pieces) - 1, first - 1, -1)  # to the first piece that trains
+    for i in backward:
+        _, n, t, _, working = pieces[i]
+        gradients = 2 * t if sharded >= 2 else 0  # computed whole, for the weights that train
+        moments.append((2 * n if sharded == 3 else 0) + gradients + alive[i] + working)
+    return state + max(moments)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    arch=architectures(),
+    stage=st.sampled_from(list(Stage)),
+    gpus=st.integers(2, 16),
+    share=st.fractions(0, 1, max_denominator=97),
+    lora=st.one_of(st.none(), st.tuples(st.integers(1, 8), st.sampled_from(list(LoraTargets)))),
+    batch=st.integers(0, 3),
+    seq=st.integers(1, 16),
+    recompute=st.sampled_from(list(Recompute)),
+)
+def test_the_peak_is_a_brute_force_walk_over_what_is_alive(
+    arch: Architecture,
+    stage: Stage,
+    gpus: int,
+    share: Fraction,
+    lora: tuple[int, LoraTargets] | None,
+    batch: int,
+    seq: int,
+    recompute: Recompute,
+) -> None:
+    per_block = _adapters_by_hand(arch, *lora) if lora else 0
+    frozen = arch.params if lora else arch.params - int(share * arch.params)
+    activations = for_one_sequence(arch, seq, recompute)
+    run = Run(
+        params=arch.params + per_block * arch.layers,
+        gpus=gpus,
+        largest_layer=arch.largest_layer,
+        layers=model_layers(arch, frozen, per_block, activations),
+        activations=activations,
+        batch=batch,
+        frozen=frozen,
+    )
+    expected = _brute_force_peak(arch, stage, gpus, frozen, per_block, Shape(batch, seq, recompute))
+    assert peak_bytes(stage, run) == expected
