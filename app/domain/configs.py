@@ -235,7 +235,10 @@ def ignored_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
 
 def _whole(value: object) -> TypeGuard[int | float]:
     # JSON has no integers of its own: 5e8 arrives as a float. A bool is an int to Python, not to JSON.
-    return isinstance(value, int | float) and not isinstance(value, bool) and float(value).is_integer()
+    # An int is whole as it is: turned into a float, one of 309 digits or more would overflow.
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and value.is_integer())
 
 
 def _section(config: Mapping[str, Any], key: str) -> Mapping[str, Any]:
@@ -289,11 +292,12 @@ def _offload_query(zero: Mapping[str, Any], stage: Stage) -> dict[str, str]:
 
 
 def _bucket(key: str, value: object, default: int) -> str:
+    # 0 is DeepSpeed's least: its config declares each bucket `Field(..., ge=0)`
+    # (deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig), and Hugging Face's ZeRO-3 configs write
+    # stage3_max_live_parameters: 0. The link says 0 as it is (the field takes it, app/web/fields.py).
     if not _whole(value) or not 0 <= value < MAX_ELEMENTS:
         raise ConfigError(key, value, "is not a whole number of elements (below 1e16).")
-    # A link's counts start at 1 (the count grammar), and Hugging Face's configs write 0 for "none
-    # live": one element, 2 bytes, is the nearest a link can say.
-    count = max(int(value), 1)
+    count = int(value)
     return "" if count == default else str(count)  # the default: a shorter link
 
 

@@ -101,6 +101,8 @@ class StageReport:
     """Those counted: all of them, or 0."""
     fits: bool | None
     headroom_bytes: int | None
+    """The capacity less `peak_bytes`, activations and counted overheads included: what is left over, negative
+    when over; None without a capacity."""
     max_params_that_fit: int | None
     """None without a capacity, and when not even a model of one largest layer fits."""
     max_batch_that_fits: int | None

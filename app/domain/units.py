@@ -3,7 +3,9 @@
 '7.5B', '7.5e9', '7.5e+09', '7,500,000,000' and '7500000000' are the same count; '80GB' is
 80×10⁹ bytes and '80GiB' is 80×2³⁰. The grammar is one regular expression per kind, shared with
 the API's OpenAPI schema, and every string it matches is a valid, positive, whole amount: a count
-below 10¹⁶, a size below 10,000 TiB. What the schema promises, the parser keeps.
+below 10¹⁶, a size below 10,000 TiB. What the schema promises, the parser keeps. Zero has a grammar
+of its own (`ZERO_COUNT_PATTERN`, `ZERO_BYTES_PATTERN`), read only where a field takes it (`zero=True`):
+an overhead's setting of 0 leaves it out, and DeepSpeed takes a bucket of 0 elements.
 
 The patterns use only syntax Python's `re` and the Rust `regex` crate (pydantic-core) read alike:
 no lookaround, no backreferences, plain spaces, and bounded repetition, so no match is slow.
@@ -97,8 +99,15 @@ _BYTE_NUMBER = f"(?:{_whole(COUNT_DIGITS, SIZE_LEAST_DIGITS)}|{_scientific(COUNT
 COUNT_PATTERN = rf"^{_SP}(?:{_NUMBER}|{_MANTISSA}{_SP}[KMBTkmbt]){_SP}$"
 BYTES_PATTERN = rf"^{_SP}(?:{_BYTE_NUMBER}|{_MANTISSA}{_SP}(?:[GgTt][Bb]|[GgTt][Ii][Bb])){_SP}$"
 
+# Zero, in any unit: 0 of anything is 0, so a bare 0 is no ambiguity, unlike a bare 80. Only "0": no
+# sign, no decimals, no exponent, which would only be other ways to write the same nothing.
+ZERO_COUNT_PATTERN = rf"^{_SP}0{_SP}[KMBTkmbt]?{_SP}$"
+ZERO_BYTES_PATTERN = rf"^{_SP}0{_SP}(?:[GgTt][Bb]|[GgTt][Ii][Bb])?{_SP}$"
+
 _COUNT = re.compile(COUNT_PATTERN)
 _BYTES = re.compile(BYTES_PATTERN)
+_ZERO_COUNT = re.compile(ZERO_COUNT_PATTERN)
+_ZERO_BYTES = re.compile(ZERO_BYTES_PATTERN)
 _PARTS = re.compile(r"^ *([0-9.,_]+(?:[eE][+ ]?[0-9]+)?) *([A-Za-z]*) *$")
 # A size whose unit is a bare G or T: GB or GiB? The grammar refuses it; this says why.
 _AMBIGUOUS = re.compile(rf"^{_SP}({_MANTISSA}){_SP}([GgTt]){_SP}$")
@@ -185,8 +194,10 @@ def _amount(text: str, grammar: re.Pattern[str], units: dict[str, int], what: st
     return Fraction(Decimal(number.replace(",", "").replace("_", "").replace(" ", ""))) * units[unit.lower()]
 
 
-def parse_count(text: str) -> int:
-    """A weight count: '7.5B', '7.5e9', '7.5e+09', '7,500,000,000', '7500000000', '350M'."""
+def parse_count(text: str, *, zero: bool = False) -> int:
+    """A weight count: '7.5B', '7.5e9', '7.5e+09', '7,500,000,000', '7500000000', '350M'; with `zero`, '0' too."""
+    if zero and _ZERO_COUNT.fullmatch(text):
+        return 0
     count = _amount(text, _COUNT, _COUNT_SUFFIXES, "a number of weights", "7.5B, 7.5e9 or 7500000000")
     # The grammar admits only whole counts; this keeps a future change to it honest.
     if count.denominator != 1:
@@ -225,8 +236,13 @@ def ambiguity(text: str, *, show_input: bool) -> str | None:
     )
 
 
-def parse_bytes(text: str) -> int:
-    """A memory size: '80GB', '80GiB', '1.5TB', '32e9', or plain bytes; '80G' is refused as ambiguous."""
+def parse_bytes(text: str, *, zero: bool = False) -> int:
+    """A memory size: '80GB', '80GiB', '1.5TB', '32e9', or plain bytes; '80G' is refused as ambiguous.
+
+    With `zero`, '0' too, with a unit or without ('0GB').
+    """
+    if zero and _ZERO_BYTES.fullmatch(text):
+        return 0
     reading = ambiguity(text, show_input=True)
     if reading is not None:
         raise ValueError(f"a memory size is ambiguous: {reading}")

@@ -26,7 +26,15 @@ from app.domain.scenario import Inputs, Scenario
 from app.domain.sizing import MAX_BATCH, MAX_GPUS
 from app.domain.state_bytes import DEFAULT_GPUS
 from app.domain.trainable import MAX_LORA_RANK, LoraTargets
-from app.domain.units import BYTES_PATTERN, COUNT_PATTERN, ByteUnit, count_label, gpus_label
+from app.domain.units import (
+    BYTES_PATTERN,
+    COUNT_PATTERN,
+    ZERO_BYTES_PATTERN,
+    ZERO_COUNT_PATTERN,
+    ByteUnit,
+    count_label,
+    gpus_label,
+)
 
 
 class Group(StrEnum):
@@ -67,6 +75,7 @@ class Kind(StrEnum):
 # the model's weights depends on the model, which no pattern can say; the query model's validator does.
 TRAINABLE_PATTERN = rf"^\s*(?:0|1|0?\.\d+|1\.0+|\d{{1,3}}(?:\.\d+)?\s*%)\s*$|{COUNT_PATTERN}"
 _PATTERNS = {Kind.COUNT: COUNT_PATTERN, Kind.SIZE: BYTES_PATTERN, Kind.TRAINABLE: TRAINABLE_PATTERN}
+_ZERO_PATTERNS = {Kind.COUNT: ZERO_COUNT_PATTERN, Kind.SIZE: ZERO_BYTES_PATTERN}
 
 _COUNT_EXAMPLES = (
     "a number of weights under 10,000T, such as 7.5B, 7.5e9 or 7,500,000,000 (at most four digits before K, M, B or T)"
@@ -114,12 +123,16 @@ class RunField:
     """Where the value goes in the domain's `Inputs`: an attribute, `band_bytes.<i>` or `overheads.<name>`."""
     band: Band | None = None
     """The band whose bytes a custom recipe's field sets: its label comes from the recipe drawn."""
+    zero: bool = False
+    """Whether a count or a size of 0 is a value: "none of it" (a whole number says so with `low`)."""
 
     @property
     def pattern(self) -> str | None:
-        """The grammar of a text field, with an empty value allowed (the default)."""
+        """The grammar of a text field, with an empty value allowed (the default), and 0 where it is taken."""
         found = _PATTERNS.get(self.kind)
-        return None if found is None else f"^$|{found}"
+        if found is None:
+            return None
+        return f"^$|{_ZERO_PATTERNS[self.kind]}|{found}" if self.zero else f"^$|{found}"
 
     @property
     def option(self) -> str:
@@ -144,12 +157,14 @@ class RunField:
     def hint(self) -> str | None:
         """What a text the grammar refuses should have been: "a memory size, such as 80GB…"."""
         if self.kind is Kind.SIZE:
-            return _BYTES_EXAMPLES.replace("80GB, 80GiB or 80e9", _SIZE_EXAMPLES.get(self.name, "80GB, 80GiB or 80e9"))
-        if self.kind is Kind.COUNT:
-            return _ELEMENTS if self.group is Group.ADDRESS else _COUNT_EXAMPLES
-        if self.kind is Kind.TRAINABLE:
+            said = _BYTES_EXAMPLES.replace("80GB, 80GiB or 80e9", _SIZE_EXAMPLES.get(self.name, "80GB, 80GiB or 80e9"))
+        elif self.kind is Kind.COUNT:
+            said = _ELEMENTS if self.group is Group.ADDRESS else _COUNT_EXAMPLES
+        elif self.kind is Kind.TRAINABLE:
             return "a number of weights (1.5B), a fraction from 0 to 1 (0.25) or a percentage (25%)"
-        return None
+        else:
+            return None
+        return f"0 or {said}" if self.zero else said
 
 
 _SIZE_EXAMPLES = {"host_memory": "2TB, 1.5TiB or 2e12", "nvme_space": "30TB, 28TiB or 30e12"}
@@ -200,10 +215,15 @@ def _band_field(band: Band, label: str) -> RunField:
 
 
 def _count_setting(name: str, help: str, doc: str) -> RunField:
+    # 0 is a value: DeepSpeed's config takes it for each of the three buckets, `reduce_bucket_size:
+    # int = Field(pp_int(5e8), ge=0)`, and `prefetch_bucket_size` and `max_live_parameters` (aliases
+    # stage3_prefetch_bucket_size and stage3_max_live_parameters) the same, `ge=0`
+    # (deepspeed/runtime/zero/config.py, DeepSpeedZeroConfig); the overheads count 0 elements as 0 B.
     default = getattr(DEFAULTS, name)
     return RunField(
-        name, name, Group.ADDRESS, Kind.COUNT, None, help, _setting(name), doc, f"{default:.0e}".replace("+0", ""),
-        into=f"overheads.{name}",
+        name, name, Group.ADDRESS, Kind.COUNT, None, f"{help} 0 or more, as DeepSpeed takes.", _setting(name),
+        f"{doc}; `0` or more, as DeepSpeed's config takes", f"{default:.0e}".replace("+0", ""),
+        into=f"overheads.{name}", zero=True,
     )  # fmt: skip
 
 
@@ -311,17 +331,18 @@ FIELDS: tuple[RunField, ...] = (
         "`0`",
         echo="overheads", into="count_overheads",
     ),
+    # An overhead's size of 0 leaves it out, as process_groups=0 and fragmentation=0 do theirs.
     RunField(
         "cuda_context", "cuda_context", Group.ADDRESS, Kind.SIZE, None,
-        f"The CUDA context per process: {_BYTES_EXAMPLES}.", _setting("cuda_context"),
-        "the CUDA context per process, as a memory size (`0.5GiB`, or bytes)", "400 MiB",
-        into="overheads.cuda_context",
+        f"The CUDA context per process: 0 or {_BYTES_EXAMPLES}.", _setting("cuda_context"),
+        "the CUDA context per process, as a memory size (`0.5GiB`, or bytes); `0` leaves it out", "400 MiB",
+        into="overheads.cuda_context", zero=True,
     ),
     RunField(
         "nccl_per_group", "nccl_per_group", Group.ADDRESS, Kind.SIZE, None,
-        f"NCCL's buffers per communicator: {_BYTES_EXAMPLES}.", _setting("nccl_per_group"),
-        "NCCL's buffers per communicator, as a memory size (`0.5GiB`, or bytes)", "688 MiB",
-        into="overheads.nccl_per_group",
+        f"NCCL's buffers per communicator: 0 or {_BYTES_EXAMPLES}.", _setting("nccl_per_group"),
+        "NCCL's buffers per communicator, as a memory size (`0.5GiB`, or bytes); `0` leaves them out", "688 MiB",
+        into="overheads.nccl_per_group", zero=True,
     ),
     RunField(
         "process_groups", "process_groups", Group.ADDRESS, Kind.WHOLE, DEFAULTS.process_groups,
@@ -437,13 +458,15 @@ FIELDS: tuple[RunField, ...] = (
         "none: no verdict",
         none="no host memory, so no verdict on it", echo="host_memory",
     ),
+    # A node may have no NVMe drive (0): ZeRO-Infinity then does not fit, which is a verdict. A node
+    # with no CPU RAM, or a card with no memory, is no machine: host_memory and capacity start above 0.
     RunField(
         "nvme_space", "NVMe per node", Group.HOST, Kind.SIZE, None,
-        "One node's NVMe space, for ZeRO-Infinity's verdict.",
+        "One node's NVMe space, for ZeRO-Infinity's verdict; 0: a node without NVMe.",
         lambda s: _size_or_none(s.run.nvme_space, s),
-        "one node's NVMe space, for ZeRO-Infinity",
+        "one node's NVMe space, for ZeRO-Infinity; `0`, a node without NVMe",
         "none: no verdict",
-        none="no NVMe space, so no verdict on it", echo="nvme_space",
+        none="no NVMe space, so no verdict on it", echo="nvme_space", zero=True,
     ),
     RunField(
         "accounting", "Counted as", Group.HOST, Kind.CHOICE, Accounting.PAPER,

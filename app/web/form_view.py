@@ -9,7 +9,7 @@ from app.domain.activations import Recompute
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.hardware import CARDS
 from app.domain.placement import Device, Offload
-from app.domain.recipes import RECIPES, Band, Recipe, RecipeName
+from app.domain.recipes import RECIPES, Recipe, RecipeName
 from app.domain.scenario import Inputs, Scenario
 from app.domain.stages import Stage
 from app.domain.trainable import LoraTargets
@@ -33,7 +33,6 @@ class BandField:
     name: str
     label: str
     value: int
-    minimum: int
     readonly: bool
 
 
@@ -135,7 +134,7 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         gpus=run.gpus,
         recipes=recipes,
         bands=tuple(
-            BandField(f"{spec.band}_bytes", spec.label, spec.nbytes, _minimum(spec.band), not custom_recipe)
+            BandField(f"{spec.band}_bytes", spec.label, spec.nbytes, not custom_recipe)
             for spec in scenario.recipe.specs
         ),
         bands_readonly=not custom_recipe,
@@ -193,10 +192,6 @@ _RECOMPUTE_LABELS = {
 
 def _sizes(recipe: Recipe) -> str:
     return "/".join(str(spec.nbytes) for spec in recipe.specs)
-
-
-def _minimum(band: Band) -> int:
-    return 1 if band is Band.WEIGHTS else 0
 
 
 def _capacity_text(capacity: int) -> str:

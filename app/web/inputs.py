@@ -85,16 +85,8 @@ def _declared(field: RunField) -> tuple[Any, Any]:
     )
 
 
-def _count(text: str | None) -> int | None:
-    return parse_count(text) if text and text.strip() else None
-
-
-def _size(text: str | None) -> int | None:
-    return parse_bytes(text) if text and text.strip() else None
-
-
-_READ = {Kind.COUNT: _count, Kind.SIZE: _size}
-"""How a text field becomes the domain's number; the other kinds are read by pydantic."""
+_READ = {Kind.COUNT: parse_count, Kind.SIZE: parse_bytes}
+"""How a text field becomes the domain's number (0 where the field takes it); the other kinds are read by pydantic."""
 
 
 if TYPE_CHECKING:  # mypy sees a plain model; the fields come from the declaration, named nowhere else
@@ -171,7 +163,8 @@ class RunQuery(_RunFields):
         for field in FIELDS:
             value = self.value(field.name)
             read = _READ.get(field.kind)
-            value = read(value) if read is not None else value
+            if read is not None:  # a blank text is the default
+                value = read(value, zero=field.zero) if value and value.strip() else None
             where, _, key = field.target.partition(".")
             if where == "band_bytes":
                 bands[int(key)] = value

@@ -183,7 +183,9 @@ class MemoryRow(BaseModel):
     )
     fits: bool | None = Field(None, description="Whether the peak fits the capacity (only with a capacity).")
     headroom_bytes: int | None = Field(
-        None, description="Capacity left for activations, negative when over (only with a capacity)."
+        None,
+        description="The capacity less peak_bytes, which already holds the activations (and the overheads with "
+        "overheads=1): what is left over, negative when over (only with a capacity).",
     )
     max_params_that_fit: int | None = Field(
         None,

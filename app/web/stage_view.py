@@ -196,7 +196,10 @@ def narration(
     if run.capacity is not None and row.headroom_bytes is not None:
         card = units.show(run.capacity)
         if row.fits:
-            fit = f"{stage.info.title} fits on {card}: {units.show(row.headroom_bytes)} left for activations."
+            # The peak holds the activations where they are counted: what is left is left over. Where
+            # they are not (no micro-batch, or a bare weight count), it is the room they would have.
+            rest = "." if row.activation_bytes else " for activations."
+            fit = f"{stage.info.title} fits on {card}: {units.show(row.headroom_bytes)} left{rest}"
         else:
             fit = f"{stage.info.title} does not fit on {card}: {units.show(-row.headroom_bytes)} over."
     return Narration(stage=said, phase=phase, fit=fit, switched=moved is not None)

@@ -10,6 +10,8 @@ splits the master copy and the moments: 18 B per weight, or 6 + 12/d (`theoretic
 
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 
 from app.domain.accounting import FSDP_STAGES, Accounting, Setup, differences, fsdp2_dtypes, terms
@@ -330,3 +332,31 @@ MEGATRON_SAID = [
 @pytest.mark.parametrize(("recipe", "stage", "padded", "said"), MEGATRON_SAID)
 def test_every_megatron_difference_is_a_sentence(recipe: str, stage: Stage, padded: bool, said: list[str]) -> None:
     assert list(differences(stage, _recipe(recipe), MEGATRON, padded)) == said
+
+
+# How much more than a formula that does not pad the page counts where the cards do not divide the
+# weights (docs/accounting.md). A slice is padded to whole weights: ceil(P/N) − P/N < 1 weight, at most
+# (N − 1)/N when P = kN + 1, times the bytes per weight of the bands split N ways. DeepSpeed's estimators
+# truncate their figure, int(18 × P/N), so they drop the 18/N B of the last weight as well: the page is
+# then a whole 18 B ahead wherever 18/N < 1, that is N ≥ 19. Megatron's formula keeps the fraction.
+# P = 32 × 1000 + 1 = 32,001 weights on N = 32 cards (4 nodes of 8): a slice of 1,001 weights, against
+# 32,001/32 = 1,000.03125. 18 × 1,001 = 18,018 and 12 × 1,001 = 12,012 (the page's split bands);
+# int(18 × 1,000.03125) = int(18,000.5625) = 18,000; 12 × 1,000.03125 = 12,000.375.
+@pytest.mark.parametrize(
+    ("setup", "stage", "whole", "page", "formula", "more"),
+    [
+        # DeepSpeed's ZeRO-2: 2P whole, 2 + 4 + 4 + 8 = 18 B split: 2P + int(18P/N) by its estimator.
+        (Setup(Accounting.DEEPSPEED), Stage.ZERO2, 2 * 32_001, 18_018, 18_000, 18),
+        # ZeRO-3 at rest: the 18 B all split (the 4 B of the largest layer is the layer in hand).
+        (Setup(Accounting.DEEPSPEED), Stage.ZERO3, 0, 18_018, 18_000, 18),
+        # ZeRO-3 with the optimizer offloaded keeps the 2-byte weights' slice: int(2P/N) = int(2,000.0625).
+        (Setup(Accounting.DEEPSPEED, Placement(Offload.OPTIMIZER)), Stage.ZERO3, 0, 2_002, 2_000, 2),
+        # Megatron-LM: 6P whole, 12 B split, 6P + 12P/N: 11.625 B = 12 × 31/32 less, and never 12.
+        (MEGATRON, Stage.ZERO1, 6 * 32_001, 12_012, Fraction(96_003, 8), Fraction(93, 8)),
+    ],
+)
+def test_the_padding_at_its_worst_is_one_weight_of_the_split_bands(
+    setup: Setup, stage: Stage, whole: int, page: int, formula: int | Fraction, more: int | Fraction
+) -> None:
+    assert per_gpu_bytes(stage, 32_001, 32, MIXED_ADAM, setup=setup) == whole + page
+    assert page - formula == more

@@ -359,7 +359,54 @@ def test_what_is_written_reads_back_as_the_placement_at_that_stage(stage: Stage,
     assert again.home(stage) == placement.home(stage) or not placement.moved(stage)
 
 
-def test_a_bucket_of_0_reads_as_1_the_least_a_link_can_say() -> None:
-    # Hugging Face's ZeRO-3 configs write stage3_max_live_parameters: 0.
-    read = read_deepspeed({"zero_optimization": {"stage": 3, "stage3_max_live_parameters": 0}})
-    assert read["max_live_parameters"] == "1"
+# DeepSpeed takes 0 for each bucket (its config's Field(..., ge=0)), and Hugging Face's ZeRO-3 configs
+# write stage3_max_live_parameters: 0: the run read keeps the 0, as JSON's integer or its float.
+@pytest.mark.parametrize(
+    ("key", "parameter"),
+    [
+        ("reduce_bucket_size", "reduce_bucket_size"),
+        ("stage3_prefetch_bucket_size", "prefetch_bucket_size"),
+        ("stage3_max_live_parameters", "max_live_parameters"),
+    ],
+)
+@pytest.mark.parametrize("zero", [0, 0.0])
+def test_a_bucket_of_0_reads_as_0(key: str, parameter: str, zero: float) -> None:
+    read = read_deepspeed({"zero_optimization": {"stage": 3, key: zero}})
+    assert read[parameter] == "0"
+
+
+def test_a_bucket_of_0_written_reads_back_as_0() -> None:
+    settings = replace(DEFAULTS, reduce_bucket_size=0, prefetch_bucket_size=0, max_live_parameters=0)
+    config = deepspeed_config(Stage.ZERO3, replace(run_with(), overheads=settings))
+    read = read_deepspeed(config)
+    assert (read["reduce_bucket_size"], read["prefetch_bucket_size"], read["max_live_parameters"]) == ("0", "0", "0")
+
+
+# JSON's integers have no bound, and Python reads them whole: one of 401 digits is more than a float
+# holds (about 1.8e308), and must be refused as too large, like 1e20, not crash turning it into one.
+HUGE = 10**400
+SHOWN_HUGE = "1" + "0" * 38 + "…"  # ConfigError's value, cut at 40 characters
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ({"zero_optimization": {"stage": HUGE}}, f"zero_optimization.stage: {SHOWN_HUGE} is not a ZeRO stage"),
+        (
+            {"zero_optimization": {"stage": 1, "reduce_bucket_size": HUGE}},
+            f"zero_optimization.reduce_bucket_size: {SHOWN_HUGE} is not a whole number of elements",
+        ),
+        (
+            {"zero_optimization": {"stage": 3, "stage3_max_live_parameters": -HUGE}},
+            f"zero_optimization.stage3_max_live_parameters: -{SHOWN_HUGE[:-2]}… is not a whole number",
+        ),
+        (
+            {"train_micro_batch_size_per_gpu": HUGE},
+            f"train_micro_batch_size_per_gpu: {SHOWN_HUGE} is not a whole number from 1",
+        ),
+    ],
+)
+def test_an_integer_too_large_for_a_float_is_refused_by_name(config: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as raised:
+        read_deepspeed(config)
+    assert str(raised.value).startswith(message)

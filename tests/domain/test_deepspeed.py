@@ -183,9 +183,10 @@ def test_every_input_of_the_estimators_is_taken(
         zero_init=zero_init,
         setup=Setup(Accounting.DEEPSPEED, placement),
     )
-    # The estimator does not pad a slice to whole weights: where the cards do not divide the model,
-    # the page's slices are up to one weight's 18 B larger, and the page says so.
-    assert 0 <= state_peak_bytes(stage, run) - gpu < 18
+    # The estimator does not pad a slice to whole weights, and truncates: where the cards do not divide
+    # the model, the page's slices are up to one weight's 18 B larger (worked out in test_accounting.py),
+    # and the page says so.
+    assert 0 <= state_peak_bytes(stage, run) - gpu <= 18
 
 
 @given(

@@ -12,6 +12,8 @@ from app.domain.state_bytes import bytes_per_weight
 from app.domain.units import (
     BYTES_PATTERN,
     COUNT_PATTERN,
+    ZERO_BYTES_PATTERN,
+    ZERO_COUNT_PATTERN,
     ByteUnit,
     ambiguity,
     count_label,
@@ -159,6 +161,39 @@ def test_a_size_with_no_unit_and_too_small_for_bytes_asks_for_one(text: str, num
 def test_a_million_bytes_or_more_needs_no_unit(text: str, nbytes: int) -> None:
     assert parse_bytes(text) == nbytes
     assert ambiguity(text, show_input=True) is None
+
+
+# Zero, where a field takes it (an overhead left out, DeepSpeed's bucket of 0 elements): a 0, with a
+# unit or without, for it is 0 in any unit. Nothing else is zero: no sign, no decimals, no bare G.
+@pytest.mark.parametrize("text", ["0", " 0 ", "0K", "0 B", "0T"])
+def test_a_count_of_zero_is_read_only_where_it_is_taken(text: str) -> None:
+    assert parse_count(text, zero=True) == 0
+    assert re.fullmatch(ZERO_COUNT_PATTERN, text)
+    with pytest.raises(ValueError, match="number of weights"):
+        parse_count(text)
+
+
+@pytest.mark.parametrize("text", ["0", " 0 ", "0GB", "0 GiB", "0TB", "0tib"])
+def test_a_size_of_zero_is_read_only_where_it_is_taken(text: str) -> None:
+    assert parse_bytes(text, zero=True) == 0
+    assert re.fullmatch(ZERO_BYTES_PATTERN, text)
+    with pytest.raises(ValueError, match="memory size"):
+        parse_bytes(text)
+
+
+@pytest.mark.parametrize("text", ["00", "-0", "0.0", "0e0", "0G", "0MB", "0 0", "0,000"])
+def test_nothing_but_a_zero_is_zero(text: str) -> None:
+    assert re.fullmatch(ZERO_COUNT_PATTERN, text) is None
+    assert re.fullmatch(ZERO_BYTES_PATTERN, text) is None
+    with pytest.raises(ValueError, match="number of weights"):
+        parse_count(text, zero=True)
+    with pytest.raises(ValueError, match="memory size"):
+        parse_bytes(text, zero=True)
+
+
+@pytest.mark.parametrize(("text", "count"), [("7.5B", 7_500_000_000), ("1", 1)])
+def test_a_field_taking_zero_still_reads_every_count(text: str, count: int) -> None:
+    assert parse_count(text, zero=True) == count
 
 
 @given(st.from_regex(r"^ {0,3}[1-9][0-9]{0,3}(\.[0-9]{1,3})? {0,3}[GgTt] {0,3}$", fullmatch=True))

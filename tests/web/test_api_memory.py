@@ -169,6 +169,30 @@ def test_an_overhead_set_by_its_parameter(client: TestClient) -> None:
     assert "fragmentation" in bad.json()["message"]
 
 
+# Each setting at 0 takes its item to 0 B: a context of 0 bytes, buffers of 0 bytes, a bucket of 0
+# elements × 2 B, and no weights prefetched (min(5e7, 0) × 2 B, or min(0, 1e9 − a layer) × 2 B).
+# DeepSpeed's config takes 0 for the three buckets (deepspeed/runtime/zero/config.py: Field(..., ge=0)).
+@pytest.mark.parametrize(
+    ("parameter", "value", "item"),
+    [
+        ("prefetch_bucket_size", "0", "Prefetched weights"),
+        ("max_live_parameters", "0", "Prefetched weights"),
+        ("reduce_bucket_size", "0", "Reduce bucket"),
+        ("cuda_context", "0GB", "CUDA context"),
+        ("cuda_context", "0", "CUDA context"),
+        ("nccl_per_group", "0GiB", "NCCL buffers"),
+    ],
+)
+@pytest.mark.parametrize("route", ["/api/memory", "/api/step", "/api/layout", "/api/config", "/"])
+def test_an_overhead_of_0_is_taken_everywhere(
+    client: TestClient, route: str, parameter: str, value: str, item: str
+) -> None:
+    query = {"model": "llama-3-8b", "gpus": "8", "stage": "zero3", "overheads": "1", parameter: value}
+    assert client.get(route, params=query).status_code == 200
+    zero3 = _memory(client, **query)["stages"][3]
+    assert {o["name"]: o["bytes"] for o in zero3["overheads"]}[item] == 0
+
+
 def test_lora_through_the_api_is_peft_s_count(client: TestClient) -> None:
     # peft, Llama 3 8B, r = 16, all-linear: "trainable params: 41,943,040 || all params: 8,072,204,288".
     inputs = _memory(client, model="llama-3-8b", lora_rank="16", lora_targets="all-linear")["inputs"]

@@ -103,6 +103,11 @@ def test_a_config_is_read_over_the_runs_query(client: TestClient) -> None:
             json.dumps({"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "tape"}}}).encode(),
             'zero_optimization.offload_optimizer.device: "tape" is not an offload device',
         ),
+        # An integer of 401 digits, past what a float holds: refused by name, not a 500.
+        (
+            b'{"zero_optimization": {"stage": 3, "reduce_bucket_size": 1' + b"0" * 400 + b"}}",
+            "zero_optimization.reduce_bucket_size: 1000",
+        ),
     ],
 )
 def test_a_config_not_read_is_a_422_saying_why(client: TestClient, body: bytes, message: str) -> None:
@@ -238,8 +243,8 @@ def test_the_embed_has_no_config_tools(client: TestClient) -> None:
 
 def _bucket(default: int) -> st.SearchStrategy[int | None]:
     # A setting left out, or one that differs from the default (the default is written as no setting);
-    # a link's counts start at 1.
-    return st.none() | st.integers(1, 10**12).filter(lambda n: n != default)
+    # 0 is one, as DeepSpeed takes it.
+    return st.none() | st.just(0) | st.integers(0, 10**12).filter(lambda n: n != default)
 
 
 @st.composite
@@ -289,6 +294,22 @@ def test_the_round_trip_through_the_api(client: TestClient) -> None:
     config = client.get(f"/api/config?{page}").json()
     answer = client.post("/api/config?gpus=16", json=config).json()
     assert answer["query"] == PageQuery.model_validate(dict(parse_qsl(page))).canonical() | {"stage": "zero3"}
+
+
+@pytest.mark.parametrize(
+    ("parameter", "key"),
+    [
+        ("reduce_bucket_size", "reduce_bucket_size"),
+        ("prefetch_bucket_size", "stage3_prefetch_bucket_size"),
+        ("max_live_parameters", "stage3_max_live_parameters"),
+    ],
+)
+def test_a_bucket_of_0_goes_there_and_back(client: TestClient, parameter: str, key: str) -> None:
+    config = client.get(f"/api/config?stage=zero3&{parameter}=0").json()
+    assert config["zero_optimization"][key] == 0
+    answer = client.post("/api/config", json=config)
+    assert answer.status_code == 200
+    assert answer.json()["query"][parameter] == "0"
 
 
 @pytest.mark.parametrize("method", ["OPTIONS", "PUT", "DELETE"])

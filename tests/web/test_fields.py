@@ -44,6 +44,16 @@ def form(client: TestClient) -> Tag:
     return one(dom(client.get(EVERYTHING).text), "#run-form")
 
 
+def parameter_schema(parameter: dict[str, object]) -> dict[str, object]:
+    """The parameter's schema for a value given: the alternative that is not null (nor the empty string)."""
+    found = parameter["schema"]
+    assert isinstance(found, dict)
+    for alternative in found.get("anyOf", [found]):
+        if alternative.get("type") != "null" and alternative.get("maxLength") != 0:
+            return dict(alternative)
+    raise AssertionError(parameter)
+
+
 @pytest.fixture(scope="module")
 def schema(client: TestClient) -> dict[str, dict[str, object]]:
     parameters = client.get("/openapi.json").json()["paths"]["/api/memory"]["get"]["parameters"]
@@ -113,6 +123,91 @@ def test_a_bad_value_is_set_aside_in_the_fields_own_words(client: TestClient, fi
     assert drawn.startswith(f"Drawn without {field.name}={bad}: ")
     # Never a bare fallback: the value drawn is the field's own wording, or what stands in for none.
     assert drawn.endswith(", the default.") or drawn.endswith(f"{field.none}.")
+
+
+# Whether each numeric field takes 0, by hand. 0 where it means "none of it": DeepSpeed's three buckets
+# (its config's Field(..., ge=0)), an overhead left out (cuda_context, nccl_per_group, process_groups,
+# fragmentation), a node with no NVMe, no activations (batch), a band of 0 bytes, nothing trained. Not
+# where 0 is no run at all: no weights, no cards, a card or a host of no memory, an empty layer.
+TAKES_ZERO = {
+    "params": False,
+    "gpus": False,
+    "weights_bytes": False,
+    "gradients_bytes": True,
+    "master_bytes": True,
+    "moments_bytes": True,
+    "largest_layer": False,
+    "capacity": False,
+    "batch": True,
+    "seq": False,
+    "cuda_context": True,
+    "nccl_per_group": True,
+    "process_groups": True,
+    "reduce_bucket_size": True,
+    "prefetch_bucket_size": True,
+    "max_live_parameters": True,
+    "fragmentation": True,
+    "trainable": True,
+    "lora_rank": False,
+    "nodes": False,
+    "gpus_per_node": False,
+    "host_memory": False,
+    "nvme_space": True,
+}
+
+
+def test_the_table_of_zeros_names_every_numeric_field() -> None:
+    numeric = {f.name for f in FIELDS if f.kind in (Kind.WHOLE, Kind.COUNT, Kind.SIZE, Kind.TRAINABLE)}
+    assert set(TAKES_ZERO) == numeric
+
+
+@pytest.mark.parametrize(("name", "zero"), TAKES_ZERO.items())
+def test_zero_is_taken_where_it_means_none(
+    client: TestClient, schema: dict[str, dict[str, object]], name: str, zero: bool
+) -> None:
+    answer = client.get(f"/api/memory?{name}=0&recipe=custom")
+    assert answer.status_code == (200 if zero else 422), answer.text
+    page = dom(client.get(f"/?{name}=0&recipe=custom").text)
+    assert bool(page.select(".set-aside-fields li")) is not zero
+    # The schema says so: a size's or a count's grammar admits "0", a whole number's least is 0.
+    field = BY_NAME[name]
+    if field.pattern is not None:
+        assert bool(re.fullmatch(str(parameter_schema(schema[name])["pattern"]), "0")) is zero
+    else:
+        assert (parameter_schema(schema[name])["minimum"] == 0) is zero
+
+
+@pytest.mark.parametrize("name", [n for n, zero in TAKES_ZERO.items() if zero and BY_NAME[n].kind is Kind.SIZE])
+@pytest.mark.parametrize("unit", ["GB", "GiB", "TB", "TiB"])
+def test_a_size_of_zero_may_name_its_unit(client: TestClient, name: str, unit: str) -> None:
+    assert client.get(f"/api/memory?{name}=0{unit}").status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        ("reduce_bucket_size", "“reduce_bucket_size” should be 0 or a number of elements under 10,000T"),
+        ("cuda_context", "“cuda_context” should be 0 or a memory size, such as"),
+        ("nvme_space", "“nvme_space” should be 0 or a memory size, such as 30TB"),
+        ("capacity", "“capacity” should be a memory size, such as 80GB"),
+    ],
+)
+def test_a_refusal_says_whether_zero_would_do(client: TestClient, name: str, said: str) -> None:
+    answer = client.get(f"/api/memory?{name}=-1")
+    assert answer.status_code == 422
+    assert said in answer.json()["message"]
+
+
+# The form's whole numbers, with the least and the most the declaration takes.
+NUMBER_INPUTS = [f for f in FIELDS if f.kind is Kind.WHOLE and f.group is not Group.ADDRESS]
+
+
+@pytest.mark.parametrize("field", NUMBER_INPUTS, ids=[f.name for f in NUMBER_INPUTS])
+def test_the_forms_limits_are_the_declarations(form: Tag, field: RunField) -> None:
+    element = one(form, f"#{field.field_id}")
+    assert element["type"] == "number"
+    assert (element.get("min"), element.get("max")) == (str(field.low), str(field.high))
+    assert (int(str(element["min"])) == 0) is TAKES_ZERO[field.name]
 
 
 @pytest.mark.parametrize("field", FIELDS, ids=NAMES)

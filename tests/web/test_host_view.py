@@ -38,6 +38,16 @@ WORDS = [
             "each gather, forward and backward. That is 21.0 GiB, apart from the traffic between cards.",
         ],
     ),
+    # A node with no NVMe (nvme_space=0) holds none of ZeRO-Infinity's 480e9 B = 447.0 GiB.
+    (
+        "stage=zero3&offload=nvme&pin_memory=0&nvme_space=0GB",
+        [
+            "Each card's host keeps 2.00 bytes per weight for it on the server's NVMe drive: 55.9 GiB per card, "
+            "447.0 GiB for the node of 8 GPUs. Its 0 GiB of NVMe: over by 447.0 GiB.",
+            "PCIe, each card per step: 7.0 GiB of gradients down to the host, 14.0 GiB of weights fetched for "
+            "each gather, forward and backward. That is 21.0 GiB, apart from the traffic between cards.",
+        ],
+    ),
 ]
 
 

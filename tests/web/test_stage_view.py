@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.domain.stages import Stage
+from app.domain.units import ByteUnit
 from tests.conftest import cell_facts, dom, one, text
 from tests.web.helpers import RUN, get_tree, query_of, run_page, stage_page, table_cells
 
@@ -162,6 +163,27 @@ def test_a_swap_brings_the_one_sentence_the_live_region_says(
     assert narration.text == said
     # The whole page starts silent: the region speaks after a swap.
     assert text(get_tree(client, query), "#narration") == ""
+
+
+@pytest.mark.parametrize(
+    ("batch", "ending"),
+    [
+        # The peak holds a micro-batch's activations: what is left is left over, not for them.
+        ("1", " left."),
+        # No activations counted: what is left is where they would go.
+        ("0", " left for activations."),
+    ],
+)
+def test_the_fit_says_activations_are_left_room_only_when_they_are_not_counted(
+    client: TestClient, batch: str, ending: str
+) -> None:
+    query = f"stage=zero3&model=llama-3-8b&capacity=80GiB&batch={batch}"
+    zero3 = client.get(f"/api/memory?{query}").json()["stages"][3]
+    assert (zero3["activation_bytes"] > 0) is (batch == "1")
+    left = ByteUnit.GIB.show(zero3["headroom_bytes"])
+    headers = {"HX-Request": "true", "ZB-History": "replace"}
+    said = one(dom(client.get(f"/?{query}", headers=headers).text), "#narration").text
+    assert said == f"ZeRO-3 fits on 80.0 GiB: {left}{ending}"
 
 
 def test_the_widget_names_the_stage_and_phase_it_shows(client: TestClient) -> None:
