@@ -133,7 +133,8 @@ class Run:
         """Each eighth's weights that a collective of each kind moves (`communication.Whose`)."""
         layers, model = self.model_layers, self.base_params
         first = first_trained(layers)
-        reached = model if first is None else layers[first].start
+        # From the first weight that trains, or the start of the layer it is in: that layer is gathered whole.
+        reached = model if first is None else min(self.frozen, layers[first].start)
         lows = {Whose.EVERY: 0, Whose.TRAINED: min(self.frozen, model), Whose.REACHED: reached}
         return {whose: column_weights(layers, model, low) for whose, low in lows.items()}
 

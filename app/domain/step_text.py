@@ -124,13 +124,19 @@ def _pass(phase: Phase, recipe: Recipe, column: Column) -> str:
     owners = holders(k, phase.gpus)
     if phase.part is Part.FORWARD:
         if Band.WEIGHTS in sharded:
+            frozen = " Frozen weights are gathered too: the forward pass needs them." if phase.frozen else ""
             return (
                 f"The cards all-gather column {k}'s weights ({what}) from {cards_text(owners)}, one layer at a "
-                "time: each card assembles a layer, runs it on its batch, then discards it."
+                f"time: each card assembles a layer, runs it on its batch, then discards it.{frozen}"
             )
         if phase.gpus == 1:
             return f"The card runs column {k} ({what}) on its batch. Nothing moves: there is no other card."
         return f"Each card runs column {k} ({what}) on its own batch with its own copy of the weights. Nothing moves."
+    if not phase.reached:
+        return (
+            f"The backward pass never reaches column {k} ({what}): nothing in it or before it trains, so autograd "
+            "stops at the first layer that trains. The cards gather nothing and compute nothing for it."
+        )
     if phase.frozen:
         gather = "gather its weights again and " if Band.WEIGHTS in sharded else ""
         onwards = "pass the backward through it to the layers before" if k else "finish the backward pass on it"

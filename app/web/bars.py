@@ -200,12 +200,19 @@ def frozen_said(scenario: Scenario) -> str:
         "In the picture the frozen weights are the first columns; the figures under each card count what ZeRO "
         "really keeps, an equal share of the trainable weights' state on every card."
     )
-    if all(run.frozen_column(column) for column in range(COLUMNS)):
+    if scenario.adapters:
+        drawn = (
+            "The adapters sit in every block, too few to draw: the picture shows the frozen model, and the "
+            "figures count the adapters, each block's layer in hand computing gradients for its own."
+        )
+    elif all(run.frozen_column(column) for column in range(COLUMNS)):
         share = percent(Fraction(trains, run.params))
         drawn = f"The trainable weights, {share} of the model, are too few to draw as a column: the figures count them."
     return (
         f" {run.frozen:,} weights are frozen and {trains:,} train{lora}: a frozen weight has no gradient and needs "
-        f"no optimizer state, so its columns keep the weights band only. {drawn}"
+        f"no optimizer state, so its columns keep the weights band only. {drawn} Only the weights that train "
+        "are reduce-scattered and, under ZeRO-1 and ZeRO-2, all-gathered after the update; ZeRO-3 gathers "
+        "every weight for the forward pass, and again for the backward from the first layer that trains."
     )
 
 
