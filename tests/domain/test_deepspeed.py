@@ -24,7 +24,8 @@ from app.domain.accounting import Accounting, Setup
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.host import host_report
 from app.domain.placement import Offload, Placement
-from app.domain.sizing import Run, state_peak_bytes
+from app.domain.scenario import Inputs, resolve
+from app.domain.sizing import Run, report, state_peak_bytes
 from app.domain.stages import Stage
 
 # (model, nodes, GPUs per node, stage, offload, zero_init, CPU bytes per node, GPU bytes per card)
@@ -246,3 +247,21 @@ def test_the_page_says_which_side_of_the_cpu_rule_counts(
     processes = nodes * per_node if stage is not Stage.ZERO3 else per_node
     built = 4 * processes * (10**8 if stage is Stage.ZERO3 and zero_init else 10**9)
     assert (figure == built) is building
+
+
+@pytest.mark.parametrize(
+    ("model", "module", "params"),
+    [
+        # Llama 3.1 405B: the embedding, 128,256 × 16,384 = 2,101,346,304, is its largest module; a block
+        # (3,187,806,208) is no module of DeepSpeed's.
+        (ModelName.LLAMA_3_1_405B, 2_101_346_304, 405_853_388_800),
+        # GPT-3: the embedding, 50,257 × 12,288 = 617,558,016, beats an MLP matrix (603,979,776 + 49,152).
+        (ModelName.GPT_3_175B, 617_558_016, 174_604_259_328),
+    ],
+)
+def test_deepspeeds_zero3_gpu_figure_takes_its_largest_module(model: ModelName, module: int, params: int) -> None:
+    # estimate_zero3_model_states_mem_needs: 4 × largest_layer_params + int(18 × P / N), on 64 cards.
+    inputs = Inputs(model=model, gpus=64, batch=0, accounting=Accounting.DEEPSPEED)
+    row = report(resolve(inputs).run)[3]
+    assert row.peak_bytes == 4 * module + 18 * params // 64
+    assert any(f"{module:,}" in sentence for sentence in row.differences)
