@@ -27,10 +27,13 @@ OFFLOADED = Setup(Accounting.FSDP2, Placement(Offload.OPTIMIZER_PARAMS))
 UNPINNED = Setup(Accounting.FSDP2, Placement(Offload.OPTIMIZER_PARAMS, pin_memory=False))
 WIDE_REDUCE = custom_recipe(2, 4, 4, 8)
 """bf16 compute with reduce_dtype=fp32: 4-byte gradients beside 2-byte weights."""
+NARROW_MASTER = custom_recipe(4, 4, 2, 8)
+"""A master copy narrower than the weights it keeps (a custom recipe allows it)."""
 
 
 def _recipe(name: str) -> Recipe:
-    return WIDE_REDUCE if name == "wide-reduce" else RECIPES[RecipeName(name)]
+    custom = {"wide-reduce": WIDE_REDUCE, "narrow-master": NARROW_MASTER}
+    return custom[name] if name in custom else RECIPES[RecipeName(name)]
 
 
 # Bytes per weight of each band's slice, by hand: weights and gradients in the wider of weights and
@@ -62,6 +65,8 @@ DTYPES = [
     ("fp32-adam", 4, 4, 4),
     ("bf16-adam", 2, 2, 2),
     ("wide-reduce", 2, 4, 4),
+    # The slice stays in the wider of the two: the 4-byte weights, not the 2-byte master.
+    ("narrow-master", 4, 4, 4),
 ]
 
 
@@ -360,3 +365,29 @@ def test_the_padding_at_its_worst_is_one_weight_of_the_split_bands(
 ) -> None:
     assert per_gpu_bytes(stage, 32_001, 32, MIXED_ADAM, setup=setup) == whole + page
     assert page - formula == more
+
+
+DEEPSPEED = Setup(Accounting.DEEPSPEED)
+OFFLOAD_OPTIMIZER = Setup(Accounting.DEEPSPEED, Placement(Offload.OPTIMIZER))
+
+# (recipe, stage, setup, bytes on one card's GPU, in its host's pinned RAM), 10**9 weights on 8 cards:
+# slices of 125,000,000 weights. DeepSpeed adds a 4 B fp32 gradient slice only where the recipe's
+# gradients are narrower than fp32, and keeps it with the optimizer state, wherever that is.
+DEEPSPEED_PLACES = [
+    # ZeRO-2: 2 B weights whole (2e9) + (2 grads + 4 master + 8 moments + 4 fp32) × 1.25e8 = 4.25e9.
+    ("mixed-adam", Stage.ZERO2, DEEPSPEED, 4_250_000_000, 0),
+    # 4 B gradients are already fp32: 2e9 + (4 + 4 + 8) × 1.25e8 = 4e9, no fp32 copy.
+    ("wide-reduce", Stage.ZERO2, DEEPSPEED, 4_000_000_000, 0),
+    # ZeRO-1 offloading the optimizer: weights and gradients whole on the card (2 + 2 B × 1e9); the
+    # master, moments and fp32 gradients' slices on the host, (4 + 8 + 4) × 1.25e8 = 2e9.
+    ("mixed-adam", Stage.ZERO1, OFFLOAD_OPTIMIZER, 4_000_000_000, 2_000_000_000),
+]
+
+
+@pytest.mark.parametrize(("recipe", "stage", "setup", "gpu", "pinned"), DEEPSPEED_PLACES)
+def test_deepspeeds_fp32_gradients_are_for_narrow_gradients_and_live_with_the_optimizer(
+    recipe: str, stage: Stage, setup: Setup, gpu: int, pinned: int
+) -> None:
+    chosen = _recipe(recipe)
+    assert per_gpu_bytes(stage, 10**9, 8, chosen, setup=setup) == gpu
+    assert per_gpu_bytes(stage, 10**9, 8, chosen, setup=setup, place=Place.CPU_PINNED) == pinned

@@ -265,3 +265,56 @@ def test_deepspeeds_zero3_gpu_figure_takes_its_largest_module(model: ModelName, 
     row = report(resolve(inputs).run)[3]
     assert row.peak_bytes == 4 * module + 18 * params // 64
     assert any(f"{module:,}" in sentence for sentence in row.differences)
+
+
+# The estimators end with `int(cpu_mem)`: a float product, truncated, never rounded up. Where a node's
+# share of the model is 1/7 or 1/4 of it, the product has a fraction, which DeepSpeed drops.
+@pytest.mark.parametrize(
+    ("stage", "params", "nodes", "per_node", "offload", "zero_init", "factor", "cpu"),
+    [
+        # Llama 3 8B, ZeRO-3, weights offloaded, zero.Init, 7 nodes: 8,030,261,248 × 18 B / 7 × 1.5
+        # = 30,973,864,813.71…, truncated.
+        (Stage.ZERO3, 8_030_261_248, 7, 8, Offload.OPTIMIZER_PARAMS, True, 1.5, 30_973_864_813),
+        # Without zero.Init, 4 nodes of 1 card: max(4 × 1, 18 / 4 = 4.5) × 1,000,000,001 × 1.5
+        # = 6,750,000,006.75, truncated.
+        (Stage.ZERO3, 1_000_000_001, 4, 1, Offload.OPTIMIZER_PARAMS, False, 1.5, 6_750_000_006),
+        # A buffer factor of 1.1: ZeRO-2 offloading, 3 weights × max(4 × 1, 16) × 1.1 = 52.8, truncated.
+        (Stage.ZERO2, 3, 1, 1, Offload.OPTIMIZER, True, 1.1, 52),
+        # ZeRO-2 without offload, 3 weights × 4 B × 1 card × 1.1 = 13.2; ZeRO-3 building a 3-weight
+        # layer likewise; 7 weights × 4 B × 2 cards × 1.1 = 61.6.
+        (Stage.ZERO2, 3, 1, 1, Offload.NONE, True, 1.1, 13),
+        (Stage.ZERO2, 7, 1, 2, Offload.NONE, True, 1.1, 61),
+        (Stage.ZERO3, 7, 1, 2, Offload.NONE, False, 1.1, 61),
+    ],
+)
+def test_the_cpu_figure_is_truncated_as_the_estimators_truncate_it(
+    stage: Stage,
+    params: int,
+    nodes: int,
+    per_node: int,
+    offload: Offload,
+    zero_init: bool,
+    factor: float,
+    cpu: int,
+) -> None:
+    placement = Placement(offload)
+    assert deepspeed.cpu_bytes_per_node(stage, params, params, nodes, per_node, placement, zero_init, factor) == cpu
+
+
+# (weights of a card's slice, weights on NVMe, bytes of a weight, one process's pinned swap buffers)
+SWAP_BUFFERS = [
+    # offload_optimizer's 4 buffers each hold a sub-group of min(1e9, slice) fp32 weights:
+    # a slice of 5e8 fills half a sub-group, 4 × 5e8 × 4 B = 8e9.
+    (500_000_000, False, 2, 8_000_000_000),
+    # A slice beyond a sub-group: 4 × 1e9 × 4 B = 1.6e10.
+    (3_750_000_000, False, 2, 16_000_000_000),
+    # offload_param's 5 buffers of 1e8 weights, 2 B each (1e9), beside the optimizer's 8e9.
+    (500_000_000, True, 2, 9_000_000_000),
+    # fp32 weights: 5 × 1e8 × 4 B = 2e9; a slice of 1,000 weights: 4 × 1,000 × 4 B = 16,000.
+    (1_000, True, 4, 2_000_016_000),
+]
+
+
+@pytest.mark.parametrize(("slice_weights", "on_nvme", "weight_bytes", "pinned"), SWAP_BUFFERS)
+def test_zero_infinitys_swap_buffers(slice_weights: int, on_nvme: bool, weight_bytes: int, pinned: int) -> None:
+    assert deepspeed.nvme_swap_buffers(slice_weights, on_nvme, weight_bytes) == pinned

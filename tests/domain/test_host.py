@@ -21,9 +21,11 @@ def _run(
     nodes: int = 1,
     host_memory: int | None = None,
     nvme_space: int | None = None,
+    frozen: int = 0,
 ) -> Run:
     return Run(
         params=P,
+        frozen=frozen,
         gpus=gpus,
         nodes=nodes,
         largest_layer=P // 8,
@@ -74,9 +76,12 @@ def test_the_hosts_verdict(memory: int | None, fits: bool | None) -> None:
     assert (host.cpu_fits, host.fits) == (fits, fits)
 
 
-def test_nvme_space_has_a_verdict_of_its_own() -> None:
-    host = host_report(Stage.ZERO3, _run(Offload.NVME, nvme_space=16 * P - 1, host_memory=10**12))
-    assert (host.cpu_fits, host.nvme_fits, host.fits) == (True, False, False)
+@pytest.mark.parametrize(("space", "fits"), [(16 * P - 1, False), (16 * P, True)])
+def test_nvme_space_has_a_verdict_of_its_own(space: int, fits: bool) -> None:
+    # The node's 8 cards keep 16 B for each weight of their slices on NVMe: 16 × P, and a drive of
+    # exactly that size holds it.
+    host = host_report(Stage.ZERO3, _run(Offload.NVME, nvme_space=space, host_memory=10**12))
+    assert (host.cpu_fits, host.nvme_fits, host.fits) == (True, fits, fits)
 
 
 def test_deepspeeds_nvme_counts_its_pinned_swap_buffers() -> None:
@@ -85,3 +90,35 @@ def test_deepspeeds_nvme_counts_its_pinned_swap_buffers() -> None:
     host = host_report(Stage.ZERO3, _run(Offload.NVME, Accounting.DEEPSPEED))
     assert host.pinned_bytes == host.cpu_bytes == 8 * (10**9 + 16 * 10**9)
     assert host.nvme_bytes == 18 * P  # DeepSpeed's 18 B: the paper's 16 with fp32 gradients for bf16's 2
+
+
+# (stage, offload, frozen weights, gradients down, weights up, per card per step)
+FROZEN = [
+    # A quarter trains (7.5e9), the first three quarters frozen: a card's trainable slice is 9.375e8
+    # weights, whose 2 B gradients go down and 2 B weights come up; the frozen ones never move.
+    (Stage.ZERO1, Offload.OPTIMIZER, 3 * P // 4, 2 * 937_500_000, 2 * 937_500_000),
+    (Stage.ZERO2, Offload.OPTIMIZER, 3 * P // 4, 2 * 937_500_000, 2 * 937_500_000),
+    # Weights on the host: every weight of the slice, frozen or not, is fetched for each gather, twice.
+    (Stage.ZERO3, Offload.OPTIMIZER_PARAMS, 3 * P // 4, 2 * 937_500_000, 2 * 2 * SLICE),
+]
+
+
+@pytest.mark.parametrize(("stage", "offload", "frozen", "down", "up"), FROZEN)
+def test_frozen_weights_send_no_gradients_down(stage: Stage, offload: Offload, frozen: int, down: int, up: int) -> None:
+    host = host_report(stage, _run(offload, frozen=frozen))
+    assert (host.gradients_down, host.weights_up) == (down, up)
+
+
+# FSDP2's CPUOffloadPolicy keeps each slice in fp32 (4 B): its gradients' slice goes down in fp32 and
+# the weights' slice comes up for each all-gather. ZeRO-2 (reshard_after_forward=False) keeps what the
+# forward gathered until the backward: one copy up a step; ZeRO-3 gathers again in the backward: two.
+FSDP2_PCIE = [
+    (Stage.ZERO2, 4 * SLICE, 4 * SLICE),
+    (Stage.ZERO3, 4 * SLICE, 2 * 4 * SLICE),
+]
+
+
+@pytest.mark.parametrize(("stage", "down", "up"), FSDP2_PCIE)
+def test_fsdp2_fetches_the_weights_once_under_zero2_twice_under_zero3(stage: Stage, down: int, up: int) -> None:
+    host = host_report(stage, _run(Offload.OPTIMIZER_PARAMS, Accounting.FSDP2))
+    assert (host.gradients_down, host.weights_up, host.weights_fetched) == (down, up, True)

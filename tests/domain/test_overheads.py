@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from app.domain.overheads import DEFAULTS, OVERHEAD_PARAMETERS, OverheadItem, Overheads, overhead_items, total
+from app.domain.recipes import Band, custom_recipe
 from app.domain.stages import Stage
 
 # A 7B-weight model in bf16 on 8 cards; the theory's bytes are a round figure, given rather than
@@ -204,3 +205,60 @@ def test_zero_is_a_setting_like_any_other() -> None:
 def test_there_is_at_least_one_card(gpus: int) -> None:
     with pytest.raises(ValueError, match=r"^gpus must be at least 1$"):
         overhead_items(Stage.DP, PARAMS, gpus, 2, 2, THEORY, None)
+
+
+def test_two_cards_already_have_a_communicator_and_buckets() -> None:
+    # The smallest group: 688 MiB of NCCL buffers; DDP's buckets 7e9 × 2 B; margin 10 % × (1e10 + 1.4e10).
+    assert items(Stage.DP, gpus=2) == {
+        "CUDA context": 419_430_400,
+        "NCCL buffers": 721_420_288,
+        "DDP gradient buckets": 14_000_000_000,
+        "Allocator fragmentation": 2_400_000_000,
+    }
+
+
+# bf16 weights with fp32 gradients (reduce in fp32): the buckets hold gradients, the prefetch weights.
+WIDE_GRADIENTS = custom_recipe(2, 4, 4, 8)
+
+
+@pytest.mark.parametrize(
+    ("stage", "bucket", "expected"),
+    [
+        # DDP copies every gradient into its buckets: 7e9 × 4 B = 2.8e10; margin 10 % × (1e10 + 2.8e10).
+        (
+            Stage.DP,
+            "DDP gradient buckets",
+            {"DDP gradient buckets": 28_000_000_000, "Allocator fragmentation": 3_800_000_000},
+        ),
+        # The reduce bucket: 5e8 gradients × 4 B = 2e9; margin 10 % × (1e10 + 2e9) = 1.2e9.
+        (Stage.ZERO2, "Reduce bucket", {"Reduce bucket": 2_000_000_000, "Allocator fragmentation": 1_200_000_000}),
+        # ZeRO-3: the same bucket, and 5e7 prefetched weights × 2 B = 1e8; margin 10 % × (1e10 + 2e9 + 1e8).
+        (
+            Stage.ZERO3,
+            "Reduce bucket",
+            {
+                "Reduce bucket": 2_000_000_000,
+                "Prefetched weights": 100_000_000,
+                "Allocator fragmentation": 1_210_000_000,
+            },
+        ),
+    ],
+)
+def test_buckets_are_counted_in_the_gradients_bytes_and_the_prefetch_in_the_weights(
+    stage: Stage, bucket: str, expected: dict[str, int]
+) -> None:
+    weights, gradients = WIDE_GRADIENTS.nbytes(Band.WEIGHTS), WIDE_GRADIENTS.nbytes(Band.GRADIENTS)
+    found = {i.name: i.nbytes for i in overhead_items(stage, PARAMS, 8, weights, gradients, THEORY, LAYER)}
+    assert {name: found[name] for name in expected} == expected
+
+
+@pytest.mark.parametrize(
+    ("groups", "nccl"),
+    [
+        (0, 0),  # no communicator of the app's counting: no buffers, not one group's worth
+        (1, 721_420_288),  # 688 MiB
+        (3, 2_164_260_864),  # 3 × 688 MiB
+    ],
+)
+def test_nccl_buffers_are_one_set_per_communicator(groups: int, nccl: int) -> None:
+    assert items(Stage.ZERO1, settings=Overheads(process_groups=groups))["NCCL buffers"] == nccl

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.domain.architecture import LLAMA_3_8B, PRESETS, ModelName
+from app.domain.architecture import GPT_3_175B, LLAMA_3_8B, PRESETS, ModelName
 from app.domain.communication import Whose
 from app.domain.recipes import Band
 from app.domain.scenario import Inputs, resolve
@@ -31,6 +31,13 @@ def test_adapters_are_peft_s_count(targets: LoraTargets, expected: int) -> None:
     assert adapter_params(LLAMA_3_8B, 16, targets) == expected
 
 
+def test_gpt_3s_plain_mlp_has_two_matrices_to_adapt() -> None:
+    # GPT-3 175B (h = 12,288, f = 4h = 49,152, 96 blocks, no gate): all-linear adapts Q, K, V, O (each
+    # h × h) and the MLP's two matrices (h × f, f × h). r = 16: 96 × 16 × (4 × (12,288 + 12,288) +
+    # 2 × (12,288 + 49,152)) = 96 × 16 × (98,304 + 122,880) = 339,738,624.
+    assert adapter_params(GPT_3_175B, 16, LoraTargets.ALL_LINEAR) == 339_738_624
+
+
 def test_all_linear_with_the_model_is_peft_s_all_params() -> None:
     run = resolve(Inputs(model=ModelName.LLAMA_3_8B, lora_rank=16, lora_targets=LoraTargets.ALL_LINEAR)).run
     assert run.params == 8_072_204_288
@@ -43,6 +50,19 @@ def test_all_linear_with_the_model_is_peft_s_all_params() -> None:
 )
 def test_trainable_as_a_count_or_a_fraction(text: str, expected: int) -> None:
     assert parse_trainable(text, 1000) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "params", "expected"),
+    [
+        ("0.25", 1003, 250),  # 250.75 weights: a part of a weight does not train, so 250
+        ("75%", 1001, 750),  # 750.75, likewise
+        ("1003", 1003, 1003),  # a count of every weight the model has trains them all
+        ("1K", 1000, 1000),
+    ],
+)
+def test_a_share_counts_whole_weights_and_a_count_may_be_all_of_them(text: str, params: int, expected: int) -> None:
+    assert parse_trainable(text, params) == expected
 
 
 @pytest.mark.parametrize(("text", "said"), [("2.5", "between 0 and 1"), ("150%", "between 0 and 1"), ("2K", "more")])

@@ -1,0 +1,87 @@
+"""The domain's mutation score per module, from the results `mutmut run` leaves in mutants/.
+
+Run after `mutmut run --max-children 1` (docs/testing.md, "Mutation testing"):
+
+    .venv/bin/python -m bench.mutation
+
+A module's score is killed / (total − equivalent): a mutant no figure can tell from the code is no test's
+miss. `EQUIVALENT` names those mutants, each with the reason; docs/testing.md lists them too. A timeout
+counts as killed (the mutant hung the tests: they noticed); "no tests" counts as survived.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from pathlib import Path
+
+KILLED = frozenset({1, 3, 24, -24, 36, 152, 255})
+"""mutmut's exit codes for a mutant the tests caught, timeouts included (mutmut/stats.py)."""
+SURVIVED = frozenset({0, 5, 33})
+"""Survived, and "no tests": no test ran the mutated function."""
+
+EQUIVALENT: dict[str, str] = {}
+"""Mutants that change no figure the code can show, each with the reason (docs/testing.md lists them too)."""
+
+
+def results(folder: Path) -> dict[str, dict[str, int | None]]:
+    """Each mutated module's mutants and their exit codes (None: not run yet), by module name."""
+    found: dict[str, dict[str, int | None]] = {}
+    for meta in sorted(folder.glob("app/domain/*.py.meta")):
+        codes = json.loads(meta.read_text())["exit_code_by_key"]
+        if codes:
+            found[meta.name.removesuffix(".py.meta")] = codes
+    return found
+
+
+def score(codes: dict[str, int | None]) -> Counter[str]:
+    """A module's killed, survived, equivalent, not-run and total counts."""
+    counts: Counter[str] = Counter(total=len(codes))
+    for name, code in codes.items():
+        if name in EQUIVALENT:
+            counts["equivalent"] += 1
+        elif code in KILLED:
+            counts["killed"] += 1
+        elif code in SURVIVED:
+            counts["survived"] += 1
+        else:  # not run yet, suspicious, segfault: neither a kill nor a miss
+            counts["other"] += 1
+    return counts
+
+
+def table(found: dict[str, dict[str, int | None]]) -> str:
+    """The Markdown table docs/testing.md shows: one row per module, the score in percent."""
+    lines = ["| module | killed | survived | equivalent | total | score |", "| --- | --- | --- | --- | --- | --- |"]
+    for module, codes in found.items():
+        c = score(codes)
+        judged = c["total"] - c["equivalent"]
+        percent = f"{100 * c['killed'] / judged:.1f} %" if judged else "–"
+        other = f" ({c['other']} not run)" if c["other"] else ""
+        lines.append(
+            f"| {module} | {c['killed']} | {c['survived']}{other} | {c['equivalent']} | {c['total']} | {percent} |"
+        )
+    return "\n".join(lines)
+
+
+def survivors(found: dict[str, dict[str, int | None]], module: str) -> list[str]:
+    """The surviving, non-equivalent mutants of one module, for `mutmut show`."""
+    return [name for name, code in found.get(module, {}).items() if code in SURVIVED and name not in EQUIVALENT]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the score table, or one module's survivors."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--mutants", type=Path, default=Path("mutants"), help="mutmut's folder (default: mutants)")
+    parser.add_argument("--survivors", metavar="MODULE", help="list one module's survivors instead, e.g. host")
+    args = parser.parse_args(argv)
+    found = results(args.mutants)
+    if not found:
+        print(f"no results in {args.mutants}/: run `mutmut run --max-children 1` first")
+        return 1
+    print("\n".join(survivors(found, args.survivors)) if args.survivors else table(found))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
