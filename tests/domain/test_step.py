@@ -324,3 +324,19 @@ def test_the_trips_over_pcie_are_phases_of_their_own(stage: Stage, titles: tuple
     assert update.active(0, 0, Band.MASTER)
     assert down.active(0, 0, Band.GRADIENTS)
     assert up.active(0, 0, Band.WEIGHTS)
+
+
+def test_a_backward_phase_the_backward_pass_never_reaches_holds_and_moves_nothing() -> None:
+    # The seed's 30B in 8 equal layers, the first 7 frozen: the backward stops at layer 8 (column 7).
+    # Phase 16 is the backward over column 0: nothing in hand, nothing gathered, nothing sent.
+    run = Run(params=30 * 10**9, largest_layer=3_750_000_000, frozen=7 * 3_750_000_000)
+    phases = step(Stage.ZERO3, run, model_columns(run.params, None, run.largest_layer, equal_layers=True))
+    last = phases[16]
+    assert (last.reached, last.transfers, last.extra.total) == (False, (), 0)
+    assert last.holding(0, 0, Band.WEIGHTS) is Holding.HELD  # its own slice, at rest; not gathered
+    assert not last.active(0, 0, Band.WEIGHTS)
+    assert "never reaches column 0" in explanation(last, MIXED_ADAM, model_columns(run.params, None, None))
+    # Phase 9, the backward over column 7, gathers its 3,750,000,000 weights (1/8 P) and reduce-scatters
+    # their gradients: the step's tally is then 1P forward + 1/8 P + 1/8 P.
+    assert phases[9].reached
+    assert phases[-1].tally_p == Fraction(5, 4)
