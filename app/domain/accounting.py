@@ -84,7 +84,8 @@ def _deepspeed(recipe: Recipe, stage: Stage) -> tuple[Term, ...]:
     # ZeRO-2 reduces through its buckets (an overhead); ZeRO-3 allocates its layer on one card too.
     layer = (
         replace(gathered, under=frozenset({Stage.ZERO3}), one_card=True),
-        replace(computed, under=frozenset({Stage.ZERO3}), one_card=True),
+        # Its estimator's flat 4 B per weight of the largest layer: frozen or not, it does not ask.
+        replace(computed, under=frozenset({Stage.ZERO3}), one_card=True, trains=False),
     )
     return (*state, extra, *layer, ACTIVATIONS)
 
@@ -209,7 +210,12 @@ def terms(recipe: Recipe, stage: Stage, setup: Setup = PAPER) -> tuple[Term, ...
 
 
 def differences(
-    stage: Stage, recipe: Recipe, setup: Setup, padded: bool = False, module: int | None = None
+    stage: Stage,
+    recipe: Recipe,
+    setup: Setup,
+    padded: bool = False,
+    module: int | None = None,
+    frozen: bool = False,
 ) -> tuple[str, ...]:
     """Every way `setup` counts this stage differently from the paper, one sentence each.
 
@@ -219,6 +225,11 @@ def differences(
     if setup.accounting is Accounting.DEEPSPEED:
         hosted = Band.MASTER in setup.placement.moved(stage)
         said.extend(_deepspeed_differences(stage, recipe, padded, hosted, module))
+        if frozen:
+            said.append(
+                "DeepSpeed's estimators count every weight as one that trains; here the frozen weights keep "
+                "their weights band only, as the engine holds them, and the largest layer's 4 B stay."
+            )
     elif setup.accounting is Accounting.FSDP2:
         said.extend(_fsdp2_differences(stage, recipe, setup.placement))
     elif setup.accounting is Accounting.MEGATRON:

@@ -238,6 +238,7 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
             run.setup,
             padded=run.params % run.gpus != 0,
             module=run.deepspeed_layer if run.layers else None,
+            frozen=run.frozen > 0,
         ),
         peak_moment=moment,
         extra=extra,

@@ -137,6 +137,12 @@ class Phase:
     """False for a backward phase over a column the backward pass does not reach: nothing before it trains."""
     trained: int | None = None
     """Of the layer in hand's weights, those that train (gradients computed); None where unknown or at rest."""
+    column_trains: tuple[int, int] = (0, 0)
+    """The column in hand's weights that train, and all its weights (adapters included); (0, 0) for no column."""
+    stops_here: bool = False
+    """Whether the backward pass stops in the column in hand: the column before it is never reached."""
+    trains_all: bool = True
+    """Whether every weight of the model trains: the weights' all-gather after the update sends the whole model."""
 
     @property
     def live_bytes(self) -> int:
@@ -336,6 +342,12 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport |
                 highest,
                 reached,
                 moment.trained if moment.layer is not None else None,
+                (run.moved[Whose.TRAINED][column], run.moved[Whose.EVERY][column]) if column is not None else (0, 0),
+                part is Part.BACKWARD
+                and column is not None
+                and column > 0
+                and not run.column_moments[column - 1].backward,
+                not run.frozen,
             )
         )
     return tuple(phases)

@@ -107,6 +107,11 @@ def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> st
             " An all-gather then sends it to every card: the whole model, everywhere, again." if phase.transfers else ""
         )
         return f"Each card's updated slice of the weights comes back up from its host over PCIe.{then}"
+    if phase.transfers and not phase.trains_all:
+        return (
+            "An all-gather sends each card's updated slice of the weights that train to every card; the frozen "
+            "weights did not change, so they are not sent."
+        )
     if phase.transfers:
         return (
             "An all-gather sends each card's updated slice of the weights to every card: the whole model, "
@@ -137,13 +142,26 @@ def _pass(phase: Phase, recipe: Recipe, column: Column) -> str:
             f"The backward pass never reaches column {k} ({what}): nothing in it or before it trains, so autograd "
             "stops at the first layer that trains. The cards gather nothing and compute nothing for it."
         )
-    if phase.frozen:
+    trains, weights = phase.column_trains
+    stops = " The backward pass stops here, at the first layer that trains." if phase.stops_here else ""
+    if trains < weights:  # a frozen column, or one where only some weights train (a boundary, LoRA's adapters)
         gather = "gather its weights again and " if Band.WEIGHTS in sharded else ""
-        onwards = "pass the backward through it to the layers before" if k else "finish the backward pass on it"
-        if any(t.band is Band.GRADIENTS for t in phase.transfers):  # LoRA's adapters, say, in a frozen column
+        onwards = (
+            "pass the backward through it to the layers before"
+            if k and not phase.stops_here
+            else "finish the backward pass on it"
+        )
+        send = "computing and reduce-scattering" if Band.GRADIENTS in sharded else "computing"
+        if trains:
             return (
-                f"Column {k} ({what}) is mostly frozen: the cards {gather}{onwards}, computing and "
-                "reduce-scattering gradients only for its few trainable weights."
+                f"Column {k} ({what}) is partly frozen: {trains:,} of its {weights:,} weights train. The cards "
+                f"{gather}{onwards}, {send} gradients only for those.{stops}"
+            )
+        if phase.trained:  # a layer it shares with the next column trains from that column on
+            return (
+                f"Column {k} ({what}) is frozen, but its last layer, which it shares with column {k + 1}, trains "
+                f"in part: the cards {gather}{onwards}, {send} gradients for that "
+                f"layer's {phase.trained:,} weights that train.{stops}"
             )
         return f"Column {k} ({what}) is frozen: the cards {gather}{onwards}, but compute no gradients for its weights."
     if Band.WEIGHTS in sharded:

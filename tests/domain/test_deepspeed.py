@@ -318,3 +318,11 @@ SWAP_BUFFERS = [
 @pytest.mark.parametrize(("slice_weights", "on_nvme", "weight_bytes", "pinned"), SWAP_BUFFERS)
 def test_zero_infinitys_swap_buffers(slice_weights: int, on_nvme: bool, weight_bytes: int, pinned: int) -> None:
     assert deepspeed.nvme_swap_buffers(slice_weights, on_nvme, weight_bytes) == pinned
+
+
+def test_deepspeeds_largest_layer_stays_4_bytes_a_weight_with_lora() -> None:
+    # Its estimator does not ask what trains: 4 B × the embedding's 525,336,576 weights, LoRA or not.
+    inputs = Inputs(model=ModelName.LLAMA_3_8B, batch=0, lora_rank=16, accounting=Accounting.DEEPSPEED)
+    row = report(resolve(inputs).run)[3]
+    assert row.peak_bytes - row.per_gpu_bytes == 4 * 525_336_576
+    assert any("count every weight as one that trains" in sentence for sentence in row.differences)

@@ -295,3 +295,24 @@ def test_offloaded_weights_come_up_to_every_card_for_the_layer_in_hand(client: T
             (index, band) for band in ("weights", "gradients", "master", "moments")
         }
         assert "in-step" in one(card, ".stack")["class"]
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        # Column 5 ends in layer 26, which trains from 6,022,695,936 on: 173,552,640 of its weights.
+        (
+            "stage=zero3&model=llama-3-8b&trainable=0.25&batch=0&phase=11",
+            "gradients for that layer's 173,552,640 weights that train. The backward pass stops here",
+        ),
+        # LoRA: column 6 holds 4 blocks' adapters, 4 × 20,971,520 = 83,886,080 (ZeRO-1 sends none yet).
+        (
+            "stage=zero1&model=llama-3-8b&lora_rank=256&lora_targets=all-linear&batch=0&phase=10",
+            "is partly frozen: 83,886,080 of its 1,087,668,736 weights train. The cards pass the backward through "
+            "it to the layers before, computing gradients only for those.",
+        ),
+        ("stage=zero1&model=zero-7.5b&trainable=10%25&batch=0&phase=20", "the frozen weights did not change"),
+    ],
+)
+def test_the_step_says_what_trains_in_the_column_in_hand(client: TestClient, query: str, said: str) -> None:
+    assert said in client.get(f"/api/step?{query}").json()["explanation"]
