@@ -95,7 +95,8 @@ class Run:
 
     def frozen_column(self, column: int, columns: int = COLUMNS) -> bool:
         """Whether most of one of `columns` equal columns of the weights is frozen (its middle is)."""
-        return (2 * column + 1) * self.params < 2 * columns * self.frozen
+        # Counted in the base model's weights: LoRA freezes all of them, and its adapters are drawn nowhere.
+        return (2 * column + 1) * self.base_params < 2 * columns * min(self.frozen, self.base_params)
 
     @cached_property
     def model_layers(self) -> tuple[Layer, ...]:
