@@ -83,11 +83,6 @@ def peak_moment(stage: Stage, run: Run) -> Moment:
     return terms.peak_moment(stage, run.params, run.gpus, run.terms(stage), run.candidates, run.frozen)
 
 
-def peak_extra(stage: Stage, run: Run) -> LayerExtra:
-    """What a card holds beyond its state at its highest moment."""
-    return layer_extra(stage, run, peak_moment(stage, run))
-
-
 def theory_peak_bytes(stage: Stage, run: Run) -> int:
     """The theory's peak: model states, the layer in hand and activations at the step's highest moment."""
     return terms.peak_bytes(stage, run.params, run.gpus, run.terms(stage), run.candidates, run.frozen)

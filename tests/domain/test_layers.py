@@ -284,3 +284,20 @@ def test_the_peak_is_a_brute_force_walk_over_what_is_alive(
     )
     expected = _brute_force_peak(arch, stage, gpus, frozen, per_block, Shape(batch, seq, recompute))
     assert peak_bytes(stage, run) == expected
+
+
+def test_a_bare_counts_eighths_are_whole_weights() -> None:
+    # 1,001 weights: eighths start at 1,001·c // 8 = 0, 125, 250, 375, 500, 625, 750, 875.
+    layers = bare_layers(1001, None, 0)
+    assert [layer.start for layer in layers] == [0, 125, 250, 375, 500, 625, 750, 875]
+    assert [layer.trained for layer in layers] == [125, 125, 125, 125, 125, 125, 125, 126]
+
+
+def test_a_largest_layer_entered_makes_every_layer_that_large() -> None:
+    # Llama 3 8B with a largest layer of 100,000,000: each layer gathers that many; the embedding, which
+    # trains all its 525,336,576, trains at most the 100,000,000 in hand.
+    layers = model_layers(LLAMA_3_8B, 0, largest=100_000_000)
+    assert {(layer.params, layer.trained, layer.module) for layer in layers[:2]} == {
+        (100_000_000, 100_000_000, 100_000_000)
+    }
+    assert layers[-2].trained == LLAMA_3_8B.norm_params  # the final norm's 4,096 train, less than the layer

@@ -51,3 +51,24 @@ def test_what_each_kind_of_collective_moves() -> None:
     run = Run(params=1000, largest_layer=125, frozen=300)
     assert [run.moved_params(whose) for whose in Whose] == [1000, 700, 750]
     assert Run(params=1000, frozen=1000).moved_params(Whose.REACHED) == 0
+
+
+@pytest.mark.parametrize(
+    ("frozen", "columns"),
+    [
+        # 1,000 weights, the first 300 frozen: the middles of columns 0 and 1 (62.5, 187.5) are frozen.
+        (300, [True, True, False, False, False, False, False, False]),
+        (0, [False] * 8),
+        (1000, [True] * 8),
+    ],
+)
+def test_a_column_is_drawn_frozen_by_its_middle(frozen: int, columns: list[bool]) -> None:
+    run = Run(params=1000, frozen=frozen)
+    assert [run.frozen_column(c) for c in range(8)] == columns
+
+
+def test_lora_draws_no_column_as_trained() -> None:
+    # Adapters of 1,000 weights a block, 32 blocks: every base weight frozen, so every column is.
+    layers = model_layers(LLAMA_3_8B, LLAMA_3_8B.params, 1000)
+    run = Run(params=LLAMA_3_8B.params + 32_000, frozen=LLAMA_3_8B.params, layers=layers)
+    assert all(run.frozen_column(c) for c in range(8))

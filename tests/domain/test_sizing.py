@@ -297,3 +297,20 @@ def test_counted_overheads_are_the_same_at_every_moment_and_the_peak_is_still_th
     assert row.overhead_bytes == sum(item.nbytes for item in row.overheads) > 0
     assert {p.overhead_bytes for p in phases} == {row.overhead_bytes}
     assert max(p.live_bytes for p in phases) == row.peak_bytes
+
+
+@pytest.mark.parametrize(
+    ("capacity", "exceeds"),
+    [
+        # 8 layers of 125 weights, all training: 4 B × 125 = 500 B assembled.
+        (None, None),
+        (500, False),
+        (499, True),
+    ],
+)
+def test_the_assembled_layer_against_the_card(capacity: int | None, exceeds: bool | None) -> None:
+    assert layer_exceeds_card(Run(params=1000, largest_layer=125, capacity=capacity)) is exceeds
+
+
+def test_one_card_moves_nothing() -> None:
+    assert communication_bytes(Stage.ZERO3, Run(params=1000, gpus=1)) == 0

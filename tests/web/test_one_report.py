@@ -79,7 +79,6 @@ COUNTED = [
     (sizing, "theory_peak_bytes"),
     (sizing, "overheads"),
     (sizing, "counted_overhead_bytes"),
-    (sizing, "peak_extra"),
     (sizing, "stage_report"),
     (sizing, "max_params_that_fit"),
     (sizing, "max_batch_that_fits"),
