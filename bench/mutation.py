@@ -21,7 +21,18 @@ KILLED = frozenset({1, 3, 24, -24, 36, 152, 255})
 SURVIVED = frozenset({0, 5, 33})
 """Survived, and "no tests": no test ran the mutated function."""
 
-EQUIVALENT: dict[str, str] = {}
+EQUIVALENT: dict[str, str] = {
+    "app.domain.deepspeed.x_cpu_rule__mutmut_29": "4 × gpus > 17 for > 16: 4 × gpus is a multiple of 4, never 17",
+    "app.domain.deepspeed.x_cpu_is_building__mutmut_16": "the side of the rule does not depend on the weights",
+    "app.domain.deepspeed.x_cpu_is_building__mutmut_17": "nor on the largest layer",
+    "app.domain.units.x_per_weight__mutmut_25": "partition for rpartition: the figure has one '.' at most",
+    "app.domain.units.x_per_weight__mutmut_31": "rstrip('XX0XX') strips X and 0: decimals have no X",
+    "app.domain.units.x_count_label__mutmut_48": "rstrip('XX0XX') on digits, likewise",
+    "app.domain.units.x_percent__mutmut_27": "rstrip('XX0XX') on digits, likewise",
+    "app.domain.units.x_percent__mutmut_28": "rstrip('XX.XX') strips X and '.': a figure has no X",
+    "app.domain.units.x_parse_count__mutmut_19": "unreachable: the grammar admits whole counts only",
+    "app.domain.units.x_parse_count__mutmut_20": "the same unreachable branch",
+}
 """Mutants that change no figure the code can show, each with the reason (docs/testing.md lists them too)."""
 
 
