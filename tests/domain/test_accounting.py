@@ -346,6 +346,8 @@ OFFLOAD_OPTIMIZER = Setup(Accounting.DEEPSPEED, Placement(Offload.OPTIMIZER))
 DEEPSPEED_PLACES = [
     # ZeRO-2: 2 B weights whole (2e9) + (2 grads + 4 master + 8 moments + 4 fp32) × 1.25e8 = 4.25e9.
     ("mixed-adam", Stage.ZERO2, DEEPSPEED, 4_250_000_000, 0),
+    # No master copy, so no fp32 copy of the gradients either: 2e9 + (2 + 0 + 4) × 1.25e8 = 2.75e9.
+    ("bf16-adam", Stage.ZERO2, DEEPSPEED, 2_750_000_000, 0),
     # 4 B gradients are already fp32: 2e9 + (4 + 4 + 8) × 1.25e8 = 4e9, no fp32 copy.
     ("wide-reduce", Stage.ZERO2, DEEPSPEED, 4_000_000_000, 0),
     # ZeRO-1 offloading the optimizer: weights and gradients whole on the card (2 + 2 B × 1e9); the
@@ -361,3 +363,9 @@ def test_deepspeeds_fp32_gradients_are_for_narrow_gradients_and_live_with_the_op
     chosen = _recipe(recipe)
     assert per_gpu_bytes(stage, 10**9, 8, chosen, setup=setup) == gpu
     assert per_gpu_bytes(stage, 10**9, 8, chosen, setup=setup, place=Place.CPU_PINNED) == pinned
+
+
+def test_deepspeeds_fp32_gradients_are_for_the_weights_that_train() -> None:
+    # Half of 10**9 weights frozen: 2 B for every weight (2e9), and 2 + 4 + 8 + 4 B for each of a card's
+    # 62,500,000 of the 5e8 that train (1.125e9).
+    assert per_gpu_bytes(Stage.ZERO2, 10**9, 8, MIXED_ADAM, frozen=5 * 10**8, setup=DEEPSPEED) == 3_125_000_000

@@ -241,3 +241,8 @@ def test_on_two_cards_the_other_cards_cells_change() -> None:
     assert c.split == {Band.MASTER, Band.MOMENTS}
     assert c.cell_changes(0, 1, Band.MASTER, 2)
     assert not c.cell_changes(1, 1, Band.MASTER, 2)
+
+
+def test_a_one_byte_band_is_a_stored_band() -> None:
+    # Moments of 1 B are still state: ZeRO-1 splits them with the 4 B master copy.
+    assert change(Stage.DP, Stage.ZERO1, custom_recipe(2, 2, 4, 1), 8).split == {Band.MASTER, Band.MOMENTS}
