@@ -35,6 +35,31 @@ EQUIVALENT: dict[str, str] = {
         for n in (39, 41, 42, 47, 49, 50)
     },
     "app.domain.change.x__sentence__mutmut_7": "equal bytes per weight: no term changed, as stages only split more",
+    "app.domain.host.x__pcie__mutmut_13": "a count with offload has the recipe's own gradients in its terms",
+    "app.domain.host.x_host_report__mutmut_48": "= for += under ZeRO-Infinity: nothing else is pinned, all is on NVMe",
+    "app.domain.recipes.xǁRecipeǁ__post_init____mutmut_30": "hash(None): all recipes hash alike, equality decides",
+    "app.domain.recipes.xǁRecipeǁphrase__mutmut_10": "'XXXX'.join of one name or none is that name or nothing",
+    **{
+        f"app.domain.recipes.{name}": "zip without strict: every caller passes one item per band"
+        for name in (
+            "x__recipe__mutmut_13",
+            "x__recipe__mutmut_16",
+            "x__recipe__mutmut_17",
+            "x_custom_recipe__mutmut_49",
+            "x_custom_recipe__mutmut_53",
+            "x_custom_recipe__mutmut_54",
+        )
+    },
+    "app.domain.units.x__digits__mutmut_9": "[0-9]{1} for [0-9]: the same expression",
+    "app.domain.units.x__whole__mutmut_9": "a form needing the text '{-1}', which no number has",
+    "app.domain.units.x__scientific__mutmut_44": r"exponents of 6 and up then take \.[0-9]{1,6}0{0,0}: the same",
+    "app.domain.units.x__scientific__mutmut_56": "(?:9) for 9: the same expression",
+    "app.domain.units.x__scientific__mutmut_60": "no run of exponents has exactly two; one in a group reads the same",
+    "app.domain.units.x__fixed_of__mutmut_19": "numerator <= 0: a zero's digits are all 0, so no sign either way",
+    "app.domain.units.x__fixed_of__mutmut_20": "numerator < 1 on whole numbers is <= 0, likewise",
+    "app.domain.units.x__fixed_of__mutmut_22": "strip('XX0XX') strips X and 0: digits have no X",
+    "app.domain.units.x__fixed_of__mutmut_34": "one more leading zero, which int() drops",
+    "app.domain.units.x__amount__mutmut_26": "underscores kept: Decimal reads '1_000' as 1000",
     "app.domain.units.x_per_weight__mutmut_25": "partition for rpartition: the figure has one '.' at most",
     "app.domain.units.x_per_weight__mutmut_31": "rstrip('XX0XX') strips X and 0: decimals have no X",
     "app.domain.units.x_count_label__mutmut_48": "rstrip('XX0XX') on digits, likewise",

@@ -388,6 +388,11 @@ SCIENTIFIC = [
     (16, 1, "1.230000e+02", True),  # Python's '{:e}': six decimals, trailing zeros
     (16, 1, "1.000000e+15", True),
     (16, 1, "1.2345678e8", False),  # seven decimals
+    (16, 1, "1.5000000e2", False),  # seven decimals, five of them trailing zeros
+    (16, 1, "1.5e2", True),  # 150: fewer significant decimals than the exponent allows
+    (16, 1, "12345e3", False),  # at most four digits before the point
+    (16, 1, "1e010", False),  # a leading zero only for exponents of one digit
+    (16, 1, "1e011", False),
     # At least 7 digits: 1,000,000 and up.
     (16, 7, "1e6", True),
     (16, 7, "10e5", True),
@@ -421,3 +426,21 @@ def test_small_figures_edge_cases() -> None:
 def test_a_count_that_does_not_read_says_what_would() -> None:
     with pytest.raises(ValueError, match=r"^a number of weights should look like 7\.5B, 7\.5e9 or 7500000000$"):
         parse_count("7.5 billion")
+
+
+def test_the_grammars_parts_start_at_one_digit() -> None:
+    # COUNT_PATTERN is built with the default least: a single-digit count reads, in both notations.
+    assert re.fullmatch(_whole(16), "7")
+    assert re.fullmatch(_scientific(16), "7e0")
+
+
+def test_a_memory_size_that_does_not_read_says_what_would() -> None:
+    with pytest.raises(ValueError, match=r"^a memory size should look like 80GB, 80GiB or 85899345920$"):
+        parse_bytes("lots")
+    assert ambiguity("80", show_input=False) == (
+        "a size with no unit counts bytes, and a card has billions; write GB (10⁹ bytes) or GiB (2³⁰ bytes)"
+    )
+
+
+def test_a_figure_that_rounds_to_nothing_has_no_sign() -> None:
+    assert per_weight(Fraction(-1, 1000)) == "0.00"  # not "-0.00"
