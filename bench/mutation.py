@@ -50,6 +50,9 @@ EQUIVALENT: dict[str, str] = {
             "x_custom_recipe__mutmut_54",
         )
     },
+    "app.domain.placement.x_cluster_of__mutmut_61": "Cluster's default gpus_per_node is the same 8",
+    "app.domain.step_text.x__passes__mutmut_1": "or for and: every pass has a column, and no other phase has one",
+    "app.domain.step_text.x_explanation__mutmut_5": "the same: a column is given exactly to the passes",
     "app.domain.units.x__digits__mutmut_9": "[0-9]{1} for [0-9]: the same expression",
     "app.domain.units.x__whole__mutmut_9": "a form needing the text '{-1}', which no number has",
     "app.domain.units.x__scientific__mutmut_44": r"exponents of 6 and up then take \.[0-9]{1,6}0{0,0}: the same",

@@ -29,6 +29,9 @@ RUNS = {
     "no optimizer state": Run(recipe=custom_recipe(2, 2, 0, 0)),
     "offloaded": Run(setup=Setup(placement=Placement(Offload.OPTIMIZER_PARAMS))),
     "half frozen": Run(frozen=15 * 10**9),
+    # Column 4 holds weights 15e9 to 18.75e9: frozen up to 17e9, past its middle, so frozen with a few that train.
+    "mostly frozen": Run(frozen=17 * 10**9),
+    "1 card offloaded": Run(gpus=1, setup=Setup(placement=Placement(Offload.OPTIMIZER))),
 }
 
 # (run, stage, phase, what the phase says)
@@ -196,6 +199,20 @@ EXPLANATIONS = [
         16,
         "Column 0 (the model's first eighth) is frozen: the cards gather its weights again and finish the "
         "backward pass on it, but compute no gradients for its weights.",
+    ),
+    (
+        "mostly frozen",
+        Stage.ZERO2,
+        12,
+        "Column 4 (the model's fifth eighth) is mostly frozen: the cards pass the backward through it to the "
+        "layers before, computing and reduce-scattering gradients only for its few trainable weights.",
+    ),
+    # One card: the weights come up from the host, and no other card needs them.
+    (
+        "1 card offloaded",
+        Stage.ZERO1,
+        20,
+        "Each card's updated slice of the weights comes back up from its host over PCIe.",
     ),
 ]
 
