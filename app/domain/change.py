@@ -60,7 +60,7 @@ def change(was: StageReport, now: StageReport, recipe: Recipe, gpus: int) -> Cha
     old, new = was.bytes_per_weight, now.bytes_per_weight
     split = _stored(recipe, after.sharded - before.sharded) if gpus > 1 else frozenset()
     whole = _stored(recipe, before.sharded - after.sharded) if gpus > 1 else frozenset()
-    said = _sentence(before, after, recipe, gpus, *_moved(was, now, recipe), old, new)
+    said = _sentence(before, after, gpus, *_moved(was, now, recipe), old, new)
     return Change(before, after, split, whole, old, new, said)
 
 
@@ -105,9 +105,7 @@ def _number(value: Fraction) -> str:
     return per_weight(value)
 
 
-def _sentence(
-    before: Stage, after: Stage, recipe: Recipe, gpus: int, split: str, whole: str, old: Fraction, new: Fraction
-) -> str:
+def _sentence(before: Stage, after: Stage, gpus: int, split: str, whole: str, old: Fraction, new: Fraction) -> str:
     title = after.info.title
     if before is after:
         return f"{title} again: nothing changes; each card keeps {_number(new)} bytes per weight."

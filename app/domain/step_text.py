@@ -75,7 +75,7 @@ def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> st
             "to last; the forward pass walks across them."
         )
     if part in (Part.FORWARD, Part.BACKWARD) and phase.column is not None:
-        return _pass(phase, recipe, columns[phase.column])
+        return _pass(phase, columns[phase.column])
     if part is Part.GRADIENT_SYNC and phase.pcie:
         return (
             "Each card sends its slice of the summed gradients down to its host over PCIe, the link between "
@@ -124,7 +124,7 @@ def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> st
     return "Nothing to do: each card keeps only its own slice, which it has just updated."
 
 
-def _pass(phase: Phase, recipe: Recipe, column: Column) -> str:
+def _pass(phase: Phase, column: Column) -> str:
     k, what, sharded = column.index, column.label, phase.sharded
     owners = holders(k, phase.gpus)
     if phase.part is Part.FORWARD:

@@ -376,6 +376,8 @@ OFFLOAD_OPTIMIZER = Setup(Accounting.DEEPSPEED, Placement(Offload.OPTIMIZER))
 DEEPSPEED_PLACES = [
     # ZeRO-2: 2 B weights whole (2e9) + (2 grads + 4 master + 8 moments + 4 fp32) × 1.25e8 = 4.25e9.
     ("mixed-adam", Stage.ZERO2, DEEPSPEED, 4_250_000_000, 0),
+    # No master copy, so no fp32 copy of the gradients either: 2e9 + (2 + 0 + 4) × 1.25e8 = 2.75e9.
+    ("bf16-adam", Stage.ZERO2, DEEPSPEED, 2_750_000_000, 0),
     # 4 B gradients are already fp32: 2e9 + (4 + 4 + 8) × 1.25e8 = 4e9, no fp32 copy.
     ("wide-reduce", Stage.ZERO2, DEEPSPEED, 4_000_000_000, 0),
     # ZeRO-1 offloading the optimizer: weights and gradients whole on the card (2 + 2 B × 1e9); the
@@ -391,3 +393,116 @@ def test_deepspeeds_fp32_gradients_are_for_narrow_gradients_and_live_with_the_op
     chosen = _recipe(recipe)
     assert per_gpu_bytes(stage, 10**9, 8, chosen, setup=setup) == gpu
     assert per_gpu_bytes(stage, 10**9, 8, chosen, setup=setup, place=Place.CPU_PINNED) == pinned
+
+
+def test_deepspeeds_fp32_gradients_are_for_the_weights_that_train() -> None:
+    # Half of 10**9 weights frozen: 2 B for every weight (2e9), and 2 + 4 + 8 + 4 B for each of a card's
+    # 62,500,000 of the 5e8 that train (1.125e9).
+    assert per_gpu_bytes(Stage.ZERO2, 10**9, 8, MIXED_ADAM, frozen=5 * 10**8, setup=DEEPSPEED) == 3_125_000_000
+
+
+FP32_COPY = "DeepSpeed keeps the gradients' fp32 copy for the update"
+NO_ROUNDING = (
+    "DeepSpeed's estimator does not round a slice up to whole weights: here, where the cards do not divide the "
+    "weights evenly, it counts a few bytes less."
+)
+ZERO2_BUCKET = "DeepSpeed's ZeRO-2 reduces gradients through its bucket, an overhead: no layer of whole gradients."
+ZERO3_LAYER = (
+    "DeepSpeed counts 4 B for each weight of the largest layer, its weights and gradients assembled, even on one card."
+)
+
+# (recipe, stage, setup, padded, what DeepSpeed's count says, word for word). Mixed-precision Adam's 2 B
+# gradients get a 4 B fp32 copy: +4 B, or under ZeRO-3, where it replaces the 2 B slice, +4 − 2 = +2 B.
+DEEPSPEED_SAID = [
+    ("mixed-adam", Stage.DP, DEEPSPEED, True, (f"{FP32_COPY}: +4 B per weight, on every card.",)),
+    (
+        "mixed-adam",
+        Stage.ZERO1,
+        DEEPSPEED,
+        True,
+        (
+            f"{FP32_COPY}: +4 B per weight, sharded.",
+            "DeepSpeed has no estimator for ZeRO-1: counted as ZeRO-2's, with the gradients kept whole.",
+            NO_ROUNDING,
+        ),
+    ),
+    ("mixed-adam", Stage.ZERO2, DEEPSPEED, False, (f"{FP32_COPY}: +4 B per weight, sharded.", ZERO2_BUCKET)),
+    (
+        "mixed-adam",
+        Stage.ZERO3,
+        DEEPSPEED,
+        True,
+        (f"{FP32_COPY} instead of the 2-byte one: +2 B per weight, sharded.", ZERO3_LAYER, NO_ROUNDING),
+    ),
+    (
+        "mixed-adam",
+        Stage.ZERO3,
+        Setup(Accounting.DEEPSPEED, Placement(Offload.OPTIMIZER)),
+        False,
+        (
+            f"{FP32_COPY} instead of the 2-byte one: +2 B per weight, sharded, on the host with the optimizer state.",
+            ZERO3_LAYER,
+        ),
+    ),
+    ("fp32-adam", Stage.ZERO2, DEEPSPEED, False, (ZERO2_BUCKET,)),  # 4 B gradients: no copy to add
+    ("mixed-adam", Stage.DP, DEEPSPEED, False, (f"{FP32_COPY}: +4 B per weight, on every card.",)),
+]
+
+
+@pytest.mark.parametrize(("recipe", "stage", "setup", "padded", "said"), DEEPSPEED_SAID)
+def test_every_deepspeed_difference_word_for_word(
+    recipe: str, stage: Stage, setup: Setup, padded: bool, said: tuple[str, ...]
+) -> None:
+    assert differences(stage, _recipe(recipe), setup, padded) == said
+
+
+FSDP2_SLICE = (
+    "FSDP2 keeps each weight's slice in its own 4-byte dtype and updates it there: no separate master copy. "
+    "MixedPrecisionPolicy casts only the gathered copy to the 2-byte param_dtype."
+)
+# Mixed-precision Adam: slices in the master's 4 B, +4 − 2 = +2 B each for weights and gradients, −4 B master.
+FSDP2_REDUCE = (
+    "FSDP2 reduce-scatters the gradients in reduce_dtype (2 B here, the recipe's gradients) and casts each slice "
+    "back to the weights' 4-byte dtype: +2 B per weight each for the weights' and the gradients' slices, −4 B for "
+    "the master copy, sharded."
+)
+FSDP2_PADS = (
+    "FSDP2 cuts each parameter along its first dimension and pads that dimension to a multiple of the cards: every "
+    "card keeps ceil(rows / N) rows of each parameter's weights, a little more than an even split of the model "
+    "where a parameter's rows do not divide."
+)
+FSDP2_SAID = [
+    (
+        Stage.ZERO3,
+        FSDP2,
+        (
+            FSDP2_SLICE,
+            FSDP2_REDUCE,
+            "FSDP2 holds two layers' weights in param_dtype (2 B) while it works on one: the layer and an "
+            "all-gather's flat output (its own until the next copy-in, or the next layer's, prefetched); in the "
+            "backward also the layer's gradients (2 B) and a reduce-scatter input (2 B).",
+            FSDP2_PADS,
+        ),
+    ),
+    (
+        Stage.ZERO2,
+        Setup(Accounting.FSDP2, Placement(Offload.OPTIMIZER, Device.NVME)),
+        (
+            FSDP2_SLICE,
+            FSDP2_REDUCE,
+            "FSDP2's ZeRO-2 is fully_shard with reshard_after_forward=False: the weights it gathers stay whole, in "
+            "param_dtype (2 B), from the forward to the backward, and only the slice stays between steps.",
+            FSDP2_PADS,
+            "FSDP2's CPUOffloadPolicy moves the weights' slices, their gradients and the optimizer state to the "
+            "CPU; with pin_memory, the default, the weights' and gradients' slices are page-locked, Adam's moments "
+            "(the optimizer's zeros_like of the slice) are not.",
+            "FSDP2 has no offload of the optimizer alone: counted as CPUOffloadPolicy, weights too.",
+            "FSDP2 has no NVMe offload: counted on the CPU.",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("stage", "setup", "said"), FSDP2_SAID)
+def test_every_fsdp2_difference_word_for_word(stage: Stage, setup: Setup, said: tuple[str, ...]) -> None:
+    assert differences(stage, MIXED_ADAM, setup) == said

@@ -11,7 +11,8 @@ import pytest
 
 from app.domain.accounting import PAPER, Accounting, Setup
 from app.domain.change import Change
-from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName
+from app.domain.placement import Offload, Placement
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
 from app.domain.report import Run, run_report
 from app.domain.stages import Stage
 
@@ -151,3 +152,97 @@ def test_the_sentence_counts_the_accounting_s_terms(
     moved = report.change(before, after)
     assert (moved.before_bytes, moved.after_bytes) == (report[before].bytes_per_weight, report[after].bytes_per_weight)
     assert moved.sentence == sentence
+
+
+FSDP2 = Setup(Accounting.FSDP2)
+OFFLOAD = Setup(placement=Placement(Offload.OPTIMIZER))
+
+# (before, after, recipe, cards, setup, the sentence), on the default 30B run, by hand in bytes per weight.
+SENTENCES = [
+    # One card: nothing split either way, all 16 B kept.
+    (
+        Stage.ZERO3,
+        Stage.DP,
+        MIXED_ADAM,
+        1,
+        PAPER,
+        "Data parallelism: with one card nothing is split; the card keeps all 16.00 bytes per weight.",
+    ),
+    # Data parallelism offloads nothing and says so, ZeRO-1 does not: one of the two differs from the paper,
+    # so the bands get their plain names. 2 + 2 B stay on the card; 12 of 16 leave it.
+    (
+        Stage.DP,
+        Stage.ZERO1,
+        MIXED_ADAM,
+        8,
+        OFFLOAD,
+        "ZeRO-1 splits the master copy and the optimizer's moments: each card drops 12.00 of its 16.00 bytes "
+        "per weight (now 4.00).",
+    ),
+    # FSDP2's ZeRO-2 keeps (4 + 4 + 0 + 8) / 8 = 2 B of slices; its DP is the paper's 16 B.
+    (
+        Stage.DP,
+        Stage.ZERO2,
+        MIXED_ADAM,
+        8,
+        FSDP2,
+        "ZeRO-2 splits the weights, the gradients, the master copy and the optimizer's moments: each card drops "
+        "14.00 of its 16.00 bytes per weight (now 2.00).",
+    ),
+    (
+        Stage.ZERO2,
+        Stage.DP,
+        MIXED_ADAM,
+        8,
+        FSDP2,
+        "Data parallelism keeps the weights, the gradients, the master copy and the optimizer's moments whole "
+        "again on every card: each card adds 14.00 to its 2.00 bytes per weight (now 16.00).",
+    ),
+    # A 1-byte band is stored: the moments (1 B) are split with the master copy (4 B). 2 + 2 + 5/8 = 4.625.
+    (
+        Stage.DP,
+        Stage.ZERO1,
+        custom_recipe(2, 2, 4, 1),
+        8,
+        PAPER,
+        "ZeRO-1 splits the master copy (4 B) and the adam moments (1 B): each card drops 4.38 of its 9.00 bytes "
+        "per weight (now 4.63).",
+    ),
+    # FSDP2 keeps its slices in the wider dtype, the 16-byte master's: on 2 cards ZeRO-1 keeps 1 + 1 + 16/2 = 10,
+    # FSDP2's ZeRO-2 16/2 + 16/2 = 16. The master copy goes; the weights and gradients grow.
+    (
+        Stage.ZERO1,
+        Stage.ZERO2,
+        custom_recipe(1, 1, 16, 0),
+        2,
+        FSDP2,
+        "ZeRO-2 splits the master copy and keeps the weights and the gradients whole again: each card goes from "
+        "10.00 to 16.00 bytes per weight.",
+    ),
+]
+
+
+@pytest.mark.parametrize(("before", "after", "recipe", "gpus", "setup", "sentence"), SENTENCES)
+def test_each_kind_of_switch_is_said(
+    before: Stage, after: Stage, recipe: Recipe, gpus: int, setup: Setup, sentence: str
+) -> None:
+    c = change(before, after, recipe, gpus, setup)
+    assert (c.before, c.after, c.sentence) == (before, after, sentence)
+
+
+def test_one_card_changes_no_cell() -> None:
+    c = change(Stage.ZERO3, Stage.DP, MIXED_ADAM, 1)
+    assert (c.split, c.whole) == (frozenset(), frozenset())
+
+
+def test_on_two_cards_the_other_cards_cells_change() -> None:
+    # Weights alternate between the two cards: weight 1 is card 1's, so card 0's master cell for it empties.
+    c = change(Stage.DP, Stage.ZERO1, MIXED_ADAM, 2)
+    assert c.split == {Band.MASTER, Band.MOMENTS}
+    assert c.cell_changes(0, 1, Band.MASTER, 2)
+    assert not c.cell_changes(1, 1, Band.MASTER, 2)
+
+
+def test_a_one_byte_band_is_a_stored_band() -> None:
+    # Moments of 1 B are still state: ZeRO-1 splits them with the 4 B master copy.
+    assert change(Stage.DP, Stage.ZERO1, custom_recipe(2, 2, 4, 1), 8).split == {Band.MASTER, Band.MOMENTS}

@@ -326,3 +326,38 @@ def test_deepspeeds_largest_layer_stays_4_bytes_a_weight_with_lora() -> None:
     row = report(resolve(inputs).run)[3]
     assert row.peak_bytes - row.per_gpu_bytes == 4 * 525_336_576
     assert any("count every weight as one that trains" in sentence for sentence in row.differences)
+
+
+@pytest.mark.parametrize(
+    ("stage", "nodes", "per_node", "offload", "zero_init", "building"),
+    [
+        # A tie names the state: ZeRO-2 on 4 cards, max(4 × 4, 16) is both sides at once.
+        (Stage.ZERO2, 1, 4, Offload.OPTIMIZER, True, False),
+        (Stage.ZERO2, 1, 5, Offload.OPTIMIZER, True, True),  # 4 × 5 = 20 > 16
+        # Without offload the rule has one side: the processes building the model.
+        (Stage.ZERO2, 1, 8, Offload.NONE, True, True),
+        (Stage.DP, 1, 8, Offload.OPTIMIZER, True, True),
+        # ZeRO-3 without zero.Init, 4 nodes of 1 card: max(4 × 1, 16 / 4 = 4), a tie again.
+        (Stage.ZERO3, 4, 1, Offload.OPTIMIZER, False, False),
+        (Stage.ZERO3, 2, 1, Offload.OPTIMIZER, False, False),  # 4 × 1 < 16 / 2
+        (Stage.ZERO3, 4, 2, Offload.OPTIMIZER, False, True),  # 4 × 2 > 16 / 4
+    ],
+)
+def test_the_side_of_the_cpu_rule_at_its_ties(
+    stage: Stage, nodes: int, per_node: int, offload: Offload, zero_init: bool, building: bool
+) -> None:
+    assert deepspeed.cpu_is_building(stage, nodes, per_node, Placement(offload), zero_init) is building
+
+
+def test_zero_init_is_the_estimators_default() -> None:
+    # e3's zero_init=True: the seed's run on one node of 8 builds one 3.75e9-weight layer at a time,
+    # 3.75e9 × 4 B × 8 × 1.5 = 180e9 (the estimators' row above), and keeps the state, not the model.
+    none, optimizer = Placement(Offload.NONE), Placement(Offload.OPTIMIZER)
+    assert deepspeed.cpu_bytes_per_node(Stage.ZERO3, 30 * 10**9, 3_750_000_000, 1, 8, none) == 180_000_000_000
+    assert deepspeed.cpu_rule(Stage.ZERO3, 30 * 10**9, 3_750_000_000, 1, 8, none) == (180_000_000_000, True)
+    assert deepspeed.cpu_is_building(Stage.ZERO3, 4, 8, optimizer) is False
+
+
+def test_the_estimators_have_no_nvme_case() -> None:
+    with pytest.raises(ValueError, match=r"^DeepSpeed's estimators have no NVMe case$"):
+        deepspeed.cpu_rule(Stage.ZERO3, 10**9, 10**8, 1, 8, Placement(Offload.NVME))

@@ -122,3 +122,19 @@ FSDP2_PCIE = [
 def test_fsdp2_fetches_the_weights_once_under_zero2_twice_under_zero3(stage: Stage, down: int, up: int) -> None:
     host = host_report(stage, _run(Offload.OPTIMIZER_PARAMS, Accounting.FSDP2))
     assert (host.gradients_down, host.weights_up, host.weights_fetched) == (down, up, True)
+
+
+@pytest.mark.parametrize(
+    ("accounting", "offload", "stage", "building"),
+    [
+        (Accounting.PAPER, Offload.OPTIMIZER, Stage.ZERO2, None),  # the paper's host has no such rule
+        # DeepSpeed's ZeRO-2 rule on one node of 8: max(4 × 8, 16), the 8 processes building the model.
+        (Accounting.DEEPSPEED, Offload.OPTIMIZER, Stage.ZERO2, True),
+        # ZeRO-3 with zero.Init keeps the node's share of the state: 16 B × P / 1 node.
+        (Accounting.DEEPSPEED, Offload.OPTIMIZER, Stage.ZERO3, False),
+    ],
+)
+def test_the_host_says_which_side_of_deepspeeds_rule_counts(
+    accounting: Accounting, offload: Offload, stage: Stage, building: bool | None
+) -> None:
+    assert host_report(stage, _run(offload, accounting)).cpu_building is building

@@ -262,3 +262,9 @@ def test_buckets_are_counted_in_the_gradients_bytes_and_the_prefetch_in_the_weig
 )
 def test_nccl_buffers_are_one_set_per_communicator(groups: int, nccl: int) -> None:
     assert items(Stage.ZERO1, settings=Overheads(process_groups=groups))["NCCL buffers"] == nccl
+
+
+def test_an_unknown_layer_leaves_all_of_max_live_to_prefetch() -> None:
+    # max_live_parameters of 5e7 and no layer known: all 5e7 may be prefetched, × 2 B = 1e8.
+    settings = Overheads(max_live_parameters=50_000_000)
+    assert items(Stage.ZERO3, layer=None, settings=settings)["Prefetched weights"] == 100_000_000

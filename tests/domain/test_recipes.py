@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import dataclasses
+import re
+
 import pytest
 
-from app.domain.recipes import MIXED_ADAM, RECIPES, Band, BandSpec, Recipe, RecipeName, custom_recipe
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, BandSpec, Recipe, RecipeName, _recipe, custom_recipe
 
 
 def test_mixed_adam_is_the_seed_recipe() -> None:
@@ -51,3 +54,49 @@ def test_custom_recipe() -> None:
 def test_custom_recipe_bounds(sizes: tuple[int, int, int, int], message: str) -> None:
     with pytest.raises(ValueError, match=message):
         custom_recipe(*sizes)
+
+
+def test_a_custom_recipe_names_its_bands_by_their_bytes() -> None:
+    recipe = custom_recipe(2, 4, 4, 8)
+    assert (recipe.name, recipe.title) == ("custom", "Custom (2/4/4/8)")
+    assert [(s.band, s.label, s.precision, s.nbytes, s.description, s.noun) for s in recipe.specs] == [
+        (Band.WEIGHTS, "Weights", "2 B", 2, "as entered", "the weights (2 B)"),
+        (Band.GRADIENTS, "Gradients", "4 B", 4, "as entered", "the gradients (4 B)"),
+        (Band.MASTER, "Master copy", "4 B", 4, "as entered", "the master copy (4 B)"),
+        (Band.MOMENTS, "Adam moments", "8 B", 8, "as entered", "the adam moments (8 B)"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("sizes", "message"),
+    [
+        ((2, 2, 4, 17), "each band costs 0 to 16 bytes per weight"),
+        ((2, -1, 4, 8), "each band costs 0 to 16 bytes per weight"),
+        ((0, 2, 4, 8), "the weights band costs at least 1 byte per weight"),
+    ],
+)
+def test_a_custom_recipe_out_of_range_says_which_rule(sizes: tuple[int, int, int, int], message: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{re.escape(message)}$"):
+        custom_recipe(*sizes)
+
+
+def test_a_recipe_is_every_band_once_at_no_negative_cost() -> None:
+    specs = MIXED_ADAM.specs
+    with pytest.raises(ValueError, match=r"^a recipe lists every band once, in Band order$"):
+        Recipe("x", "X", specs[::-1])
+    negative = (*specs[:3], dataclasses.replace(specs[3], nbytes=-1))
+    with pytest.raises(ValueError, match=r"^a band cannot cost negative bytes$"):
+        Recipe("x", "X", negative)
+
+
+def test_nothing_is_named_where_no_band_is_stored() -> None:
+    assert custom_recipe(2, 2, 0, 0).phrase((Band.MASTER, Band.MOMENTS)) == "nothing"
+    assert MIXED_ADAM.phrase((Band.MASTER,)) == "the fp32 master copy"
+
+
+def test_a_preset_is_built_from_its_five_words_per_band() -> None:
+    # The presets are built when the module is imported: the builder is called here, where a test sees it.
+    words = ("Weights", "bf16", 2, "used", "the weights")
+    recipe = _recipe("r", "R", words, words, words, words)
+    assert (recipe.name, recipe.title, [s.band for s in recipe.specs]) == ("r", "R", list(Band))
+    assert recipe.spec(Band.MOMENTS) == BandSpec(Band.MOMENTS, *words)

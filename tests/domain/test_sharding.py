@@ -80,3 +80,15 @@ def test_beyond_sixteen_cards_a_fixed_sample_is_drawn() -> None:
 
 def test_owner_wraps_around() -> None:
     assert [owner(w, 4) for w in range(6)] == [0, 1, 2, 3, 0, 1]
+
+
+def test_a_card_not_drawn_holds_nothing_drawn() -> None:
+    # 1,024 cards: the grid draws cards 0-3 and 1,020-1,023; card 500 has no cell, and no bytes, in it.
+    grid = layout(Stage.ZERO3, 1024)
+    assert (grid.stage, grid.card_cells(500), grid.held_bytes(500)) == (Stage.ZERO3, (), 0)
+
+
+@pytest.mark.parametrize("gpus", [0, -1])
+def test_a_layout_has_a_card(gpus: int) -> None:
+    with pytest.raises(ValueError, match=r"^gpus must be at least 1$"):
+        layout(Stage.DP, gpus)

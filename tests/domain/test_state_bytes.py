@@ -63,3 +63,12 @@ def test_each_stage_keeps_no_more_than_the_one_before(gpus: int) -> None:
     sizes = [bytes_per_weight(stage, gpus) for stage in Stage]
     assert sizes == sorted(sizes, reverse=True)
     assert sizes[0] == MIXED_ADAM.total
+
+
+@pytest.mark.parametrize(
+    ("params", "gpus", "message"),
+    [(-1, 8, "params cannot be negative"), (10, 0, "gpus must be at least 1")],
+)
+def test_a_card_of_impossible_inputs_is_refused_in_words(params: int, gpus: int, message: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{message}$"):
+        per_gpu_bytes(Stage.DP, params, gpus)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -59,6 +61,8 @@ def test_trainable_as_a_count_or_a_fraction(text: str, expected: int) -> None:
         ("75%", 1001, 750),  # 750.75, likewise
         ("1003", 1003, 1003),  # a count of every weight the model has trains them all
         ("1K", 1000, 1000),
+        ("2", 1000, 2),  # a plain whole number above 1 is a count, not a fraction
+        ("1,000", 2000, 1000),
     ],
 )
 def test_a_share_counts_whole_weights_and_a_count_may_be_all_of_them(text: str, params: int, expected: int) -> None:
@@ -160,3 +164,23 @@ def test_a_frozen_largest_layer_is_assembled_without_gradients() -> None:
     full = resolve(Inputs(model=ModelName.LLAMA_3_70B)).run
     assert lora.assembled_layer_bytes == 2 * 1_050_673_152
     assert full.assembled_layer_bytes == 4 * 1_050_673_152
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1,000%", "a fraction of the weights is between 0 and 1 (0% and 100%)"),  # 1000 %, not a count
+        ("1.5", "a fraction of the weights is between 0 and 1 (0% and 100%)"),
+    ],
+)
+def test_a_share_out_of_range_says_so(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=rf"^{re.escape(message)}$"):
+        parse_trainable(text, 1000)
+
+
+def test_a_lora_rank_is_1_to_4096() -> None:
+    # The largest rank: Llama 3 8B's Q and V at r = 4,096, 32 × 4,096 × (8,192 + 5,120) weights.
+    assert adapter_params(LLAMA_3_8B, 4096, LoraTargets.QV) == 32 * 4096 * 13_312
+    for rank in (0, 4097):
+        with pytest.raises(ValueError, match=r"^a LoRA rank is between 1 and 4096$"):
+            adapter_params(LLAMA_3_8B, rank, LoraTargets.QV)

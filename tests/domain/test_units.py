@@ -15,8 +15,11 @@ from app.domain.units import (
     ZERO_BYTES_PATTERN,
     ZERO_COUNT_PATTERN,
     ByteUnit,
+    _scientific,
+    _whole,
     ambiguity,
     count_label,
+    gpus_label,
     parse_bytes,
     parse_count,
     per_weight,
@@ -361,3 +364,118 @@ def test_sizes_round_half_up_on_the_exact_value(nbytes: Fraction, decimals: int)
         expected = abs(exact).quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP)
     sign = "-" if value < 0 and expected != 0 else ""
     assert unit.show(nbytes, decimals) == f"{sign}{expected:,} GB"
+
+
+# The grammar's parts, called directly: COUNT_PATTERN and BYTES_PATTERN are built from them once, when
+# the module is imported, so a test of the patterns alone never sees a change to how they are built.
+# (digits at most, at least, text, whether it is a whole number of that many digits)
+WHOLE = [
+    (4, 1, "1", True),
+    (4, 1, "9999", True),
+    (4, 1, "1,234", True),  # grouped by threes, with a comma or an underscore
+    (4, 1, "1_234", True),
+    (4, 1, "12,34", False),  # a group of two
+    (4, 1, "0", False),  # not positive
+    (4, 1, "01", False),
+    (4, 1, "10000", False),  # five digits
+    (4, 1, "1,234,567", False),
+    (16, 1, "1234,567", False),  # a leading group of four
+    (16, 1, "1,234_567", False),  # one separator throughout
+    (16, 1, "12", True),
+    (16, 1, "12,345", True),
+    (16, 1, "123,456", True),
+    (16, 1, "1_234_567", True),
+    (16, 1, "9,999,999,999,999,999", True),  # 16 digits
+    (16, 1, "10,000,000,000,000,000", False),  # 17
+    # A memory size has at least 7 digits (a card holds millions of bytes at least).
+    (16, 7, "1000000", True),
+    (16, 7, "1,000,000", True),
+    (16, 7, "10,000,000", True),
+    (16, 7, "100,000,000", True),
+    (16, 7, "999999", False),
+    (16, 7, "999,999", False),
+    (16, 7, "1234567890123456", True),
+    (16, 7, "12345678901234567", False),
+]
+
+
+@pytest.mark.parametrize(("digits", "least", "text", "whole"), WHOLE)
+def test_a_whole_number_of_so_many_digits(digits: int, least: int, text: str, whole: bool) -> None:
+    assert bool(re.fullmatch(_whole(digits, least), text)) is whole
+
+
+SCIENTIFIC = [
+    (16, 1, "1e15", True),  # 16 digits
+    (16, 1, "1e16", False),  # 17
+    (16, 1, "9999e12", True),  # 9,999 × 10¹²: 16 digits
+    (16, 1, "9999e13", False),
+    (16, 1, "1.5e1", True),  # 15
+    (16, 1, "12.5e1", True),  # 125
+    (16, 1, "1.55e1", False),  # 15.5: not whole
+    (16, 1, "1.05e1", False),  # 10.5
+    (16, 1, "1e0", True),
+    (16, 1, "1.0e0", True),
+    (16, 1, "1.5e0", False),
+    (16, 1, "1.5e10", True),
+    (16, 1, "1.5e09", True),  # a leading zero in the exponent
+    (16, 1, "7.5e+09", True),
+    (16, 1, "7.5e 09", True),  # a '+' typed into an address arrives as a space
+    (16, 1, "1.230000e+02", True),  # Python's '{:e}': six decimals, trailing zeros
+    (16, 1, "1.000000e+15", True),
+    (16, 1, "1.2345678e8", False),  # seven decimals
+    (16, 1, "1.5000000e2", False),  # seven decimals, five of them trailing zeros
+    (16, 1, "1.5e2", True),  # 150: fewer significant decimals than the exponent allows
+    (16, 1, "12345e3", False),  # at most four digits before the point
+    (16, 1, "1e010", False),  # a leading zero only for exponents of one digit
+    (16, 1, "1e011", False),
+    # At least 7 digits: 1,000,000 and up.
+    (16, 7, "1e6", True),
+    (16, 7, "10e5", True),
+    (16, 7, "1000e3", True),
+    (16, 7, "1.5e6", True),
+    (16, 7, "9e5", False),
+    (16, 7, "1e5", False),
+    (16, 7, "9.99e5", False),
+    (16, 7, "99.99e4", False),  # 999,900
+    (16, 7, "999.9e3", False),
+    (16, 7, "9999e2", False),
+]
+
+
+@pytest.mark.parametrize(("digits", "least", "text", "whole"), SCIENTIFIC)
+def test_a_whole_number_in_scientific_notation(digits: int, least: int, text: str, whole: bool) -> None:
+    assert bool(re.fullmatch(_scientific(digits, least), text)) is whole
+
+
+@pytest.mark.parametrize(("gpus", "label"), [(1, "1 GPU"), (2, "2 GPUs"), (8, "8 GPUs"), (1024, "1,024 GPUs")])
+def test_gpus_label(gpus: int, label: str) -> None:
+    assert gpus_label(gpus) == label
+
+
+def test_small_figures_edge_cases() -> None:
+    assert per_weight(0) == "0.00"  # a card that keeps nothing of a band
+    assert percent(Fraction(1234, 1000)) == "123%"  # 123.4 %: three significant figures, no decimal
+    assert ByteUnit.GIB.show(2**30, 0) == "1 GiB"  # one unit exactly is not below one unit
+
+
+def test_a_count_that_does_not_read_says_what_would() -> None:
+    with pytest.raises(ValueError, match=r"^a number of weights should look like 7\.5B, 7\.5e9 or 7500000000$"):
+        parse_count("7.5 billion")
+
+
+def test_the_grammars_parts_start_at_one_digit() -> None:
+    # COUNT_PATTERN is built with the default least: a single-digit count reads, in both notations.
+    assert re.fullmatch(_whole(16), "7")
+    assert re.fullmatch(_scientific(16), "7e0")
+
+
+def test_a_memory_size_that_does_not_read_says_what_would() -> None:
+    with pytest.raises(ValueError, match=r"^a memory size should look like 80GB, 80GiB or 85899345920$"):
+        parse_bytes("lots")
+    assert ambiguity("80", show_input=False) == (
+        "a size with no unit counts bytes, and a card has billions; write GB (10⁹ bytes) or GiB (2³⁰ bytes)"
+    )
+
+
+def test_a_figure_that_rounds_to_nothing_has_no_sign() -> None:
+    assert per_weight(Fraction(-1, 1000)) == "0.00"  # not "-0.00"
