@@ -506,3 +506,46 @@ FSDP2_SAID = [
 @pytest.mark.parametrize(("stage", "setup", "said"), FSDP2_SAID)
 def test_every_fsdp2_difference_word_for_word(stage: Stage, setup: Setup, said: tuple[str, ...]) -> None:
     assert differences(stage, MIXED_ADAM, setup) == said
+
+
+def test_fsdp2s_moments_are_the_pageable_part() -> None:
+    # Mixed-precision SGD, 32,768 weights on 8 cards, slices of 4,096: the weights' and gradients' slices
+    # (4 + 4 B) pinned, 32,768 B; the momentum (4 B), made by zeros_like, pageable, 16,384 B.
+    setup = Setup(Accounting.FSDP2, Placement(Offload.OPTIMIZER_PARAMS))
+    sgd = RECIPES[RecipeName.MIXED_SGD]
+    assert per_gpu_bytes(Stage.ZERO3, P, 8, sgd, setup=setup, place=Place.CPU_PINNED) == 32_768
+    assert per_gpu_bytes(Stage.ZERO3, P, 8, sgd, setup=setup, place=Place.CPU_PAGEABLE) == 16_384
+
+
+# The placement's caveat, where the count does not say its own: (recipe, stage, setup, the differences).
+CAVEATED = [
+    (
+        "mixed-adam",
+        Stage.DP,
+        Setup(placement=Placement(Offload.OPTIMIZER)),
+        ("Data parallelism offloads nothing: DeepSpeed's offload needs ZeRO-1 or above.",),
+    ),
+    (
+        "fp32-adam",
+        Stage.ZERO2,
+        Setup(Accounting.DEEPSPEED, Placement(Offload.OPTIMIZER_PARAMS)),
+        (ZERO2_BUCKET, "ZeRO-2 keeps its weights on the card: offloading them needs ZeRO-3."),
+    ),
+]
+
+
+@pytest.mark.parametrize(("recipe", "stage", "setup", "said"), CAVEATED)
+def test_the_placements_caveat_is_said_where_the_count_has_none_of_its_own(
+    recipe: str, stage: Stage, setup: Setup, said: tuple[str, ...]
+) -> None:
+    assert differences(stage, _recipe(recipe), setup) == said  # padded left to its default, False
+
+
+def test_megatrons_count_says_it_has_no_offload() -> None:
+    said = differences(Stage.ZERO1, MIXED_ADAM, Setup(Accounting.MEGATRON, Placement(Offload.OPTIMIZER)))
+    assert (
+        said[-1]
+        == "Megatron-LM's count has no offload (its --optimizer-cpu-offload is not in it): counted on the card."
+    )
+    # Without padded, DeepSpeed's ZeRO-1 says nothing of rounding.
+    assert NO_ROUNDING not in differences(Stage.ZERO1, MIXED_ADAM, DEEPSPEED)
