@@ -1066,13 +1066,77 @@ def fault_lines(
     ]  # fmt: skip
 
 
+# -- joins -----------------------------------------------------------------------------------------------
+
+JOIN_VIEW = "/?stage=zero3&model=llama-3-70b&gpus=4096&phase=5"
+"""The heaviest view a lecture shows: a 4,096-GPU step, 22 ms to build and draw afresh."""
+JOIN_SECONDS = 1.0
+JOIN_TARGET_P95_MS = 1000.0
+
+
+async def _get_once(port: int, path: str, at: float) -> tuple[int, float]:
+    """At `at` (monotonic), open a connection and GET `path` as a browser would: its status and seconds to the last byte."""
+    await asyncio.sleep(max(0.0, at - time.monotonic()))
+    start = time.monotonic()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**20)
+    try:
+        writer.write(f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAccept-Encoding: br\r\n\r\n".encode())
+        status, headers, _ = await _head(reader)
+        if "content-length" in headers:
+            await reader.readexactly(int(headers["content-length"]))
+        else:
+            async for _ in _chunks(reader):
+                pass
+        return status, time.monotonic() - start
+    finally:
+        writer.close()
+
+
+def _arrivals(port: int, path: str, count: int) -> list[tuple[int, float]]:
+    """`count` browsers opening `path` within JOIN_SECONDS, evenly spread: each one's status and time."""
+
+    async def all_of_them() -> list[tuple[int, float]]:
+        t0 = time.monotonic() + 0.1
+        return list(await asyncio.gather(*(_get_once(port, path, t0 + i * JOIN_SECONDS / count)
+                                           for i in range(count))))  # fmt: skip
+
+    return asyncio.run(all_of_them())
+
+
+def joins(size: Size) -> Section:
+    """A class scanning the code at once: `size.followers` follower pages within a second, against the page itself."""
+    port = _free_port()
+    with contextlib.ExitStack() as stack:
+        _app(port, stack)
+        teacher = Teacher(port)
+        stack.callback(teacher.connection.close)
+        teacher.start(JOIN_VIEW)
+        teacher.fragment(JOIN_VIEW, "br")  # the teacher's page is open: the page is in the response cache
+        _arrivals(port, JOIN_VIEW, 1)
+        page = _arrivals(port, JOIN_VIEW, size.followers)
+        joined = _arrivals(port, f"/live/{teacher.code}", size.followers)
+    page_ms, join_ms = [t * 1e3 for _, t in page], [t * 1e3 for _, t in joined]
+    busy = sum(status == 503 for status, _ in joined)
+    other = sum(status not in (200, 503) for status, _ in joined)
+    p95 = _pct(join_ms, 0.95)
+    ratio = _pct(join_ms, 0.5) / _pct(page_ms, 0.5)
+    lines: list[Line] = [
+        Check("a follower's page, joining", f"{_spread(join_ms)}; {busy} answered 503 busy, {other} other",
+              f"p95 <= {JOIN_TARGET_P95_MS:.0f} ms and no 503", p95 <= JOIN_TARGET_P95_MS and busy == other == 0),
+        Note("the same view's page from the cache, the same way", _spread(page_ms)),
+        Note("joining against the cached page", f"p50 {ratio:.1f} times the cached page's"),
+    ]  # fmt: skip
+    title = f"joins: {size.followers} students open the follower's page within {JOIN_SECONDS:g} s ({JOIN_VIEW})"
+    return Section(title, lines)
+
+
 # -- the report ------------------------------------------------------------------------------------------
 
 
 def run(size: Size) -> list[Section]:
     """Every part, in turn."""
     section, lecture = load(size)
-    return [section, address_or_fragment(size, lecture), fault(size)]
+    return [section, address_or_fragment(size, lecture), joins(size), fault(size)]
 
 
 def report(sections: Sequence[Section], out: Callable[[str], None] = print) -> int:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import os
 import sys
 from collections.abc import Sequence
@@ -29,6 +30,20 @@ def _positive(text: str) -> int:
     return int(text)
 
 
+def _proxies(text: str) -> str:
+    """Addresses and networks of trusted proxies, comma-separated, or * (any): as uvicorn takes them."""
+    for item in (part.strip() for part in text.split(",")):
+        if item == "*":
+            continue
+        try:
+            ipaddress.ip_network(item, strict=False)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"{quoted(item)} is not an IP address or network (examples: 10.0.0.5, 10.0.0.0/24, *)"
+            ) from None
+    return text
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line: serving options, and the `table` subcommand."""
     p = argparse.ArgumentParser(prog="zero-bands", description="Serve ZeRO Bands, the ZeRO sharding grid.")
@@ -48,6 +63,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--limit-concurrency", type=_positive, default=None,
         help=f"requests in progress per worker past which the next gets a 503 at once (default: {DEFAULT_LIMIT})",
+    )  # fmt: skip
+    p.add_argument(
+        "--forwarded-allow-ips", type=_proxies, default=None, metavar="IPS",
+        help="proxies whose X-Forwarded-For and X-Forwarded-Proto are believed: addresses or networks, "
+        "comma-separated, or * (default: $FORWARDED_ALLOW_IPS, else 127.0.0.1). Set it to the proxy's address "
+        "when the proxy runs on another machine (docs/deploying.md)",
     )  # fmt: skip
     p.add_argument("--access-log", action="store_true", help="log every request (off by default: it costs time)")
     commands = p.add_subparsers(dest="command", metavar="{table,export,measure}")
@@ -201,4 +222,5 @@ def main(argv: Sequence[str] | None = None) -> None:
         Settings.from_env()
     except SettingsError as error:
         parser().exit(2, f"zero-bands: {error}\n")
-    serve(args.host, args.port, args.root_path, workers=workers, access_log=args.access_log)
+    serve(args.host, args.port, args.root_path, workers=workers, access_log=args.access_log,
+          forwarded_allow_ips=args.forwarded_allow_ips)  # fmt: skip

@@ -25,6 +25,7 @@ def serve(
     workers: int = 1,
     access_log: bool = False,
     app: str = APP,
+    forwarded_allow_ips: str | None = None,
 ) -> None:
     """Run `app` (an import string) under uvicorn until interrupted; workers read their settings from the environment.
 
@@ -43,6 +44,10 @@ def serve(
         loop="uvloop",
         http="httptools",
         access_log=access_log,
+        # Whose X-Forwarded-For and X-Forwarded-Proto to believe: the client's address (wrong codes are
+        # counted by it) and the scheme (the teacher's cookie is Secure, snippets https://). None:
+        # uvicorn's default, $FORWARDED_ALLOW_IPS or else 127.0.0.1, a proxy on this machine.
+        forwarded_allow_ips=forwarded_allow_ips,
         timeout_keep_alive=KEEP_ALIVE_SECONDS,
         # The brief asks for no Server header; the middleware drops it too.
         server_header=False,

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import replace
 from typing import Annotated
 from urllib.parse import urlsplit
 
@@ -31,6 +30,7 @@ from app.web.errors import describe
 from app.web.inputs import EmbedQuery, PageQuery
 from app.web.links import absolute_url_for, path_for
 from app.web.live_access import LiveSessions, Who
+from app.web.live_page import live_page
 from app.web.live_view import (
     AWAY,
     COOKIE,
@@ -46,7 +46,6 @@ from app.web.live_view import (
     teacher_bar,
     view_query,
 )
-from app.web.pages import stage_page
 from app.web.templating import macro_html, render
 
 router = APIRouter(include_in_schema=False)
@@ -147,18 +146,16 @@ async def live_join(
 async def live_follow(request: Request, code: str, sessions: LiveSessions, who: Who) -> HTMLResponse:
     """A follower's page: the teacher's view now, and the stream that keeps it so."""
     session = await sessions.follow(code, who)
-    view, _ = stage_page(request, view_query("?" + session.shown))
     bar = follower_bar(request, session, path_for(request, "page"))
-    return _live_page(request, replace(view, live=LiveView(follower=bar)))
+    return live_page(request, session.shown, LiveView(follower=bar))
 
 
 @router.api_route("/live/{code}/teach", methods=["GET", "HEAD"], name="live_teach", response_class=HTMLResponse)
 async def live_teach(request: Request, code: str, sessions: LiveSessions, who: Who) -> HTMLResponse:
     """The teacher's page: the view the teacher is on, with the session's bar."""
     session = await sessions.teach(code, who)
-    view, _ = stage_page(request, view_query("?" + session.view))
     bar = teacher_bar(request, session, await sessions.followers(session))
-    return _live_page(request, replace(view, live=LiveView(teacher=bar)))
+    return live_page(request, session.view, LiveView(teacher=bar))
 
 
 @router.post("/live/{code}/show", name="live_show")
@@ -256,10 +253,3 @@ def _valid(request: Request, address: str) -> PageQuery:
 
 def _back(request: Request, code: str) -> Response:
     return RedirectResponse(path_for(request, "live_teach", code=code), status_code=303)
-
-
-def _live_page(request: Request, view: object) -> HTMLResponse:
-    """A live page, whole: never kept by a shared cache, since it is one session's now."""
-    response = render(request, "index.html", "widget", view)
-    response.headers["Cache-Control"] = "no-store"
-    return response
