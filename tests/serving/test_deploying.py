@@ -106,6 +106,11 @@ def test_the_apps_answers_pass_through_as_they_are(proxy: str) -> None:
     assert again[0] == 304
 
 
+@pytest.mark.parametrize("path", ["/?stage=zero2", "/api/memory?gpus=0", "/no-such-page"])
+def test_every_answer_through_the_proxy_tells_browsers_to_keep_to_https(proxy: str, path: str) -> None:
+    assert _get(f"{proxy}{path}")[1]["strict-transport-security"] == "max-age=31536000"
+
+
 def test_the_embed_snippet_names_the_address_people_see(proxy: str) -> None:
     # The proxy passes the Host on, so the app's absolute links are the proxy's, not its own.
     page = dom(_get(f"{proxy}/?stage=zero1", {"Host": "zero.example.edu"})[2].decode())
