@@ -7,7 +7,10 @@ that show it are tests/web/test_live.py's.
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
@@ -280,3 +283,12 @@ def test_with_live_sessions_off_every_ask_is_refused_and_the_hub_untouched(
             assert await h.misses(STUDENT.address) == 0
 
     run(scenario())
+
+
+def test_the_security_docs_figures_are_the_codes() -> None:
+    # docs/security.md states the allowance, the share and the stream's lifetime as cog writes them.
+    root = Path(__file__).resolve().parents[2]
+    checked = subprocess.run([sys.executable, "-m", "cogapp", "-I", ".", "--check", "docs/security.md"], cwd=root,
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"| {MISSES_ALLOWED} in 10 minutes |" in (root / "docs/security.md").read_text()
