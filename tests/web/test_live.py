@@ -23,7 +23,7 @@ from fastapi.testclient import TestClient
 from app.live.hub import MISSES_ALLOWED, MemoryHub, Unavailable
 from app.live.session import ALPHABET, CODE_LENGTH
 from app.main import create_app
-from app.serving.config import Settings
+from app.serving.config import STREAM_ENV, Settings, SettingsError
 from tests.conftest import dom, one, text
 from tests.live.redis_server import RedisServer, running_redis
 
@@ -399,3 +399,15 @@ def test_a_hung_redis_answers_live_requests_503_at_once_and_leaves_the_rest_of_t
         assert time.monotonic() - began < 0.5  # the breaker: refused without asking Redis
     finally:
         os.kill(server.process.pid, signal.SIGCONT)
+
+
+@pytest.mark.parametrize(("value", "seconds"), [(None, 60.0), ("2.5", 2.5), ("600", 600.0)])
+def test_the_streams_lifetime_is_a_setting(value: str | None, seconds: float) -> None:
+    environ = {} if value is None else {STREAM_ENV: value}
+    assert Settings.from_env(environ).live_stream_seconds == seconds
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "1e3", "nan", ""])
+def test_a_streams_lifetime_that_is_no_number_of_seconds_is_refused(value: str) -> None:
+    with pytest.raises(SettingsError, match=STREAM_ENV):
+        Settings.from_env({STREAM_ENV: value})
