@@ -91,9 +91,14 @@ class Breaker:
         self.seconds, self.clock = seconds, clock
         self.until = -float("inf")
 
+    @property
+    def open(self) -> bool:
+        """Whether calls are refused now."""
+        return self.clock() < self.until
+
     def check(self) -> None:
         """Unavailable at once while open."""
-        if self.clock() < self.until:
+        if self.open:
             raise Unavailable("Redis failed a moment ago; not tried again yet")
 
     def trip(self) -> None:
@@ -203,10 +208,12 @@ class RedisHub:
         """A follower gone: counted out here at once, and in Redis if it answers (else the heartbeat does)."""
         client = self.fanout.owners.get(queue)
         self.fanout.remove(code, queue)  # at once, even if the write below is cancelled
-        if client is not None:
+        if client is not None and not self.breaker.open:  # while open, the heartbeat writes it later
             async with self.counting:
-                with contextlib.suppress(RedisError):
+                try:
                     await self._count(code, [client])
+                except RedisError:
+                    self.breaker.trip()
 
     @asynccontextmanager
     async def follow(self, code: str, client: str = "", room: Room | None = None) -> AsyncIterator[Queue]:

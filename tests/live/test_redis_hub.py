@@ -438,3 +438,21 @@ def test_a_heartbeat_under_way_as_the_last_follower_leaves_does_not_count_it_aga
             assert await a.followers(session.code) == 0
 
     run(scenario())
+
+
+@pytest.mark.parametrize(("tripped", "since", "refused"), [(False, 0.0, False), (True, 0.0, True),
+                                                           (True, 2.9, True), (True, 3.0, False)])  # fmt: skip
+def test_the_breaker_refuses_for_its_pause_after_a_failure_then_lets_a_call_try(
+    tripped: bool, since: float, refused: bool
+) -> None:
+    clock = Clock(100.0)
+    breaker = redis_hub.Breaker(3.0, clock)
+    if tripped:
+        breaker.trip()
+    clock.now += since
+    assert breaker.open == refused
+    if refused:
+        with pytest.raises(Unavailable):
+            breaker.check()
+    else:
+        breaker.check()
