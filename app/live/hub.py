@@ -97,8 +97,8 @@ class Hub(Protocol):
         """A queue admitted as `admit` does, for the block."""
         ...
 
-    async def followers(self, code: str) -> int:
-        """How many follow the session, over every worker."""
+    async def followers(self, code: str, client: str | None = None) -> int:
+        """How many follow the session, over every worker (from `client` alone, if given)."""
         ...
 
     async def missed(self, client: str) -> int:
@@ -239,9 +239,9 @@ class MemoryHub:
         finally:
             await self.leave(code, queue)
 
-    async def followers(self, code: str) -> int:
-        """Followers of the session: all of them are in this process."""
-        return self.fanout.count(code)
+    async def followers(self, code: str, client: str | None = None) -> int:
+        """Followers of the session (from `client` alone, if given): all of them are in this process."""
+        return self.fanout.count(code, client)
 
     async def missed(self, client: str) -> int:
         """Count a wrong code from `client`."""

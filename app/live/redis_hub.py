@@ -224,10 +224,10 @@ class RedisHub:
         finally:
             await self.leave(code, queue)
 
-    async def followers(self, code: str) -> int:
-        """Followers over every worker that has counted lately."""
+    async def followers(self, code: str, client: str | None = None) -> int:
+        """Followers over every worker that has counted lately (from `client` alone, if given)."""
         with self._guard():
-            fields = await self.redis.hgetall(f"{PREFIX}{code}:followers")
+            fields = await self.redis.hgetall(f"{PREFIX}{code}:followers" if client is None else _from(code, client))
         now = self.clock()
         total = 0
         for value in fields.values():

@@ -126,10 +126,15 @@ class Sessions:
         return session
 
     async def follow(self, code: str, visitor: Visitor) -> Session:
-        """The session, found as `find` does, if there is room for one more follower; RoomFull if not."""
+        """The session, found as `find` does, if there is room for one more follower (a page's check: `admit` counts).
+
+        RoomFull if the room is full; ShareTaken if the visitor's address has its share of it.
+        """
         session = await self.find(code, visitor)
         if (n := await self.followers(session)) >= self.room:
             raise RoomFull(n)
+        if await self._kept().followers(session.code, visitor.address) >= (share := Room(self.room).per_address):
+            raise ShareTaken(share)
         return session
 
     async def admit(self, code: str, visitor: Visitor) -> tuple[Session, Queue]:

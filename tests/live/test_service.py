@@ -223,6 +223,9 @@ def test_a_burst_from_one_address_takes_its_share_and_leaves_the_rest_to_the_oth
             assert [type(o).__name__ for o in outcomes].count("tuple") == 8
             assert all(isinstance(o, tuple | ShareTaken) for o in outcomes)
             assert {o.allowed for o in outcomes if isinstance(o, ShareTaken)} == {8}
+            with pytest.raises(ShareTaken):  # the page says so too, before its stream is refused
+                await sessions.follow(session.code, STUDENT)
+            assert await sessions.follow(session.code, ELSEWHERE) == session
             others = await _burst(sessions, session.code, [ELSEWHERE] * 3)
             assert [type(o) for o in others] == [tuple, tuple, RoomFull]
 

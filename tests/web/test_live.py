@@ -411,3 +411,17 @@ def test_the_streams_lifetime_is_a_setting(value: str | None, seconds: float) ->
 def test_a_streams_lifetime_that_is_no_number_of_seconds_is_refused(value: str) -> None:
     with pytest.raises(SettingsError, match=STREAM_ENV):
         Settings.from_env({STREAM_ENV: value})
+
+
+def test_one_address_past_its_share_is_told_so_on_the_page_and_the_stream() -> None:
+    with TestClient(create_app(Settings(live_followers=5))) as client:
+        code = started(client)
+        hub = client.app.state.hub  # type: ignore[attr-defined]
+        assert isinstance(hub, MemoryHub)
+        for _ in range(4):  # four fifths of five places, from the test client's address
+            hub.fanout.add(code, "testclient")
+        response = follower(client).get(f"/live/{code}")
+        assert response.status_code == 429
+        assert "4 screens from this address follow this session already" in text(dom(response.text), ".notice-message")
+        assert follower(client).get(f"/live/{code}/events").status_code == 429
+        assert hub.fanout.count(code) == 4
