@@ -227,7 +227,8 @@ def test_a_burst_from_one_address_takes_its_share_and_leaves_the_rest_to_the_oth
                 await sessions.follow(session.code, STUDENT)
             assert await sessions.follow(session.code, ELSEWHERE) == session
             others = await _burst(sessions, session.code, [ELSEWHERE] * 3)
-            assert [type(o) for o in others] == [tuple, tuple, RoomFull]
+            # Which of them comes last is the hubs' order, not the list's.
+            assert sorted(type(o).__name__ for o in others) == ["RoomFull", "tuple", "tuple"]
 
     run(scenario())
 
