@@ -49,3 +49,8 @@ EVENT_STREAM = re.compile(r"/live/[^/]+/events$")
 def is_event_stream(path: str) -> bool:
     """Whether a path below the prefix is a live session's event stream."""
     return EVENT_STREAM.match(path) is not None
+
+
+def is_live_path(path: str) -> bool:
+    """Whether a path below the prefix is a live session's (`/live` and below), which may wait on Redis."""
+    return path == "/live" or path.startswith("/live/")

@@ -19,6 +19,9 @@ Three parts, on servers started here by `python -m app.cli` (the `zero-bands` co
 - Fault: Redis and two workers, half the followers on each. Worker A is killed (SIGKILL) mid-lecture;
   its followers reconnect to B after the stream's `retry` with Last-Event-ID, as EventSource does,
   and the teacher goes on at B. Then Redis is killed and started again, empty.
+- Kept in its place (issue 32): Redis hung (SIGSTOP) under 32 clients asking for a follower's page, while
+  `/` and the API are timed against the same requests with Redis well; and a follower whose client
+  connects its stream and never reads: when the teacher's count lets it go.
 
 A figure with a target is printed ok or MISS beside it, one without is printed for the record; the
 command exits 1 on any MISS, the quick run too. The quick run's delivery checks (every version,
@@ -41,6 +44,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
@@ -543,10 +547,12 @@ def _redis_answers(port: int) -> bool:
         return False
 
 
-def _start(argv: list[str], ready: Callable[[], bool], stack: contextlib.ExitStack) -> subprocess.Popen[bytes]:
+def _start(
+    argv: list[str], ready: Callable[[], bool], stack: contextlib.ExitStack, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """Start a process, stopped when `stack` closes, and wait until `ready()`; its errors are shown if it fails."""
     log: IO[bytes] = stack.enter_context(tempfile.TemporaryFile())  # noqa: SIM115 (the stack closes it)
-    process = subprocess.Popen(argv, env=_env(), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
+    process = subprocess.Popen(argv, env=_env() | (env or {}), cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log)
     stack.callback(_stop, process)
     deadline = time.monotonic() + 30
     while not ready():
@@ -569,10 +575,13 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
             process.wait()
 
 
-def _app(port: int, stack: contextlib.ExitStack, redis_url: str | None = None) -> subprocess.Popen[bytes]:
-    """One `zero-bands --workers 1` process: sessions in its memory, or in Redis."""
+def _app(
+    port: int, stack: contextlib.ExitStack, redis_url: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
+    """One `zero-bands --workers 1` process: sessions in its memory, or in Redis; `env` added to its environment."""
     argv = [sys.executable, "-m", "app.cli", "--port", str(port), "--workers", "1"]
-    return _start([*argv, "--redis-url", redis_url] if redis_url else argv, lambda: _answers(port), stack)
+    argv = [*argv, "--redis-url", redis_url] if redis_url else argv
+    return _start(argv, lambda: _answers(port), stack, env)
 
 
 def _redis(port: int, stack: contextlib.ExitStack) -> subprocess.Popen[bytes]:
@@ -1075,7 +1084,7 @@ JOIN_TARGET_P95_MS = 1000.0
 
 
 async def _get_once(port: int, path: str, at: float) -> tuple[int, float]:
-    """At `at` (monotonic), open a connection and GET `path` as a browser would: its status and seconds to the last byte."""
+    """At `at` (monotonic), open a connection and GET `path` as a browser would: the status, and seconds to the end."""
     await asyncio.sleep(max(0.0, at - time.monotonic()))
     start = time.monotonic()
     reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=2**20)
@@ -1130,13 +1139,181 @@ def joins(size: Size) -> Section:
     return Section(title, lines)
 
 
+# -- kept in its place: a hung Redis, and a reader that stopped reading ----------------------------------
+
+LIVE_ASKERS = 32
+"""Clients asking for a follower's page while Redis hangs: as many as a worker's render slots."""
+ASK_PAUSE_SECONDS = 0.1
+SITE_PATHS = ("/", "/api/memory")
+"""What must keep its speed while Redis hangs: the page and the API, each for a run not asked before (a
+render: a cached answer never waits for a slot), `gpus` counting up."""
+HUNG_RATIO_TARGET = 3.0
+STREAM_SECONDS = {"quick": 3, "full": 60}
+"""The streams' lifetime for the stalled reader: the default's 60 s, or 3 s in the quick run."""
+
+
+def _ask_live(port: int, path: str, seconds: float) -> list[tuple[int, float, str]]:
+    """Ask for `path` again and again, as a class reloading, for `seconds`: each status, time and Retry-After."""
+    answers: list[tuple[int, float, str]] = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        began = time.monotonic()
+        try:
+            connection.request("GET", path)
+            response = connection.getresponse()
+            response.read()
+            answers.append((response.status, time.monotonic() - began, response.getheader("retry-after") or ""))
+        except OSError:
+            answers.append((0, time.monotonic() - began, ""))
+        finally:
+            connection.close()
+        time.sleep(ASK_PAUSE_SECONDS)
+    return answers
+
+
+def _askers_process(conn: Connection, port: int, path: str, seconds: float) -> None:
+    """A process of LIVE_ASKERS threads asking for `path` (its own GIL: the timed requests are not slowed by it)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(LIVE_ASKERS) as pool:
+        results = list(pool.map(lambda _: _ask_live(port, path, seconds), range(LIVE_ASKERS)))
+    conn.send([a for r in results for a in r])
+    conn.close()
+
+
+def _timed(port: int, seconds: float, first: int) -> dict[str, list[tuple[int, float]]]:
+    """SITE_PATHS asked in turn on one kept-alive connection for `seconds`, each with `gpus` from `first` up."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    times: dict[str, list[tuple[int, float]]] = {path: [] for path in SITE_PATHS}
+    end = time.monotonic() + seconds
+    gpus = first
+    while time.monotonic() < end:
+        gpus += 1
+        for path in SITE_PATHS:
+            began = time.monotonic()
+            connection.request("GET", f"{path}?gpus={gpus}", headers={"Accept-Encoding": "br"})
+            response = connection.getresponse()
+            response.read()
+            times[path].append((response.status, time.monotonic() - began))
+        time.sleep(0.005)
+    connection.close()
+    return times
+
+
+def _count_of(port: int, code: str) -> int:
+    """The session's followers, as the teacher's bar asks for them."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/live/{code}/followers", timeout=10) as response:
+        words = html.unescape(response.read().decode())
+    found = re.search(r">([\d,]+) following<", words)
+    return int(found.group(1).replace(",", "")) if found else -1
+
+
+def _stalled_reader(port: int, code: str, lifetime: float, out: list[float]) -> None:
+    """Connect a stream and never read; `out` gets how long until the teacher's count let it go (-1: never)."""
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # a phone asleep: small buffers, never read
+        sock.connect(("127.0.0.1", port))
+        began = time.monotonic()
+        sock.sendall(f"GET /live/{code}/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n\r\n".encode())
+        counted = False
+        while time.monotonic() - began < lifetime + 30:
+            n = _count_of(port, code)
+            counted = counted or n == 1
+            if counted and n == 0:
+                out.append(time.monotonic() - began)
+                return
+            time.sleep(0.1)
+        out.append(-1.0)
+
+
+def kept_in_place(size: Size) -> Section:
+    """A hung Redis's effect on `/` and the API, a live request's answer meanwhile, and a stalled reader's end."""
+    quick = size == QUICK
+    seconds = 2.0 if quick else 5.0
+    lifetime = STREAM_SECONDS["quick" if quick else "full"]
+    redis_port, port, memory_port = _free_port(), _free_port(), _free_port()
+    stalled: list[float] = []
+    with contextlib.ExitStack() as stack:
+        # The stalled reader, on a server of its own with sessions in memory, timed meanwhile.
+        _app(memory_port, stack, env={"ZERO_BANDS_LIVE_STREAM_SECONDS": str(lifetime)})
+        host = Teacher(memory_port)
+        stack.callback(lambda: host.connection.close())
+        host.start(FIRST_VIEW)
+        reader = threading.Thread(target=_stalled_reader, args=(memory_port, host.code, lifetime, stalled))
+        reader.start()
+        redis = _redis(redis_port, stack)
+        _app(port, stack, f"redis://127.0.0.1:{redis_port}/0")
+        teacher = Teacher(port)
+        stack.callback(lambda: teacher.connection.close())
+        teacher.start(FIRST_VIEW)
+        _timed(port, 0.3, 1)  # the worker warmed up (its memos: not the runs timed below)
+        usual = _timed(port, seconds, 1000)
+        receiver, sender = multiprocessing.Pipe(duplex=False)
+        askers = multiprocessing.get_context("spawn").Process(
+            target=_askers_process, args=(sender, port, f"/live/{teacher.code}", seconds)
+        )
+        os.kill(redis.pid, signal.SIGSTOP)
+        try:
+            askers.start()
+            time.sleep(0.2)  # the askers are asking
+            hung = _timed(port, seconds - 0.4, 2500)
+            asked: list[tuple[int, float, str]] = receiver.recv() if receiver.poll(seconds + 60) else []
+            askers.join(30)
+        finally:
+            os.kill(redis.pid, signal.SIGCONT)
+        reader.join(lifetime + 60)
+    return Section(
+        f"kept in its place: Redis hung (SIGSTOP) for {seconds:g} s under {LIVE_ASKERS} clients asking for a "
+        f"follower's page; a stream's reader that never reads (lifetime {lifetime} s)",
+        [*hung_lines(usual, hung, asked), stalled_line(stalled, lifetime)],
+    )
+
+
+def hung_lines(
+    usual: dict[str, list[tuple[int, float]]], hung: dict[str, list[tuple[int, float]]],
+    asked: Sequence[tuple[int, float, str]],
+) -> list[Line]:  # fmt: skip
+    """The site's speed while Redis hangs, against its speed with Redis well; and what the live requests got."""
+    lines: list[Line] = []
+    for path in SITE_PATHS:
+        before = [t * 1e3 for status, t in usual[path] if status == 200]
+        during = [t * 1e3 for _, t in hung[path]]
+        refused = sum(status != 200 for status, _ in hung[path])
+        ratio = _pct(during, 0.5) / _pct(before, 0.5)
+        lines.append(Check(
+            f"{path} while Redis hangs",
+            f"p50 {_pct(during, 0.5):.2f} ms against {_pct(before, 0.5):.2f} ms with Redis well = {ratio:.2f}x, "
+            f"max {max(during, default=0):.0f} ms; {refused} of {len(during)} not 200",
+            f"no 503, p50 <= {HUNG_RATIO_TARGET:g}x", refused == 0 and ratio <= HUNG_RATIO_TARGET,
+        ))  # fmt: skip
+    times = [t * 1e3 for _, t, _ in asked]
+    statuses = sorted({status for status, _, _ in asked})
+    retry = sorted({after for status, _, after in asked if status == 503})
+    lines.append(Check(
+        "a follower's page while Redis hangs",
+        f"{len(asked)} asked: statuses {statuses}, Retry-After {retry}; {_spread(times)}",
+        "503 with Retry-After, each within 1 s", bool(asked) and statuses == [503] and "" not in retry
+        and max(times) <= 1000,
+    ))  # fmt: skip
+    return lines
+
+
+def stalled_line(stalled: Sequence[float], lifetime: float) -> Line:
+    """When the reader that never reads was let go."""
+    took = stalled[0] if stalled else -1.0
+    figure = f"counted out after {took:.1f} s" if took >= 0 else "still counted"
+    return Check("a stream whose reader never reads", figure, f"counted out within the lifetime + 2 s "
+                 f"({lifetime + 2:g} s)", 0 <= took <= lifetime + 2)  # fmt: skip
+
+
 # -- the report ------------------------------------------------------------------------------------------
 
 
 def run(size: Size) -> list[Section]:
     """Every part, in turn."""
     section, lecture = load(size)
-    return [section, address_or_fragment(size, lecture), joins(size), fault(size)]
+    return [section, address_or_fragment(size, lecture), joins(size), fault(size), kept_in_place(size)]
 
 
 def report(sections: Sequence[Section], out: Callable[[str], None] = print) -> int:

@@ -159,7 +159,7 @@ def test_the_baseline_is_a_bare_starlette_hello_world_beside_the_clicks_floor(
     assert found in response.text
 
 
-LIVE_HEADINGS = ("load: ", "address or fragment, at ", "fault: ")
+LIVE_HEADINGS = ("load: ", "address or fragment, at ", "fault: ", "kept in its place: ")
 LIVE_CHECKS = (
     "every version to every follower",
     "teacher's request to a follower's event",
@@ -167,6 +167,10 @@ LIVE_CHECKS = (
     "versions applied twice or out of order",
     "B's followers, through the kill",
     "Redis restarted empty",
+    "/ while Redis hangs",
+    "/api/memory while Redis hangs",
+    "a follower's page while Redis hangs",
+    "a stream whose reader never reads",
 )
 LIVE_NOTES = (
     "teacher's request to the fragment in hand",

@@ -9,11 +9,14 @@ keeps them in Redis and hears every worker's changes through one pub/sub connect
 from __future__ import annotations
 
 import asyncio
+import math
 import time
-from collections import defaultdict, deque
+from collections import Counter, defaultdict, deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import Protocol
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import Protocol, TypeAlias
 
 from app.live.session import Session
 
@@ -29,12 +32,39 @@ RETRY_SECONDS = 2.0
 """How soon a stream asks again when the hub cannot be reached."""
 MISS_WINDOW_SECONDS = 600
 MISSES_ALLOWED = 100
-"""Wrong codes one client address may try in ten minutes: a class behind one school address mistyping,
-not a script guessing (past them, every code is refused alike, the right ones too)."""
+"""Wrong codes typed in the join form from one client address in ten minutes: a class behind one school
+address mistyping, not a script guessing (past them, every code is refused alike, the right ones too)."""
+ADDRESS_SHARE = Fraction(4, 5)
+"""The share of a session's places one client address may take: a class behind one school address
+fits, and one script cannot fill the room."""
 
 
 class Unavailable(Exception):
     """The hub cannot be reached (Redis is down): the session may still be there."""
+
+
+@dataclass(frozen=True)
+class Room:
+    """How many may follow one session, and how many of them from one client address."""
+
+    size: int
+
+    @property
+    def per_address(self) -> int:
+        """The places one address may take: ADDRESS_SHARE of the room, one at least."""
+        return max(1, math.floor(self.size * ADDRESS_SHARE))
+
+
+class Full(Exception):
+    """No place for one more follower: the room is full, or the address has its share (`address`)."""
+
+    def __init__(self, followers: int, address: bool = False) -> None:
+        super().__init__(followers, address)
+        self.followers, self.address = followers, address
+
+
+Queue: TypeAlias = asyncio.Queue[Session | None]
+"""A follower's versions still to send (GONE: the session is no longer kept)."""
 
 
 class Hub(Protocol):
@@ -52,12 +82,23 @@ class Hub(Protocol):
         """Apply `change` to the session, atomically, and send the result to every follower."""
         ...
 
-    def follow(self, code: str) -> AbstractAsyncContextManager[asyncio.Queue[Session | None]]:
-        """A queue of the session's new versions, counted as a follower while open."""
+    async def admit(self, code: str, client: str, room: Room | None = None) -> Queue:
+        """A queue of the session's new versions, counted as a follower of `client` until `leave`.
+
+        Checked and counted in one step: Full if `room` has no place left, for anyone or for `client`.
+        """
         ...
 
-    async def followers(self, code: str) -> int:
-        """How many follow the session, over every worker."""
+    async def leave(self, code: str, queue: Queue) -> None:
+        """The follower of `queue` is gone: no longer counted."""
+        ...
+
+    def follow(self, code: str, client: str = "", room: Room | None = None) -> AbstractAsyncContextManager[Queue]:
+        """A queue admitted as `admit` does, for the block."""
+        ...
+
+    async def followers(self, code: str, client: str | None = None) -> int:
+        """How many follow the session, over every worker (from `client` alone, if given)."""
         ...
 
     async def missed(self, client: str) -> int:
@@ -77,7 +118,10 @@ class Fanout:
     """The followers in this process, by session: each has a queue of the versions it has still to send."""
 
     def __init__(self) -> None:
-        self.queues: defaultdict[str, set[asyncio.Queue[Session | None]]] = defaultdict(set)
+        self.queues: defaultdict[str, set[Queue]] = defaultdict(set)
+        self.clients: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        """Followers here by session, then by client address."""
+        self.owners: dict[Queue, str] = {}
 
     def deliver(self, code: str, session: Session | None) -> None:
         """Give `session` (GONE: the session is no longer kept) to every follower of `code` here."""
@@ -87,20 +131,39 @@ class Fanout:
                     queue.get_nowait()
             queue.put_nowait(session)
 
-    def add(self, code: str) -> asyncio.Queue[Session | None]:
-        """A new follower's queue."""
-        queue: asyncio.Queue[Session | None] = asyncio.Queue(QUEUE_SIZE)
+    def add(self, code: str, client: str = "") -> Queue:
+        """A new follower's queue, from `client`."""
+        queue: Queue = asyncio.Queue(QUEUE_SIZE)
         self.queues[code].add(queue)
+        self.clients[code][client] += 1
+        self.owners[queue] = client
         return queue
 
-    def remove(self, code: str, queue: asyncio.Queue[Session | None]) -> None:
-        """A follower gone."""
-        self.queues[code].discard(queue)
-        if not self.queues[code]:
-            del self.queues[code]
+    def admit(self, code: str, client: str, room: Room | None) -> Queue:
+        """A new follower's queue if `room` has a place for it (Full if not), checked and added in one step."""
+        if room is not None:
+            if (n := self.count(code)) >= room.size:
+                raise Full(n)
+            if self.clients[code][client] >= room.per_address:
+                raise Full(n, address=True)
+        return self.add(code, client)
 
-    def count(self, code: str) -> int:
-        """Followers of `code` in this process."""
+    def remove(self, code: str, queue: Queue) -> None:
+        """A follower gone (once: a second removal of the same queue changes nothing)."""
+        client = self.owners.pop(queue, None)
+        if client is None:
+            return
+        self.queues[code].discard(queue)
+        self.clients[code][client] -= 1
+        if not self.clients[code][client]:
+            del self.clients[code][client]
+        if not self.queues[code]:
+            del self.queues[code], self.clients[code]
+
+    def count(self, code: str, client: str | None = None) -> int:
+        """Followers of `code` in this process (from `client` alone, if given)."""
+        if client is not None:
+            return self.clients[code][client] if code in self.clients else 0
         return len(self.queues.get(code, ()))
 
 
@@ -159,18 +222,26 @@ class MemoryHub:
         self.fanout.deliver(code, changed)
         return changed
 
+    async def admit(self, code: str, client: str, room: Room | None = None) -> Queue:
+        """A follower's queue, checked and counted with no await between (one event loop: one step)."""
+        return self.fanout.admit(code, client, room)
+
+    async def leave(self, code: str, queue: Queue) -> None:
+        """A follower gone."""
+        self.fanout.remove(code, queue)
+
     @asynccontextmanager
-    async def follow(self, code: str) -> AsyncIterator[asyncio.Queue[Session | None]]:
+    async def follow(self, code: str, client: str = "", room: Room | None = None) -> AsyncIterator[Queue]:
         """A follower's queue, for as long as it follows."""
-        queue = self.fanout.add(code)
+        queue = await self.admit(code, client, room)
         try:
             yield queue
         finally:
-            self.fanout.remove(code, queue)
+            await self.leave(code, queue)
 
-    async def followers(self, code: str) -> int:
-        """Followers of the session: all of them are in this process."""
-        return self.fanout.count(code)
+    async def followers(self, code: str, client: str | None = None) -> int:
+        """Followers of the session (from `client` alone, if given): all of them are in this process."""
+        return self.fanout.count(code, client)
 
     async def missed(self, client: str) -> int:
         """Count a wrong code from `client`."""
@@ -184,41 +255,59 @@ class MemoryHub:
         """Nothing to let go of."""
 
 
-async def updates(hub: Hub, code: str, last_seen: int | None) -> AsyncIterator[Session | Unavailable | None]:
-    """What a follower's stream sends, in order of version and each version once.
+async def updates(
+    hub: Hub, code: str, last_seen: int | None, lifetime: float | None = None
+) -> AsyncIterator[Session | Unavailable | None]:
+    """What a follower's stream sends (`versions`), for a follower counted while it reads, with no cap."""
+    async with hub.follow(code) as queue:
+        async for item in versions(hub, code, queue, last_seen, lifetime):
+            yield item
+
+
+async def versions(
+    hub: Hub, code: str, queue: Queue, last_seen: int | None, lifetime: float | None = None
+) -> AsyncIterator[Session | Unavailable | None]:
+    """What a follower's stream sends, in order of version and each version once, from `queue` (admitted).
 
     First the session as it is now (unless `last_seen`, the stream's Last-Event-ID, is already it), then
     every newer version. GONE when the session is no longer kept, and then nothing more; after an end,
     nothing more. An `Unavailable` while the hub cannot be reached: the stream says so and keeps asking,
     and once the hub answers it sends the session again, even at the version it had sent (the follower's
     screen says it lost touch until it hears). The follower is counted from before the first read, so no
-    version falls between the two.
+    version falls between the two. After `lifetime` seconds it ends by itself (the browser reconnects with
+    Last-Event-ID and misses nothing): a client that stopped reading is let go by then.
     """
-    async with hub.follow(code) as queue:
-        sent = -1 if last_seen is None else last_seen
-        away = False
+    loop = asyncio.get_running_loop()
+    deadline = math.inf if lifetime is None else loop.time() + lifetime
+    sent = -1 if last_seen is None else last_seen
+    away = False
+    while loop.time() < deadline:
+        try:
+            session = await hub.get(code)
+        except Unavailable as error:
+            yield error
+            away = True
+            await asyncio.sleep(max(0.0, min(RETRY_SECONDS, deadline - loop.time())))
+            continue
         while True:
+            if session is None:
+                yield GONE
+                return
+            if session.version > sent or (away and session.version == sent):
+                sent = session.version
+                yield session
+            away = False
+            if session.ended:
+                return
+            # Each wait bounded by itself, never a timeout around a yield: that would cancel the
+            # caller's send, not this generator's wait.
+            wait = min(CHECK_SECONDS, deadline - loop.time())
+            if wait <= 0:
+                return
             try:
-                session = await hub.get(code)
-            except Unavailable as error:
-                yield error
-                away = True
-                await asyncio.sleep(RETRY_SECONDS)
-                continue
-            while True:
-                if session is None:
-                    yield GONE
-                    return
-                if session.version > sent or (away and session.version == sent):
-                    sent = session.version
-                    yield session
-                away = False
-                if session.ended:
-                    return
-                try:
-                    # Not wait_for: on Python 3.11 it swallows a cancellation that comes as the get
-                    # completes, and a closed stream would go on following.
-                    async with asyncio.timeout(CHECK_SECONDS):
-                        session = await queue.get()
-                except TimeoutError:
-                    break  # quiet for a while: ask the hub itself
+                # Not wait_for: on Python 3.11 it swallows a cancellation that comes as the get
+                # completes, and a closed stream would go on following.
+                async with asyncio.timeout(wait):
+                    session = await queue.get()
+            except TimeoutError:
+                break  # quiet for a while: ask the hub itself

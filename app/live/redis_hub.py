@@ -8,8 +8,15 @@ on one pub/sub connection, whatever its number of followers, and hands each vers
 session followed here, so a version published meanwhile is not missed, and a session Redis lost is
 said to have ended.
 
-Followers are counted per worker, in one hash per session (worker → count and time), rewritten every
-few seconds; a worker killed stops rewriting its field, and after a short while it no longer counts.
+Followers are counted per worker, in one hash per session and one per session and client address
+(worker → count and time), rewritten every few seconds; a worker killed stops rewriting its field, and
+after a short while it no longer counts. A new follower is admitted by one Lua script that sums the
+other workers' fields, compares with the room and writes this worker's, so two workers admitting at the
+same moment cannot both take the last place; within a worker, admissions and rewrites take turns (a lock).
+
+On the request path every call has a short deadline and no second try, and a breaker: after a failure,
+for BREAKER_SECONDS every call raises `Unavailable` at once, so a Redis that hangs costs a request
+half a second once, not several seconds at each call (docs/architecture.md, "Live sessions").
 """
 
 from __future__ import annotations
@@ -18,15 +25,16 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator
+from contextlib import asynccontextmanager, contextmanager
 
 import redis.asyncio as redis
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, WatchError
 
-from app.live.hub import GONE, MISS_WINDOW_SECONDS, Fanout, SessionEdit, Unavailable
+from app.live.hub import GONE, MISS_WINDOW_SECONDS, Fanout, Full, Queue, Room, SessionEdit, Unavailable
 from app.live.session import LIFETIME_SECONDS, Session
 
 PREFIX = "zero-bands:live:"
@@ -40,22 +48,94 @@ CANCEL_SECONDS = 0.05
 """How long close() waits for a task it cancelled before cancelling it again."""
 LISTEN_WAIT_SECONDS = 2.0
 """How long a new follower waits for the listener to be subscribed (Redis may be away)."""
+CALL_SECONDS = 0.5
+"""The longest one Redis call on the request path may take (connecting, or waiting for its answer)."""
+BREAKER_SECONDS = 3.0
+"""After a failed call, how long every call is refused at once before Redis is tried again."""
+ADMIT = """
+local worker, now, stale = ARGV[1], tonumber(ARGV[2]), tonumber(ARGV[3])
+local function others(key)
+  local total = 0
+  local fields = redis.call('HGETALL', key)
+  for i = 1, #fields, 2 do
+    if fields[i] ~= worker then
+      local count, when = string.match(fields[i + 1], '^(%d+) (%S+)$')
+      if count and now - tonumber(when) < stale then total = total + tonumber(count) end
+    end
+  end
+  return total
+end
+local room = others(KEYS[1]) + tonumber(ARGV[4])
+if room > tonumber(ARGV[5]) then return {1, room - 1} end
+if others(KEYS[2]) + tonumber(ARGV[6]) > tonumber(ARGV[7]) then return {2, room - 1} end
+redis.call('HSET', KEYS[1], worker, ARGV[4] .. ' ' .. ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[8])
+redis.call('HSET', KEYS[2], worker, ARGV[6] .. ' ' .. ARGV[2])
+redis.call('EXPIRE', KEYS[2], ARGV[8])
+return {0, room}
+"""
+"""A follower's admission, in one step: KEYS are the session's and the address's counts by worker; ARGV
+this worker, the time, STALE_SECONDS, then this worker's count and the limit, for the session and for the
+address, and the keys' lifetime. This worker's counts include the new follower. {0, followers} if
+admitted, else {1 (the room) or 2 (the address's share), the followers before}."""
+
+
+class Breaker:
+    """After a failure, every call refused at once for `seconds`; then the next call tries again.
+
+    One timestamp, not a library's breaker: the rule is one failure opens it (a hung Redis makes every
+    call wait), and closing is the next call that succeeds (docs/architecture.md, "Live sessions").
+    """
+
+    def __init__(self, seconds: float = BREAKER_SECONDS, clock: Callable[[], float] = time.monotonic) -> None:
+        self.seconds, self.clock = seconds, clock
+        self.until = -float("inf")
+
+    @property
+    def open(self) -> bool:
+        """Whether calls are refused now."""
+        return self.clock() < self.until
+
+    def check(self) -> None:
+        """Unavailable at once while open."""
+        if self.open:
+            raise Unavailable("Redis failed a moment ago; not tried again yet")
+
+    def trip(self) -> None:
+        """A call failed: open for `seconds`."""
+        self.until = self.clock() + self.seconds
 
 
 class RedisHub:
     """Sessions and their fan-out through Redis (`redis://host:port/db`)."""
 
     def __init__(self, url: str, clock: Callable[[], float] = time.time) -> None:
-        # One try again on a new connection: a pooled one that Redis dropped (restarted, or closed it
-        # idle) fails its next command, and the teacher's click would be lost. (from_url passes no
-        # retry of its own to the connections: without this, none.)
-        self.redis = redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2, health_check_interval=10,
-                                          retry=Retry(NoBackoff(), 1))  # fmt: skip
+        # One try again on a new connection when a pooled one was dropped (Redis restarted, or closed
+        # it idle): its next command fails at once, and the teacher's click would be lost. Never again
+        # after a timeout: a Redis that does not answer is not asked twice. (from_url passes no retry
+        # of its own to the connections: without this, none.)
+        retry = Retry(NoBackoff(), 1, supported_errors=(RedisConnectionError,))
+        self.redis = redis.Redis.from_url(url, socket_timeout=CALL_SECONDS, socket_connect_timeout=CALL_SECONDS,
+                                          health_check_interval=10, retry=retry)  # fmt: skip
+        self.admit_script = self.redis.register_script(ADMIT)
         self.clock = clock
+        self.breaker = Breaker(BREAKER_SECONDS)
         self.fanout = Fanout()
         self.worker = uuid.uuid4().hex
         self.tasks: list[asyncio.Task[None]] = []
         self.listening = asyncio.Event()
+        self.counting = asyncio.Lock()
+        """Held while this worker's counts change and are written: each write is of the count then."""
+
+    @contextmanager
+    def _guard(self) -> Iterator[None]:
+        """A call on the request path: refused at once while the breaker is open; a failure opens it."""
+        self.breaker.check()
+        try:
+            yield
+        except RedisError as error:
+            self.breaker.trip()
+            raise Unavailable(str(error)) from error
 
     def _ensure_started(self) -> None:
         # Started by the first follower, inside the running loop: a worker that only renders pages
@@ -65,24 +145,20 @@ class RedisHub:
 
     async def add(self, session: Session) -> bool:
         """Keep a new session unless its code is taken (SET NX)."""
-        try:
+        with self._guard():
             return bool(await self.redis.set(PREFIX + session.code, session.to_json(), ex=LIFETIME_SECONDS, nx=True))
-        except RedisError as error:
-            raise Unavailable(str(error)) from error
 
     async def get(self, code: str) -> Session | None:
         """The session, or None if Redis does not keep it (expired, ended long ago, or lost)."""
-        try:
+        with self._guard():
             text = await self.redis.get(PREFIX + code)
-        except RedisError as error:
-            raise Unavailable(str(error)) from error
         session = None if text is None else Session.from_json(text)
         return None if session is None or session.expired(self.clock()) else session
 
     async def update(self, code: str, change: SessionEdit) -> Session | None:
         """Change the session and publish the new version, in one transaction (retried if another wrote first)."""
         key = PREFIX + code
-        try:
+        with self._guard():
             async with self.redis.pipeline(transaction=True) as pipe:
                 while True:
                     try:
@@ -99,37 +175,59 @@ class RedisHub:
                         return changed
                     except WatchError:
                         continue
-        except RedisError as error:
-            raise Unavailable(str(error)) from error
 
-    @asynccontextmanager
-    async def follow(self, code: str) -> AsyncIterator[asyncio.Queue[Session | None]]:
-        """A follower's queue, counted in Redis while it follows.
+    async def admit(self, code: str, client: str, room: Room | None = None) -> Queue:
+        """A follower's queue, checked against `room` over every worker and counted, in one script.
 
-        Yielded once this worker's listener is subscribed, so a version written after the follower's
+        Returned once this worker's listener is subscribed, so a version written after the follower's
         first read reaches its queue; while Redis is away, after a short wait (the stream says so,
         and the listener catches up once it is back).
         """
         self._ensure_started()
-        queue = self.fanout.add(code)
+        async with self.counting:
+            queue = self.fanout.add(code, client)
+            try:
+                with self._guard():
+                    kept = f"{PREFIX}{code}:followers"
+                    limits = (room.size, room.per_address) if room else (2**31, 2**31)
+                    args = (self.worker, self.clock(), STALE_SECONDS, self.fanout.count(code), limits[0],
+                            self.fanout.count(code, client), limits[1], LIFETIME_SECONDS)  # fmt: skip
+                    refused, followers = await self.admit_script(keys=[kept, _from(code, client)], args=args)
+            except BaseException:
+                self.fanout.remove(code, queue)
+                raise
+            if refused:
+                self.fanout.remove(code, queue)
+                raise Full(int(followers), address=refused == 2)
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(LISTEN_WAIT_SECONDS):
+                await self.listening.wait()
+        return queue
+
+    async def leave(self, code: str, queue: Queue) -> None:
+        """A follower gone: counted out here at once, and in Redis if it answers (else the heartbeat does)."""
+        client = self.fanout.owners.get(queue)
+        self.fanout.remove(code, queue)  # at once, even if the write below is cancelled
+        if client is not None and not self.breaker.open:  # while open, the heartbeat writes it later
+            async with self.counting:
+                try:
+                    await self._count(code, [client])
+                except RedisError:
+                    self.breaker.trip()
+
+    @asynccontextmanager
+    async def follow(self, code: str, client: str = "", room: Room | None = None) -> AsyncIterator[Queue]:
+        """A follower's queue, admitted as `admit` does, for the block."""
+        queue = await self.admit(code, client, room)
         try:
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(LISTEN_WAIT_SECONDS):
-                    await self.listening.wait()
-            with contextlib.suppress(RedisError):  # the heartbeat counts it when Redis is back
-                await self._count(code)
             yield queue
         finally:
-            self.fanout.remove(code, queue)
-            with contextlib.suppress(RedisError):
-                await self._count(code)
+            await self.leave(code, queue)
 
-    async def followers(self, code: str) -> int:
-        """Followers over every worker that has counted lately."""
-        try:
-            fields = await self.redis.hgetall(f"{PREFIX}{code}:followers")
-        except RedisError as error:
-            raise Unavailable(str(error)) from error
+    async def followers(self, code: str, client: str | None = None) -> int:
+        """Followers over every worker that has counted lately (from `client` alone, if given)."""
+        with self._guard():
+            fields = await self.redis.hgetall(f"{PREFIX}{code}:followers" if client is None else _from(code, client))
         now = self.clock()
         total = 0
         for value in fields.values():
@@ -141,21 +239,17 @@ class RedisHub:
     async def missed(self, client: str) -> int:
         """Count a wrong code from `client`, over every worker."""
         key = f"{PREFIX}misses:{client}"
-        try:
+        with self._guard():
             async with self.redis.pipeline(transaction=True) as pipe:
                 pipe.incr(key)
                 pipe.expire(key, MISS_WINDOW_SECONDS, nx=True)
                 count, _ = await pipe.execute()
-        except RedisError as error:
-            raise Unavailable(str(error)) from error
         return int(count)
 
     async def misses(self, client: str) -> int:
         """Wrong codes from `client` in the window, over every worker."""
-        try:
+        with self._guard():
             count = await self.redis.get(f"{PREFIX}misses:{client}")
-        except RedisError as error:
-            raise Unavailable(str(error)) from error
         return int(count or 0)
 
     async def close(self) -> None:
@@ -170,26 +264,28 @@ class RedisHub:
                 await task
         await self.redis.aclose()
 
-    async def _count(self, code: str) -> None:
-        # Written again while the count changed meanwhile: a heartbeat that read it before the last
-        # follower left would otherwise land after that follower's own write, and count it still.
-        key = f"{PREFIX}{code}:followers"
-        while True:
-            count = self.fanout.count(code)
+    async def _count(self, code: str, clients: Iterable[str]) -> None:
+        # Under `counting`: the counts written are this worker's now, and no admission writes between.
+        now = self.clock()
+        for key, count in [(f"{PREFIX}{code}:followers", self.fanout.count(code)),
+                           *((_from(code, c), self.fanout.count(code, c)) for c in clients)]:  # fmt: skip
             if count:
-                await self.redis.hset(key, self.worker, f"{count} {self.clock()}")
+                await self.redis.hset(key, self.worker, f"{count} {now}")
                 await self.redis.expire(key, LIFETIME_SECONDS)
             else:
                 await self.redis.hdel(key, self.worker)
-            if self.fanout.count(code) == count:
-                return
 
     async def _heartbeat(self) -> None:
         while True:
             await asyncio.sleep(HEARTBEAT_SECONDS)
             with contextlib.suppress(RedisError):
-                for code in list(self.fanout.queues):
-                    await self._count(code)
+                await self._beat()
+
+    async def _beat(self) -> None:
+        # Every count of this worker written again, with the time: a worker that stops, stops counting.
+        async with self.counting:
+            for code in list(self.fanout.queues):
+                await self._count(code, list(self.fanout.clients[code]))
 
     async def _listen(self) -> None:
         tries = 0
@@ -221,3 +317,8 @@ class RedisHub:
         for code in list(self.fanout.queues):
             text = await self.redis.get(PREFIX + code)
             self.fanout.deliver(code, GONE if text is None else Session.from_json(text))
+
+
+def _from(code: str, client: str) -> str:
+    """The key of a session's followers from one client address, by worker."""
+    return f"{PREFIX}{code}:from:{client}"

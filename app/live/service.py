@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from app.live.hub import MISSES_ALLOWED, Hub, MemoryHub, Unavailable, updates
+from app.live.hub import MISSES_ALLOWED, Full, Hub, MemoryHub, Queue, Room, Unavailable, versions
 from app.live.redis_hub import RedisHub
 from app.live.session import Session, normal_code
 from app.live.session import start as new_session
@@ -47,6 +47,14 @@ class RoomFull(Refusal):
     def __init__(self, followers: int) -> None:
         super().__init__(followers)
         self.followers = followers
+
+
+class ShareTaken(Refusal):
+    """The visitor's address follows the session with its share of the room already (hub.py ADDRESS_SHARE)."""
+
+    def __init__(self, allowed: int) -> None:
+        super().__init__(allowed)
+        self.allowed = allowed
 
 
 @dataclass(frozen=True)
@@ -87,8 +95,9 @@ class Sessions:
     async def find(self, code: str, visitor: Visitor) -> Session:
         """The session `code` names, as typed; else NoSuchSession, SessionEnded, or TooManyTries (wrong codes).
 
-        Past them, every code is refused alike, a right one too (a guesser learns nothing), but for the
-        teacher of the session named. Each code that names no session counts as a wrong one.
+        Past the wrong codes allowed, every code is refused alike, a right one too (a guesser learns
+        nothing), but for the teacher of the session named. Only `join` counts a wrong code: a page or
+        a stream of a session that ended or was lost is asked for again and again, and is no guess.
         """
         hub, normal = self._kept(), normal_code(code)
         session = await hub.get(normal) if normal else None
@@ -96,11 +105,18 @@ class Sessions:
         if not teacher and await hub.misses(visitor.address) >= MISSES_ALLOWED:
             raise TooManyTries
         if session is None:
-            await hub.missed(visitor.address)
             raise NoSuchSession
         if session.ended:
             raise SessionEnded
         return session
+
+    async def join(self, code: str, visitor: Visitor) -> Session:
+        """The session `code` names, found as `find` does, from the join form: a code naming none counts as wrong."""
+        try:
+            return await self.find(code, visitor)
+        except NoSuchSession:
+            await self._kept().missed(visitor.address)
+            raise
 
     async def teach(self, code: str, visitor: Visitor) -> Session:
         """The session, found as `find` does, if the visitor is its teacher; NotTheTeacher if not."""
@@ -110,11 +126,32 @@ class Sessions:
         return session
 
     async def follow(self, code: str, visitor: Visitor) -> Session:
-        """The session, found as `find` does, if there is room for one more follower; RoomFull if not."""
+        """The session, found as `find` does, if there is room for one more follower (a page's check: `admit` counts).
+
+        RoomFull if the room is full; ShareTaken if the visitor's address has its share of it.
+        """
         session = await self.find(code, visitor)
         if (n := await self.followers(session)) >= self.room:
             raise RoomFull(n)
+        if await self._kept().followers(session.code, visitor.address) >= (share := Room(self.room).per_address):
+            raise ShareTaken(share)
         return session
+
+    async def admit(self, code: str, visitor: Visitor) -> tuple[Session, Queue]:
+        """The session, found as `find` does, and a follower's queue counted in it (until `leave`).
+
+        The room is checked and the follower counted in one step (the hub's `admit`): RoomFull when the
+        room is full, ShareTaken when the visitor's address has its share of it.
+        """
+        session = await self.find(code, visitor)
+        try:
+            return session, await self._kept().admit(session.code, visitor.address, Room(self.room))
+        except Full as full:
+            raise ShareTaken(Room(self.room).per_address) if full.address else RoomFull(full.followers) from None
+
+    async def leave(self, code: str, queue: Queue) -> None:
+        """The follower of `queue` is gone (a second call changes nothing)."""
+        await self._kept().leave(code, queue)
 
     async def followers(self, session: Session) -> int:
         """Followers of `session`, over every worker."""
@@ -140,6 +177,8 @@ class Sessions:
         """The teacher ended the session; every follower is told."""
         return await self._kept().update(session.code, lambda s: s.end(self.clock()))
 
-    def updates(self, code: str, last_seen: int | None) -> AsyncIterator[Session | Unavailable | None]:
-        """What a follower's stream sends (app/live/hub.py `updates`)."""
-        return updates(self._kept(), code, last_seen)
+    def updates(
+        self, code: str, queue: Queue, last_seen: int | None, lifetime: float | None = None
+    ) -> AsyncIterator[Session | Unavailable | None]:
+        """What an admitted follower's stream sends, for at most `lifetime` seconds (app/live/hub.py `versions`)."""
+        return versions(self._kept(), code, queue, last_seen, lifetime)

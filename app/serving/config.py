@@ -25,6 +25,10 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 FOLLOWERS_ENV = "ZERO_BANDS_LIVE_FOLLOWERS"
 DEFAULT_FOLLOWERS = 500
 """A session's followers past which the next is told the session is full: a large lecture hall."""
+STREAM_ENV = "ZERO_BANDS_LIVE_STREAM_SECONDS"
+DEFAULT_STREAM_SECONDS = 60
+"""How long one follower's event stream lasts before the server ends it and the browser opens the next
+(with Last-Event-ID, missing nothing): a client that stopped reading is no longer counted after it."""
 WORKERS_ENV = "ZERO_BANDS_WORKERS"
 """Set by `zero-bands` for its workers: sessions kept in memory need the one process."""
 
@@ -57,6 +61,7 @@ class Settings:
     redis_url: str = ""
     """Live sessions in Redis; empty: in this process's memory."""
     live_followers: int = DEFAULT_FOLLOWERS
+    live_stream_seconds: float = DEFAULT_STREAM_SECONDS
     workers: int = 1
     """Worker processes serving this address: more than one needs Redis for live sessions."""
 
@@ -72,6 +77,8 @@ class Settings:
             )
         if self.live_followers < 1:
             raise SettingsError(f"{FOLLOWERS_ENV} must be a whole number of at least 1")
+        if not self.live_stream_seconds > 0:
+            raise SettingsError(f"{STREAM_ENV} must be a number of seconds above 0")
         if self.limit_concurrency is not None and self.limit_concurrency < 1:
             raise SettingsError(f"{LIMIT_ENV} must be a whole number of at least 1, or 'none'")
         if len(self.frame_ancestors) > MAX_FRAME_ANCESTORS_LENGTH:
@@ -120,6 +127,9 @@ class Settings:
         followers = environ.get(FOLLOWERS_ENV, str(DEFAULT_FOLLOWERS)).strip()
         if not (followers.isdigit() and len(followers) < 7):
             raise SettingsError(f"{FOLLOWERS_ENV}={quoted(followers)} is not a whole number of followers")
+        stream = environ.get(STREAM_ENV, str(DEFAULT_STREAM_SECONDS)).strip()
+        if not (stream.replace(".", "", 1).isdigit() and len(stream) < 10):
+            raise SettingsError(f"{STREAM_ENV}={quoted(stream)} is not a number of seconds")
         workers = environ.get(WORKERS_ENV, "1").strip()
         return cls(
             frame_ancestors=environ.get(FRAME_ANCESTORS_ENV, DEFAULT_FRAME_ANCESTORS).strip(),
@@ -127,6 +137,7 @@ class Settings:
             cache_bytes=int(cache) * 2**20,
             redis_url=environ.get(REDIS_ENV, "").strip(),
             live_followers=int(followers),
+            live_stream_seconds=float(stream),
             workers=int(workers) if workers.isdigit() and len(workers) < 7 else 1,
         )
 

@@ -16,7 +16,7 @@ import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.paths import is_api_path, is_event_stream, route_path
+from app.paths import is_api_path, is_live_path, route_path
 
 RETRY_AFTER_SECONDS = 1
 BUSY_PAGE = (
@@ -38,8 +38,10 @@ class ConcurrencyLimit:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Count the request in, or turn it away."""
-        # A follower's event stream stays open for the lecture and renders nothing: never counted.
-        if scope["type"] != "http" or self.limit is None or is_event_stream(route_path(scope)):
+        # Live sessions' routes are never counted: a follower's event stream stays open for the lecture,
+        # and every live route may wait on Redis, which must not hold a slot that `/` and the API need
+        # (a hung Redis once made them answer 503). Their pages are one per follower, made cheap.
+        if scope["type"] != "http" or self.limit is None or is_live_path(route_path(scope)):
             await self.app(scope, receive, send)
             return
         if self.active >= self.limit:

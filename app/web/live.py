@@ -11,25 +11,28 @@ Each route reads its input, asks the live rules (app/live/service.py `Sessions`)
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import math
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.types import Receive, Scope, Send
 
 from app.live import service
-from app.live.hub import GONE, Hub, Unavailable
+from app.live.hub import GONE, Hub, Queue, Unavailable
+from app.live.redis_hub import BREAKER_SECONDS
 from app.live.service import NoSuchSession, Refusal, SessionEnded, Sessions
-from app.live.session import LIFETIME_SECONDS, Session
+from app.live.session import LIFETIME_SECONDS
 from app.serving.body import CappedBody, capped
 from app.serving.config import Settings
 from app.web.errors import describe
 from app.web.inputs import EmbedQuery, PageQuery
 from app.web.links import absolute_url_for, path_for
-from app.web.live_access import LiveSessions, Who
+from app.web.live_access import LiveSessions, Who, from_this_origin
 from app.web.live_page import live_page
 from app.web.live_view import (
     AWAY,
@@ -53,7 +56,9 @@ router = APIRouter(include_in_schema=False)
 PING_SECONDS = 15
 """A comment down each stream this often: proxies keep it open, and a client gone is found (its write fails)."""
 SEND_TIMEOUT_SECONDS = 10
-"""A stream whose client takes no bytes for this long is closed: a phone that went to sleep mid-lecture."""
+"""A send that waits this long for the client is given up, and its stream closed. It waits only once the
+kernel's buffers are full, which a stalled reader takes long to fill: streams end by their lifetime
+(Settings.live_stream_seconds) first."""
 RETRY_MS = 1000
 """How soon a browser reconnects a dropped stream (its EventSource), with Last-Event-ID."""
 MAX_FORM_BYTES = 8192
@@ -91,8 +96,10 @@ async def refused_page(request: Request, refusal: Exception) -> Response:
 
 
 async def unavailable_page(request: Request, error: Exception) -> Response:
-    """Redis away, wherever a route asked it: the page that says to try again, 503."""
-    return await problem_page(request, Problem(503, "Try again in a moment", AWAY))
+    """Redis away, wherever a route asked it: the page that says to try again, 503, with when."""
+    response = await problem_page(request, Problem(503, "Try again in a moment", AWAY))
+    response.headers["Retry-After"] = str(math.ceil(BREAKER_SECONDS))  # when the breaker tries Redis again
+    return response
 
 
 def install(app: FastAPI) -> None:
@@ -126,10 +133,18 @@ async def live_start(request: Request, sessions: LiveSessions, form: LiveForm) -
     """A new session showing the view the teacher was on (`view`, else the default page); 303 to the teacher's page."""
     session, secret = await sessions.start(canonical_view(_valid(request, _field(form, "view"))))
     response = RedirectResponse(path_for(request, "live_teach", code=session.code), status_code=303)
-    # Sent back only to this session's addresses, never to scripts, never with another site's request.
-    where = path_for(request, "live_follow", code=session.code)
-    response.set_cookie(COOKIE, secret, max_age=LIFETIME_SECONDS, path=where, secure=request.url.scheme == "https",
-                        httponly=True, samesite="strict")  # fmt: skip
+    return _with_cookie(request, response, session.code, secret)
+
+
+def _with_cookie(request: Request, response: Response, code: str, secret: str | None) -> Response:
+    """`response` setting the teacher's cookie for the session's whole lifetime from now.
+
+    Set again on each of the teacher's actions, as each one starts the session's lifetime again. Sent
+    back only to this session's addresses, never to scripts, never with another site's request.
+    """
+    where = path_for(request, "live_follow", code=code)
+    response.set_cookie(COOKIE, secret or "", max_age=LIFETIME_SECONDS, path=where,
+                        secure=request.url.scheme == "https", httponly=True, samesite="strict")  # fmt: skip
     return response
 
 
@@ -138,7 +153,7 @@ async def live_join(
     request: Request, sessions: LiveSessions, who: Who, code: Annotated[str, Query(max_length=40)] = ""
 ) -> Response:
     """The join form's answer: 303 to the session's page, or the page saying why not."""
-    session = await sessions.find(code, who)
+    session = await sessions.join(code, who)
     return RedirectResponse(path_for(request, "live_follow", code=session.code), status_code=303)
 
 
@@ -158,7 +173,11 @@ async def live_teach(request: Request, code: str, sessions: LiveSessions, who: W
     return live_page(request, session.view, LiveView(teacher=bar))
 
 
-@router.post("/live/{code}/show", name="live_show")
+TEACHERS_PAGE = [Depends(from_this_origin)]
+"""A teacher's action is taken only from a page of this origin (app/web/live_access.py)."""
+
+
+@router.post("/live/{code}/show", name="live_show", dependencies=TEACHERS_PAGE)
 async def live_show(
     request: Request, code: str, sessions: LiveSessions, who: Who, form: LiveForm,
     zb_live: Annotated[str, Header()] = "",
@@ -166,21 +185,21 @@ async def live_show(
     """The teacher's page moved to the view at `view`: 204 for its script, 303 back for a plain form."""
     session = await sessions.teach(code, who)
     await sessions.show(session, canonical_view(_valid(request, _field(form, "view"))))
-    return Response(status_code=204) if zb_live else _back(request, code)
+    return _with_cookie(request, Response(status_code=204) if zb_live else _back(request, code), code, who.secret)
 
 
-@router.post("/live/{code}/pause", name="live_pause")
+@router.post("/live/{code}/pause", name="live_pause", dependencies=TEACHERS_PAGE)
 async def live_pause(request: Request, code: str, sessions: LiveSessions, who: Who, form: LiveForm) -> Response:
     """Pause (`paused=1`) or resume the followers; htmx gets the teacher's bar again."""
     session = await sessions.teach(code, who)
     changed = await sessions.pause(session, _field(form, "paused") == "1")
     if request.headers.get("HX-Request") != "true" or changed is None:
-        return _back(request, code)
+        return _with_cookie(request, _back(request, code), code, who.secret)
     bar = teacher_bar(request, changed, await sessions.followers(changed))
-    return HTMLResponse(macro_html("_live.html", "teacher_bar", bar))
+    return _with_cookie(request, HTMLResponse(macro_html("_live.html", "teacher_bar", bar)), code, who.secret)
 
 
-@router.post("/live/{code}/end", name="live_end")
+@router.post("/live/{code}/end", name="live_end", dependencies=TEACHERS_PAGE)
 async def live_end(request: Request, code: str, sessions: LiveSessions, who: Who) -> Response:
     """End the session: every follower is told, and its page then says so."""
     await sessions.end(await sessions.teach(code, who))
@@ -213,29 +232,65 @@ async def live_events(
     """A follower's stream: the current version first (unless Last-Event-ID has it), then each new one in order.
 
     The embed's options (`controls`, `calculator`) with `live`: the events name the embed's address.
+    A session ended or no longer kept (the server restarted) is said so in a stream that the page
+    closes, rather than a 404 its browser would ask again and again. The follower is counted from its
+    admission (app/live/service.py `admit`) until its stream ends, after the stream's lifetime at most.
     """
-    session = await sessions.follow(code, who)
+    try:
+        session, queue = await sessions.admit(code, who)
+    except (NoSuchSession, SessionEnded):
+        return EventSourceResponse(_ended(), ping=0, send_timeout=SEND_TIMEOUT_SECONDS)
     base, options = (path_for(request, "embed"), query.options()) if query.live else (path_for(request, "page"), ())
     last = int(last_event_id) if last_event_id.isdecimal() else None
-    return EventSourceResponse(_events(sessions, session.code, last, base, options), ping=PING_SECONDS,
-                               send_timeout=SEND_TIMEOUT_SECONDS)  # fmt: skip
+    lifetime = request.app.state.settings.live_stream_seconds
+    stream = _events(sessions, session.code, queue, last, base, options, lifetime)
+    return Following(stream, lambda: sessions.leave(session.code, queue), ping=PING_SECONDS,
+                     send_timeout=SEND_TIMEOUT_SECONDS)  # fmt: skip
+
+
+class Following(EventSourceResponse):
+    """A follower's stream that counts the follower out however it ends, even unread (a HEAD, a client gone)."""
+
+    def __init__(self, stream: AsyncIterator[ServerSentEvent], leave: Callable[[], Awaitable[None]],
+                 **options: Any) -> None:  # fmt: skip
+        super().__init__(stream, **options)
+        self.leave = leave
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Stream, then count the follower out (a second time changes nothing if the stream did)."""
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self.leave()
 
 
 async def _events(
-    sessions: Sessions, code: str, last: int | None, base: str, options: tuple[tuple[str, str], ...]
-) -> AsyncIterator[ServerSentEvent]:
-    async for item in sessions.updates(code, last):
-        if isinstance(item, Unavailable):
-            yield ServerSentEvent(macro_html("_live.html", "away"), event="state", retry=RETRY_MS)
-        elif item is GONE:
-            yield ServerSentEvent(macro_html("_live.html", "gone"), event="state")
-        else:
-            state = state_view(item, base, options)
-            yield ServerSentEvent(macro_html("_live.html", "state", state), event="state", id=str(item.version),
-                                  retry=RETRY_MS)  # fmt: skip
-        if item is GONE or (isinstance(item, Session) and item.ended):
-            # The follower's bar closes its stream on this (sse-close), rather than reconnecting to a 410.
-            yield ServerSentEvent("", event="ended")
+    sessions: Sessions, code: str, queue: Queue, last: int | None, base: str, options: tuple[tuple[str, str], ...],
+    lifetime: float,
+) -> AsyncIterator[ServerSentEvent]:  # fmt: skip
+    try:
+        async for item in sessions.updates(code, queue, last, lifetime):
+            if isinstance(item, Unavailable):
+                yield ServerSentEvent(macro_html("_live.html", "away"), event="state", retry=RETRY_MS)
+            elif item is GONE:
+                async for event in _ended():
+                    yield event
+                return
+            else:
+                state = state_view(item, base, options)
+                yield ServerSentEvent(macro_html("_live.html", "state", state), event="state", id=str(item.version),
+                                      retry=RETRY_MS)  # fmt: skip
+                if item.ended:
+                    yield ServerSentEvent("", event="ended")
+    finally:
+        await sessions.leave(code, queue)  # at once when its lifetime ends, before the last bytes are sent
+
+
+async def _ended() -> AsyncIterator[ServerSentEvent]:
+    """The session is no longer kept, or has ended: the page says so, and closes its stream on `ended`."""
+    yield ServerSentEvent(macro_html("_live.html", "gone"), event="state")
+    # The follower's bar closes its stream on this (sse-close), rather than reconnecting.
+    yield ServerSentEvent("", event="ended")
 
 
 def _valid(request: Request, address: str) -> PageQuery:

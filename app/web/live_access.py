@@ -13,7 +13,12 @@ from starlette.requests import Request
 from app.live.service import Sessions, Visitor
 from app.serving.config import Settings
 from app.web.inputs import EmbedQuery
-from app.web.live_view import COOKIE, LiveView, followed_embed
+from app.web.live_view import COOKIE, LiveView, Problem, followed_embed
+
+SAME_SITE_REFUSED = (
+    "This request came from another page than this site's own, so it was not carried out. "
+    "Drive the session from its teacher's page."
+)
 
 
 def sessions_of(request: Request) -> Sessions:
@@ -25,6 +30,20 @@ def sessions_of(request: Request) -> Sessions:
 def visitor_of(request: Request) -> Visitor:
     """Who asks: the client's address, and the teacher's cookie if it carries one."""
     return Visitor(request.client.host if request.client else "unknown", request.cookies.get(COOKIE))
+
+
+def from_this_origin(request: Request) -> None:
+    """403 unless a teacher's action comes from a page of this very origin.
+
+    SameSite=Strict keeps the teacher's cookie from another site's form, but not from another port or
+    subdomain of the same site. A browser names where a request comes from in `Sec-Fetch-Site`; one that
+    does not (older ones) sends `Origin` with a POST; a client with neither is no browser another page
+    could drive, and its request is taken as it is.
+    """
+    site, origin = request.headers.get("sec-fetch-site"), request.headers.get("origin")
+    own = f"{request.url.scheme}://{request.url.netloc}"
+    if (site is not None and site != "same-origin") or (site is None and origin is not None and origin != own):
+        raise Problem(403, "Not from the teacher's page", SAME_SITE_REFUSED)
 
 
 LiveSessions = Annotated[Sessions, Depends(sessions_of)]

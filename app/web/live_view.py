@@ -13,7 +13,16 @@ import segno
 from pydantic import ValidationError
 from starlette.requests import Request
 
-from app.live.service import LiveOff, NoSuchSession, NotTheTeacher, Refusal, RoomFull, SessionEnded, TooManyTries
+from app.live.service import (
+    LiveOff,
+    NoSuchSession,
+    NotTheTeacher,
+    Refusal,
+    RoomFull,
+    SessionEnded,
+    ShareTaken,
+    TooManyTries,
+)
 from app.live.session import Session
 from app.web.inputs import EmbedQuery, PageQuery, Theme
 from app.web.links import Links, absolute_url_for, path_for
@@ -105,6 +114,10 @@ ENDED = "The teacher has ended this session. Ask your teacher for the code of th
 NOT_TEACHER = "Only the teacher who started this session can drive it, from the browser that started it."
 TOO_MANY = "Too many wrong codes from this address. Wait ten minutes, then try again."
 FULL = "This session is full: {n:,} are following already. Ask the teacher to start another for the rest of the room."
+SHARE = (
+    "{n:,} screens from this address follow this session already, the most one address may. "
+    "Ask the teacher to start another session for the rest of the room."
+)
 AWAY = "The sessions' store cannot be reached just now. Try again in a moment."
 NO_LIVE = (
     "This server runs several workers without Redis, so it cannot keep live sessions: "
@@ -119,6 +132,7 @@ WORDING: dict[type[Refusal], tuple[int, str, str]] = {
     TooManyTries: (429, "Too many tries", TOO_MANY),
     NotTheTeacher: (403, "Only the teacher can drive", NOT_TEACHER),
     RoomFull: (429, "This session is full", FULL),
+    ShareTaken: (429, "This session is full for this address", SHARE),
 }
 """Each refusal of the live rules (app/live/service.py) as the person is told it: status, heading, sentence."""
 
@@ -128,6 +142,8 @@ def problem_for(refusal: Refusal) -> Problem:
     status, heading, message = WORDING[type(refusal)]
     if isinstance(refusal, RoomFull):
         message = message.format(n=refusal.followers)
+    elif isinstance(refusal, ShareTaken):
+        message = message.format(n=refusal.allowed)
     return Problem(status, heading, message)
 
 

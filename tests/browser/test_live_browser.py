@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import http.server
 import re
+import subprocess
 import threading
 import time
+import urllib.error
+import urllib.request
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -21,7 +25,8 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, BrowserContext, Frame, Page, expect
 
-from tests.browser.conftest import Watch, _free_port, screenshot, settled, watching
+from app.web.live import RETRY_MS
+from tests.browser.conftest import Watch, _free_port, _wait_for, screenshot, settled, watching, zero_bands_command
 
 WCAG_AA = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]}}
 DESKTOP = {"width": 1280, "height": 800}
@@ -529,3 +534,43 @@ def test_a_followers_own_moves_leave_the_teacher_and_nothing_else_does(
     expect(follower.locator("#grid")).to_have_attribute("data-gpus", "16")
     assert follower.url == f"{server}/live/{code}"
     watch.assert_clean(follower)
+
+
+def test_after_a_restart_the_followers_page_says_the_session_ended_and_stops_asking(
+    contexts: Callable[..., BrowserContext],
+) -> None:
+    # A one-process server keeps its sessions in memory: a restart loses them, and every follower's tab
+    # asks again. Each is told the session ended, once, and none of it counts as a wrong code.
+    port = _free_port()
+
+    @contextmanager
+    def serving_on_port() -> Iterator[str]:
+        # The same port each time, as a restart keeps it: the pages ask again where they asked before.
+        process = subprocess.Popen([zero_bands_command(), "--port", str(port)], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL)  # fmt: skip
+        try:
+            _wait_for(port, process)
+            yield f"http://127.0.0.1:{port}"
+        finally:
+            process.terminate()
+            process.wait(timeout=10)
+
+    with serving_on_port() as first:
+        teacher = contexts(viewport=DESKTOP).new_page()
+        code = start_from_page(teacher, first, "/?stage=zero1")
+        student = contexts(viewport=PHONE).new_page()
+        student.goto(f"{first}/live/{code}")
+        expect(student.locator("#live-state")).to_have_text("Following the teacher.")
+        settled(student)
+    asked: list[str] = []
+    student.on("request", lambda r: asked.append(r.url) if r.url.endswith("/events") else None)
+    with serving_on_port() as second:
+        expect(student.locator("#live-state")).to_have_text("The session has ended.", timeout=30_000)
+        expect(student.locator("#live-follow")).to_have_class(re.compile(r"\bended\b"))
+        heard = len(asked)
+        time.sleep(3 * RETRY_MS / 1000)  # past the stream's retry: a closed stream asks no more
+        assert len(asked) == heard
+        with pytest.raises(urllib.error.HTTPError) as lost:
+            urllib.request.urlopen(f"{second}/live/join?code={code}")
+        lost.value.close()
+        assert lost.value.code == 404  # a wrong code, the first: the tabs' asking counted none

@@ -152,12 +152,12 @@ async def taken(queue: asyncio.Queue[Session | None]) -> Session | None:
 class Follower:
     """One follower's stream (`updates`), read in a task of its own: what it yields, in order."""
 
-    def __init__(self, hub: Hub, code: str, last_seen: int | None = None) -> None:
+    def __init__(self, hub: Hub, code: str, last_seen: int | None = None, lifetime: float | None = None) -> None:
         self.items: asyncio.Queue[Item] = asyncio.Queue()
-        self.task = asyncio.create_task(self._read(hub, code, last_seen))
+        self.task = asyncio.create_task(self._read(hub, code, last_seen, lifetime))
 
-    async def _read(self, hub: Hub, code: str, last_seen: int | None) -> None:
-        stream = cast(AsyncGenerator[Item, None], updates(hub, code, last_seen))
+    async def _read(self, hub: Hub, code: str, last_seen: int | None, lifetime: float | None) -> None:
+        stream = cast(AsyncGenerator[Item, None], updates(hub, code, last_seen, lifetime))
         async with contextlib.aclosing(stream):
             async for item in stream:
                 self.items.put_nowait(item)

@@ -184,6 +184,27 @@ def test_the_stream_ends_after_the_session_ends(hub: MakeHub) -> None:
     run(scenario())
 
 
+def test_a_stream_ends_by_itself_after_its_lifetime_and_is_counted_out(hub: MakeHub) -> None:
+    # Well before the quiet stream's own check (CHECK_SECONDS): a reader that stopped reading is let go.
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(hub, clock) as h:
+            session, _ = await started(h, clock)
+            follower = Follower(h, session.code, lifetime=0.5)
+            assert await follower.version() == 1
+            await h.update(session.code, shows("stage=dp", clock))
+            began = asyncio.get_running_loop().time()
+            assert await follower.ended() == [session.show("stage=dp", clock.now)]
+            assert asyncio.get_running_loop().time() - began < hub_module.CHECK_SECONDS
+            await eventually(lambda: counted(h, session.code, 0))
+            again = Follower(h, session.code, last_seen=2)  # as the browser reconnects: nothing missed, nothing twice
+            await h.update(session.code, shows("stage=zero1", clock))
+            assert await again.version() == 3
+            await again.close()
+
+    run(scenario())
+
+
 def test_a_stream_for_a_code_not_kept_says_gone_and_ends(hub: MakeHub) -> None:
     async def scenario() -> None:
         clock = Clock()

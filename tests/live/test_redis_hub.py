@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
+import signal
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import replace
@@ -10,9 +14,8 @@ from typing import Any
 
 import pytest
 
-from app.live import hub as hub_module
 from app.live import redis_hub
-from app.live.hub import GONE, Unavailable
+from app.live.hub import GONE, Full, Room, Unavailable
 from app.live.redis_hub import PREFIX, STALE_SECONDS, RedisHub
 from app.live.session import Session
 from tests.live.conftest import (
@@ -226,25 +229,90 @@ def test_after_a_restart_the_listener_hears_again_and_catches_up_on_a_session_ad
     run(scenario())
 
 
-def test_a_stream_opened_while_redis_is_away_says_so_and_is_not_leftcounted(
+def test_a_follower_admitted_while_redis_is_away_is_refused_and_not_left_counted(
     redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(hub_module, "RETRY_SECONDS", 0.05)
     monkeypatch.setattr(redis_hub, "RECONNECT_SECONDS", (0.05,))
-    monkeypatch.setattr(redis_hub, "LISTEN_WAIT_SECONDS", 0.1)
+    monkeypatch.setattr(redis_hub, "BREAKER_SECONDS", 0.05)
 
     async def scenario() -> None:
         clock = Clock()
         async with workers(redis_server, clock) as (a, b):
             session, _ = await started(a, clock)
             await asyncio.to_thread(redis_server.stop)
-            follower = Follower(b, session.code)
-            assert isinstance(await follower.next(), Unavailable)
-            await asyncio.to_thread(redis_server.start)
-            left = await follower.ended()
-            assert left[-1] is GONE
+            with pytest.raises(Unavailable):
+                await b.admit(session.code, "10.0.0.2", Room(10))
             assert b.fanout.count(session.code) == 0
+            await asyncio.to_thread(redis_server.start)
+            await asyncio.sleep(0.1)  # past the breaker's pause
             assert await b.followers(session.code) == 0
+
+    run(scenario())
+
+
+def test_a_burst_over_two_workers_fills_the_room_and_not_one_more(redis_server: RedisServer) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with workers(redis_server, clock) as (a, b):
+            session, _ = await started(a, clock)
+            hubs = [a, b] * 20
+            outcomes = await asyncio.gather(
+                *(h.admit(session.code, f"10.1.0.{i}", Room(25)) for i, h in enumerate(hubs)), return_exceptions=True
+            )
+            assert sum(isinstance(o, asyncio.Queue) for o in outcomes) == 25
+            assert all(isinstance(o, asyncio.Queue | Full) for o in outcomes)
+            assert a.fanout.count(session.code) + b.fanout.count(session.code) == 25
+            assert await a.followers(session.code) == 25
+
+    run(scenario())
+
+
+def test_one_address_over_two_workers_takes_its_share(redis_server: RedisServer) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with workers(redis_server, clock) as (a, b):
+            session, _ = await started(a, clock)
+            outcomes = await asyncio.gather(
+                *(h.admit(session.code, "10.0.0.2", Room(10)) for h in [a, b] * 6), return_exceptions=True
+            )
+            refused = [o for o in outcomes if isinstance(o, Full)]
+            assert (len(outcomes) - len(refused), {r.address for r in refused}) == (8, {True})
+            assert isinstance(await b.admit(session.code, "10.0.0.3", Room(10)), asyncio.Queue)
+
+    run(scenario())
+
+
+def test_a_hung_redis_costs_one_short_wait_then_is_refused_at_once_until_the_breaker_tries_again(
+    redis_server: RedisServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(redis_hub, "BREAKER_SECONDS", 1.0)
+
+    async def scenario() -> None:
+        clock = Clock()
+        async with workers(redis_server, clock) as (a, _):
+            session, _ = await started(a, clock)
+            assert redis_server.process is not None
+            os.kill(redis_server.process.pid, signal.SIGSTOP)
+            try:
+                began = time.monotonic()
+                with pytest.raises(Unavailable):
+                    await a.get(session.code)
+                # One call's deadline, and no second try (5 s and a retry before).
+                assert time.monotonic() - began < 2 * redis_hub.CALL_SECONDS
+                began = time.monotonic()
+                for call in (a.get(session.code), a.followers(session.code), a.misses("10.0.0.2")):
+                    with pytest.raises(Unavailable):
+                        await call
+                assert time.monotonic() - began < 0.1  # the breaker: refused without asking
+            finally:
+                os.kill(redis_server.process.pid, signal.SIGCONT)
+
+            async def answers() -> bool:
+                with contextlib.suppress(Unavailable):
+                    return await a.get(session.code) == session
+                return False
+
+            await eventually(answers)
 
     run(scenario())
 
@@ -356,15 +424,35 @@ def test_a_heartbeat_under_way_as_the_last_follower_leaves_does_not_count_it_aga
                 await release.wait()
                 return await hset(*args, **kwargs)
 
-            async with a.follow(session.code):
-                assert await a.followers(session.code) == 1
-                monkeypatch.setattr(a.redis, "hset", held)
-                beat = asyncio.create_task(a._count(session.code))  # the heartbeat, as it read one follower
-                await written.wait()
-                monkeypatch.setattr(a.redis, "hset", hset)
-            assert await a.followers(session.code) == 0
+            queue = await a.admit(session.code, "10.0.0.2")
+            assert await a.followers(session.code) == 1
+            monkeypatch.setattr(a.redis, "hset", held)
+            beat = asyncio.create_task(a._beat())  # the heartbeat, as it read one follower
+            await written.wait()
+            monkeypatch.setattr(a.redis, "hset", hset)
+            leaving = asyncio.create_task(a.leave(session.code, queue))
+            await _until(lambda: a.fanout.count(session.code) == 0)
             release.set()
             await beat
+            await leaving
             assert await a.followers(session.code) == 0
 
     run(scenario())
+
+
+@pytest.mark.parametrize(("tripped", "since", "refused"), [(False, 0.0, False), (True, 0.0, True),
+                                                           (True, 2.9, True), (True, 3.0, False)])  # fmt: skip
+def test_the_breaker_refuses_for_its_pause_after_a_failure_then_lets_a_call_try(
+    tripped: bool, since: float, refused: bool
+) -> None:
+    clock = Clock(100.0)
+    breaker = redis_hub.Breaker(3.0, clock)
+    if tripped:
+        breaker.trip()
+    clock.now += since
+    assert breaker.open == refused
+    if refused:
+        with pytest.raises(Unavailable):
+            breaker.check()
+    else:
+        breaker.check()

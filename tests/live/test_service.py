@@ -6,11 +6,15 @@ that show it are tests/web/test_live.py's.
 
 from __future__ import annotations
 
+import asyncio
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 import pytest
 
-from app.live.hub import MISSES_ALLOWED, MemoryHub
+from app.live.hub import MISSES_ALLOWED, MemoryHub, Room
 from app.live.service import (
     LiveOff,
     NoSuchSession,
@@ -18,6 +22,7 @@ from app.live.service import (
     RoomFull,
     SessionEnded,
     Sessions,
+    ShareTaken,
     TooManyTries,
     Visitor,
 )
@@ -56,15 +61,44 @@ def test_a_code_is_found_as_a_person_types_it(hub: MakeHub, typed: Callable[[str
 
 
 @pytest.mark.parametrize("typed", ["", "ACD47", "0OQ1IL", "<script>", "absent"])
-def test_a_code_that_names_no_session_is_refused_and_counted_as_a_wrong_one(hub: MakeHub, typed: str) -> None:
+def test_a_code_typed_to_join_that_names_no_session_is_refused_and_counted_as_a_wrong_one(
+    hub: MakeHub, typed: str
+) -> None:
     async def scenario() -> None:
         clock = Clock()
         async with opened(hub, clock) as h:
             sessions = Sessions(h, on=True, room=10, clock=clock)
             session, _ = await _started(sessions)
             with pytest.raises(NoSuchSession):
-                await sessions.find(_absent(session.code) if typed == "absent" else typed, STUDENT)
+                await sessions.join(_absent(session.code) if typed == "absent" else typed, STUDENT)
             assert (await h.misses(STUDENT.address), await h.misses(ELSEWHERE.address)) == (1, 0)
+
+    run(scenario())
+
+
+LOOKS: list[tuple[str, Callable[[Sessions, str], Awaitable[object]]]] = [
+    ("find", lambda s, code: s.find(code, STUDENT)),
+    ("teach", lambda s, code: s.teach(code, STUDENT)),
+    ("follow", lambda s, code: s.follow(code, STUDENT)),
+    ("admit", lambda s, code: s.admit(code, STUDENT)),
+]
+
+
+@pytest.mark.parametrize(("name", "look"), LOOKS, ids=[name for name, _ in LOOKS])
+def test_a_page_or_stream_of_a_session_no_longer_kept_is_refused_but_no_wrong_code(
+    hub: MakeHub, name: str, look: Callable[[Sessions, str], Awaitable[object]]
+) -> None:
+    # A class's tabs asking again and again for the session a restart lost: never a lockout.
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(hub, clock) as h:
+            sessions = Sessions(h, on=True, room=10, clock=clock)
+            session, _ = await _started(sessions)
+            for _ in range(MISSES_ALLOWED + 1):
+                with pytest.raises(NoSuchSession):
+                    await look(sessions, _absent(session.code))
+            assert await h.misses(STUDENT.address) == 0
+            assert await sessions.join(session.code, STUDENT) == session
 
     run(scenario())
 
@@ -94,10 +128,11 @@ def test_past_the_wrong_codes_allowed_every_code_is_refused_alike_but_for_the_se
             wrong = _absent(session.code)
             for _ in range(MISSES_ALLOWED):
                 with pytest.raises(NoSuchSession):
-                    await sessions.find(wrong, STUDENT)
+                    await sessions.join(wrong, STUDENT)
             for code in (wrong, session.code):
-                with pytest.raises(TooManyTries):
-                    await sessions.find(code, STUDENT)
+                for look in (sessions.join, sessions.find, sessions.follow, sessions.admit):
+                    with pytest.raises(TooManyTries):
+                        await look(code, STUDENT)
             with pytest.raises(TooManyTries):  # the teacher's secret opens its own session only
                 await sessions.find(wrong, teacher)
             assert await sessions.find(session.code, teacher) == session
@@ -148,6 +183,56 @@ def test_the_room_holds_so_many_followers(hub: MakeHub, room: int, following: in
     run(scenario())
 
 
+async def _burst(sessions: Sessions, code: str, visitors: list[Visitor]) -> list[object]:
+    """Every visitor admitted at the same moment: each one's queue, or its refusal."""
+    return await asyncio.gather(*(sessions.admit(code, v) for v in visitors), return_exceptions=True)
+
+
+def test_a_burst_of_followers_fills_the_room_and_not_one_more(hub: MakeHub) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(hub, clock) as h:
+            sessions = Sessions(h, on=True, room=30, clock=clock)
+            session, _ = await _started(sessions)
+            outcomes = await _burst(sessions, session.code, [Visitor(f"10.1.0.{i}") for i in range(45)])
+            admitted = [o for o in outcomes if isinstance(o, tuple)]
+            refused = [o for o in outcomes if isinstance(o, RoomFull)]
+            assert (len(admitted), len(refused)) == (30, 15)
+            assert {r.followers for r in refused} == {30}
+            assert await sessions.followers(session) == 30
+            for _, queue in admitted:
+                await sessions.leave(session.code, queue)
+                await sessions.leave(session.code, queue)  # twice: counted out once
+            assert await sessions.followers(session) == 0
+
+    run(scenario())
+
+
+@pytest.mark.parametrize(("room", "share"), [(1, 1), (2, 1), (5, 4), (10, 8), (500, 400), (501, 400)])
+def test_one_address_takes_at_most_four_fifths_of_the_room(room: int, share: int) -> None:
+    assert Room(room).per_address == share
+
+
+def test_a_burst_from_one_address_takes_its_share_and_leaves_the_rest_to_the_others(hub: MakeHub) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(hub, clock) as h:
+            sessions = Sessions(h, on=True, room=10, clock=clock)
+            session, _ = await _started(sessions)
+            outcomes = await _burst(sessions, session.code, [STUDENT] * 12)
+            assert [type(o).__name__ for o in outcomes].count("tuple") == 8
+            assert all(isinstance(o, tuple | ShareTaken) for o in outcomes)
+            assert {o.allowed for o in outcomes if isinstance(o, ShareTaken)} == {8}
+            with pytest.raises(ShareTaken):  # the page says so too, before its stream is refused
+                await sessions.follow(session.code, STUDENT)
+            assert await sessions.follow(session.code, ELSEWHERE) == session
+            others = await _burst(sessions, session.code, [ELSEWHERE] * 3)
+            # Which of them comes last is the hubs' order, not the list's.
+            assert sorted(type(o).__name__ for o in others) == ["RoomFull", "tuple", "tuple"]
+
+    run(scenario())
+
+
 def test_the_teachers_actions_change_the_session_kept(hub: MakeHub) -> None:
     async def scenario() -> None:
         clock = Clock()
@@ -171,7 +256,10 @@ def test_the_teachers_actions_change_the_session_kept(hub: MakeHub) -> None:
 ASKS: list[tuple[str, Callable[[Sessions, Session], Awaitable[object]]]] = [
     ("find", lambda s, session: s.find(session.code, STUDENT)),
     ("teach", lambda s, session: s.teach(session.code, STUDENT)),
+    ("join", lambda s, session: s.join(session.code, STUDENT)),
     ("follow", lambda s, session: s.follow(session.code, STUDENT)),
+    ("admit", lambda s, session: s.admit(session.code, STUDENT)),
+    ("leave", lambda s, session: s.leave(session.code, asyncio.Queue())),
     ("followers", lambda s, session: s.followers(session)),
     ("start", lambda s, session: s.start("stage=dp")),
     ("show", lambda s, session: s.show(session, "stage=dp")),
@@ -194,8 +282,17 @@ def test_with_live_sessions_off_every_ask_is_refused_and_the_hub_untouched(
             with pytest.raises(LiveOff):
                 await ask(off, session)
             with pytest.raises(LiveOff):
-                off.updates(session.code, None)
+                off.updates(session.code, asyncio.Queue(), None)
             assert await h.get(session.code) == session
             assert await h.misses(STUDENT.address) == 0
 
     run(scenario())
+
+
+def test_the_security_docs_figures_are_the_codes() -> None:
+    # docs/security.md states the allowance, the share and the stream's lifetime as cog writes them.
+    root = Path(__file__).resolve().parents[2]
+    checked = subprocess.run([sys.executable, "-m", "cogapp", "-I", ".", "--check", "docs/security.md"], cwd=root,
+                             capture_output=True, text=True, check=False)  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert f"| {MISSES_ALLOWED} in 10 minutes |" in (root / "docs/security.md").read_text()

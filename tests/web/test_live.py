@@ -7,18 +7,29 @@ The stream itself is exercised end to end by tests/live (the hubs' `updates`), t
 from __future__ import annotations
 
 import json
+import os
 import re
+import signal
+import threading
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from http.cookies import SimpleCookie
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
 
 from app.live.hub import MISSES_ALLOWED, MemoryHub, Unavailable
+from app.live.redis_hub import RedisHub
 from app.live.session import ALPHABET, CODE_LENGTH
 from app.main import create_app
-from app.serving.config import Settings
+from app.serving.config import STREAM_ENV, Settings, SettingsError
 from tests.conftest import dom, one, text
+from tests.live.redis_server import RedisServer, running_redis
+
+WAIT_SECONDS = 20.0
+"""Longest a stream is waited for: far past its lifetime here, short of a hang."""
 
 LIVE = {"ZB-Live": "1"}
 
@@ -169,8 +180,9 @@ def test_ending_tells_every_page_so(live: TestClient) -> None:
     code = started(live)
     response = live.post(f"/live/{code}/end", follow_redirects=False)
     assert (response.status_code, response.headers["location"]) == (303, "/live")
-    for url in (f"/live/{code}", f"/live/{code}/teach", f"/embed?live={code}", f"/live/{code}/events"):
+    for url in (f"/live/{code}", f"/live/{code}/teach", f"/embed?live={code}"):
         assert live.get(url).status_code == 410, url
+    assert_ended_stream(live, f"/live/{code}/events")
     # The teacher's count, polled every few seconds, is told to stop (htmx's 286).
     assert live.get(f"/live/{code}/followers").status_code == 286
     assert "ended" in text(dom(follower(live).get(f"/live/{code}").text), ".notice-message")
@@ -184,11 +196,34 @@ def test_a_wrong_code_gets_a_clear_404(live: TestClient, code: str) -> None:
     assert "<script>" not in response.text
 
 
+def assert_ended_stream(client: TestClient, url: str) -> None:
+    """`url` answers a stream that says the session has ended and closes (the page's sse-close), not an error."""
+    response = client.get(url)
+    assert (response.status_code, response.headers["content-type"].split(";")[0]) == (200, "text/event-stream")
+    events = [dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+              for block in response.text.replace("\r\n", "\n").split("\n\n") if block.strip()]  # fmt: skip
+    assert [e.get("event") for e in events] == ["state", "ended"]
+    state = one(dom(events[0]["data"]), "#live-state")
+    assert state.has_attr("data-ended")
+    assert state.get_text(strip=True) == "The session has ended."
+
+
+def test_a_stream_of_a_session_no_longer_kept_says_it_ended_and_counts_no_wrong_code(live: TestClient) -> None:
+    # As after a restart: every tab of the class asks again for the session the server lost.
+    student = follower(live)
+    for _ in range(MISSES_ALLOWED + 1):
+        assert_ended_stream(student, "/live/AAAAAA/events")
+    assert [student.get(url).status_code for url in ("/live/AAAAAA", "/live/AAAAAA/qr.svg")] == [404, 404]
+    code = started(live)
+    assert student.get(f"/live/join?code={code}", follow_redirects=False).status_code == 303
+
+
 def test_guessing_codes_is_limited_per_client_address_and_then_a_right_code_is_refused_alike(live: TestClient) -> None:
     code = started(live)
     student = follower(live)
-    statuses = [student.get("/live/AAAAAA").status_code for _ in range(MISSES_ALLOWED + 2)]
+    statuses = [student.get("/live/join?code=AAAAAA").status_code for _ in range(MISSES_ALLOWED + 2)]
     assert statuses == [404] * MISSES_ALLOWED + [429, 429]
+    assert student.get(f"/live/{code}/events").status_code == 429
     for url in ("/live/join?code=AAAAAC", f"/live/join?code={code}", f"/live/{code}", f"/embed?live={code}"):
         response = student.get(url)
         assert (response.status_code, response.headers["retry-after"]) == (429, "600"), url
@@ -276,5 +311,119 @@ def test_a_store_that_cannot_be_reached_gets_the_try_again_page(
     monkeypatch.setattr(live.app.state.hub, "get", away)  # type: ignore[attr-defined]
     for method, url in [("GET", f"/live/{code}"), ("GET", f"/embed?live={code}"), ("POST", f"/live/{code}/show")]:
         response = live.request(method, url, data={"view": "/?stage=dp"}, headers=LIVE)
-        assert response.status_code == 503, url
+        assert (response.status_code, response.headers["retry-after"]) == (503, "3"), url
         assert "cannot be reached" in text(dom(response.text), ".notice-message")
+    response = live.get(f"/live/{code}/events")
+    assert (response.status_code, response.headers["retry-after"]) == (503, "3")
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "form"),
+    [
+        ("POST", "/live/{code}/show", {"view": "/?stage=dp"}),
+        ("POST", "/live/{code}/pause", {"paused": "1"}),
+        ("POST", "/live/{code}/pause", {"paused": "0"}),
+    ],
+)
+def test_each_of_the_teachers_actions_sets_the_cookie_again_for_the_sessions_lifetime_from_now(
+    live: TestClient, method: str, url: str, form: dict[str, str]
+) -> None:
+    code = started(live)
+    secret = live.cookies.get("zb-teacher")
+    response = live.request(method, url.format(code=code), data=form, headers=LIVE, follow_redirects=False)
+    assert response.status_code in (204, 303)
+    cookie = SimpleCookie(response.headers["set-cookie"])["zb-teacher"]
+    assert cookie.value == secret
+    assert (cookie["path"], cookie["samesite"], cookie["httponly"], cookie["max-age"]) == (
+        f"/live/{code}", "strict", True, "14400"
+    )  # fmt: skip
+
+
+def test_a_stream_ends_after_its_lifetime_and_its_follower_is_counted_out() -> None:
+    with TestClient(create_app(Settings(live_stream_seconds=0.3))) as client:
+        code = started(client)
+        hub = client.app.state.hub  # type: ignore[attr-defined]
+        assert isinstance(hub, MemoryHub)
+        done: list[str] = []
+
+        def read() -> None:
+            with follower(client).stream("GET", f"/live/{code}/events") as response:
+                done.append(response.read().decode())
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(WAIT_SECONDS)
+        assert done, f"the stream was still open after {WAIT_SECONDS} s"
+        assert "event: state" in done[0]
+        assert hub.fanout.count(code) == 0
+
+
+def test_a_full_session_refuses_the_stream_past_its_room() -> None:
+    with TestClient(create_app(Settings(live_followers=1))) as client:
+        code = started(client)
+        hub = client.app.state.hub  # type: ignore[attr-defined]
+        assert isinstance(hub, MemoryHub)
+        hub.fanout.add(code, "10.9.9.9")  # one follower's stream, open, from elsewhere
+        assert follower(client).get(f"/live/{code}/events").status_code == 429
+        assert hub.fanout.count(code) == 1
+
+
+@pytest.fixture
+def redis_live(tmp_path: Path) -> Iterator[tuple[TestClient, RedisServer]]:
+    """A client of an app keeping sessions in a Redis of its own, with 4 render slots."""
+    with (
+        running_redis(tmp_path) as server,
+        TestClient(create_app(Settings(redis_url=server.url, limit_concurrency=4))) as client,
+    ):
+        yield client, server
+
+
+def test_a_hung_redis_answers_live_requests_503_at_once_and_leaves_the_rest_of_the_site_alone(
+    redis_live: tuple[TestClient, RedisServer],
+) -> None:
+    client, server = redis_live
+    code = started(client)
+    assert server.process is not None
+    os.kill(server.process.pid, signal.SIGSTOP)
+    try:
+        urls = [f"/live/{code}", f"/live/{code}/events", "/live/join?code=ACDEFH", f"/live/{code}/teach"] * 2
+        with ThreadPoolExecutor(len(urls)) as pool:
+            began = time.monotonic()
+            waits = pool.map(client.get, urls)
+            # Meanwhile, more live requests wait than there are render slots: the site still answers.
+            assert [client.get(url).status_code for url in ("/", "/api/memory", "/")] == [200, 200, 200]
+            answers = list(waits)
+        assert {(r.status_code, r.headers["retry-after"]) for r in answers} == {(503, "3")}
+        assert time.monotonic() - began < 5.0  # one short wait each, not 5 s × 2 tries per call (20 s here)
+        hub = client.app.state.hub  # type: ignore[attr-defined]
+        assert isinstance(hub, RedisHub)
+        assert hub.breaker.open  # the next ones are refused without asking Redis
+        assert client.get(f"/live/{code}").status_code == 503
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+
+
+@pytest.mark.parametrize(("value", "seconds"), [(None, 60.0), ("2.5", 2.5), ("600", 600.0)])
+def test_the_streams_lifetime_is_a_setting(value: str | None, seconds: float) -> None:
+    environ = {} if value is None else {STREAM_ENV: value}
+    assert Settings.from_env(environ).live_stream_seconds == seconds
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "abc", "1e3", "nan", ""])
+def test_a_streams_lifetime_that_is_no_number_of_seconds_is_refused(value: str) -> None:
+    with pytest.raises(SettingsError, match=STREAM_ENV):
+        Settings.from_env({STREAM_ENV: value})
+
+
+def test_one_address_past_its_share_is_told_so_on_the_page_and_the_stream() -> None:
+    with TestClient(create_app(Settings(live_followers=5))) as client:
+        code = started(client)
+        hub = client.app.state.hub  # type: ignore[attr-defined]
+        assert isinstance(hub, MemoryHub)
+        for _ in range(4):  # four fifths of five places, from the test client's address
+            hub.fanout.add(code, "testclient")
+        response = follower(client).get(f"/live/{code}")
+        assert response.status_code == 429
+        assert "4 screens from this address follow this session already" in text(dom(response.text), ".notice-message")
+        assert follower(client).get(f"/live/{code}/events").status_code == 429
+        assert hub.fanout.count(code) == 4
