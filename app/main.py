@@ -11,6 +11,7 @@ from starlette.middleware.gzip import GZipMiddleware
 from app import __version__
 from app.live.hub import Unavailable
 from app.paths import EVENT_STREAM, STATIC_DIR
+from app.serving.address import AddressLimit
 from app.serving.assets import StaticAssets
 from app.serving.cache import ResponseCache
 from app.serving.config import Settings
@@ -82,6 +83,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         pure = frozenset({"/", "/embed", "/compare", "/measured", "/share", "/openapi.json", "/favicon.ico"})
         prefixes = ("/api/", "/static/")
         app.add_middleware(ResponseCache, paths=pure, prefixes=prefixes, max_bytes=settings.cache_bytes)
+    # An address longer than any the app builds: refused before anything splits or keeps it.
+    app.add_middleware(AddressLimit)
     app.add_middleware(SecurityHeadersMiddleware, settings=settings)
     return app
 
