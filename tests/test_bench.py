@@ -211,3 +211,19 @@ def test_the_live_benchmark_delivers_every_version_once_in_order_and_its_exit_co
     assert len(verdicts) == len(LIVE_CHECKS)
     assert lines[-1].startswith(f"{verdicts.count('ok  ')} of {len(LIVE_CHECKS)} targets met")
     assert result.returncode == (1 if "MISS" in verdicts else 0), result.stderr
+
+
+@pytest.mark.slow
+def test_the_memory_benchmark_floods_a_worker_and_prints_its_rss_against_the_baseline() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.memory", "--quick", "--count", "3000"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    for flood in ("300 long distinct queries", "300 distinct runs"):
+        line = next((line for line in lines if f"RSS after {flood}" in line), None)
+        assert line is not None, (flood, result.stdout)
+        assert line.startswith(("ok  ", "MISS")), line
+        assert re.search(r"\d+ MB = \d+\.\d\d× the \d+ MB once warm \(300 × 200\)", line), line
+        assert "(target <= 100 MB a worker)" in line, line
