@@ -221,9 +221,11 @@ def test_the_memory_benchmark_floods_a_worker_and_prints_its_rss_against_the_bas
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    for flood in ("300 long distinct queries", "300 distinct runs"):
+    floods = [("300 long distinct queries", "150 × 200, 150 × 414", 100), ("300 distinct runs", "300 × 200", 100),
+              ("75 distinct clusters", "75 × 200", 140)]  # fmt: skip
+    for flood, answered, bound in floods:
         line = next((line for line in lines if f"RSS after {flood}" in line), None)
         assert line is not None, (flood, result.stdout)
         assert line.startswith(("ok  ", "MISS")), line
-        assert re.search(r"\d+ MB = \d+\.\d\d× the \d+ MB once warm \(300 × 200\)", line), line
-        assert "(target <= 100 MB a worker)" in line, line
+        assert re.search(rf"\d+ MB = \d+\.\d\d× the \d+ MB once warm \({answered}\)", line), line
+        assert f"(target <= {bound} MB a worker)" in line, line
