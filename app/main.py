@@ -11,11 +11,12 @@ from starlette.middleware.gzip import GZipMiddleware
 from app import __version__
 from app.live.hub import Unavailable
 from app.paths import EVENT_STREAM, STATIC_DIR
+from app.serving.address import AddressLimit
 from app.serving.assets import StaticAssets
 from app.serving.cache import ResponseCache
 from app.serving.config import Settings
 from app.serving.overload import ConcurrencyLimit
-from app.serving.security import SecurityHeadersMiddleware
+from app.serving.security import SecurityHeadersMiddleware, server_error
 from app.web import api, errors, live, pages
 
 # Compression: brotli for browsers (brotli-asgi), gzip for other clients (Starlette's own), with one
@@ -59,6 +60,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     live.install(app)
     # Redis away, wherever a route asked it: one 503 page, not a try at every call.
     app.add_exception_handler(Unavailable, live.unavailable_page)
+    # Any other failure: Starlette's outermost ServerErrorMiddleware answers it, so the 500 brings its own headers.
+    app.add_exception_handler(Exception, server_error(settings))
     # The one compression layer. 256 labelled cells make an 80 kB page that compresses about tenfold:
     # it matters on classroom Wi-Fi. Brotli inside, so a client that takes it gets it; gzip around it
     # for the rest (brotli-asgi's own gzip fallback knows only zlib's slowest level). A 256 KiB brotli
@@ -80,6 +83,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         pure = frozenset({"/", "/embed", "/compare", "/measured", "/share", "/openapi.json", "/favicon.ico"})
         prefixes = ("/api/", "/static/")
         app.add_middleware(ResponseCache, paths=pure, prefixes=prefixes, max_bytes=settings.cache_bytes)
+    # An address longer than any the app builds: refused before anything splits or keeps it.
+    app.add_middleware(AddressLimit)
     app.add_middleware(SecurityHeadersMiddleware, settings=settings)
     return app
 

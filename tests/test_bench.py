@@ -215,3 +215,21 @@ def test_the_live_benchmark_delivers_every_version_once_in_order_and_its_exit_co
     assert len(verdicts) == len(LIVE_CHECKS)
     assert lines[-1].startswith(f"{verdicts.count('ok  ')} of {len(LIVE_CHECKS)} targets met")
     assert result.returncode == (1 if "MISS" in verdicts else 0), result.stderr
+
+
+@pytest.mark.slow
+def test_the_memory_benchmark_floods_a_worker_and_prints_its_rss_against_the_baseline() -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.memory", "--quick", "--count", "3000"],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    floods = [("300 long distinct queries", "150 × 200, 150 × 414", 100), ("300 distinct runs", "300 × 200", 100),
+              ("75 distinct clusters", "75 × 200", 140)]  # fmt: skip
+    for flood, answered, bound in floods:
+        line = next((line for line in lines if f"RSS after {flood}" in line), None)
+        assert line is not None, (flood, result.stdout)
+        assert line.startswith(("ok  ", "MISS")), line
+        assert re.search(rf"\d+ MB = \d+\.\d\d× the \d+ MB once warm \({answered}\)", line), line
+        assert f"(target <= {bound} MB a worker)" in line, line

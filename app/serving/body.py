@@ -4,16 +4,25 @@ A cap keeps memory safe from a body of any size: the declared length is refused 
 read, and a body sent without one is read only until it passes the cap. What to answer a body over
 the cap (a page, a JSON refusal) is the route's: it is told, not raised at, so that it can first
 refuse what it would refuse anyway (a session not found, say) as it did before reading.
+
+A body must also come within a deadline: uvicorn gives none, and a client sending a few bytes at a
+time would hold the request (and its place among the renders) for as long as it liked. One past it
+is refused at once with a 408, raised: whatever the route, there is nothing to answer but that.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qs
 
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
+
+BODY_SECONDS = 10.0
+"""The whole body within this long: a form or a config of 64 kB takes a fraction of that on a slow phone link."""
 
 
 @dataclass(frozen=True)
@@ -28,19 +37,24 @@ class CappedBody:
         return (parse_qs(self.data.decode("utf-8", "replace")).get(name) or [""])[0]
 
 
-def capped(limit: int) -> Callable[[Request], Coroutine[Any, Any, CappedBody]]:
-    """The dependency that reads a request's body up to `limit` bytes."""
+def capped(limit: int, seconds: float | None = None) -> Callable[[Request], Coroutine[Any, Any, CappedBody]]:
+    """The dependency that reads a request's body up to `limit` bytes, within `seconds` (BODY_SECONDS)."""
 
     async def read(request: Request) -> CappedBody:
-        """The body, or `over` as soon as it passes `limit` bytes (a declared length first)."""
+        """The body, or `over` as soon as it passes `limit` bytes (a declared length first); a 408 when too slow."""
         declared = request.headers.get("content-length", "")
         if declared.isdigit() and int(declared) > limit:
             return CappedBody(b"", over=True)
         body = bytearray()
-        async for chunk in request.stream():
-            body += chunk
-            if len(body) > limit:
-                return CappedBody(b"", over=True)
+        try:
+            async with asyncio.timeout(BODY_SECONDS if seconds is None else seconds):
+                async for chunk in request.stream():
+                    body += chunk
+                    if len(body) > limit:
+                        return CappedBody(b"", over=True)
+        except TimeoutError:
+            # The rest of the body is never read: the connection cannot carry another request.
+            raise HTTPException(408, headers={"Connection": "close"}) from None
         return CappedBody(bytes(body))
 
     return read

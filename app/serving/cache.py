@@ -6,6 +6,12 @@ ETag, so a browser that has it already gets a 304; a HEAD gets the headers alone
 place where ETags, 304s and HEAD are written, for the pages, the JSON and the static files alike.
 The cache is bounded in bytes, least recently used first out; a room asking at once for a page not
 yet kept waits for one render of it.
+
+The bound is on the worker's real memory, whatever is asked: an entry is kept under a fixed-size
+hash of its address and key headers, and counted with what Python spends to hold it (measured:
+tests/serving/test_cache.py). An address longer than any the app builds (a 64 kB query string, a
+long path under /static/) or a key header longer than any a browser sends is answered, not kept:
+it is no page a class asks for twice, only churn that would push the real pages out.
 """
 
 from __future__ import annotations
@@ -31,6 +37,17 @@ DEFAULT_MAX_BYTES = DEFAULT_CACHE_BYTES
 KEY_HEADERS = (
     b"accept-encoding", b"host", b"hx-request", b"hx-history-restore-request", b"zb-history", b"zb-form-first",
 )  # fmt: skip
+# The longest address the app builds is the run form's query with every field filled: about 600
+# bytes with 12 characters a value (tests/serving/test_cache.py). A path and query over 2 kB is no link of the app's.
+MAX_KEPT_ADDRESS = 2048
+# Host is at most 253 characters of DNS name and a port; Accept-Encoding and the htmx headers a few dozen.
+MAX_KEPT_HEADER = 300
+ENTRY_OVERHEAD = 400
+"""Bytes Python spends on an entry beside its body and header bytes: its place in the ordered dict,
+the hashed key, the Cached object, its tag and the body's bytes object. About 175 measured with
+tracemalloc (CPython 3.11), rounded up for the dict's table just after it grows (tests/serving/test_cache.py)."""
+HEADER_OVERHEAD = 100
+"""Bytes Python spends on each kept header beside its name and value: a pair and two bytes objects (87 measured)."""
 CACHEABLE_STATUS = frozenset({200, 404, 422})
 # The app below is asked for the whole response, always: the validators and ranges are answered here.
 CONDITIONAL = frozenset({b"if-none-match", b"if-modified-since", b"if-match", b"if-unmodified-since", b"if-range",
@@ -40,7 +57,7 @@ DROPPED = frozenset({b"content-length", b"etag", b"last-modified"})
 NOT_IN_304 = frozenset({b"content-type", b"content-encoding", b"content-length"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Cached:
     """One response as the app gave it: compressed, when the client takes a coding and it was worth it."""
 
@@ -52,8 +69,8 @@ class Cached:
 
     @property
     def size(self) -> int:
-        """What it costs the cache."""
-        return len(self.body) + sum(len(k) + len(v) for k, v in self.headers)
+        """What it costs the cache: its bytes, and what Python spends to hold them."""
+        return ENTRY_OVERHEAD + len(self.body) + sum(HEADER_OVERHEAD + len(k) + len(v) for k, v in self.headers)
 
 
 def not_modified(headers: Headers, etag: str) -> bool:
@@ -67,13 +84,21 @@ def not_modified(headers: Headers, etag: str) -> bool:
     return etag.removeprefix("W/") in tags
 
 
-def _key(scope: Scope) -> tuple[object, ...]:
+def _key(scope: Scope) -> bytes | None:
+    """A digest of what the response depends on; None for an address or header too long to keep."""
+    path: str = scope["path"]
+    query: bytes = scope.get("query_string", b"")
+    if len(path) + len(query) > MAX_KEPT_ADDRESS:
+        return None
     wanted = dict.fromkeys(KEY_HEADERS, b"")
     for name, value in scope["headers"]:
         if name in wanted:
+            if len(value) > MAX_KEPT_HEADER:
+                return None
             wanted[name] = value
-    return (scope.get("scheme"), scope.get("root_path", ""), scope["path"], scope.get("query_string", b""),
-            *wanted.values())  # fmt: skip
+    parts = (scope.get("scheme", ""), scope.get("root_path", ""), path, query, *wanted.values())
+    # 32 bytes whatever the address; repr keeps the parts apart (no separator a value could hold).
+    return hashlib.sha256(repr(parts).encode()).digest()
 
 
 def _varies_beyond_key(headers: tuple[tuple[bytes, bytes], ...]) -> bool:
@@ -102,9 +127,9 @@ class ResponseCache:
         self.paths = paths
         self.prefixes = prefixes
         self.max_bytes = max_bytes
-        self.entries: OrderedDict[tuple[object, ...], Cached] = OrderedDict()
+        self.entries: OrderedDict[bytes, Cached] = OrderedDict()
         # Renders under way, by key: a room clicking the same new stage at once waits for one.
-        self.flights: dict[tuple[object, ...], asyncio.Future[Cached | None]] = {}
+        self.flights: dict[bytes, asyncio.Future[Cached | None]] = {}
         self.used = 0
         self.hits = 0
         self.misses = 0
@@ -121,8 +146,11 @@ class ResponseCache:
             await self.app(scope, receive, send)
             return
         key = _key(scope)
-        entry = self.entries.get(key)
-        if entry is not None:
+        entry = None if key is None else self.entries.get(key)
+        if key is None:  # answered as any other, never kept
+            self.misses += 1
+            entry, _ = await self._render(scope, receive)
+        elif entry is not None:
             self.hits += 1
             self.entries.move_to_end(key)
         elif key in self.flights:
@@ -135,7 +163,7 @@ class ResponseCache:
             entry = await self._lead(key, scope, receive)
         await self._answer(entry, scope, send)
 
-    async def _lead(self, key: tuple[object, ...], scope: Scope, receive: Receive) -> Cached:
+    async def _lead(self, key: bytes, scope: Scope, receive: Receive) -> Cached:
         """Render, and give the render to the requests for the same key that arrive meanwhile."""
         flight: asyncio.Future[Cached | None] = asyncio.get_running_loop().create_future()
         self.flights[key] = flight
@@ -175,7 +203,7 @@ class ResponseCache:
         etag = '"' + hashlib.sha256(body).hexdigest()[:20] + '"'
         return Cached(status, kept, body, etag), keep
 
-    def _keep(self, key: tuple[object, ...], entry: Cached) -> None:
+    def _keep(self, key: bytes, entry: Cached) -> None:
         if entry.size > self.max_bytes // 8:
             return  # one huge response must not empty the cache
         self.entries[key] = entry

@@ -1,9 +1,20 @@
-"""Headers that every response carries, static files and errors included."""
+"""Headers that every response carries, static files and errors included.
+
+The middleware adds them to every response the app gives, but a failure (a 500) is answered by
+Starlette's ServerErrorMiddleware, which stands outside every middleware added: its handler,
+`server_error` here, adds them itself. uvicorn's own 400 for a request it cannot parse never
+reaches the app, and carries none (docs/security.md).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.paths import is_api_path, route_path
 from app.serving.config import Settings
 
 
@@ -62,3 +73,22 @@ class SecurityHeadersMiddleware:
             await send(message)
 
         await self.app(scope, receive, send_with_headers)
+
+
+SERVER_ERROR = "The server failed to answer this request. Try again; if it fails again, tell whoever runs this site."
+_SERVER_ERROR_PAGE = (
+    '<!doctype html><html lang="en"><meta charset="utf-8"><title>Server error · ZeRO Bands</title>'
+    f"<h1>Server error</h1><p>{SERVER_ERROR}</p></html>"
+)
+
+
+def server_error(settings: Settings) -> Callable[[Request, Exception], Awaitable[Response]]:
+    """The handler of any failure: a 500 that says so, with the security headers, JSON for the API."""
+    headers = security_headers(settings)
+
+    async def answer(request: Request, exc: Exception) -> Response:
+        if is_api_path(route_path(request.scope)):
+            return JSONResponse({"message": SERVER_ERROR, "detail": SERVER_ERROR}, 500, headers=headers)
+        return HTMLResponse(_SERVER_ERROR_PAGE, 500, headers=headers)
+
+    return answer

@@ -27,7 +27,7 @@ from app.web.links import Links, path_for
 
 MAX_CONFIG_BYTES = 64 * 1024
 """The largest config read: DeepSpeed's own are a few kB; more is a mistake, or an attack on memory."""
-_MAX_FORM_BYTES = 4 * MAX_CONFIG_BYTES
+MAX_FORM_BYTES = 4 * MAX_CONFIG_BYTES
 """The form's body: a config percent-encoded takes up to three bytes a character, and the run's fields."""
 
 
@@ -53,7 +53,7 @@ class NotAConfig(ValueError):
 
 ConfigBody = Annotated[CappedBody, Depends(capped(MAX_CONFIG_BYTES))]
 """/api/config's body, a JSON config, read by a dependency up to its cap."""
-FormBody = Annotated[CappedBody, Depends(capped(_MAX_FORM_BYTES))]
+FormBody = Annotated[CappedBody, Depends(capped(MAX_FORM_BYTES))]
 """The paste box's form, read by a dependency up to its cap."""
 
 

@@ -102,6 +102,7 @@ def _ways_on(request: Request) -> tuple[str, str]:
 _HTTP_MESSAGES = {
     404: "There is no page at this address.",
     405: "This address does not accept that kind of request.",
+    408: "The request's body came too slowly, and was not read: send it again.",
 }
 
 

@@ -168,7 +168,8 @@ def _columns(
 
 # A card's cells depend on the stage, the cluster and the recipe (and the stage left), not on the
 # model's size: a class trying other sizes on the same cluster gets them built once. Pure
-# functions of hashable inputs; the bounds keep them to a few MB.
+# functions of hashable inputs, bounded: split_host's 512, full of clusters of thousands of GPUs, held
+# 13.2 MB (bench.memory's distinct clusters, tracemalloc); docs/performance.md adds up a worker's bound.
 _layout = lru_cache(maxsize=64)(layout)
 
 

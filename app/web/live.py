@@ -31,7 +31,7 @@ from app.serving.body import CappedBody, capped
 from app.serving.config import Settings
 from app.web.errors import describe
 from app.web.inputs import EmbedQuery, PageQuery
-from app.web.links import absolute_url_for, path_for
+from app.web.links import path_for
 from app.web.live_access import LiveSessions, Who, from_this_origin
 from app.web.live_page import live_page
 from app.web.live_view import (
@@ -43,8 +43,8 @@ from app.web.live_view import (
     Problem,
     canonical_view,
     follower_bar,
+    join_qr,
     problem_for,
-    qr_svg,
     state_view,
     teacher_bar,
     view_query,
@@ -220,8 +220,8 @@ async def live_followers(request: Request, code: str, sessions: LiveSessions, wh
 async def live_qr(request: Request, code: str, sessions: LiveSessions, who: Who) -> Response:
     """The QR code of the follower's page, as SVG."""
     session = await sessions.find(code, who)
-    url = absolute_url_for(request, "live_follow", code=session.code)
-    return Response(qr_svg(url), media_type="image/svg+xml", headers={"Cache-Control": "private, max-age=3600"})
+    svg = join_qr(request, session.code)
+    return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "private, max-age=3600"})
 
 
 @router.get("/live/{code}/events", name="live_events")

@@ -6,7 +6,9 @@ The messages word each refusal of the live rules (app/live/service.py) with its 
 from __future__ import annotations
 
 import io
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import segno
@@ -203,6 +205,29 @@ def state_view(session: Session, base: str, options: tuple[tuple[str, str], ...]
     return StateView(session.version, href, query.theme, session.paused, session.ended)
 
 
+MAX_HOST = 255
+"""The longest Host drawn into a QR code: a DNS name is at most 253 characters, and a port."""
+_HOST = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
+"""A name or an address, IPv6 in brackets, and perhaps a port: what a browser sends as Host."""
+BAD_HOST = "This address's host name is not one a phone could open: use the address the teacher's screen shows."
+
+
+def join_qr(request: Request, code: str) -> bytes:
+    """The follower's page as a QR code; a Problem (400) when the Host is no host[:port] to draw.
+
+    The address is built from the request's Host: a long one would cost a QR of its size (100 ms
+    of CPU at 2,300 characters) or one too large for any QR (segno raises, a 500).
+    """
+    # The header as sent: Starlette draws the server's own address for one it cannot parse, which no phone opens.
+    host = request.headers.get("host", request.base_url.netloc)
+    if len(host) > MAX_HOST or not _HOST.fullmatch(host):
+        raise Problem(400, "Not a host name", BAD_HOST)
+    return qr_svg(absolute_url_for(request, "live_follow", code=code))
+
+
+# A teacher's screen asks for its QR on each load: drawn once (3.6 ms for a usual address, 18 ms for the
+# longest host allowed), and 256 of the largest SVGs (7.7 kB each) hold 2 MB.
+@lru_cache(maxsize=256)
 def qr_svg(url: str) -> bytes:
     """The join address as a QR code, in SVG (segno): dark modules on white, with the quiet zone."""
     out = io.BytesIO()

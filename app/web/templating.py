@@ -111,7 +111,8 @@ def _macro(macro: str, *args: object) -> Markup:
     return macro_html("_widget.html", macro, *args)
 
 
-# A card's plot is about 9 kB (measured) and serves every run on its cluster: 1,024 stay under 10 MB.
+# A card's plot is about 9 kB (measured) and serves every run on its cluster. Full of the largest
+# clusters' cards, 1,024 held 17.7 MB (bench.memory's distinct clusters, tracemalloc): within a worker's bound.
 @lru_cache(maxsize=1024)
 def _lasting(macro: str, same: _Same) -> Markup:
     return _macro(macro, same.obj)

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import time
+from collections.abc import AsyncIterator
 from concurrent.futures import ThreadPoolExecutor
 
+import httpx2 as httpx
 import pytest
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.types import Message
 
+from app.main import create_app
+from app.serving import body
 from app.serving.body import CappedBody, capped
 
 
@@ -59,3 +65,47 @@ def test_a_body_is_read_up_to_its_cap(
 )
 def test_a_form_field_is_read_as_a_browser_sends_it(data: bytes, name: str, value: str) -> None:
     assert CappedBody(data).field(name) == value
+
+
+def test_a_body_slower_than_its_deadline_is_refused_with_a_408_at_the_deadline() -> None:
+    async def receive() -> Message:
+        await asyncio.sleep(0.05)  # a few bytes at a time, never done
+        return {"type": "http.request", "body": b"a", "more_body": True}
+
+    scope = {"type": "http", "method": "POST", "path": "/", "headers": [(b"content-length", b"6")], "query_string": b""}
+
+    async def scenario() -> float:
+        started = time.monotonic()
+        with pytest.raises(HTTPException) as refused:
+            await capped(1000, seconds=0.3)(Request(scope, receive))
+        assert refused.value.status_code == 408
+        assert refused.value.headers == {"Connection": "close"}
+        return time.monotonic() - started
+
+    with ThreadPoolExecutor(1) as pool:
+        assert 0.3 <= pool.submit(asyncio.run, scenario()).result(timeout=10) < 5
+
+
+@pytest.mark.parametrize(
+    ("path", "kind"), [("/api/config", "application/json"), ("/config", "text/html")]
+)  # fmt: skip
+def test_a_route_answers_a_body_too_slow_with_a_clear_408(
+    monkeypatch: pytest.MonkeyPatch, path: str, kind: str
+) -> None:
+    monkeypatch.setattr(body, "BODY_SECONDS", 0.3)
+
+    async def dribble() -> AsyncIterator[bytes]:
+        yield b'{"zero_optimization": '
+        await asyncio.sleep(30)
+        yield b"{}}"
+
+    async def scenario() -> httpx.Response:
+        transport = httpx.ASGITransport(app=create_app())
+        async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as client:
+            return await client.post(path, content=dribble(), headers={"Content-Type": "application/json"})
+
+    with ThreadPoolExecutor(1) as pool:
+        response = pool.submit(asyncio.run, scenario()).result(timeout=20)
+    assert response.status_code == 408
+    assert response.headers["content-type"].startswith(kind)
+    assert "came too slowly" in response.text

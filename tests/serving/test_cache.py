@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import tracemalloc
+from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 from fastapi.testclient import TestClient
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.main import create_app
-from app.serving.cache import ResponseCache
+from app.serving.cache import ENTRY_OVERHEAD, MAX_KEPT_ADDRESS, MAX_KEPT_HEADER, ResponseCache
 from tests.conftest import asgi_get, dom, one, opened_panel
 
 HX = {"HX-Request": "true"}
@@ -128,12 +133,12 @@ class _Counted:
 
 def test_the_cache_is_bounded_in_bytes_and_drops_the_least_recently_used() -> None:
     inner = _Counted()
-    cache = ResponseCache(inner, paths=frozenset({"/"}), max_bytes=20_000)
+    cache = ResponseCache(inner, paths=frozenset({"/"}), max_bytes=24_000)
     client = TestClient(cache)
     sizes = list(range(2000, 2400, 40))
     for size in sizes:
         assert client.get(f"/?{size}").content == b"x" * size
-    assert cache.used <= 20_000
+    assert cache.used <= 24_000
     assert inner.drawn == sizes
     # The newest stayed; the first ones asked for are the ones gone, and are drawn again.
     client.get("/?2360")
@@ -208,3 +213,107 @@ def test_requests_for_a_page_being_rendered_wait_for_that_render(
     # A room asking for one new page at once costs one render, unless the page is not the same for everyone.
     assert renders.count("stage=zero3") == renders_expected
     assert renders.count("stage=dp") == 1
+
+
+async def _drive(cache: ResponseCache, count: int, query: Callable[[int], str], host: bytes = b"a.example") -> None:
+    """`count` GETs of / straight through the cache, the i-th with `query(i)`."""
+    for i in range(count):
+        await asgi_get(cache, query(i), [(b"host", host), (b"accept-encoding", b"gzip")])
+
+
+def _run(coroutine: Coroutine[Any, Any, None]) -> None:
+    with ThreadPoolExecutor(1) as pool:  # a loop of its own, as in the tests above
+        pool.submit(asyncio.run, coroutine).result(timeout=120)
+
+
+@pytest.mark.parametrize("count", [100, 2_000, 5_500])  # 5,461 entries: just after the dict's table grows
+def test_the_bytes_the_cache_counts_bound_the_memory_it_really_holds(count: int) -> None:
+    cache = ResponseCache(_Small(), paths=frozenset({"/"}), max_bytes=10**9)
+    _run(_drive(cache, 1, str))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        _run(_drive(cache, count, lambda i: f"stage=zero2&gpus={i + 10}"))
+        gc.collect()
+        real = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    accounted = cache.used * count / len(cache.entries)
+    # Honest both ways: never less than the memory held, and not so much more that the bound means little.
+    assert real <= accounted <= 2 * real
+
+
+class _Small:
+    """A small response with the headers a page has: the entry's overhead outweighs its bytes."""
+
+    def __init__(self) -> None:
+        self.drawn = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        self.drawn += 1
+        headers = [(b"content-type", b"text/html; charset=utf-8"), (b"vary", b"Accept-Encoding"),
+                   (b"x-content-kind", b"page")]  # fmt: skip
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": b"x" * 100})
+
+
+@pytest.mark.parametrize(
+    ("name", "query", "host"),
+    [
+        ("long distinct queries", lambda i: f"y={i}" + "a" * 64_000, b"a.example"),
+        ("queries just over the bound", lambda i: f"y={i}".ljust(MAX_KEPT_ADDRESS, "a"), b"a.example"),
+        ("long hosts", lambda i: f"stage=zero2&gpus={i}", b"h" * 4_000),
+        ("short distinct queries", lambda i: f"y={i}", b"a.example"),
+    ],
+)
+def test_a_flood_of_distinct_addresses_keeps_the_cache_within_its_bytes(
+    name: str, query: Callable[[int], str], host: bytes
+) -> None:
+    max_bytes = 200_000
+    cache = ResponseCache(_Small(), paths=frozenset({"/"}), max_bytes=max_bytes)
+    seen: list[int] = []
+
+    async def flood() -> None:
+        for i in range(0, 3_000, 100):
+            await _drive(cache, 100, lambda j, i=i: query(i + j), host)  # type: ignore[misc]
+            seen.append(cache.used)
+            assert len(cache.entries) <= max_bytes // (ENTRY_OVERHEAD + 100), name
+
+    _run(flood())
+    assert max(seen) <= max_bytes, name
+    assert all(len(key) == 32 for key in cache.entries)  # what a key costs does not grow with the address
+
+
+@pytest.mark.parametrize(
+    ("url", "headers", "kept"),
+    [
+        ("/?" + "a" * (MAX_KEPT_ADDRESS - 1), {}, True),
+        ("/?" + "a" * MAX_KEPT_ADDRESS, {}, False),
+        ("/?stage=zero2", {"Host": "h" * MAX_KEPT_HEADER}, True),
+        ("/?stage=zero2", {"Host": "h" * (MAX_KEPT_HEADER + 1)}, False),
+        ("/?stage=zero2", {"Accept-Encoding": "gzip, " * 60}, False),
+    ],
+)
+def test_an_address_longer_than_any_the_app_builds_is_answered_not_kept(
+    url: str, headers: dict[str, str], kept: bool
+) -> None:
+    inner = _Small()
+    cache = ResponseCache(inner, paths=frozenset({"/"}))
+    client = TestClient(cache)
+    first = client.get(url, headers=headers)
+    again = client.get(url, headers={**headers, "If-None-Match": first.headers["etag"]})
+    assert (first.status_code, again.status_code) == (200, 304)  # the cache still answers for it
+    assert client.head(url, headers=headers).headers["content-length"] == "100"
+    assert inner.drawn == (1 if kept else 3)
+    assert len(cache.entries) == (1 if kept else 0)
+
+
+def test_the_longest_address_the_run_form_sends_is_kept(client: TestClient) -> None:
+    # Every field of the run form filled, as the browser sends it: the bound leaves it room, threefold.
+    page = dom(client.get("/?recipe=custom&offload=optimizer%2Bparams&offload_device=nvme").text)
+    form = one(page, "#run-form")
+    fields = [str(tag["name"]) for tag in form.select("[name]")]
+    query = urlencode([(name, "9" * 12) for name in fields])
+    assert len(fields) > 20
+    assert 3 * len(query) <= MAX_KEPT_ADDRESS

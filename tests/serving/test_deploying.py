@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,6 +21,7 @@ import pytest
 
 from app.serving.config import Settings
 from app.serving.security import security_headers
+from app.web.config_view import MAX_CONFIG_BYTES, MAX_FORM_BYTES
 from tests.browser.conftest import serving, zero_bands_command
 from tests.conftest import dom, one
 from tests.serving.clients import get, slowloris
@@ -137,3 +139,21 @@ def test_a_client_that_does_not_finish_its_headers_is_closed_and_slows_no_one(pr
         assert reply in {b""} or reply.startswith(b"HTTP/1.1 408")  # closed by the proxy
         sock.close()
     assert time.monotonic() - started < HEADER_TIMEOUT + 3
+
+
+def test_the_proxy_lets_through_every_body_the_app_reads() -> None:
+    found = re.search(r"^\s*client_max_body_size (\d+)k;", _block("nginx"), re.M)
+    assert found
+    assert int(found.group(1)) * 1024 == MAX_FORM_BYTES
+
+
+def test_a_large_pasted_config_reaches_the_app_through_the_proxy(proxy: str) -> None:
+    # 60 kB of config, percent-encoded to about 100 kB: nginx's 16k refused it before the app saw it.
+    config = "{" + ",".join(f'"key{i}": 1' for i in range(4_800)) + "}"
+    assert 55_000 < len(config) < MAX_CONFIG_BYTES
+    form = urllib.parse.urlencode({"config": config}).encode()
+    assert len(form) > 90_000
+    request = urllib.request.Request(f"{proxy}/config?stage=zero2", data=form, method="POST")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        assert response.status == 200
+        assert "ZeRO Bands" in response.read().decode()

@@ -54,3 +54,23 @@ def test_frame_ancestors_defaults_to_anywhere() -> None:
 def test_frame_ancestors_that_would_break_the_policy_are_refused(value: str) -> None:
     with pytest.raises(SettingsError, match=FRAME_ANCESTORS_ENV):
         Settings.from_env({FRAME_ANCESTORS_ENV: value})
+
+
+def _fails() -> None:
+    raise RuntimeError("a bug")
+
+
+@pytest.mark.parametrize(("path", "kind"), [("/failing", "text/html"), ("/api/failing", "application/json")])
+def test_a_failure_is_a_500_with_the_headers(client: TestClient, path: str, kind: str) -> None:
+    app = create_app()
+    app.add_api_route(path, _fails)
+    response = TestClient(app, raise_server_exceptions=False).get(path)
+    assert response.status_code == 500
+    assert response.headers["content-type"].startswith(kind)
+    assert "failed to answer" in response.text
+    assert "a bug" not in response.text
+    page = client.get("/").headers
+    for name in ("content-security-policy", "x-content-type-options", "referrer-policy",
+                 "cross-origin-opener-policy", "permissions-policy"):  # fmt: skip
+        assert response.headers[name] == page[name], name
+    assert "server" not in response.headers

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import socket
+import subprocess
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -207,3 +209,38 @@ def test_several_workers_serve_the_same_bytes(workers: str) -> None:
             with urllib.request.urlopen(f"{url}/?stage=zero3", timeout=10) as response:
                 bodies.add((response.read(), response.headers["etag"]))
         assert len(bodies) == 1
+
+
+_LOW_SOFT_LIMIT = """
+import os, resource, sys
+hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
+os.execv(sys.argv[1], sys.argv[1:])
+"""
+"""Start a command with a soft limit of 64 open files, as a shell with `ulimit -Sn 64` would."""
+
+
+def test_idle_connections_past_the_soft_limit_on_open_files_lock_no_one_out() -> None:
+    # The server raises its soft limit to the hard one as it starts: 150 idle sockets, far past 64, leave room.
+    def command(port: int) -> list[str]:
+        return [sys.executable, "-c", _LOW_SOFT_LIMIT, *_command()(port)]
+
+    with serving(command) as url:
+        port = int(url.rpartition(":")[2])
+        idle = [socket.create_connection(("127.0.0.1", port)) for _ in range(150)]
+        try:
+            assert _get(f"{url}/api/stages", timeout=20)[0] == 200
+        finally:
+            for sock in idle:
+                sock.close()
+
+
+def test_the_soft_limit_on_open_files_is_raised_to_the_hard_one() -> None:
+    code = (
+        "import resource; from app.serving.server import raise_open_files;"
+        "hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1];"
+        "resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard));"
+        "print(raise_open_files() == (hard, hard))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert done.stdout.strip() == "True"

@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import pytest
+from fastapi.testclient import TestClient
 
 from app.live.service import LiveOff, NoSuchSession, NotTheTeacher, Refusal, RoomFull, SessionEnded, TooManyTries
 from app.live.session import Session
-from app.web.live_view import WORDING, BadView, StateView, canonical_view, problem_for, state_view, view_query
+from app.main import create_app
+from app.web.live_view import (
+    WORDING,
+    BadView,
+    StateView,
+    canonical_view,
+    problem_for,
+    qr_svg,
+    state_view,
+    view_query,
+)
+from tests.conftest import dom, one
 
 
 @pytest.mark.parametrize(
@@ -88,3 +100,38 @@ def test_each_refusal_of_the_live_rules_is_worded_with_its_status(
 
 def test_every_kind_of_refusal_has_its_words() -> None:
     assert set(WORDING) == set(Refusal.__subclasses__())
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("class.example", 200),
+        ("class.example:8000", 200),
+        ("10.0.0.7:8000", 200),
+        ("[::1]:8000", 200),
+        ("h" * 255, 200),
+        ("h" * 256, 400),
+        ("h" * 2_400, 400),  # segno's DataOverflowError: a 500 before
+        ("a b", 400),
+        ("class.example:8000:9", 400),
+        ("<script>", 400),
+    ],
+)
+def test_the_qr_code_is_drawn_for_a_host_name_and_refused_for_anything_else(host: str, status: int) -> None:
+    with TestClient(create_app()) as client:
+        teach = client.post("/live", data={"view": "/?stage=zero2"}, follow_redirects=False)
+        code = teach.headers["location"].split("/")[2]
+        response = client.get(f"/live/{code}/qr.svg", headers={"Host": host})
+    assert response.status_code == status
+    if status == 200:
+        assert one(dom(response.text), "svg")["class"] == ["segno"]
+    else:
+        assert "not one a phone could open" in one(dom(response.text), "main").text
+        assert host not in response.text
+
+
+def test_the_qr_code_of_an_address_is_drawn_once() -> None:
+    url = "http://class.example/live/QRONCE"
+    drawn = qr_svg.cache_info().misses
+    assert qr_svg(url) == qr_svg(url)
+    assert qr_svg.cache_info().misses == drawn + 1
