@@ -73,9 +73,9 @@ def zero_bands_command() -> str:
 
 
 @contextmanager
-def serving(command: Callable[[int], list[str]], env: dict[str, str] | None = None) -> Iterator[str]:
-    """Run the server command for a free local port until the block ends; yields its address."""
-    port = _free_port()
+def serving(command: Callable[[int], list[str]], env: dict[str, str] | None = None, port: int = 0) -> Iterator[str]:
+    """Run the server command for `port` (0: a free one) until the block ends; yields its address."""
+    port = port or _free_port()
     process = subprocess.Popen(command(port), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         _wait_for(port, process)

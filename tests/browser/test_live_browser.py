@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import http.server
 import re
-import subprocess
 import threading
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -26,7 +25,7 @@ from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Browser, BrowserContext, Frame, Page, expect
 
 from app.web.live import RETRY_MS
-from tests.browser.conftest import Watch, _free_port, _wait_for, screenshot, settled, watching, zero_bands_command
+from tests.browser.conftest import Watch, _free_port, screenshot, serving, settled, watching, zero_bands_command
 
 WCAG_AA = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]}}
 DESKTOP = {"width": 1280, "height": 800}
@@ -543,17 +542,9 @@ def test_after_a_restart_the_followers_page_says_the_session_ended_and_stops_ask
     # asks again. Each is told the session ended, once, and none of it counts as a wrong code.
     port = _free_port()
 
-    @contextmanager
-    def serving_on_port() -> Iterator[str]:
+    def serving_on_port() -> AbstractContextManager[str]:
         # The same port each time, as a restart keeps it: the pages ask again where they asked before.
-        process = subprocess.Popen([zero_bands_command(), "--port", str(port)], stdout=subprocess.DEVNULL,
-                                   stderr=subprocess.DEVNULL)  # fmt: skip
-        try:
-            _wait_for(port, process)
-            yield f"http://127.0.0.1:{port}"
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
+        return serving(lambda p: [zero_bands_command(), "--port", str(p)], port=port)
 
     with serving_on_port() as first:
         teacher = contexts(viewport=DESKTOP).new_page()
