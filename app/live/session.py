@@ -25,9 +25,14 @@ def new_code() -> str:
     return "".join(secrets.choice(ALPHABET) for _ in range(CODE_LENGTH))
 
 
+SEPARATORS = str.maketrans("", "", " -.\u00a0\u2010\u2011\u2012\u2013\u2014\u2212")
+"""What people put between a code's halves, taken out: spaces (a phone's no-break one too), dots, and the
+dashes a phone's keyboard makes of a hyphen (en and em dashes, the minus sign)."""
+
+
 def normal_code(text: str) -> str | None:
-    """The code someone typed, as stored (capitals, no spaces or dashes); None if it cannot be one."""
-    code = text.upper().replace(" ", "").replace("-", "")
+    """The code someone typed, as stored (capitals, no spaces, dots or dashes); None if it cannot be one."""
+    code = text.upper().translate(SEPARATORS)
     return code if len(code) == CODE_LENGTH and all(c in ALPHABET for c in code) else None
 
 

@@ -61,6 +61,8 @@ kernel's buffers are full, which a stalled reader takes long to fill: streams en
 (Settings.live_stream_seconds) first."""
 RETRY_MS = 1000
 """How soon a browser reconnects a dropped stream (its EventSource), with Last-Event-ID."""
+REFUSED_RETRY_MS = 15_000
+"""How soon a refused stream asks again: a place in a full room, or an address's lockout, takes a while."""
 MAX_FORM_BYTES = 8192
 
 
@@ -77,10 +79,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 
 
 async def problem_page(request: Request, problem: Exception) -> Response:
-    """The page that says why, with the status; for the event stream, the status alone."""
+    """The page that says why, with the status; on the event stream, an event that says it."""
     assert isinstance(problem, Problem)
     if request.url.path.endswith("/events"):
-        return Response(status_code=problem.status)
+        return EventSourceResponse(_refused(problem), ping=0, send_timeout=SEND_TIMEOUT_SECONDS)
     page = LivePage(title=f"{problem.heading} · ZeRO Bands", heading=problem.heading, message=problem.message,
                     live_href=path_for(request, "live_home"))  # fmt: skip
     response = render(request, "live.html", "live", page, status_code=problem.status)
@@ -98,7 +100,8 @@ async def refused_page(request: Request, refusal: Exception) -> Response:
 async def unavailable_page(request: Request, error: Exception) -> Response:
     """Redis away, wherever a route asked it: the page that says to try again, 503, with when."""
     response = await problem_page(request, Problem(503, "Try again in a moment", AWAY))
-    response.headers["Retry-After"] = str(math.ceil(BREAKER_SECONDS))  # when the breaker tries Redis again
+    if response.status_code == 503:  # a page; a stream says it in its event, and when to ask again
+        response.headers["Retry-After"] = str(math.ceil(BREAKER_SECONDS))  # when the breaker tries Redis again
     return response
 
 
@@ -128,7 +131,11 @@ def live_home(request: Request, sessions: LiveSessions) -> HTMLResponse:
     return render(request, "live.html", "live", page)
 
 
-@router.post("/live", name="live_start")
+TEACHERS_PAGE = [Depends(from_this_origin)]
+"""A teacher's action is taken only from a page of this origin (app/web/live_access.py)."""
+
+
+@router.post("/live", name="live_start", dependencies=TEACHERS_PAGE)
 async def live_start(request: Request, sessions: LiveSessions, form: LiveForm) -> Response:
     """A new session showing the view the teacher was on (`view`, else the default page); 303 to the teacher's page."""
     session, secret = await sessions.start(canonical_view(_valid(request, _field(form, "view"))))
@@ -173,10 +180,6 @@ async def live_teach(request: Request, code: str, sessions: LiveSessions, who: W
     return live_page(request, session.view, LiveView(teacher=bar))
 
 
-TEACHERS_PAGE = [Depends(from_this_origin)]
-"""A teacher's action is taken only from a page of this origin (app/web/live_access.py)."""
-
-
 @router.post("/live/{code}/show", name="live_show", dependencies=TEACHERS_PAGE)
 async def live_show(
     request: Request, code: str, sessions: LiveSessions, who: Who, form: LiveForm,
@@ -212,7 +215,8 @@ async def live_followers(request: Request, code: str, sessions: LiveSessions, wh
     try:
         session = await sessions.find(code, who)
     except (NoSuchSession, SessionEnded):
-        return Response(status_code=286)
+        # The last answer: the count says so, and the bar's notice shows, before the teacher's next click.
+        return HTMLResponse(macro_html("_live.html", "gone_count", path_for(request, "live_home")), status_code=286)
     return HTMLResponse(macro_html("_live.html", "followers", request.url.path, await sessions.followers(session)))
 
 
@@ -284,6 +288,20 @@ async def _events(
                     yield ServerSentEvent("", event="ended")
     finally:
         await sessions.leave(code, queue)  # at once when its lifetime ends, before the last bytes are sent
+
+
+async def _refused(problem: Problem) -> AsyncIterator[ServerSentEvent]:
+    """A follower's stream refused for now (a full room, an address locked out, Redis away): the bar says why.
+
+    A status would not be seen: the page's stream would ask again and again while its bar still said
+    "Following the teacher." over a screen no longer following. The stream ends here, and the browser
+    asks again after `retry`: at once for Redis, later for what takes minutes to change.
+    """
+    if problem.status == 503:
+        yield ServerSentEvent(macro_html("_live.html", "away"), event="state", retry=RETRY_MS)
+    else:
+        refused = macro_html("_live.html", "refused", problem.message)
+        yield ServerSentEvent(refused, event="state", retry=REFUSED_RETRY_MS)
 
 
 async def _ended() -> AsyncIterator[ServerSentEvent]:

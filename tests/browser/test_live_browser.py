@@ -535,7 +535,7 @@ def test_a_followers_own_moves_leave_the_teacher_and_nothing_else_does(
     watch.assert_clean(follower)
 
 
-def test_after_a_restart_the_followers_page_says_the_session_ended_and_stops_asking(
+def test_after_a_restart_the_pages_say_the_session_ended_and_the_followers_stop_asking(
     contexts: Callable[..., BrowserContext],
 ) -> None:
     # A one-process server keeps its sessions in memory: a restart loses them, and every follower's tab
@@ -565,3 +565,6 @@ def test_after_a_restart_the_followers_page_says_the_session_ended_and_stops_ask
             urllib.request.urlopen(f"{second}/live/join?code={code}")
         lost.value.close()
         assert lost.value.code == 404  # a wrong code, the first: the tabs' asking counted none
+        # The teacher's page is told by its count's next answer, before any click.
+        expect(teacher.locator("#live-lost")).to_be_visible(timeout=15_000)
+        expect(teacher.locator("#live-count")).to_have_text("no longer running")

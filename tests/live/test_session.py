@@ -49,6 +49,11 @@ def test_a_new_code_is_six_characters_of_the_alphabet(draw: int) -> None:
         ("ACD-EFH", "ACDEFH"),
         ("a-c-d-e-f-h", "ACDEFH"),
         ("379 XY4", "379XY4"),
+        ("acd\u2013efh", "ACDEFH"),  # a phone's keyboard turns "-" into an en dash
+        ("ACD\u2014EFH", "ACDEFH"),
+        ("ACD\u2212EFH", "ACDEFH"),
+        ("ACD.EFH", "ACDEFH"),
+        ("ACD\u00a0EFH", "ACDEFH"),
         ("ACDEF", None),
         ("ACDEFHJ", None),
         ("", None),

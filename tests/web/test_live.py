@@ -25,6 +25,7 @@ from app.live.redis_hub import RedisHub
 from app.live.session import ALPHABET, CODE_LENGTH
 from app.main import create_app
 from app.serving.config import STREAM_ENV, Settings, SettingsError
+from app.web.live import REFUSED_RETRY_MS, RETRY_MS
 from tests.conftest import dom, one, text
 from tests.live.redis_server import RedisServer, running_redis
 
@@ -184,7 +185,13 @@ def test_ending_tells_every_page_so(live: TestClient) -> None:
         assert live.get(url).status_code == 410, url
     assert_ended_stream(live, f"/live/{code}/events")
     # The teacher's count, polled every few seconds, is told to stop (htmx's 286).
-    assert live.get(f"/live/{code}/followers").status_code == 286
+    count = live.get(f"/live/{code}/followers")
+    assert count.status_code == 286
+    # Its last answer says so where the count was, and shows the bar's notice (out of band) at once.
+    assert text(dom(count.text), "#live-count") == "no longer running"
+    notice = one(dom(count.text), "#live-lost")
+    assert (notice["hx-swap-oob"], notice.has_attr("hidden")) == ("true", False)
+    assert one(notice, "a")["href"] == "/live"
     assert "ended" in text(dom(follower(live).get(f"/live/{code}").text), ".notice-message")
 
 
@@ -208,6 +215,21 @@ def assert_ended_stream(client: TestClient, url: str) -> None:
     assert state.get_text(strip=True) == "The session has ended."
 
 
+def assert_refused_stream(client: TestClient, url: str, words: str, retry: int = REFUSED_RETRY_MS) -> None:
+    """`url` answers a stream whose one event puts `words` in the bar, then ends: its browser asks again after `retry`.
+
+    Not an error status, which the page would never show: its bar would go on saying it follows.
+    """
+    response = client.get(url)
+    assert (response.status_code, response.headers["content-type"].split(";")[0]) == (200, "text/event-stream")
+    events = [dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+              for block in response.text.replace("\r\n", "\n").split("\n\n") if block.strip()]  # fmt: skip
+    assert [(e.get("event"), e.get("retry")) for e in events] == [("state", str(retry))]
+    state = one(dom(events[0]["data"]), "#live-state")
+    assert state.has_attr("data-away")
+    assert words in state.get_text(strip=True)
+
+
 def test_a_stream_of_a_session_no_longer_kept_says_it_ended_and_counts_no_wrong_code(live: TestClient) -> None:
     # As after a restart: every tab of the class asks again for the session the server lost.
     student = follower(live)
@@ -223,7 +245,7 @@ def test_guessing_codes_is_limited_per_client_address_and_then_a_right_code_is_r
     student = follower(live)
     statuses = [student.get("/live/join?code=AAAAAA").status_code for _ in range(MISSES_ALLOWED + 2)]
     assert statuses == [404] * MISSES_ALLOWED + [429, 429]
-    assert student.get(f"/live/{code}/events").status_code == 429
+    assert_refused_stream(student, f"/live/{code}/events", "Too many wrong codes")
     for url in ("/live/join?code=AAAAAC", f"/live/join?code={code}", f"/live/{code}", f"/embed?live={code}"):
         response = student.get(url)
         assert (response.status_code, response.headers["retry-after"]) == (429, "600"), url
@@ -313,8 +335,7 @@ def test_a_store_that_cannot_be_reached_gets_the_try_again_page(
         response = live.request(method, url, data={"view": "/?stage=dp"}, headers=LIVE)
         assert (response.status_code, response.headers["retry-after"]) == (503, "3"), url
         assert "cannot be reached" in text(dom(response.text), ".notice-message")
-    response = live.get(f"/live/{code}/events")
-    assert (response.status_code, response.headers["retry-after"]) == (503, "3")
+    assert_refused_stream(live, f"/live/{code}/events", "Lost touch with the session", retry=RETRY_MS)
 
 
 @pytest.mark.parametrize(
@@ -364,7 +385,7 @@ def test_a_full_session_refuses_the_stream_past_its_room() -> None:
         hub = client.app.state.hub  # type: ignore[attr-defined]
         assert isinstance(hub, MemoryHub)
         hub.fanout.add(code, "10.9.9.9")  # one follower's stream, open, from elsewhere
-        assert follower(client).get(f"/live/{code}/events").status_code == 429
+        assert_refused_stream(follower(client), f"/live/{code}/events", "This session is full: 1 are following")
         assert hub.fanout.count(code) == 1
 
 
@@ -386,14 +407,18 @@ def test_a_hung_redis_answers_live_requests_503_at_once_and_leaves_the_rest_of_t
     assert server.process is not None
     os.kill(server.process.pid, signal.SIGSTOP)
     try:
-        urls = [f"/live/{code}", f"/live/{code}/events", "/live/join?code=ACDEFH", f"/live/{code}/teach"] * 2
+        urls = [f"/live/{code}", "/live/join?code=ACDEFH", f"/live/{code}/teach"] * 2 + [f"/live/{code}/events"] * 2
         with ThreadPoolExecutor(len(urls)) as pool:
             began = time.monotonic()
             waits = pool.map(client.get, urls)
             # Meanwhile, more live requests wait than there are render slots: the site still answers.
             assert [client.get(url).status_code for url in ("/", "/api/memory", "/")] == [200, 200, 200]
             answers = list(waits)
-        assert {(r.status_code, r.headers["retry-after"]) for r in answers} == {(503, "3")}
+        pages, streams = answers[:-2], answers[-2:]
+        assert {(r.status_code, r.headers["retry-after"]) for r in pages} == {(503, "3")}
+        # A follower's stream is told in its bar that the store is away, and asks again a second later.
+        told = {(r.status_code, "event: state" in r.text, "retry: 1000" in r.text) for r in streams}
+        assert told == {(200, True, True)}
         assert time.monotonic() - began < 5.0  # one short wait each, not 5 s × 2 tries per call (20 s here)
         hub = client.app.state.hub  # type: ignore[attr-defined]
         assert isinstance(hub, RedisHub)
@@ -425,5 +450,5 @@ def test_one_address_past_its_share_is_told_so_on_the_page_and_the_stream() -> N
         response = follower(client).get(f"/live/{code}")
         assert response.status_code == 429
         assert "4 screens from this address follow this session already" in text(dom(response.text), ".notice-message")
-        assert follower(client).get(f"/live/{code}/events").status_code == 429
+        assert_refused_stream(follower(client), f"/live/{code}/events", "4 screens from this address follow")
         assert hub.fanout.count(code) == 4

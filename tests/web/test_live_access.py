@@ -29,22 +29,22 @@ def teacher() -> Iterator[tuple[TestClient, str]]:
         yield client, found.group(1)
 
 
-@pytest.mark.parametrize(
-    ("headers", "allowed"),
-    [
-        ({"Sec-Fetch-Site": "same-origin"}, True),
-        ({"Sec-Fetch-Site": "same-origin", "Origin": OWN}, True),
-        ({"Origin": OWN}, True),
-        ({}, True),  # no browser's request: nothing another page could have sent
-        ({"Sec-Fetch-Site": "same-site"}, False),  # another port or subdomain of this site
-        ({"Sec-Fetch-Site": "same-site", "Origin": "http://testserver:8799"}, False),
-        ({"Sec-Fetch-Site": "cross-site"}, False),
-        ({"Sec-Fetch-Site": "none"}, False),
-        ({"Origin": "http://testserver:8799"}, False),
-        ({"Origin": "https://testserver"}, False),
-        ({"Origin": "null"}, False),
-    ],
-)
+ORIGINS = [
+    ({"Sec-Fetch-Site": "same-origin"}, True),
+    ({"Sec-Fetch-Site": "same-origin", "Origin": OWN}, True),
+    ({"Origin": OWN}, True),
+    ({}, True),  # no browser's request: nothing another page could have sent
+    ({"Sec-Fetch-Site": "same-site"}, False),  # another port or subdomain of this site
+    ({"Sec-Fetch-Site": "same-site", "Origin": "http://testserver:8799"}, False),
+    ({"Sec-Fetch-Site": "cross-site"}, False),
+    ({"Sec-Fetch-Site": "none"}, False),
+    ({"Origin": "http://testserver:8799"}, False),
+    ({"Origin": "https://testserver"}, False),
+    ({"Origin": "null"}, False),
+]
+
+
+@pytest.mark.parametrize(("headers", "allowed"), ORIGINS)
 @pytest.mark.parametrize(("action", "form"), ACTIONS, ids=[a for a, _ in ACTIONS])
 def test_a_teachers_action_is_taken_only_from_this_origin(
     teacher: tuple[TestClient, str], headers: dict[str, str], allowed: bool, action: str, form: dict[str, str]
@@ -60,3 +60,12 @@ def test_a_teachers_action_is_taken_only_from_this_origin(
         state = dom(client.get(f"/live/{code}").text).select_one("#live-state")
         assert state is not None
         assert (state["data-version"], state.has_attr("data-ended")) == ("1", False)
+
+
+@pytest.mark.parametrize(("headers", "allowed"), ORIGINS)
+def test_a_session_is_started_only_from_this_origin(headers: dict[str, str], allowed: bool) -> None:
+    # Another page's form would leave the visitor holding a teacher's cookie for a session they never chose.
+    with TestClient(create_app()) as client:
+        response = client.post("/live", data={"view": "/?stage=zero3"}, headers=headers, follow_redirects=False)
+        assert response.status_code == (303 if allowed else 403)
+        assert ("set-cookie" in response.headers) is allowed
