@@ -159,7 +159,7 @@ def test_the_baseline_is_a_bare_starlette_hello_world_beside_the_clicks_floor(
     assert found in response.text
 
 
-LIVE_HEADINGS = ("load: ", "address or fragment, at ", "fault: ", "kept in its place: ")
+LIVE_HEADINGS = ("load: ", "address or fragment, at ", "joins: ", "fault: ", "kept in its place: ")
 LIVE_CHECKS = (
     "every version to every follower",
     "teacher's request to a follower's event",
@@ -171,6 +171,7 @@ LIVE_CHECKS = (
     "/api/memory while Redis hangs",
     "a follower's page while Redis hangs",
     "a stream whose reader never reads",
+    "a follower's page, joining",
 )
 LIVE_NOTES = (
     "teacher's request to the fragment in hand",
@@ -181,6 +182,8 @@ LIVE_NOTES = (
     "bare SSE app: 20 events of",
     "the machine before the load",
     "versions skipped to",
+    "the same view's page from the cache, the same way",
+    "joining against the cached page",
 )
 
 

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import re
+import time
 from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Page, Route, expect
 
 from tests.browser.conftest import Watch, settled
 
@@ -112,13 +113,36 @@ def test_clicks_on_next_during_a_swap_all_count(page: Page, server: str, watch: 
     watch.assert_clean(page)
 
 
+def _held(page: Page, stage: str) -> list[Route]:
+    """Requests for `stage` wait, unanswered, until the test lets them go: a swap on its way however slow the machine.
+
+    A latency alone is a race: on a loaded machine the click meant for the middle of a swap can come after it.
+    """
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:
+        held.append(route)
+
+    page.route(lambda url: f"stage={stage}" in url, hold)
+    return held
+
+
+def _release(page: Page, held: list[Route]) -> None:
+    deadline = time.monotonic() + 10
+    while not held:  # the route's handler runs when Playwright next hears from the browser
+        assert time.monotonic() < deadline, "the request to hold was never sent"
+        page.wait_for_timeout(20)
+    for route in held:
+        route.continue_()
+
+
 def test_the_last_arrangement_chosen_during_a_swap_wins(page: Page, server: str, watch: Watch) -> None:
     page.goto(f"{server}/?stage=dp&gpus=22")
-    _slow_network(page, 400)
+    held = _held(page, "zero1")
     page.keyboard.press("1")
-    page.wait_for_timeout(100)
     page.click("#switch-zero2")  # both while ZeRO-1 is on its way: ZeRO-2 is dropped for ZeRO-3
     page.keyboard.press("3")
+    _release(page, held)
     _ends_on(page, "#grid", "data-stage", "zero3")
     assert _in_address(page, "stage") == ["zero3"]
     asked = [parse_qs(urlsplit(r.url).query)["stage"][0] for r in watch.requests if r.resource_type == "xhr"]
