@@ -9,20 +9,13 @@ request line, where the split cache holds about 3 MB at most.
 
 from __future__ import annotations
 
-import json
-
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.paths import is_api_path, route_path
+from app.serving.plain import send_plain
 
 MAX_ADDRESS = 8192
 """Bytes of path and query string: thirteen times the run form's longest query."""
 TOO_LONG = "This address is too long: no page or API address of ZeRO Bands is over 8 kB."
-TOO_LONG_PAGE = (
-    '<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Address too long · ZeRO Bands</title>'
-    f"</head>\n<body><h1>Address too long</h1><p>{TOO_LONG}</p></body></html>\n"
-).encode()
-TOO_LONG_JSON = json.dumps({"detail": TOO_LONG, "message": TOO_LONG}).encode()
 
 
 class AddressLimit:
@@ -39,8 +32,4 @@ class AddressLimit:
         if len(scope["path"]) + len(scope.get("query_string", b"")) <= MAX_ADDRESS:
             await self.app(scope, receive, send)
             return
-        api = is_api_path(route_path(scope)[:64])
-        body, media = (TOO_LONG_JSON, b"application/json") if api else (TOO_LONG_PAGE, b"text/html; charset=utf-8")
-        headers = [(b"content-type", media), (b"content-length", str(len(body)).encode())]
-        await send({"type": "http.response.start", "status": 414, "headers": headers})
-        await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+        await send_plain(scope, send, 414, "Address too long", TOO_LONG)

@@ -12,19 +12,15 @@ a hall of kept-alive browsers would be refused pages the cache holds (docs/archi
 from __future__ import annotations
 
 import asyncio
-import json
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.paths import is_api_path, is_live_path, route_path
+from app.paths import is_live_path, route_path
+from app.serving.plain import send_plain
 
 RETRY_AFTER_SECONDS = 1
-BUSY_PAGE = (
-    b'<!doctype html>\n<html lang="en"><head><meta charset="utf-8"><title>Busy \xc2\xb7 ZeRO Bands</title></head>\n'
-    b"<body><h1>ZeRO Bands is busy</h1><p>Many people are using it at this moment. "
-    b"Please try again in a second.</p></body></html>\n"
-)
-BUSY_JSON = json.dumps({"detail": "busy", "message": "Too many requests at once: retry in a second."}).encode()
+BUSY = "Busy"
+BUSY_MESSAGE = "ZeRO Bands is busy: many people are using it at this moment. Please try again in a second."
 
 
 class ConcurrencyLimit:
@@ -61,13 +57,5 @@ class ConcurrencyLimit:
 
 
 async def _busy(scope: Scope, send: Send) -> None:
-    api = is_api_path(route_path(scope))
-    body, media = (BUSY_JSON, b"application/json") if api else (BUSY_PAGE, b"text/html; charset=utf-8")
-    headers = [
-        (b"content-type", media),
-        (b"content-length", str(len(body)).encode()),
-        (b"retry-after", str(RETRY_AFTER_SECONDS).encode()),
-        (b"cache-control", b"no-store"),
-    ]
-    await send({"type": "http.response.start", "status": 503, "headers": headers})
-    await send({"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body})
+    headers = ((b"retry-after", str(RETRY_AFTER_SECONDS).encode()), (b"cache-control", b"no-store"))
+    await send_plain(scope, send, 503, BUSY, BUSY_MESSAGE, detail="busy", headers=headers)

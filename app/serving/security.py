@@ -11,11 +11,11 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from app.paths import is_api_path, route_path
 from app.serving.config import Settings
+from app.serving.plain import plain
 
 
 def content_security_policy(settings: Settings) -> str:
@@ -76,10 +76,6 @@ class SecurityHeadersMiddleware:
 
 
 SERVER_ERROR = "The server failed to answer this request. Try again; if it fails again, tell whoever runs this site."
-_SERVER_ERROR_PAGE = (
-    '<!doctype html><html lang="en"><meta charset="utf-8"><title>Server error · ZeRO Bands</title>'
-    f"<h1>Server error</h1><p>{SERVER_ERROR}</p></html>"
-)
 
 
 def server_error(settings: Settings) -> Callable[[Request, Exception], Awaitable[Response]]:
@@ -87,8 +83,7 @@ def server_error(settings: Settings) -> Callable[[Request, Exception], Awaitable
     headers = security_headers(settings)
 
     async def answer(request: Request, exc: Exception) -> Response:
-        if is_api_path(route_path(request.scope)):
-            return JSONResponse({"message": SERVER_ERROR, "detail": SERVER_ERROR}, 500, headers=headers)
-        return HTMLResponse(_SERVER_ERROR_PAGE, 500, headers=headers)
+        body, media = plain(request.scope, "Server error", SERVER_ERROR)
+        return Response(body, 500, headers=headers, media_type=media.decode())
 
     return answer
