@@ -3,7 +3,7 @@
 A hub keeps sessions and fans each new version out to the connections of this process. `MemoryHub`
 keeps them in this process (the default `zero-bands`, one worker); `RedisHub` (app/live/redis_hub.py)
 keeps them in Redis and hears every worker's changes through one pub/sub connection per worker.
-`updates` is what a follower's event stream sends, the same over either hub.
+`versions` is what a follower's event stream sends from its admitted queue, the same over either hub.
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import math
 import time
 from collections import Counter, defaultdict, deque
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Protocol, TypeAlias
@@ -91,10 +90,6 @@ class Hub(Protocol):
 
     async def leave(self, code: str, queue: Queue) -> None:
         """The follower of `queue` is gone: no longer counted."""
-        ...
-
-    def follow(self, code: str, client: str = "", room: Room | None = None) -> AbstractAsyncContextManager[Queue]:
-        """A queue admitted as `admit` does, for the block."""
         ...
 
     async def followers(self, code: str, client: str | None = None) -> int:
@@ -230,15 +225,6 @@ class MemoryHub:
         """A follower gone."""
         self.fanout.remove(code, queue)
 
-    @asynccontextmanager
-    async def follow(self, code: str, client: str = "", room: Room | None = None) -> AsyncIterator[Queue]:
-        """A follower's queue, for as long as it follows."""
-        queue = await self.admit(code, client, room)
-        try:
-            yield queue
-        finally:
-            await self.leave(code, queue)
-
     async def followers(self, code: str, client: str | None = None) -> int:
         """Followers of the session (from `client` alone, if given): all of them are in this process."""
         return self.fanout.count(code, client)
@@ -253,15 +239,6 @@ class MemoryHub:
 
     async def close(self) -> None:
         """Nothing to let go of."""
-
-
-async def updates(
-    hub: Hub, code: str, last_seen: int | None, lifetime: float | None = None
-) -> AsyncIterator[Session | Unavailable | None]:
-    """What a follower's stream sends (`versions`), for a follower counted while it reads, with no cap."""
-    async with hub.follow(code) as queue:
-        async for item in versions(hub, code, queue, last_seen, lifetime):
-            yield item
 
 
 async def versions(

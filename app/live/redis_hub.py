@@ -25,8 +25,8 @@ import asyncio
 import contextlib
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 
 import redis.asyncio as redis
 from redis.asyncio.retry import Retry
@@ -214,15 +214,6 @@ class RedisHub:
                     await self._count(code, [client])
                 except RedisError:
                     self.breaker.trip()
-
-    @asynccontextmanager
-    async def follow(self, code: str, client: str = "", room: Room | None = None) -> AsyncIterator[Queue]:
-        """A follower's queue, admitted as `admit` does, for the block."""
-        queue = await self.admit(code, client, room)
-        try:
-            yield queue
-        finally:
-            await self.leave(code, queue)
 
     async def followers(self, code: str, client: str | None = None) -> int:
         """Followers over every worker that has counted lately (from `client` alone, if given)."""

@@ -20,7 +20,7 @@ import pytest
 
 from app.live import hub as hub_module
 from app.live import redis_hub
-from app.live.hub import Hub, MemoryHub, SessionEdit, Unavailable, updates
+from app.live.hub import Hub, MemoryHub, Queue, Room, SessionEdit, Unavailable, versions
 from app.live.redis_hub import RedisHub
 from app.live.session import Session, start
 from tests.live.redis_server import RedisServer, running_redis
@@ -147,6 +147,25 @@ async def taken(queue: asyncio.Queue[Session | None]) -> Session | None:
     """The next version in a follower's queue; fails past WAIT_SECONDS."""
     async with asyncio.timeout(WAIT_SECONDS):
         return await queue.get()
+
+
+@asynccontextmanager
+async def following(hub: Hub, code: str, client: str = "", room: Room | None = None) -> AsyncIterator[Queue]:
+    """A follower's queue, admitted and counted for the block, as the event stream's route has it."""
+    queue = await hub.admit(code, client, room)
+    try:
+        yield queue
+    finally:
+        await hub.leave(code, queue)
+
+
+async def updates(
+    hub: Hub, code: str, last_seen: int | None, lifetime: float | None = None
+) -> AsyncIterator[Session | Unavailable | None]:
+    """A follower's stream as the route reads it: admitted, its versions (hub.py `versions`), then let go."""
+    async with following(hub, code) as queue:
+        async for item in versions(hub, code, queue, last_seen, lifetime):
+            yield item
 
 
 class Follower:

@@ -10,7 +10,7 @@ from typing import cast
 import pytest
 
 from app.live import hub as hub_module
-from app.live.hub import GONE, QUEUE_SIZE, Fanout, MemoryHub, Unavailable, updates
+from app.live.hub import GONE, QUEUE_SIZE, Fanout, MemoryHub, Unavailable
 from app.live.session import LIFETIME_SECONDS, Session, start
 from tests.live.conftest import (
     Clock,
@@ -20,11 +20,13 @@ from tests.live.conftest import (
     counted,
     ends,
     eventually,
+    following,
     opened,
     run,
     shows,
     started,
     taken,
+    updates,
 )
 
 VIEWS = ("stage=zero1", "stage=zero2", "stage=zero3&phase=4", "stage=dp")
@@ -277,7 +279,7 @@ def test_a_follower_counts_from_before_its_first_read(hub: MakeHub) -> None:
         clock = Clock()
         async with opened(hub, clock) as h:
             session, _ = await started(h, clock)
-            async with h.follow(session.code) as queue:
+            async with following(h, session.code) as queue:
                 assert await h.followers(session.code) == 1
                 changed = await h.update(session.code, shows(VIEWS[2], clock))
                 got = await taken(queue)

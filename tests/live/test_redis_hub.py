@@ -25,6 +25,7 @@ from tests.live.conftest import (
     counted,
     ends,
     eventually,
+    following,
     run,
     shows,
     started,
@@ -207,7 +208,7 @@ def test_after_a_restart_the_listener_hears_again_and_catches_up_on_a_session_ad
         clock = Clock()
         async with workers(redis_server, clock) as (a, b):
             session, _ = await started(a, clock)
-            async with b.follow(session.code) as queue:
+            async with following(b, session.code) as queue:
                 await asyncio.to_thread(redis_server.stop)
                 await _until(lambda: not b.listening.is_set())
                 await asyncio.to_thread(redis_server.start)
@@ -383,7 +384,7 @@ def test_close_ends_the_listener_and_heartbeat_whatever_they_are_doing(
         for _ in range(10):
             h = RedisHub(redis_server.url, clock)
             session, _ = await started(h, clock)
-            async with h.follow(session.code):
+            async with following(h, session.code):
                 h.fanout.add(session.code)  # a follower still counted by the heartbeat as the worker stops
             async with asyncio.timeout(WAIT_SECONDS):
                 await h.close()

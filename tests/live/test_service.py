@@ -27,7 +27,7 @@ from app.live.service import (
     Visitor,
 )
 from app.live.session import ALPHABET, Session
-from tests.live.conftest import Clock, MakeHub, opened, run
+from tests.live.conftest import Clock, MakeHub, following, opened, run
 
 STUDENT = Visitor("10.0.0.2")
 ELSEWHERE = Visitor("10.0.0.3")
@@ -157,22 +157,22 @@ def test_only_the_teachers_secret_drives(hub: MakeHub, secret: str | None) -> No
     run(scenario())
 
 
-@pytest.mark.parametrize(("room", "following", "refused"), [(1, 0, False), (1, 1, True), (3, 2, False), (3, 3, True)])
-def test_the_room_holds_so_many_followers(hub: MakeHub, room: int, following: int, refused: bool) -> None:
+@pytest.mark.parametrize(("room", "present", "refused"), [(1, 0, False), (1, 1, True), (3, 2, False), (3, 3, True)])
+def test_the_room_holds_so_many_followers(hub: MakeHub, room: int, present: int, refused: bool) -> None:
     async def scenario() -> None:
         clock = Clock()
         async with opened(hub, clock) as h:
             sessions = Sessions(h, on=True, room=room, clock=clock)
             session, _ = await _started(sessions)
-            queues = [h.follow(session.code) for _ in range(following)]
+            queues = [following(h, session.code) for _ in range(present)]
             for queue in queues:
                 await queue.__aenter__()
             try:
-                assert await sessions.followers(session) == following
+                assert await sessions.followers(session) == present
                 if refused:
                     with pytest.raises(RoomFull) as raised:
                         await sessions.follow(session.code, STUDENT)
-                    assert raised.value.followers == following
+                    assert raised.value.followers == present
                 else:
                     assert await sessions.follow(session.code, STUDENT) == session
                 assert await sessions.find(session.code, STUDENT) == session  # finding it is not following it

@@ -1,6 +1,6 @@
 """app/web/live.py: starting, joining, teaching and following a live session, on the parsed DOM.
 
-The stream itself is exercised end to end by tests/live (the hubs' `updates`), tests/serving/test_live_workers.py
+The stream itself is exercised end to end by tests/live (the hubs' `versions`), tests/serving/test_live_workers.py
 (two workers and Redis) and tests/browser/test_live_browser.py (the pages following in Chromium).
 """
 
