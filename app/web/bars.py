@@ -1,10 +1,10 @@
-"""A card's memory bar: what it keeps at rest, what it holds for one layer, and its peak.
+"""A card's memory in two bars: what it keeps at rest (one scale for all four stages), and what it holds in hand.
 
-The bar runs from nothing to the stage's peak on one card, so the layer a card holds in hand is
-what moves it through a step. When that layer is small against the state at rest (a big model on
-few cards), the part at rest is drawn shortened, behind a break, to three quarters of the bar: one
-layer then still takes a quarter, where to scale it would be a sliver of a few pixels. The label
-and the note under the cards say which of the two a bar is.
+The bar at rest runs from nothing to the largest state at rest of the four stages (data parallelism's,
+in the paper's count), so a switch from data parallelism to ZeRO-3 shrinks it to an eighth on 8 cards,
+as the memory does. The layer in hand, a few percent of that, would be a sliver on that scale: it gets a
+second bar, under the first, drawn to the stage's own peak in hand and labelled so. The note under the
+cards and the key say which scale each bar uses.
 """
 
 from __future__ import annotations
@@ -16,12 +16,9 @@ from app.domain.activations import Recompute
 from app.domain.eighths import COLUMNS
 from app.domain.recipes import BandSpec, Recipe
 from app.domain.report import LayerExtra, Run, StageReport
-from app.domain.scenario import NO_SHAPE, Scenario
+from app.domain.scenario import Scenario
 from app.domain.stages import Stage
 from app.domain.units import percent
-
-REST_SHARE = Fraction(3, 4)
-"""Where a broken bar puts the end of the state at rest: the layer in hand gets the other quarter."""
 
 
 @dataclass(frozen=True)
@@ -36,17 +33,14 @@ class Segment:
 
 @dataclass(frozen=True)
 class BarView:
-    """A card's memory drawn to scale: its bands stacked, and the card's capacity marked."""
+    """Memory drawn to scale: its parts stacked, and the card's capacity marked where it falls on the bar."""
 
     segments: tuple[Segment, ...]
     capacity_x: float | None
-    rest_x: float | None
-    """Where the state at rest ends, marked when something is drawn beyond it."""
-    broken: bool
-    """Whether the part at rest is drawn shortened, behind a break, so that one layer shows."""
     label: str
-    verdict: str
-    fits: bool | None
+    caption: str = ""
+    """The words under the bar: the card's total and verdict, or what the bar in hand holds and its scale."""
+    fits: bool | None = None
 
 
 def legend(recipe: Recipe) -> tuple[BandSpec, ...]:
@@ -56,84 +50,88 @@ def legend(recipe: Recipe) -> tuple[BandSpec, ...]:
 
 @dataclass(frozen=True)
 class BarScale:
-    """Bytes to a position along a bar, 0 to 100: linear, or with the part at rest shortened."""
+    """Bytes to a position along a bar, 0 to 100, linearly."""
 
-    rest: int
     top: int
-    broken: bool
 
     def x(self, nbytes: int) -> Fraction:
         """Where `nbytes` from the bar's start falls, in percent of the bar."""
-        if not self.top:
-            return Fraction(0)
-        if not self.broken:
-            return Fraction(nbytes * 100, self.top)
-        if nbytes <= self.rest:
-            return REST_SHARE * 100 * Fraction(nbytes, self.rest)
-        return REST_SHARE * 100 + (1 - REST_SHARE) * 100 * Fraction(nbytes - self.rest, self.top - self.rest)
+        return Fraction(nbytes * 100, self.top) if self.top else Fraction(0)
 
 
-def stage_scale(scenario: Scenario, stage: Stage) -> BarScale:
-    """The bar of one stage: to its peak, broken where one layer would be under a quarter of it."""
-    row = scenario.report[stage]
-    # The overheads, when counted, are there at rest too: the tick is after them.
-    rest, top = row.rest_bytes, row.peak_bytes
-    layer = top - rest
-    return BarScale(rest, top, broken=0 < layer * 4 < top)
+def rest_scale(scenario: Scenario) -> BarScale:
+    """The one scale of every bar at rest: the largest state at rest of the four stages (overheads included)."""
+    return BarScale(max(row.rest_bytes for row in scenario.report))
 
 
-def shared_scale(top: int) -> BarScale:
-    """One linear scale for bars that are compared side by side."""
-    return BarScale(top, top, broken=False)
-
-
-def bar_view(
-    scenario: Scenario, stage: Stage, extra: LayerExtra, peak: int, label: str, scale: BarScale | None = None
-) -> BarView:
-    """A card's memory: its bands at rest, then what it holds for one layer, then the peak so far.
-
-    The same drawing at rest (the extra is the largest layer's, so the bar reaches the peak) and
-    during a step (the extra is the layer in hand, and a lighter stretch runs on to the peak so far).
-    """
+def rest_bar(scenario: Scenario, stage: Stage, caption: str = "", fits: bool | None = None) -> BarView:
+    """What a card keeps all through the step, band by band, then the overheads, on the scale of all four stages."""
     run, units, row = scenario.run, scenario.units, scenario.report[stage]
-    scale = scale or stage_scale(scenario, stage)
-    segments: list[Segment] = []
-    total = 0
+    scale = rest_scale(scenario)
+    parts = [*state_on_card(row, run)]
+    if row.overhead_bytes:  # kept all through the step, as the state is
+        parts.append(
+            ("overheads", row.overhead_bytes, "overheads: CUDA context, NCCL buffers, buckets and fragmentation")
+        )
+    capacity = run.capacity
+    label = (
+        f"At rest on one card: {units.show(row.rest_bytes)}, "
+        f"on the scale of the four arrangements, 0 to {units.show(scale.top)}"
+    )
+    return BarView(
+        segments=_stacked(parts, scale, scenario),
+        # A card bigger than the bar's end is said in the caption, not drawn off the end.
+        capacity_x=float(scale.x(capacity)) if capacity and capacity <= scale.top else None,
+        label=label + (f"; the card: {units.show(capacity)}" if capacity else ""),
+        caption=caption,
+        fits=fits,
+    )
 
-    # Positions are worked out from bytes each time, so a broken scale bends at the right place.
-    def add(css: str, nbytes: int, text: str) -> None:
-        nonlocal total
+
+def hand_bar(scenario: Scenario, stage: Stage, extra: LayerExtra, peak: int | None = None) -> BarView:
+    """What a card holds beyond its state for one layer, on the stage's own scale; empty if it never holds any.
+
+    The layer's weights gathered, its gradients computed and the activations, on a scale from 0 to the most
+    it holds so, at its peak. `peak`: in a step, the
+    highest live bytes so far, whose part beyond the state is drawn pale after what is in hand now.
+    """
+    row, units = scenario.report[stage], scenario.units
+    top = max(row.extra.total, extra.total)
+    if not top:  # drawn empty all the same, so that a card is as tall under every stage
+        return BarView((), None, "Nothing in hand: every layer's weights and gradients are kept whole at rest")
+    scale = BarScale(top)
+    parts = [
+        (css, nbytes, text)
+        for css, nbytes, text in (
+            ("gathered", extra.gathered, "one layer's weights, assembled from their owners"),
+            ("sent", extra.computed, "one layer's gradients, computed here before they are reduce-scattered"),
+            ("activations", extra.activations, "activations kept for the backward pass"),
+        )
+        if nbytes
+    ]
+    so_far = 0 if peak is None else min(top, peak - row.rest_bytes)
+    if so_far > extra.total:
+        parts.append(("peak", so_far - extra.total, "peak so far, above now"))
+    held = units.show(extra.total)
+    caption = f"In hand: {held} of {units.show(top)}" if peak is not None else f"In hand at the peak: {held}"
+    return BarView(
+        segments=_stacked(parts, scale, scenario),
+        capacity_x=None,
+        # No caption under it: the key names it, and the words beside the cards give its figure.
+        label=f"{caption}, on this arrangement's own scale, 0 to {units.show(top)}",
+    )
+
+
+def _stacked(parts: list[tuple[str, int, str]], scale: BarScale, scenario: Scenario) -> tuple[Segment, ...]:
+    """Each part after the one before, from the bar's start."""
+    segments, total = [], 0
+    for css, nbytes, text in parts:
         start = scale.x(total)
         total += nbytes
-        end = scale.x(total)
-        segments.append(Segment(css, float(start), float(end - start), f"{text}: {units.show(nbytes)}"))
-
-    for css, nbytes, text in state_on_card(row, run):
-        add(css, nbytes, text)
-    overhead = row.overhead_bytes
-    if overhead:  # kept all through the step, as the state is
-        add("overheads", overhead, "overheads: CUDA context, NCCL buffers, buckets and fragmentation")
-    if extra.gathered:
-        add("gathered", extra.gathered, "one layer's weights, assembled from their owners")
-    if extra.computed:
-        add("sent", extra.computed, "one layer's gradients, computed here before they are reduce-scattered")
-    if extra.activations:
-        add("activations", extra.activations, "activations kept for the backward pass")
-    now = row.per_gpu_bytes + extra.total + overhead
-    if peak > now:
-        add("peak", peak - now, "peak so far, above now")
-    capacity = run.capacity
-    # A card bigger than the bar's end is said in the label, not drawn off the end.
-    capacity_x = float(scale.x(capacity)) if capacity and capacity <= scale.top else None
-    return BarView(
-        segments=tuple(segments),
-        capacity_x=capacity_x,
-        rest_x=float(scale.x(scale.rest)) if scale.rest < scale.top else None,
-        broken=scale.broken,
-        label=f"{label}: {units.show(peak)}" + (f" of {units.show(capacity)}" if capacity else ""),
-        verdict="",
-        fits=None,
-    )
+        segments.append(
+            Segment(css, float(start), float(scale.x(total) - start), f"{text}: {scenario.units.show(nbytes)}")
+        )
+    return tuple(segments)
 
 
 FP32_GRADIENTS_LABEL = "fp32 gradients, DeepSpeed's copy for the update"
@@ -154,24 +152,18 @@ def state_on_card(row: StageReport, run: Run) -> tuple[tuple[str, int, str], ...
 
 def bar_note(scenario: Scenario, stage: Stage) -> str:
     """What the bars under the cards are drawn to, in a sentence or two."""
-    scale, units, capacity = stage_scale(scenario, stage), scenario.units, scenario.run.capacity
-    rest, top = units.show(scale.rest), units.show(scale.top)
-    if scale.rest == scale.top:
-        said = f"The bar under each card is its memory, {top}, each band as long as its bytes."
-    elif scale.broken:
-        said = (
-            f"The bar under each card runs to the peak on one card, {top}. The part at rest ({rest}, up to the tick) "
-            "is drawn shortened behind the break, so that one layer in hand shows."
-        )
-    else:
-        said = (
-            f"The bar under each card runs from 0 to the peak on one card, {top}; "
-            f"the tick marks what it keeps at rest, {rest}."
-        )
+    units, capacity = scenario.units, scenario.run.capacity
+    top = rest_scale(scenario).top
+    said = (
+        "The bar under each card is its memory at rest, on one scale for all four arrangements "
+        f"(0 to {units.show(top)}), so a switch shows the saving."
+    )
+    if scenario.report[stage].extra.total:
+        said += " The bar under it is what the card holds in hand for one layer, on this arrangement's own scale."
     said = f"{said} {activations_said(scenario, stage)}{overheads_said(scenario, stage)}{frozen_said(scenario)}"
     if capacity is None:
         return said
-    where = "the line" if capacity <= scale.top else "beyond the bar's end"
+    where = "the line" if capacity <= top else "beyond the bar's end"
     return f"{said} The card's {units.show(capacity)} is {where}."
 
 
@@ -219,8 +211,8 @@ def frozen_said(scenario: Scenario) -> str:
 def activations_said(scenario: Scenario, stage: Stage) -> str:
     """What the bars count of the micro-batch's activations, in a sentence."""
     run = scenario.run
-    if run.activations is None:
-        return NO_SHAPE
+    if run.activations is None:  # a weight count alone: the seed's lesson, which has no activations to speak of
+        return ""
     sequences = f"{run.batch:,} {'sequence' if run.batch == 1 else 'sequences'} of {scenario.seq:,} tokens"
     if not run.batch:
         return "With no sequence in the micro-batch, no activations are counted."

@@ -10,7 +10,7 @@ from app.domain.recipes import BandSpec
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
 from app.domain.units import gpus_label, p_units, per_weight
-from app.web.bars import legend, shared_scale
+from app.web.bars import legend
 from app.web.grid_view import CardGap, CardView, rest_cards
 from app.web.inputs import Theme
 from app.web.links import compare_address
@@ -70,11 +70,6 @@ def compare_view(
         run = (*run, ("theme", theme.value))
     rows = {r.stage: r for r in scenario.report}
     run_, units = scenario.run, scenario.units
-    peaks = max(rows[left].peak_bytes, rows[right].peak_bytes)
-    # One linear scale for both sides, so the two bars compare.
-    scale = shared_scale(
-        max(run_.capacity, peaks) if run_.capacity is not None else max(r.peak_bytes for r in rows.values())
-    )
 
     def side(name: str, stage: Stage, other: Stage) -> CompareSide:
         row = rows[stage]
@@ -99,7 +94,7 @@ def compare_view(
             per_gpu=units.show(row.per_gpu_bytes),
             peak=units.show(row.peak_bytes),
             communication=p_units(row.communication_p),
-            cards=rest_cards(scenario, stage, row, scale, None if other is stage else moved),
+            cards=rest_cards(scenario, stage, row, None if other is stage else moved),
             change=moved.sentence,
         )
 

@@ -11,7 +11,7 @@ from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, layout
 from app.domain.stages import Stage
 from app.domain.units import ByteUnit, per_weight
-from app.web.bars import BarScale, BarView, bar_view
+from app.web.bars import BarView, hand_bar, rest_bar
 
 
 @dataclass(frozen=True)
@@ -75,8 +75,11 @@ class CardView:
     bytes_per_weight: str
     model_bytes: str
     bar: BarView
+    """Its memory at rest, on the scale of all four stages; its caption the card's total and verdict."""
     host: Host | None = None
     """The card's host strip, with the bands offloaded to it; None when nothing is."""
+    hand: BarView | None = None
+    """What it holds in hand for one layer, on the stage's own scale; None where it never holds any."""
 
 
 @dataclass(frozen=True)
@@ -246,27 +249,25 @@ def split_host(
     return tuple(on_card), Host(title, tuple(hosted), share, shrinks=rest is None)
 
 
-def _verdict(row: StageReport, units: ByteUnit) -> str:
+def card_total(row: StageReport, units: ByteUnit) -> str:
+    """A card's total at its peak and its verdict on the card given; without a card, the total alone.
+
+    "✓ fits: 69.8 of 74.5 GiB", "✗ over by 32.8 GiB: 107.3 of 74.5 GiB", "Peak 69.8 GiB".
+    """
+    total = units.show(row.peak_bytes)
     if row.fits is None or row.headroom_bytes is None:
-        return ""
-    if row.fits:
-        # Until the activations are counted, the headroom is what is left for them.
-        rest = "." if row.activation_bytes else " for activations."
-        return f"Fits: {units.show(row.headroom_bytes)} left{rest}"
-    return f"Over by {units.show(-row.headroom_bytes)}."
-
-
-def _rest_bar(scenario: Scenario, row: StageReport, scale: BarScale | None) -> BarView:
-    bar = bar_view(scenario, row.stage, row.extra, row.peak_bytes, "Peak memory on one card", scale)
-    return replace(bar, verdict=_verdict(row, scenario.units), fits=row.fits)
+        return f"Peak {total}"
+    of = f"{total} of {units.show(row.peak_bytes + row.headroom_bytes)}"
+    return f"✓ fits: {of}" if row.fits else f"✗ over by {units.show(-row.headroom_bytes)}: {of}"
 
 
 def rest_cards(
-    scenario: Scenario, stage: Stage, row: StageReport, scale: BarScale | None = None, moved: Change | None = None
+    scenario: Scenario, stage: Stage, row: StageReport, moved: Change | None = None
 ) -> tuple[CardView | CardGap, ...]:
-    """The cards of `stage` at rest, each bar to `scale` (else the stage's own); `moved` marks what a switch changed."""
+    """The cards of `stage` at rest, their bars on the scale of all four stages; `moved` marks what a switch changed."""
     grid = _layout(stage, scenario.run.gpus, scenario.recipe)
-    bar = _rest_bar(scenario, row, scale)
+    bar = rest_bar(scenario, stage, card_total(row, scenario.units), row.fits)
+    hand = hand_bar(scenario, stage, row.extra)
     # Every card at rest holds as much as every other: its figures are printed once, shown on each.
     bytes_per_weight = f"{per_weight(row.bytes_per_weight)} B/weight"
     model_bytes = scenario.units.show(row.per_gpu_bytes)
@@ -287,6 +288,7 @@ def rest_cards(
                 model_bytes=model_bytes,
                 bar=bar,
                 host=host,
+                hand=hand,
             )
         )
     return tuple(cards)

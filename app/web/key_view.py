@@ -43,6 +43,8 @@ class Key:
     bands: tuple[KeyEntry, ...]
     bars: tuple[KeyEntry, ...]
     """What the bar under each card draws; empty: the key says nothing of the bar."""
+    more: tuple[str, ...] = ()
+    """The longer words, one click away ("More about the key"): the page's key reads in a few words each."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +54,7 @@ class _Drawn:
     step: bool
     partial: bool
     hosted: bool
-    rest_tick: bool
-    broken: bool
+    hand: bool
     capacity: bool
     bar_keys: tuple[str, ...]
 
@@ -65,97 +66,71 @@ class _Drawn:
             step=s.step is not None,
             partial=s.step.partial if s.step else False,
             hosted=isinstance(card, CardView) and card.host is not None,
-            rest_tick=bar is not None and bar.rest_x is not None,
-            broken=bar is not None and bar.broken,
+            hand=isinstance(card, CardView) and card.hand is not None and bool(card.hand.segments),
             capacity=bar is not None and bar.capacity_x is not None,
             bar_keys=s.bar_keys,
         )
 
 
-def _full(legend: tuple[BandSpec, ...], d: _Drawn, projector: bool) -> Key:
-    """The page's key; the projector's says each entry in a few words (`brief`)."""
-
-    def say(long: str, brief: str) -> str:
-        return brief if projector else long
-
+def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
+    """The page's key (the projector's too): each entry in a few words, the longer words one click away."""
     column = "column" if d.step else "weight"
-    states = [KeyEntry("Filled", ": " + say("this card stores it.", "stored here"), "neutral solid")]
+    more: list[str] = []
+    states = [KeyEntry("Filled", ": stored here", "neutral solid")]
     if d.partial:
-        slice_words = say("this card stores its slice of the column; other cards the rest.", "its slice stored here")
-        states.append(KeyEntry("Part filled", ": " + slice_words, "neutral partial from-0 to-24"))
+        states.append(KeyEntry("Part filled", ": its slice stored here", "neutral partial from-0 to-24"))
+        more.append("Part filled: this card stores its slice of the column; other cards the rest.")
     if d.step:
-        gathered = say(
-            "assembled here from the cards that own it, for this phase only, then discarded.", "assembled here, for now"
-        )
-        sent = say(
-            "gradients computed here, then reduce-scattered to their owners and dropped.", "computed here, sent on"
-        )
         states += [
-            KeyEntry("Striped", ": " + gathered, "neutral solid gathered"),
-            KeyEntry("Barred", ": " + sent, "neutral solid sent"),
+            KeyEntry("Striped", ": assembled here, for now", "neutral solid gathered"),
+            KeyEntry("Barred", ": computed here, sent on", "neutral solid sent"),
         ]
-    gap = say(f"a gap. Another card stores it on this {column}'s behalf.", "another card holds it")
-    states.append(KeyEntry("Dashed outline", ": " + gap, "neutral dashed"))
+        more.append("Striped: assembled here from the cards that own it, for this phase only, then discarded.")
+        more.append("Barred: gradients computed here, then reduce-scattered to their owners and dropped.")
+    states.append(KeyEntry("Dashed", ": held elsewhere", "neutral dashed"))
+    more.append(f"Dashed outline: a gap. Another card stores it on this {column}'s behalf.")
     if d.hosted:
-        host = say("offloaded, in the card's host memory, not on the card.", "in the host's memory")
-        states.append(KeyEntry("Dotted ring", ", under the card: " + host, "neutral solid on-host"))
+        states.append(KeyEntry("Dotted", ": on the host", "neutral solid on-host"))
+        more.append("Dotted ring, under the card: offloaded, in the card's host memory, not on the card.")
     if d.step:
-        states.append(KeyEntry("Ringed", ": what this phase works on" + say(".", ""), "neutral solid active"))
-    elif projector:
-        # The projector's key says it; elsewhere the note under the cards does (app.css, projector.css).
-        ring = ", for a moment: changed by the last switch of arrangement"
+        states.append(KeyEntry("Ringed", ": this phase's work", "neutral solid active"))
+    else:
+        # The note under the cards says it too; on the projector that note is off the screen.
+        ring = ": just changed by a switch"
         states.append(KeyEntry("Ringed", ring, "neutral solid active", "ring-entry"))
-    bands = tuple(
-        KeyEntry(k.label, f" · {k.precision}, {k.nbytes} B" + say(": " + k.description, ""), f"band-{k.band} solid")
-        for k in legend
-    )
-    bars = []
+    bands = tuple(KeyEntry(k.label, f" · {k.precision}, {k.nbytes} B", f"band-{k.band} solid") for k in legend)
+    more += [f"{k.label}: {k.description}" for k in legend]
+    bars = [KeyEntry("Bar", ": at rest, one scale", "bar-rest")]
+    if d.capacity:
+        bars.append(KeyEntry("Line", ": card size", "bar-capacity"))
+    if d.hand:
+        bars.append(KeyEntry("Second bar", ": in hand, own scale", "bar-hand"))
     if "fp32-gradients" in d.bar_keys:
-        bars.append(
-            KeyEntry(
-                "Bar, pale amber",
-                ": fp32 gradients" + say(", DeepSpeed's copy for the update.", ""),
-                "bar-fp32-gradients",
-            )
-        )
+        bars.append(KeyEntry("Pale amber", ": fp32 gradients", "bar-fp32-gradients"))
+        more.append("Pale amber: fp32 gradients, DeepSpeed's copy for the update.")
     if "gathered" in d.bar_keys:
-        at_peak = say(", assembled" + ("" if d.step else " at the peak") + ".", "")
-        bars.append(KeyEntry("Bar, grey", ": one layer's weights" + at_peak, "bar-gathered"))
+        bars.append(KeyEntry("Grey", ": gathered weights", "bar-gathered"))
+        more.append("Grey: one layer's weights, assembled from the cards that own them.")
     if "sent" in d.bar_keys:
-        bars.append(
-            KeyEntry(
-                "Bar, dark amber",
-                ": one layer's gradients" + say(", computed before the reduce-scatter.", ""),
-                "bar-sent",
-            )
-        )
+        bars.append(KeyEntry("Dark amber", ": its gradients", "bar-sent"))
+        more.append("Dark amber: one layer's gradients, computed before the reduce-scatter.")
     if "activations" in d.bar_keys:
-        kept = say(", kept from each layer's forward pass for its backward.", "")
-        bars.append(KeyEntry("Bar, violet", ": activations" + kept, "bar-activations"))
+        bars.append(KeyEntry("Violet", ": activations", "bar-activations"))
+        more.append("Violet: activations, kept from each layer's forward pass for its backward.")
     if "overheads" in d.bar_keys:
-        listed = say(", kept all through the step (the list under the table says what each is).", "")
-        bars.append(KeyEntry("Bar, hatched", ": overheads" + listed, "bar-overheads"))
+        bars.append(KeyEntry("Hatched", ": overheads", "bar-overheads"))
+        more.append("Hatched: overheads, kept all through the step (the list under the table says what each is).")
     if d.step:
-        bars.append(
-            KeyEntry(
-                "Bar, pale", ": " + say("the peak so far, above what the card holds now.", "peak so far"), "bar-peak"
-            )
-        )
-    if d.rest_tick:
-        bars.append(
-            KeyEntry(
-                "Tick",
-                ": " + say("where the state at rest ends; the bar runs to the peak.", "state at rest"),
-                "bar-tick",
-            )
-        )
-    if d.broken:
-        shortened = say("the part at rest is drawn shortened, so that one layer shows.", "part at rest shortened")
-        bars.append(KeyEntry("Break", ": " + shortened, "bar-break"))
-    first = "Each column is an eighth of the model, in forward order" if d.step else "Each column is one weight"
+        bars.append(KeyEntry("Pale", ": peak so far", "bar-peak"))
+    first = "A column is an eighth of the model, in forward order" if d.step else "A column is a weight"
     ratio = " : ".join(str(k.nbytes) for k in legend)
-    area = f"{first}, its bands stacked top to bottom, each as tall as the bytes it costs ({ratio}): area is memory."
-    return Key(False, area, tuple(states), bands, tuple(bars))
+    area = f"{'Column: an eighth of the model' if d.step else 'Column: a weight'}; height: bytes ({ratio})."
+    more.insert(0, f"{first}, its bands stacked top to bottom, each as tall as the bytes it costs: area is memory.")
+    more.append(
+        "The bar at rest is drawn on one scale for the four arrangements, so a switch shows the saving; the second "
+        "bar, what a card holds for the layer in hand, has a scale of its own, since on the first it would be a sliver."
+    )
+    return Key(False, area, tuple(states), bands, tuple(bars), tuple(more))
 
 
 def _compact(legend: tuple[BandSpec, ...], d: _Drawn, ring_key: bool) -> Key:
@@ -175,11 +150,9 @@ def _compact(legend: tuple[BandSpec, ...], d: _Drawn, ring_key: bool) -> Key:
         states.append(KeyEntry("Ringed", ", for a moment: changed by a switch", "neutral solid active"))
     bands = tuple(KeyEntry(k.label, f" {k.precision}, {k.nbytes} B", f"band-{k.band} solid") for k in legend)
     # What the bars draw besides their bands (app/web/bars.py), said in a phrase where the page has a line each.
-    scale = ": " + ("to the peak" if d.rest_tick else "the card's memory")
-    if d.broken:
-        scale += ", the part at rest (to the tick) shortened"
-    elif d.rest_tick:
-        scale += ", the tick at rest"
+    scale = ": at rest, one scale for all four"
+    if d.hand:
+        scale += "; the second, in hand, its own"
     if d.capacity:
         scale += "; the line, the card's size"
     bars = [KeyEntry("Bar", scale, css="bar-scale")]
@@ -204,4 +177,4 @@ def page_key(view: PageView) -> Key | None:
     drawn = _Drawn.of(view.content)
     if view.embed and view.theme == "default":
         return _compact(view.legend, drawn, view.embed.switcher)
-    return _full(view.legend, drawn, view.theme == "projector")
+    return _full(view.legend, drawn)

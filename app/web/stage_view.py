@@ -41,6 +41,42 @@ class OverheadRow:
 
 
 @dataclass(frozen=True)
+class TotalLine:
+    """What a card really holds at its peak, part by part, and on the card given: the headline's second line."""
+
+    words: str
+    verdict: str = ""
+    fits: bool | None = None
+
+
+def total_line(scenario: Scenario, row: StageReport) -> TotalLine | None:
+    """State + the layer in hand + activations + overheads = the peak, on a card of C.
+
+    None where the peak is the state alone and no card is given: the headline has said it all.
+    """
+    units, capacity = scenario.units, scenario.run.capacity
+    extra = row.extra
+    parts = [
+        (row.rest_bytes - row.overhead_bytes, "of state"),
+        (extra.gathered + extra.computed, "for the layer in hand"),
+        (extra.activations, "of activations"),
+        (row.overhead_bytes, "of overheads"),
+    ]
+    shown = [f"{units.show(nbytes)} {what}" for nbytes, what in parts if nbytes]
+    if len(shown) < 2 and capacity is None:
+        return None
+    words = f"At its peak a card holds {' + '.join(shown)}" + (
+        f" = {units.show(row.peak_bytes)}" if len(shown) > 1 else ""
+    )
+    if capacity is None or row.headroom_bytes is None:
+        return TotalLine(words + ".")
+    words += f", on a card of {units.show(capacity)}:"
+    if row.fits:
+        return TotalLine(words, f"fits, {units.show(row.headroom_bytes)} left.", True)
+    return TotalLine(words, f"over by {units.show(-row.headroom_bytes)}.", False)
+
+
+@dataclass(frozen=True)
 class StageView:
     """Everything drawn for the chosen stage of the described run."""
 
@@ -78,6 +114,8 @@ class StageView:
     """What the polite live region says after a swap."""
     host: HostView | None = None
     """What each node's host keeps, and how the accounting differs; None without offload, as the paper counts."""
+    total: TotalLine | None = None
+    """What a card holds at its peak, part by part, and its verdict on the card given."""
 
     @property
     def model_per_gpu(self) -> str:
@@ -168,6 +206,7 @@ def stage_view(
         bar_keys=bar_keys(chosen),
         narration=narration(stage, scenario, chosen, moved, stepping),
         host=host_view(scenario, chosen),
+        total=total_line(scenario, chosen),
     )
 
 

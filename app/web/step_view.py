@@ -14,8 +14,8 @@ from app.domain.sharding import Share, holders, owned_columns, share, shown_indi
 from app.domain.stages import Stage
 from app.domain.step_text import cards_text, detail, explanation
 from app.domain.units import p_units
-from app.web.bars import bar_view, legend
-from app.web.grid_view import CardGap, CardView, CellView, ColumnView, host_title, split_host
+from app.web.bars import hand_bar, legend, rest_bar
+from app.web.grid_view import CardGap, CardView, CellView, ColumnView, card_total, host_title, split_host
 from app.web.links import Links
 
 UNKNOWN_LAYER_NOTE = "Largest layer unknown: the figures leave out the layer in hand (see ZeRO-3's limit below)."
@@ -210,9 +210,10 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
     run, units, recipe = scenario.run, scenario.units, scenario.recipe
     peak = phase.peak_bytes_so_far
     now = phase.live_bytes
-    bar = bar_view(scenario, phase.stage, phase.extra, peak, "Peak so far on one card")
-    shown = shown_indices(run.gpus)
     row = scenario.report[phase.stage]
+    bar = rest_bar(scenario, phase.stage, card_total(row, units), row.fits)
+    hand = hand_bar(scenario, phase.stage, phase.extra, peak)
+    shown = shown_indices(run.gpus)
     away, title = row.on_host, host_title(row)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(shown):
@@ -232,6 +233,7 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
                 bytes_per_weight=f"now {units.show(now)}",
                 model_bytes=f"peak {units.show(peak)}",
                 bar=bar,
+                hand=hand,
             )
         )
     return tuple(cards)

@@ -245,7 +245,7 @@ def test_describing_a_run_updates_grid_bars_and_verdicts(page: Page, server: str
     expect(page.locator("#grid .card").first.locator("rect.gathered")).to_have_count(1)
     expect(page.locator("#grid .card").first.locator("rect.activations")).to_have_count(1)
     expect(page.locator("#grid .card").first.locator("line.capacity")).to_have_count(1)
-    expect(page.locator("#grid .grid-note")).to_contain_text("The card's 80.0 GiB is the line.")
+    expect(page.locator(".grid-note")).to_contain_text("The card's 80.0 GiB is the line.")
     expect(page).to_have_url(f"{server}/?stage=zero3&model=llama-3-70b&gpus=64&capacity=80GiB")
     settled(page)
 

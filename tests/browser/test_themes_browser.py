@@ -480,7 +480,7 @@ def test_what_a_ring_means_is_on_the_screen_in_either_theme(
 ) -> None:
     page.set_viewport_size({"width": 1920, "height": 1080})
     page.goto(f"{server}/?stage=zero2&from=zero1&theme={theme}")
-    entry, note = page.locator(".legend .ring-entry"), page.locator("#grid .grid-note")
+    entry, note = page.locator(".legend .ring-entry"), page.locator(".grid-note")
     if in_key:
         expect(entry).to_be_visible()
     else:

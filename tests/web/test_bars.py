@@ -14,109 +14,113 @@ def test_legend_explains_bands_and_states_without_colour(client: TestClient) -> 
     legend = one(stage_page(client, Stage.DP), ".legend")
     bands = [li.get_text(" ", strip=True) for li in legend.select("ul.bands li")]
     assert [b.split(" ·")[0] for b in bands] == ["Weights", "Gradients", "Master copy", "Adam moments"]
-    assert "(2 : 2 : 4 : 8)" in text(legend, "p")
+    assert "(2 : 2 : 4 : 8)" in text(legend, "p.area")
     states = [li.get_text(" ", strip=True) for li in legend.select("ul.states li")]
     assert states[0].startswith("Filled")
-    assert states[1].startswith("Dashed outline")
+    assert states[1].startswith("Dashed")
 
 
 def test_a_band_of_zero_bytes_disappears(client: TestClient) -> None:
     tree = run_page(client, "recipe=fp32-adam&stage=zero2")
     assert {cell_facts(c)["band"] for c in tree.select("#grid .cell")} == {"weights", "gradients", "moments"}
     assert [text(li, "strong") for li in tree.select(".legend ul.bands li")] == ["Weights", "Gradients", "Adam moments"]
-    assert "(4 : 4 : 8)" in text(tree, ".legend p")
+    assert "(4 : 4 : 8)" in text(tree, ".legend p.area")
 
 
-# Widths in percent of the bar, worked by hand; the bar runs to the stage's peak on one card.
+# Widths in percent of the bar, worked by hand. The bar at rest runs to the largest state at rest of the
+# four stages: data parallelism's 16 B a weight, in the paper's count. The bar in hand runs to the stage's
+# own peak in hand.
 _LLAMA_8B, _LLAMA_8B_EMBEDDING = 8_030_261_248, 128_256 * 4096
 
 
 _BARS = [
-    # ZeRO-1 adds nothing for a layer: the bar is its state at rest, 2 + 2 + 12/8 = 5.5 B/weight,
-    # the master copy 0.5 of it. The 80 GiB card (86e9 B) is past the bar's end (44.2e9 B).
+    # ZeRO-1: 2 + 2 + 12/8 = 5.5 B/weight of DP's 16, the weights 2/16 of the bar, the master copy 0.5/16.
+    # The 80 GiB card (85.9e9 B) is on the bar (DP's 128.5e9 B), at 85.9 / 128.5. Nothing in hand.
     (
         "model=llama-3-8b&gpus=8&capacity=80GiB&stage=zero1&batch=0",
-        {"band-weights": 200 / 5.5, "band-gradients": 200 / 5.5, "band-master": 50 / 5.5, "band-moments": 100 / 5.5},
-        None,
-        False,
-        None,
+        {"band-weights": 200 / 16, "band-gradients": 200 / 16, "band-master": 50 / 16, "band-moments": 100 / 16},
+        {},
+        80 * 2**30 / (_LLAMA_8B * 16) * 100,
     ),
-    # The lesson's 30B in 8 layers under ZeRO-3: 60e9 B at rest and one layer of 3.75e9 weights, 7.5e9 B
-    # gathered and 7.5e9 B of gradients, a peak of 75e9 B. The layer (15e9) is under a quarter of the
-    # peak, so the part at rest is shortened to 75: weights 75 × 7.5/60, moments 75 × 30/60; the layer
-    # has the last 25, half of it each.
+    # The lesson's 30B in 8 layers under ZeRO-3 on 8 cards: 16/8 = 2 B a weight, an eighth of DP's bar;
+    # in hand one layer of 3.75e9 weights, 7.5e9 B gathered and 7.5e9 B of gradients, half each.
     (
         "stage=zero3",
-        {
-            "band-weights": 9.375,
-            "band-gradients": 9.375,
-            "band-master": 18.75,
-            "band-moments": 37.5,
-            "gathered": 12.5,
-            "sent": 12.5,
-        },
-        75.0,
-        True,
+        {"band-weights": 100 / 64, "band-gradients": 100 / 64, "band-master": 100 / 32, "band-moments": 100 / 16},
+        {"gathered": 50.0, "sent": 50.0},
         None,
     ),
-    # Llama 3 8B on 64 cards under ZeRO-3: 16/64 B × 8.03e9 = 2.0075e9 B at rest; its largest layer, the
-    # embedding, 525.3e6 weights × 2 B gathered and × 2 B computed: 2.1013e9 B, to scale, over half the bar.
-    # A 4 GiB card (4.295e9 B) is past the peak (4.1088e9 B).
+    # Llama 3 8B on 64 cards under ZeRO-3: 16/64 of DP's bar; its largest layer, the embedding, 525.3e6
+    # weights × 2 B gathered and × 2 B computed: half and half of the bar in hand. The 4 GiB card is on
+    # the bar at 4.295e9 / 128.48e9.
     (
         "model=llama-3-8b&gpus=64&stage=zero3&capacity=4GiB&batch=0",
-        {
-            "band-weights": _LLAMA_8B * 2 / 64 / (_LLAMA_8B / 4 + _LLAMA_8B_EMBEDDING * 4) * 100,
-            "gathered": _LLAMA_8B_EMBEDDING * 2 / (_LLAMA_8B / 4 + _LLAMA_8B_EMBEDDING * 4) * 100,
-        },
-        _LLAMA_8B / 4 / (_LLAMA_8B / 4 + _LLAMA_8B_EMBEDDING * 4) * 100,
-        False,
-        None,
+        {"band-weights": 2 / 64 / 16 * 100, "band-moments": 8 / 64 / 16 * 100},
+        {"gathered": 50.0, "sent": 50.0},
+        4 * 2**30 / (_LLAMA_8B * 16) * 100,
     ),
-    # Under data parallelism the same run does not fit: 16 B × 8.03e9 = 128.5e9 B against a 64 GiB card
-    # (68.72e9 B), whose line is at 68.72 / 128.48 of the bar.
+    # Under data parallelism the whole bar, the master copy a quarter of it; a 64 GiB card's line at
+    # 68.72 / 128.48 of it.
     (
         "model=llama-3-8b&capacity=64GiB&stage=dp&batch=0",
         {"band-master": 25.0},
-        None,
-        False,
+        {},
         64 * 2**30 / (_LLAMA_8B * 16) * 100,
     ),
 ]
 
 
-@pytest.mark.parametrize(("query", "widths", "rest_x", "broken", "capacity_x"), _BARS)
-def test_each_card_has_a_bar_drawn_to_its_stages_peak(
-    client: TestClient,
-    query: str,
-    widths: dict[str, float],
-    rest_x: float | None,
-    broken: bool,
-    capacity_x: float | None,
+@pytest.mark.parametrize(("query", "widths", "hand", "capacity_x"), _BARS)
+def test_each_card_has_its_state_at_rest_on_one_scale_and_its_layer_in_hand_on_its_own(
+    client: TestClient, query: str, widths: dict[str, float], hand: dict[str, float], capacity_x: float | None
 ) -> None:
     tree = run_page(client, query)
-    bars = tree.select("#grid .card .bar svg")
-    assert len(bars) == 8
-    bar = bars[0]
-    drawn = {str(rect["class"][0]): float(str(rect["width"])) for rect in bar.select("rect")}
-    assert sum(drawn.values()) == pytest.approx(100, abs=1e-3)
+    rest, in_hand = tree.select("#grid .card .rest-bar svg"), tree.select("#grid .card .hand-bar svg")
+    assert len(rest) == len(in_hand) == 8
+    drawn = {str(rect["class"][0]): float(str(rect["width"])) for rect in rest[0].select("rect")}
     for css, width in widths.items():
         assert drawn[css] == pytest.approx(width, abs=1e-3), css
-    rest = bar.select("line.rest-mark")
-    assert (float(str(rest[0]["x1"])) if rest else None) == pytest.approx(rest_x, abs=1e-3)
-    assert bool(bar.select("path.break")) is broken
-    line = bar.select("line.capacity")
+    held = {str(rect["class"][0]): float(str(rect["width"])) for rect in in_hand[0].select("rect")}
+    assert held == pytest.approx(hand, abs=1e-3)
+    line = rest[0].select("line.capacity")
     assert (float(str(line[0]["x1"])) if line else None) == pytest.approx(capacity_x, abs=1e-3)
-    note = text(tree, "#grid .grid-note")
-    assert ("shortened behind the break" in note) is broken
-    if "capacity" in query:
-        assert ("is the line" in note) is (capacity_x is not None)
+    note = text(tree, ".grid-note")
+    assert "one scale for all four arrangements" in note
+    assert ("own scale" in note) is bool(hand)
 
 
-@pytest.mark.parametrize(("gpus", "said"), [("1", "its memory, 447.0 GiB,"), ("2", "its memory, 447.0 GiB,")])
+def test_a_switch_from_data_parallelism_to_zero3_shrinks_the_bar_to_an_eighth(client: TestClient) -> None:
+    # 16 B a weight on every card, then 2: the bar at rest is 100, then 12.5, of the same scale.
+    def length(stage: str) -> float:
+        bar = one(run_page(client, f"stage={stage}"), "#grid .card .rest-bar svg")
+        return sum(float(str(rect["width"])) for rect in bar.select("rect"))
+
+    assert length("dp") == pytest.approx(100)
+    assert length("zero3") == pytest.approx(12.5)
+
+
+@pytest.mark.parametrize(
+    ("query", "caption"),
+    [
+        # 30e9 × 16 B = 447.0 GiB; ZeRO-3's peak 75e9 B = 69.8 GiB.
+        ("stage=dp", "Peak 447.0 GiB"),
+        ("stage=zero3", "Peak 69.8 GiB"),
+        # On an 80 GB card (74.5 GiB): ZeRO-3's 69.8 GiB fits; ZeRO-2's 3.75 × 30e9 + 7.5e9 = 120e9 B
+        # (111.8 GiB) is over by 37.3 GiB.
+        ("stage=zero3&capacity=80GB", "✓ fits: 69.8 GiB of 74.5 GiB"),
+        ("stage=zero2&capacity=80GB", "✗ over by 37.3 GiB: 111.8 GiB of 74.5 GiB"),
+    ],
+)
+def test_each_card_says_its_total_and_whether_it_fits(client: TestClient, query: str, caption: str) -> None:
+    tree = run_page(client, query)
+    assert {text(card, ".rest-bar figcaption") for card in tree.select("#grid .card")} == {caption}
+
+
+@pytest.mark.parametrize(("gpus", "said"), [("1", "(0 to 447.0 GiB)"), ("2", "(0 to 447.0 GiB)")])
 def test_the_note_under_the_cards_says_what_the_bar_is(client: TestClient, gpus: str, said: str) -> None:
     # 16 B × 30e9 weights = 480e9 B = 447.0 GiB on every card under data parallelism; the picture's own
     # scale (its 8 weights of 16 B) is not a quantity a student meets.
-    note = text(dom(client.get(f"/?stage=dp&gpus={gpus}").text), "#grid .grid-note")
+    note = text(dom(client.get(f"/?stage=dp&gpus={gpus}").text), ".grid-note")
     assert said in note
     assert " B." not in note
 
@@ -134,17 +138,16 @@ def test_the_rings_round_what_a_switch_changed_are_explained_whenever_they_are_d
     ringed = [s for s in said if s.startswith("Ringed")]
     if tree.select("#step"):
         # In the step the legend's ring is the phase's: what it works on.
-        assert ringed == ["Ringed : what this phase works on."]
+        assert ringed == ["Ringed : this phase's work"]
         assert tree.select("#grid .cell.changed") == []
         return
     # At rest a ring is a cell the last switch of arrangement changed, said on every page (so it never
-    # moves what is below it): in the note under the cards, and in the projector's key too, whose note
-    # is off the screen.
-    note = text(tree, "#grid .grid-note")
+    # moves what is below it): in the note under the cards, and in the key's entry that only the
+    # projector shows (projector.css), whose note is off the screen.
+    note = text(tree, ".grid-note")
     assert "switch of arrangement" in note
     assert "ringed" in note
-    assert ringed == []
-    projector = dom(client.get(query + "&theme=projector", headers={"HX-Request": "true"}).text)
-    [entry] = [li.get_text(" ", strip=True) for li in projector.select(".legend li.ring-entry")]
+    [entry] = [li.get_text(" ", strip=True) for li in tree.select(".legend li.ring-entry")]
+    assert ringed == [entry]
     assert entry.startswith("Ringed")
-    assert "switch of arrangement" in entry
+    assert "changed by a switch" in entry

@@ -144,7 +144,7 @@ def test_a_keystroke_is_answered_beside_the_field_and_the_form_stays_where_it_st
     # Typed in the form at its usual place: the message beside the field, nothing moves above it.
     typed = dom(client.get("/?stage=zero2&gpus=0", headers={"HX-Request": "true"}).text)
     assert typed.select("#set-aside, #drawn-instead, .form-first") == []
-    assert one(typed, ".side #run-form #f-gpus")["aria-invalid"] == "true"
+    assert one(typed, "#widget > #run-form #f-gpus")["aria-invalid"] == "true"
     # Typed in the form under a bad link's message: it stays first, with the message, until corrected ...
     again = client.get("/?stage=zero2&gpus=x", headers=FORM_FIRST)
     assert again.status_code == 422
@@ -163,5 +163,5 @@ def test_a_keystroke_is_answered_beside_the_field_and_the_form_stays_where_it_st
     # the form's header, though an answer with it was just given (and cached).
     plain = dom(client.get("/?stage=zero2&gpus=16", headers={"HX-Request": "true"}).text)
     assert plain.select(".form-first") == []
-    assert plain.select(".side #run-form")
+    assert plain.select("#widget > #run-form")
     assert "ZB-Form-First" in fixed.headers["vary"]

@@ -57,8 +57,8 @@ def test_a_bad_link_says_so_first_naming_the_value_and_what_is_accepted(
     assert one(tree, f"#{field}") in after[0].select('#run-form [aria-invalid="true"]')
     assert one(message, "#set-aside-fix")["href"] == f"#{field}"
     assert text(tree, "#drawn-instead") == f"Drawn without {next(iter(query))}={value}: {drawn}."
-    stage_head = after[1]
-    assert stage_head["class"] == ["stage-head"]
+    assert after[1]["class"] == ["stage-body"]
+    stage_head = one(after[1], ".side > .stage-head")
     assert stage_head.select_one("#drawn-instead") is stage_head.find(True)
     assert tree.select(".side #run-form") == []
 

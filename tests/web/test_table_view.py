@@ -177,7 +177,9 @@ def test_a_bare_count_has_no_activation_columns_and_says_why(client: TestClient)
     tree = run_page(client, "model=zero-7.5b&capacity=80GB")
     assert tree.select("td.activations") == []
     assert tree.select("td.max-batch") == []
-    assert "has no layer shapes: its activations are not counted" in text(tree, ".grid-note")
+    assert "has no layer shapes: its activations are not counted" in text(tree, ".table-note")
+    # The lesson's picture says nothing of the activations it has no shape for.
+    assert "activations" not in text(tree, ".grid-note")
 
 
 def test_the_overheads_are_one_click_from_the_verdict_and_back(client: TestClient) -> None:
