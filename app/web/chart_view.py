@@ -3,8 +3,8 @@
 x is the step's moments: its 21 phases, a pass phase in three (before its gather, the layer in hand,
 after its discard), so ZeRO-3's line rises at each gather and falls at each discard. y is bytes, from
 0. The first drawing lays the four stages over one another on one scale, data parallelism's flat
-line above ZeRO-3's sawtooth; where the stage shown is less than half the top of that scale, a second
-drawing gives it alone on its own scale, so its rises stay visible. The phase shown is a band with its
+line above ZeRO-3's sawtooth; where the stage shown rises and falls below half the top of that scale, a
+second drawing gives it alone on its own scale, so its rises stay visible. The phase shown is a band with its
 label. The lines differ by dash as well as by weight and colour, for print in black and white.
 
 The builder formats `RunReport.timeline`: the coordinates are the figures on the drawing's scale.
@@ -243,8 +243,8 @@ def chart_view(stage: Stage, scenario: Scenario, index: int) -> ChartView:
         )
     ]
     top = max(p.nbytes for points in lines.values() for p in points)
-    own = max(p.nbytes for p in lines[stage])
-    if 2 * own < top:
+    own = {p.nbytes for p in lines[stage]}
+    if 2 * max(own) < top and len(own) > 1:  # a flat line shows nothing more on a scale of its own
         lowest, highest = _range(lines[stage], units)
         panels.append(
             _panel(
