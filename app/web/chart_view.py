@@ -3,9 +3,9 @@
 x is the step's moments: its 21 phases, a pass phase in three (before its gather, the layer in hand,
 after its discard), so ZeRO-3's line rises at each gather and falls at each discard. y is bytes, from
 0. The first drawing lays the four stages over one another on one scale, data parallelism's flat
-line above ZeRO-3's sawtooth; where the stage shown rises and falls below half the top of that scale, a
-second drawing gives it alone on its own scale, so its rises stay visible. The phase shown is a band with its
-label. The lines differ by dash as well as by weight and colour, for print in black and white.
+line above ZeRO-3's sawtooth; a second gives the stage shown alone, on its own scale, so that its
+rises stay visible (ZeRO-3's 7.5e9-byte gather is 1.6% of data parallelism's 447 GiB). The phase
+shown is a band with its label. The lines differ by dash as well as by weight and colour, for print in black and white.
 
 The builder formats `RunReport.timeline`: the coordinates are the figures on the drawing's scale.
 """
@@ -22,13 +22,15 @@ from app.domain.units import ByteUnit
 
 WIDTH = 600.0
 """The drawings' width in SVG units: at 600 px a unit is a pixel, and the 16-unit text 16 px (narrower, the
-text takes up to 23 units: static/app.css, "Memory over time")."""
+text takes up to 24 units: static/app.css, "Memory over time")."""
 LEFT, RIGHT, TOP = 62.0, 110.0, 42.0
 """Room for the bytes' ticks, the stages' labels, and the phase's label above the plot."""
 BELOW = 40.0
 """Room under the plot for the passes' names."""
 LABEL_GAP = 26.0
 """The least distance between two stages' labels, one above the other."""
+TICK_GAP = 30.0
+"""The least distance between two ticks of the bytes' scale."""
 SPANS: dict[Instant, tuple[float, float]] = {
     Instant.WHOLE: (0.0, 1.0),
     Instant.BEFORE: (0.0, 0.25),
@@ -117,7 +119,7 @@ class ChartRow:
 
 @dataclass(frozen=True)
 class ChartView:
-    """The step's chart: one drawing of every stage, maybe one of the stage shown alone, and their table."""
+    """The step's chart: one drawing of every stage, one of the stage shown alone, and their table."""
 
     caption: str
     panels: tuple[PanelView, ...]
@@ -129,14 +131,14 @@ def _x(phase: int, fraction: float) -> float:
     return LEFT + (phase + fraction) * width
 
 
-def _nice_top(highest: float) -> tuple[float, float]:
-    """A round top for the scale and a round step between ticks, in units: at most 6 ticks, 0 included."""
+def _nice_top(highest: float, steps: int) -> tuple[float, float]:
+    """A round top for the scale and a round step between ticks, in units: at most `steps` steps."""
     if highest <= 0:
         return 1.0, 1.0
     power = 10 ** math.floor(math.log10(highest))
     for multiple in (0.1, 0.2, 0.25, 0.5, 1.0, 2.0, 2.5, 5.0, 10.0):
         step = multiple * power
-        if math.ceil(highest / step - 1e-9) <= 5:
+        if math.ceil(highest / step - 1e-9) <= steps:
             return math.ceil(highest / step - 1e-9) * step, step
     return 10 * power, 10 * power  # pragma: no cover - 10 × power always has a single step
 
@@ -170,7 +172,8 @@ def _panel(
 ) -> PanelView:
     bottom = height - BELOW
     highest = max(p.nbytes for points in lines.values() for p in points) / units.size
-    axis_top, step = _nice_top(highest)
+    # The ticks' labels at least TICK_GAP apart, so the largest text never overlaps.
+    axis_top, step = _nice_top(highest, min(5, int((bottom - TOP) // TICK_GAP)))
 
     def y_of(nbytes: int) -> float:
         return bottom - (nbytes / units.size) / axis_top * (bottom - TOP)
@@ -189,8 +192,8 @@ def _panel(
     ends = _labels([(stage, y_of(points[-1].nbytes) + 5) for stage, points in lines.items()], TOP + 5, bottom)
     shown = next(p for p in lines[current] if p.phase == index and p.instant in (Instant.WHOLE, Instant.IN_HAND))
     now_label = f"Phase {index}: {units.show(shown.nbytes)}"
-    # About half a digit's width a character at 23 units, the largest text: keep the label inside the drawing.
-    half = 6.5 * len(now_label)
+    # About half a digit's width a character at 24 units, the largest text: keep the label inside the drawing.
+    half = 6.8 * len(now_label)
     middle = _x(index, 0.5)
     return PanelView(
         css=css,
@@ -217,10 +220,9 @@ def _range(points: tuple[Point, ...], units: ByteUnit) -> tuple[str, str]:
     return units.show(min(p.nbytes for p in points)), units.show(max(p.nbytes for p in points))
 
 
-def _said(stage: Stage, points: tuple[Point, ...], units: ByteUnit) -> str:
+def _span(points: tuple[Point, ...], units: ByteUnit) -> str:
     lowest, highest = _range(points, units)
-    name = stage.info.title
-    return f"{name} {lowest} flat" if lowest == highest else f"{name} from {lowest} to {highest}"
+    return f"{lowest} flat" if lowest == highest else f"from {lowest} to {highest}"
 
 
 def chart_view(stage: Stage, scenario: Scenario, index: int) -> ChartView:
@@ -229,7 +231,7 @@ def chart_view(stage: Stage, scenario: Scenario, index: int) -> ChartView:
     lines = {s: report.timeline(s) for s in Stage}
     now = {s: next(p for p in lines[s] if p.phase == index and p.instant is not Instant.BEFORE) for s in Stage}
     title = stage.info.title
-    every = "; ".join(_said(s, lines[s], units) for s in Stage)
+    every = "; ".join(f"{s.info.title} {_span(lines[s], units)}" for s in Stage)
     holds = f"At phase {index}, {title} holds {units.show(now[stage].nbytes)}."
     panels = [
         _panel(
@@ -242,21 +244,18 @@ def chart_view(stage: Stage, scenario: Scenario, index: int) -> ChartView:
             units,
         )
     ]
-    top = max(p.nbytes for points in lines.values() for p in points)
-    own = {p.nbytes for p in lines[stage]}
-    if 2 * max(own) < top and len(own) > 1:  # a flat line shows nothing more on a scale of its own
-        lowest, highest = _range(lines[stage], units)
-        panels.append(
-            _panel(
-                "chart-own",
-                f"{title} alone, on its own scale: from {lowest} to {highest}. {holds}",
-                190.0,
-                {stage: lines[stage]},
-                stage,
-                index,
-                units,
-            )
+    # Drawn for every stage, so that the chart is as tall whichever stage is shown.
+    panels.append(
+        _panel(
+            "chart-own",
+            f"{title} alone, on its own scale: {_span(lines[stage], units)}. {holds}",
+            190.0,
+            {stage: lines[stage]},
+            stage,
+            index,
+            units,
         )
+    )
     rows = tuple(
         ChartRow(s, s.info.title, *_range(lines[s], units), units.show(now[s].nbytes), s is stage) for s in Stage
     )

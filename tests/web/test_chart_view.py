@@ -90,27 +90,28 @@ def test_the_phase_shown_is_marked_with_a_band_and_its_figure(client: TestClient
 
 
 @pytest.mark.parametrize(
-    ("url", "own"),
+    ("url", "ticks", "label"),
     [
-        ("/?stage=zero3&phase=5", True),  # 69.8 GiB at most, under half of 500: drawn again on its own scale
-        ("/?stage=zero1&phase=5", False),  # 153.7 GiB all through: nothing more to see on its own scale
-        ("/?stage=zero3&phase=5&model=llama-3-8b", True),  # its activations rise and fall, under half of DP's
-        ("/?stage=dp&phase=0", False),  # the top line
+        # 69.8 GiB at most: up to 75 in steps of 25 (three steps, each at least 30 units of the 108 high).
+        ("/?stage=zero3&phase=5", ["0", "25", "50", "75"],
+         "ZeRO-3 alone, on its own scale: from 55.9 GiB to 69.8 GiB."),
+        ("/?stage=zero1&phase=5", ["0", "100", "200"], "ZeRO-1 alone, on its own scale: 153.7 GiB flat."),
+        ("/?stage=dp&phase=0", ["0", "200", "400", "600"],
+         "Data parallelism alone, on its own scale: 447.0 GiB flat."),
     ],
-)
-def test_a_low_stage_is_drawn_again_on_its_own_scale(client: TestClient, url: str, own: bool) -> None:
-    chart = one(_page(client, url), "#chart")
-    svgs = chart.select("svg")
-    assert len(svgs) == (2 if own else 1)
-    if own and "model" not in url:
-        second = svgs[1]
-        assert second["viewbox"] == "0 0 600 190"
-        assert [line["data-stage"] for line in second.select("polyline.current")] == ["zero3"]
-        assert len(second.select("polyline")) == 1
-        # 69.8 GiB rounds up to 80 in steps of 20: each rise is drawn 7.5e9 / 2^30 / 80 of the plot high.
-        assert [_said(t) for t in second.select("text.tick-label")] == ["0", "20", "40", "60", "80"]
+)  # fmt: skip
+def test_the_stage_shown_is_drawn_again_on_its_own_scale(
+    client: TestClient, url: str, ticks: list[str], label: str
+) -> None:
+    svgs = one(_page(client, url), "#chart").select("svg")
+    assert [svg["class"] for svg in svgs] == [["chart-svg", "chart-all"], ["chart-svg", "chart-own"]]
+    second = svgs[1]
+    assert second["viewbox"] == "0 0 600 190"
+    assert len(second.select("polyline")) == len(second.select("polyline.current")) == 1
+    assert [_said(t) for t in second.select("text.tick-label")] == ticks
+    assert str(second["aria-label"]).startswith(label)
+    if "zero3" in url:
         assert _rises_and_falls(one(second, "polyline")) == (16, 16)
-        assert second["aria-label"].startswith("ZeRO-3 alone, on its own scale: from 55.9 GiB to 69.8 GiB.")
 
 
 def test_the_chart_says_its_lines_in_words(client: TestClient) -> None:
