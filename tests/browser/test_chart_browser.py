@@ -81,3 +81,20 @@ def test_axe_finds_no_violations_in_the_chart(page: Page, server: str, path: str
     expect(page.locator("#chart svg.chart-all")).to_be_visible()
     results = Axe().run(page)
     assert results.violations_count == 0, results.generate_report()
+
+
+def test_in_an_embed_the_drawings_stand_side_by_side_as_tall_for_every_stage(page: Page, server: str) -> None:
+    page.set_viewport_size({"width": 760, "height": 600})
+    heights = []
+    for stage, phase in (("dp", 5), ("zero1", 17), ("zero3", 5), ("zero3", 12)):
+        page.goto(f"{server}/embed?stage={stage}&phase={phase}&controls=step")
+        first, second = (page.locator(f"#chart svg.{css}").bounding_box() for css in ("chart-all", "chart-own"))
+        assert first is not None
+        assert second is not None
+        assert first["y"] == pytest.approx(second["y"], abs=1)
+        assert second["x"] >= first["x"] + first["width"]
+        box = page.locator("#chart").bounding_box()
+        assert box is not None
+        heights.append(box["height"])
+    assert max(heights) - min(heights) <= 1, heights
+    assert max(heights) <= 200
