@@ -2,8 +2,9 @@
 
 `run_report` computes each stage's `StageReport` (`sizing.stage_report`) once. What only some requests
 need is worked out when first asked for, and kept on the report: a stage's training step (a page at
-a phase, `/api/step`) and what a switch between two stages changes (a page reached from another
-stage, the side-by-side page). A view reads the report and calls nothing that computes.
+a phase, `/api/step`), the points of one card's memory through it (the step's chart, `/api/timeline`)
+and what a switch between two stages changes (a page reached from another stage, the side-by-side page).
+A view reads the report and calls nothing that computes.
 
 The value types the views read are re-exported here, so that a view imports the report, not the
 modules that compute it (the import contracts in pyproject.toml).
@@ -25,10 +26,12 @@ from app.domain.sizing import UNKNOWN_LAYER_RULE, layer_exceeds_card, stage_repo
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE, Holding, InFlight, Part, Phase, step
 from app.domain.terms import Place
+from app.domain.timeline import POINTS, Instant, Point, timeline
 
 __all__ = [
     "LAST_PHASE",
     "MAX_BATCH",
+    "POINTS",
     "UNKNOWN_LAYER_RULE",
     "Accounting",
     "Change",
@@ -36,11 +39,13 @@ __all__ = [
     "Holding",
     "HostReport",
     "InFlight",
+    "Instant",
     "LayerExtra",
     "OverheadItem",
     "Part",
     "Phase",
     "Place",
+    "Point",
     "Run",
     "RunReport",
     "StageReport",
@@ -63,6 +68,7 @@ class RunReport:
     """Whether one assembled layer alone is bigger than the card (`sizing.layer_exceeds_card`)."""
     _steps: dict[Stage, tuple[Phase, ...]] = field(default_factory=dict, compare=False, repr=False)
     _changes: dict[tuple[Stage, Stage], Change] = field(default_factory=dict, compare=False, repr=False)
+    _timelines: dict[Stage, tuple[Point, ...]] = field(default_factory=dict, compare=False, repr=False)
 
     def __iter__(self) -> Iterator[StageReport]:
         return iter(self.stages)
@@ -77,6 +83,12 @@ class RunReport:
                 raise ValueError("a report without the model's columns has no step")
             self._steps[stage] = step(stage, self.run, self.columns, self[stage])
         return self._steps[stage]
+
+    def timeline(self, stage: Stage) -> tuple[Point, ...]:
+        """One card's memory through the step under `stage`, moment by moment, from its step's figures."""
+        if stage not in self._timelines:
+            self._timelines[stage] = timeline(self.step(stage), self.run)
+        return self._timelines[stage]
 
     def change(self, before: Stage, after: Stage) -> Change:
         """What going from `before` to `after` does to each card, from the two stages' figures."""

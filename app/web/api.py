@@ -15,7 +15,7 @@ from app.measure.snapshots import comparison
 from app.web.config_view import MAX_CONFIG_BYTES, ConfigBody, ConfigFormat, ConfigQuery, Refused, pasted_url, read_body
 from app.web.inputs import LayoutQuery, RunQuery, StepQuery
 from app.web.measured_view import shipped_snapshot
-from app.web.schemas import ConfigReadOut, LayoutOut, MeasuredOut, MemoryOut, StageRow, StepOut
+from app.web.schemas import ConfigReadOut, LayoutOut, MeasuredOut, MemoryOut, StageRow, StepOut, TimelineOut
 
 API_TAG = "api"
 
@@ -49,6 +49,17 @@ def memory(query: Annotated[RunQuery, Query()]) -> MemoryOut:
 def training_step(query: Annotated[StepQuery, Query()]) -> StepOut:
     """One phase of one training step: every cell's state, what moves, the tally and live memory."""
     return StepOut.of(query.stage, query.phase, resolve(query.inputs()))
+
+
+@router.get("/timeline", name="api_timeline")
+def memory_timeline(query: Annotated[RunQuery, Query()]) -> TimelineOut:
+    """One card's memory through one training step, under each stage: the points the step's chart draws.
+
+    A phase outside the passes is one point; a pass phase three: before its gather, the layer in hand, and
+    after its discard. ZeRO-3 rises at each gather and falls at each discard; activations rise through the
+    forward pass and fall through the backward.
+    """
+    return TimelineOut.of(resolve(query.inputs()))
 
 
 @router.get("/measured", name="api_measured")

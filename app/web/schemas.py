@@ -22,9 +22,11 @@ from app.domain.placement import Device, Offload
 from app.domain.recipes import Band, Recipe
 from app.domain.report import (
     LAST_PHASE,
+    POINTS,
     Accounting,
     Collective,
     Holding,
+    Instant,
     Part,
     Run,
     StageReport,
@@ -458,6 +460,67 @@ class StepOut(BaseModel):
                 # A frozen column keeps its weights only, as the page draws it.
                 if band is Band.WEIGHTS or not run.frozen_column(column.index)
                 for holding in (phase.holding(card, column.index, band),)
+            ],
+        )
+
+
+class PointOut(BaseModel):
+    """What one card holds at one instant of the step: every card holds the same."""
+
+    phase: int
+    instant: Instant = Field(
+        description="whole (a phase outside the passes, one amount all through it); in a pass phase: before (its "
+        "gather), in hand (the layer in hand: the phase's live_bytes in /api/step), after (its discard)."
+    )
+    live_bytes: int = Field(description="All of it: the five below added up.")
+    state_bytes: int = Field(description="What the card keeps at rest.")
+    gathered_bytes: int = Field(description="A layer's weights assembled here (ZeRO-3), for the layer in hand.")
+    computed_bytes: int = Field(description="A layer's gradients computed here before their reduce-scatter.")
+    activation_bytes: int = Field(description="Activations kept for the backward pass.")
+    overhead_bytes: int = Field(description="The overheads counted (overheads=1): the same at every instant.")
+
+
+class StageTimelineOut(BaseModel):
+    """One card's memory through one training step under one stage."""
+
+    stage: Stage
+    peak_bytes: int = Field(description="The highest point: the stage's peak, as /api/memory gives it.")
+    points: list[PointOut]
+
+
+class TimelineOut(BaseModel):
+    """One card's memory through one training step, under each stage: the points of the step's chart."""
+
+    last_phase: int
+    points_per_step: int = Field(description="One for each phase outside the passes, three for each pass phase.")
+    stages: list[StageTimelineOut]
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> TimelineOut:
+        """From the report's timeline of each stage."""
+        report = scenario.report
+        return cls(
+            last_phase=LAST_PHASE,
+            points_per_step=POINTS,
+            stages=[
+                StageTimelineOut(
+                    stage=row.stage,
+                    peak_bytes=row.peak_bytes,
+                    points=[
+                        PointOut(
+                            phase=p.phase,
+                            instant=p.instant,
+                            live_bytes=p.nbytes,
+                            state_bytes=p.state,
+                            gathered_bytes=p.gathered,
+                            computed_bytes=p.computed,
+                            activation_bytes=p.activations,
+                            overhead_bytes=p.overheads,
+                        )
+                        for p in report.timeline(row.stage)
+                    ],
+                )
+                for row in report
             ],
         )
 

@@ -15,6 +15,7 @@ from app.domain.stages import Stage
 from app.domain.step_text import cards_text, detail, explanation
 from app.domain.units import p_units
 from app.web.bars import hand_bar, legend, rest_bar
+from app.web.chart_view import ChartView, chart_view
 from app.web.grid_view import CardGap, CardView, CellView, ColumnView, card_total, host_title, split_host
 from app.web.links import Links
 
@@ -84,6 +85,8 @@ class StepView:
     """What crosses each card's PCIe link in this phase, with offload; blank when nothing does."""
     pcie_tally: str = ""
     """Each card's PCIe bytes so far, of the step's; blank without offload."""
+    chart: ChartView | None = None
+    """One card's memory through the step, every stage, this phase marked."""
 
 
 NODE_SPACING = 12.5
@@ -302,6 +305,7 @@ def step_view(
             if phases[-1].pcie_bytes
             else ""
         ),
+        chart=chart_view(stage, scenario, index),
         partial=any(
             cell.holding is Holding.PARTIAL
             for card in cards

@@ -1,5 +1,6 @@
-"""The picture first, on every screen a class uses (issue 33): the eight cards on the first screen, bars on one
-scale, the projector's type and band heights, all measured in Debian's Chromium.
+"""The picture first, on every screen a class uses (issue 33), measured in Debian's Chromium.
+
+The eight cards on the first screen, bars on one scale, the projector's type and band heights.
 """
 
 from __future__ import annotations
@@ -70,8 +71,6 @@ SIZES_ON_THE_PROJECTOR = """() => {
     .filter(el => el.checkVisibility());
   const labels = [...document.querySelectorAll('.axis span, .node-label')].filter(el => el.checkVisibility())
     .map(el => el.getBoundingClientRect().height);
-  const subs = [...document.querySelectorAll('.card-sub')].map(el => {
-    const r = el.getBoundingClientRect(); return r.height / parseFloat(getComputedStyle(el).lineHeight || 0) || r.height; });
   const lines = [...document.querySelectorAll('.card-sub')].map(el => el.getClientRects().length === 1
     && el.getBoundingClientRect().height < 1.9 * px(el));
   const column = document.querySelector('#grid .card .column:not(.gap)');

@@ -92,7 +92,9 @@ def test_two_workers_give_the_same_bytes_and_etags(name: str, url: str, headers:
 
 def test_every_get_route_answers_head_with_the_headers_alone(client: TestClient) -> None:
     documented = [path for path, ops in client.get("/openapi.json").json()["paths"].items() if "get" in ops]
-    assert {"/api/stages", "/api/layout", "/api/memory", "/api/step", "/api/measured"} <= set(documented)
+    assert {"/api/stages", "/api/layout", "/api/memory", "/api/step", "/api/timeline", "/api/measured"} <= set(
+        documented
+    )
     pages = ["/", "/embed", "/compare", "/measured", "/share", "/favicon.ico", "/openapi.json", "/static/app.css"]
     for path in [*documented, *pages]:
         for encoding in (IDENTITY, BR):

@@ -89,6 +89,7 @@ def test_openapi_documents_the_api_and_not_the_page(client: TestClient) -> None:
         "/api/layout",
         "/api/memory",
         "/api/step",
+        "/api/timeline",
         "/api/measured",
         "/api/config",
     }
@@ -97,3 +98,47 @@ def test_openapi_documents_the_api_and_not_the_page(client: TestClient) -> None:
     assert set(schema["components"]["schemas"]["StageRow"]["required"]) >= {
         "stage", "bytes_per_weight", "per_gpu_bytes", "communication_p"
     }  # fmt: skip
+
+
+# The seed (30B weights in 8 equal layers, 8 GPUs): ZeRO-3 keeps 30e9 × 16 / 8 at rest, gathers a layer's
+# bf16 weights (30e9 / 8 × 2) in each pass and computes its gradients (as many bytes) in the backward.
+SEED_REST = {"dp": 30 * 10**9 * 16, "zero3": 30 * 10**9 * 16 // 8}
+LAYER_BYTES = 30 * 10**9 // 8 * 2
+
+
+def test_timeline_gives_each_stages_points(client: TestClient) -> None:
+    body = client.get("/api/timeline").json()
+    assert (body["last_phase"], body["points_per_step"]) == (20, 53)
+    assert [s["stage"] for s in body["stages"]] == [stage.value for stage in Stage]
+    lines = {s["stage"]: s for s in body["stages"]}
+    assert {p["live_bytes"] for p in lines["dp"]["points"]} == {SEED_REST["dp"]}
+    zero3 = lines["zero3"]["points"]
+    assert len(zero3) == 53
+    assert zero3[:4] == [
+        {"phase": 0, "instant": "whole", "live_bytes": SEED_REST["zero3"], "state_bytes": SEED_REST["zero3"],
+         "gathered_bytes": 0, "computed_bytes": 0, "activation_bytes": 0, "overhead_bytes": 0},
+        {"phase": 1, "instant": "before", "live_bytes": SEED_REST["zero3"], "state_bytes": SEED_REST["zero3"],
+         "gathered_bytes": 0, "computed_bytes": 0, "activation_bytes": 0, "overhead_bytes": 0},
+        {"phase": 1, "instant": "in hand", "live_bytes": SEED_REST["zero3"] + LAYER_BYTES,
+         "state_bytes": SEED_REST["zero3"], "gathered_bytes": LAYER_BYTES, "computed_bytes": 0,
+         "activation_bytes": 0, "overhead_bytes": 0},
+        {"phase": 1, "instant": "after", "live_bytes": SEED_REST["zero3"], "state_bytes": SEED_REST["zero3"],
+         "gathered_bytes": 0, "computed_bytes": 0, "activation_bytes": 0, "overhead_bytes": 0},
+    ]  # fmt: skip
+    highest = SEED_REST["zero3"] + 2 * LAYER_BYTES  # the backward's layer: weights and gradients
+    assert lines["zero3"]["peak_bytes"] == max(p["live_bytes"] for p in zero3) == highest
+
+
+def test_timeline_in_hand_is_the_steps_live_bytes(client: TestClient) -> None:
+    run = {"model": "llama-3-8b", "seq": "4096", "stage": "zero2"}
+    line = next(s for s in client.get("/api/timeline", params=run).json()["stages"] if s["stage"] == "zero2")
+    for phase in (0, 5, 12, 17):
+        step = client.get("/api/step", params={**run, "phase": str(phase)}).json()
+        held = {p["instant"]: p["live_bytes"] for p in line["points"] if p["phase"] == phase}
+        assert held.get("in hand", held.get("whole")) == step["live_bytes"]
+
+
+def test_timeline_refuses_a_bad_run(client: TestClient) -> None:
+    response = client.get("/api/timeline", params={"gpus": "0"})
+    assert response.status_code == 422
+    assert response.json()["detail"][0]["loc"] == ["query", "gpus"]

@@ -37,7 +37,7 @@ OPERATIONS = {
 
 
 def test_every_operation_is_tested() -> None:
-    gets = {f"GET /api/{name}" for name in ("stages", "layout", "memory", "step", "measured", "config")}
+    gets = {f"GET /api/{name}" for name in ("stages", "layout", "memory", "step", "timeline", "measured", "config")}
     assert set(OPERATIONS) == gets | {"POST /api/config"}
 
 
