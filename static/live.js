@@ -1,6 +1,7 @@
 // Live sessions (app/web/live.py). The teacher's page sends each view shown to the session, in order (the theme
-// toggle too, then reloads). A follower's: each SSE event (in #live-slot) names the teacher's view, fetched unless
-// older; the follower's own move leaves the teacher ("exploring") until "Back to the teacher".
+// toggle too, then reloads: the teacher's own screen). A follower's: each SSE event (in #live-slot) names the
+// teacher's view in the follower's own theme, fetched unless older; the follower's own move leaves the teacher
+// ("exploring") until "Back to the teacher"; its theme toggle reloads its page in the other theme, following.
 "use strict";
 (function () {
   const address = () => (byId("widget") && byId("widget").dataset.address) || "";
@@ -27,7 +28,7 @@
   }
   const follow = byId("live-follow");
   if (!follow) { return; }
-  const theme = (document.documentElement.className.match(/theme-(\S+)/) || ["", "default"])[1], state = () => byId("live-state");
+  const state = () => byId("live-state");
   let applied = Number(state().dataset.version), shown = state().dataset.view, away = false;
   const FOLLOWING = "ZB-Following";  // marks the requests apply() sends, and is taken off before they go
   function apply() {
@@ -38,7 +39,6 @@
     const version = Number(s.dataset.version);
     if (!(version > applied)) { return; }
     applied = version;
-    if (s.dataset.theme !== theme) { window.location.reload(); return; }
     if (away || s.dataset.view === shown) { return; }
     shown = s.dataset.view;
     htmx.ajax("get", shown, { source: "#widget", target: "#widget", swap: "morph", headers: { [FOLLOWING]: "1" } }).catch(() => {});
@@ -52,7 +52,13 @@
   // The follower's own move: a widget link, a form field typed in (before its delayed request), or any widget
   // request apply() did not send (step.js's queued keys, embed-frame.js's set-state); not full screen, pace, Copy.
   document.addEventListener("click", function (event) {
-    if (event.target.closest("#live-back")) {
+    const toggle = event.target.closest("#theme-toggle");
+    if (toggle) {
+      event.preventDefault();  // the follower's own theme, on the follower's page: not the plain page's address
+      const page = new URL(byId("live-back").href), theme = new URL(toggle.href).searchParams.get("theme");
+      if (theme && theme !== "default") { page.searchParams.set("theme", theme); } else { page.searchParams.delete("theme"); }
+      window.location.assign(page.href);
+    } else if (event.target.closest("#live-back")) {
       event.preventDefault();
       [away, applied, shown] = [false, 0, ""];
       follow.classList.remove("away");
