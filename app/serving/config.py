@@ -161,7 +161,8 @@ class Settings:
 
 def check_public_url(url: str) -> None:
     """Raise a SettingsError saying why `url` is not an address students could open: http or https, a host,
-    perhaps a port and a path prefix; no query, fragment, user name, space or control character."""
+    perhaps a port and a path prefix; no query, fragment, user name, space or control character.
+    """
     shown = quoted(url)
     if len(url) > MAX_PUBLIC_URL:
         raise SettingsError(f"{PUBLIC_URL_ENV} is {len(url):,} characters long; at most {MAX_PUBLIC_URL} are accepted")

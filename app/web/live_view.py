@@ -201,7 +201,8 @@ class JoinAddress:
 def join_address(request: Request, code: str) -> JoinAddress:
     """Where students follow session `code`: the public URL's, else this request's address, unless that is
     this machine only (127.0.0.1, ::1, localhost): then this machine's address on the network, if the server
-    listens there, and a warning that says so, or what to do."""
+    listens there, and a warning that says so, or what to do.
+    """
     settings = request.app.state.settings
     url = absolute_url_for(request, "live_follow", code=code)
     host = request.url.hostname or ""
@@ -212,7 +213,9 @@ def join_address(request: Request, code: str) -> JoinAddress:
     own = listening if listening and not reach.is_everywhere(listening) and not reach.is_loopback(listening) else None
     own = own or reach.outward_address()
     port = request.url.port
-    where = own and f"{request.url.scheme}://{own}{f':{port}' if port else ''}" + path_for(request, "live_follow", code=code)
+    where = own and f"{request.url.scheme}://{own}{f':{port}' if port else ''}" + path_for(
+        request, "live_follow", code=code
+    )
     if where and listening and not reach.is_loopback(listening):
         # Served on the network: students open this machine's own address, which the bar and QR code show.
         return JoinAddress(where, UNREACHABLE_LISTENING.format(host=shown), from_request=False)
@@ -279,7 +282,8 @@ def state_view(
     session: Session, base: str, options: tuple[tuple[str, str], ...] = (), theme: Theme = Theme.DEFAULT
 ) -> StateView:
     """What a follower is sent of `session`: the view to fetch on `base` (the page, or the embed with `options`),
-    in the follower's own `theme`, whatever the teacher's."""
+    in the follower's own `theme`, whatever the teacher's.
+    """
     query = view_query("?" + session.shown)
     link = Links(base, tuple(query.canonical().items()), query.phase, options, theme)
     href = link.switch(query.stage, query.previous)
