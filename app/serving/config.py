@@ -160,8 +160,10 @@ class Settings:
 
 
 def check_public_url(url: str) -> None:
-    """Raise a SettingsError saying why `url` is not an address students could open: http or https, a host,
-    perhaps a port and a path prefix; no query, fragment, user name, space or control character.
+    """Raise a SettingsError saying why `url` is not an address students could open.
+
+    It must be http or https, with a host, perhaps a port and a path prefix; no query, fragment, user name,
+    space or control character.
     """
     shown = quoted(url)
     if len(url) > MAX_PUBLIC_URL:

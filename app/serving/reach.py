@@ -40,7 +40,7 @@ def is_everywhere(host: str) -> bool:
 
 
 def outward_address() -> str | None:
-    """This machine's IPv4 address on the network its default route leads to; None without one (offline).
+    """The machine's IPv4 address on the network its default route leads to; None without one (offline).
 
     A UDP socket's connect sends no packet: the kernel only picks the interface, whose address the socket
     then has.

@@ -135,8 +135,10 @@ def live_home(request: Request, sessions: LiveSessions) -> HTMLResponse:
 
 
 def came_from(request: Request) -> str:
-    """The view a teacher came to /live from (canonical; empty: the default): the page's parameters given to
-    /live itself (`/live?stage=zero3&phase=4`), else those of the page of this site that linked here.
+    """The view a teacher came to /live from (canonical; empty: the default).
+
+    The page's parameters given to /live itself (`/live?stage=zero3&phase=4`), else those of the page of
+    this site that linked here.
     """
     address = "?" + request.url.query
     if not request.url.query:

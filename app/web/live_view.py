@@ -199,9 +199,10 @@ class JoinAddress:
 
 
 def join_address(request: Request, code: str) -> JoinAddress:
-    """Where students follow session `code`: the public URL's, else this request's address, unless that is
-    this machine only (127.0.0.1, ::1, localhost): then this machine's address on the network, if the server
-    listens there, and a warning that says so, or what to do.
+    """Where students follow session `code`, and a warning when they cannot open the teacher's own address.
+
+    The public URL's, else this request's address, unless that is this machine only (127.0.0.1, ::1,
+    localhost): then this machine's address on the network if the server listens there, or what to do.
     """
     settings = request.app.state.settings
     url = absolute_url_for(request, "live_follow", code=code)
@@ -281,8 +282,9 @@ def canonical_view(query: PageQuery) -> str:
 def state_view(
     session: Session, base: str, options: tuple[tuple[str, str], ...] = (), theme: Theme = Theme.DEFAULT
 ) -> StateView:
-    """What a follower is sent of `session`: the view to fetch on `base` (the page, or the embed with `options`),
-    in the follower's own `theme`, whatever the teacher's.
+    """What a follower is sent of `session`: the view to fetch on `base` (the page, or the embed with `options`).
+
+    In the follower's own `theme`, whatever the teacher's.
     """
     query = view_query("?" + session.shown)
     link = Links(base, tuple(query.canonical().items()), query.phase, options, theme)
