@@ -15,6 +15,14 @@
     document.addEventListener("htmx:afterSettle", function () {
       if (address() && address() !== sent) { sent = address(); send(sent); }
     });
+    // The QR code is open over the page as the session starts: any click or tap elsewhere (on it too), or
+    // Escape, folds it away, as a pop-up's, so nothing under it is out of reach for long.
+    const fold = (event) => {
+      const box = byId("live-qr-box");
+      if (box && box.open && !event.target.closest("#live-qr-box summary")) { box.open = false; }
+    };
+    document.addEventListener("click", fold, true);
+    document.addEventListener("keydown", (event) => { if (event.key === "Escape") { fold(event); } });
     document.addEventListener("click", function (event) {
       const toggle = event.target.closest("#theme-toggle"), away = event.target.closest("a[href]:not([hx-get])");
       if (toggle) {
