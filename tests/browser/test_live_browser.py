@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser, BrowserContext, Frame, Page, expect
+from playwright.sync_api import Browser, BrowserContext, FloatRect, Frame, Page, expect
 
 from app.web.live import RETRY_MS
 from tests.browser.conftest import Watch, _free_port, screenshot, serving, settled, watching, zero_bands_command
@@ -574,7 +574,7 @@ def test_after_a_restart_the_pages_say_the_session_ended_and_the_followers_stop_
         expect(teacher.locator("#live-count")).to_have_text("no longer running")
 
 
-def _inside(page: Page, selector: str) -> dict[str, float]:
+def _inside(page: Page, selector: str) -> FloatRect:
     """The box of `selector`, which must lie wholly inside the window."""
     box = page.locator(selector).bounding_box()
     size = page.viewport_size

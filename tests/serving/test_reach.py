@@ -74,7 +74,7 @@ def test_the_outward_address_is_the_interface_a_udp_connect_picks(
         kinds.append((family, kind))
         return FakeSocket(given, seen)
 
-    monkeypatch.setattr(reach.socket, "socket", fake)
+    monkeypatch.setattr(socket, "socket", fake)
     assert reach.outward_address() == found
     # UDP, pointed at TEST-NET-1, which is never routed: no packet leaves.
     assert kinds == [(socket.AF_INET, socket.SOCK_DGRAM)]
