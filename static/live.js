@@ -1,6 +1,6 @@
 // Live sessions (app/web/live.py). The teacher's page sends each view shown to the session, in order (the theme
-// toggle too, then reloads). A follower's: each SSE event (in #live-slot) names the teacher's view, fetched unless
-// older; the follower's own move leaves the teacher ("exploring") until "Back to the teacher".
+// toggle too, then reloads: the teacher's screen only). A follower's: each SSE event (in #live-slot) names the
+// teacher's view in the follower's own theme, fetched unless older; its own move leaves the teacher ("exploring").
 "use strict";
 (function () {
   const address = () => (byId("widget") && byId("widget").dataset.address) || "";
@@ -11,9 +11,11 @@
     })).then((response) => {
       if ([404, 410].includes(response.status)) { byId("live-lost").hidden = false; }  // ended elsewhere, or lost
     }).catch(() => {}));
-    document.addEventListener("htmx:afterSettle", function () {
-      if (address() && address() !== sent) { sent = address(); send(sent); }
-    });
+    document.addEventListener("htmx:afterSettle", () => { if (address() && address() !== sent) { sent = address(); send(sent); } });
+    // The QR code, open over the page as the session starts, folds away as a pop-up does: a click elsewhere or on it, Escape.
+    const fold = (event) => { const box = byId("live-qr-box"); if (box && !event.target.closest("#live-qr-box summary")) { box.open = false; } };
+    document.addEventListener("click", fold, true);
+    document.addEventListener("keydown", (event) => event.key === "Escape" && fold(event));
     document.addEventListener("click", function (event) {
       const toggle = event.target.closest("#theme-toggle"), away = event.target.closest("a[href]:not([hx-get])");
       if (toggle) {
@@ -25,9 +27,8 @@
       }
     });
   }
-  const follow = byId("live-follow");
+  const follow = byId("live-follow"), state = () => byId("live-state");
   if (!follow) { return; }
-  const theme = (document.documentElement.className.match(/theme-(\S+)/) || ["", "default"])[1], state = () => byId("live-state");
   let applied = Number(state().dataset.version), shown = state().dataset.view, away = false;
   const FOLLOWING = "ZB-Following";  // marks the requests apply() sends, and is taken off before they go
   function apply() {
@@ -38,7 +39,6 @@
     const version = Number(s.dataset.version);
     if (!(version > applied)) { return; }
     applied = version;
-    if (s.dataset.theme !== theme) { window.location.reload(); return; }
     if (away || s.dataset.view === shown) { return; }
     shown = s.dataset.view;
     htmx.ajax("get", shown, { source: "#widget", target: "#widget", swap: "morph", headers: { [FOLLOWING]: "1" } }).catch(() => {});
@@ -52,11 +52,15 @@
   // The follower's own move: a widget link, a form field typed in (before its delayed request), or any widget
   // request apply() did not send (step.js's queued keys, embed-frame.js's set-state); not full screen, pace, Copy.
   document.addEventListener("click", function (event) {
-    if (event.target.closest("#live-back")) {
+    const toggle = event.target.closest("#theme-toggle"), page = new URL(byId("live-back").href);
+    if (toggle) {  // the follower's own theme, on the follower's page (not the plain page's): still following
+      event.preventDefault();
+      page.searchParams.set("theme", new URL(toggle.href).searchParams.get("theme") || "default");
+      window.location.assign(page.href);
+    } else if (event.target.closest("#live-back")) {
       event.preventDefault();
       [away, applied, shown] = [false, 0, ""];
-      follow.classList.remove("away");
-      byId("live-away").hidden = true;
+      follow.classList.remove("away"); byId("live-away").hidden = true;
       apply();
     } else if (event.target.closest("#widget a[href]") && !event.target.closest("[data-copy-config]")) {
       leave();
@@ -70,9 +74,6 @@
     const d = event.detail;
     if (d.headers[FOLLOWING]) { delete d.headers[FOLLOWING]; d.following = true; }
   });
-  document.addEventListener("htmx:beforeRequest", function (event) {
-    const d = event.detail;
-    if (d.target && d.target.id === "widget" && !d.requestConfig.following) { leave(); }
-  });
+  document.addEventListener("htmx:beforeRequest", ({ detail: d }) => d.target && d.target.id === "widget" && !d.requestConfig.following && leave());
   document.addEventListener("zero-bands:explore", leave);
 })();

@@ -9,7 +9,18 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from app.serving.config import DEFAULT_LIMIT, LIMIT_ENV, REDIS_ENV, WORKERS_ENV, Settings, SettingsError, quoted
+from app.serving.config import (
+    DEFAULT_LIMIT,
+    LIMIT_ENV,
+    LISTEN_HOST_ENV,
+    PUBLIC_URL_ENV,
+    REDIS_ENV,
+    WORKERS_ENV,
+    Settings,
+    SettingsError,
+    check_public_url,
+    quoted,
+)
 from app.serving.server import serve
 from app.web.fields import FIELDS, Kind, RunField
 
@@ -44,6 +55,15 @@ def _proxies(text: str) -> str:
     return text
 
 
+def _public_url(text: str) -> str:
+    """An http or https address students can open, as the settings take it."""
+    try:
+        check_public_url(text.strip())
+    except SettingsError as error:
+        raise argparse.ArgumentTypeError(str(error).replace(f"{PUBLIC_URL_ENV}=", "")) from None
+    return text.strip().rstrip("/")
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line: serving options, and the `table` subcommand."""
     p = argparse.ArgumentParser(prog="zero-bands", description="Serve ZeRO Bands, the ZeRO sharding grid.")
@@ -69,6 +89,13 @@ def parser() -> argparse.ArgumentParser:
         help="proxies whose X-Forwarded-For and X-Forwarded-Proto are believed: addresses or networks, "
         "comma-separated, or * (default: $FORWARDED_ALLOW_IPS, else 127.0.0.1). Set it to the proxy's address "
         "when the proxy runs on another machine (docs/deploying.md)",
+    )  # fmt: skip
+    p.add_argument(
+        "--public-url", type=_public_url, default=None, metavar="URL",
+        help=f"the address students open, e.g. http://192.168.1.20:8000 or https://zero.example.edu/tools/zero: "
+        f"a live session's join address and QR code, and the embed snippets, use it (default: ${PUBLIC_URL_ENV}, "
+        f"else the address the page was opened at; a teacher on 127.0.0.1 or localhost is told students cannot "
+        f"reach it)",
     )  # fmt: skip
     p.add_argument("--access-log", action="store_true", help="log every request (off by default: it costs time)")
     commands = p.add_subparsers(dest="command", metavar="{table,export,measure}")
@@ -215,6 +242,9 @@ def main(argv: Sequence[str] | None = None) -> None:
         os.environ[LIMIT_ENV] = str(args.limit_concurrency)
     if args.redis_url is not None:
         os.environ[REDIS_ENV] = args.redis_url
+    if args.public_url is not None:
+        os.environ[PUBLIC_URL_ENV] = args.public_url
+    os.environ[LISTEN_HOST_ENV] = args.host
     workers = workers_for(args.workers, os.environ.get(REDIS_ENV, ""))
     os.environ[WORKERS_ENV] = str(workers)
     try:

@@ -6,6 +6,7 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 FRAME_ANCESTORS_ENV = "ZERO_BANDS_FRAME_ANCESTORS"
 DEFAULT_FRAME_ANCESTORS = "* file:"
@@ -31,6 +32,13 @@ DEFAULT_STREAM_SECONDS = 60
 (with Last-Event-ID, missing nothing): a client that stopped reading is no longer counted after it."""
 WORKERS_ENV = "ZERO_BANDS_WORKERS"
 """Set by `zero-bands` for its workers: sessions kept in memory need the one process."""
+PUBLIC_URL_ENV = "ZERO_BANDS_PUBLIC_URL"
+"""The address students and course pages reach the app at: a live session's join address and QR code,
+and the snippets' absolute addresses, are built on it rather than on the address the request came to."""
+MAX_PUBLIC_URL = 512
+LISTEN_HOST_ENV = "ZERO_BANDS_LISTEN_HOST"
+"""Set by `zero-bands` for its workers: the address it listens on (--host), so that a teacher on a loopback
+address can be told whether students can reach this machine at all."""
 
 # A CSP source expression: a keyword, a scheme, or a host with optional scheme, port and path.
 # Anything else (a ';' or ',' above all) could smuggle a second directive into the header.
@@ -64,6 +72,10 @@ class Settings:
     live_stream_seconds: float = DEFAULT_STREAM_SECONDS
     workers: int = 1
     """Worker processes serving this address: more than one needs Redis for live sessions."""
+    public_url: str = ""
+    """Where students reach the app (scheme, host, port, prefix; no trailing slash); empty: the request's own."""
+    listen_host: str = ""
+    """The address the server listens on, when `zero-bands` started it; empty: not known."""
 
     @property
     def live(self) -> bool:
@@ -75,6 +87,8 @@ class Settings:
             raise SettingsError(
                 f"{REDIS_ENV}={quoted(self.redis_url)} is not a Redis address such as redis://localhost:6379/0"
             )
+        if self.public_url:
+            check_public_url(self.public_url)
         if self.live_followers < 1:
             raise SettingsError(f"{FOLLOWERS_ENV} must be a whole number of at least 1")
         if not self.live_stream_seconds > 0:
@@ -131,6 +145,7 @@ class Settings:
         if not (stream.replace(".", "", 1).isdigit() and len(stream) < 10):
             raise SettingsError(f"{STREAM_ENV}={quoted(stream)} is not a number of seconds")
         workers = environ.get(WORKERS_ENV, "1").strip()
+        public_url = environ.get(PUBLIC_URL_ENV, "").strip()
         return cls(
             frame_ancestors=environ.get(FRAME_ANCESTORS_ENV, DEFAULT_FRAME_ANCESTORS).strip(),
             limit_concurrency=limit_concurrency,
@@ -139,7 +154,36 @@ class Settings:
             live_followers=int(followers),
             live_stream_seconds=float(stream),
             workers=int(workers) if workers.isdigit() and len(workers) < 7 else 1,
+            public_url=public_url.rstrip("/"),
+            listen_host=environ.get(LISTEN_HOST_ENV, "").strip(),
         )
+
+
+def check_public_url(url: str) -> None:
+    """Raise a SettingsError saying why `url` is not an address students could open.
+
+    It must be http or https, with a host, perhaps a port and a path prefix; no query, fragment, user name,
+    space or control character.
+    """
+    shown = quoted(url)
+    if len(url) > MAX_PUBLIC_URL:
+        raise SettingsError(f"{PUBLIC_URL_ENV} is {len(url):,} characters long; at most {MAX_PUBLIC_URL} are accepted")
+    if not url.isprintable() or " " in url:
+        raise SettingsError(f"{PUBLIC_URL_ENV}={shown} contains a space, line break or control character")
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        raise SettingsError(f"{PUBLIC_URL_ENV}={shown} has no valid port (1-65535)") from None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        raise SettingsError(
+            f"{PUBLIC_URL_ENV}={shown} is not an http or https address such as http://192.168.1.20:8000 "
+            "or https://zero.example.edu/tools/zero"
+        )
+    if parts.query or parts.fragment or url.endswith(("?", "#")) or parts.username is not None:
+        raise SettingsError(f"{PUBLIC_URL_ENV}={shown} has a query, fragment or user name: give the address alone")
+    if port == 0:
+        raise SettingsError(f"{PUBLIC_URL_ENV}={shown} has no valid port (1-65535)")
 
 
 _PORT = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?[^/:]*:(\d+|\*)(?:/|$)", re.IGNORECASE)

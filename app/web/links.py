@@ -125,8 +125,18 @@ def embed_links(request: Request, query: PageQuery) -> Links:
 
 
 def absolute_url_for(request: Request, name: str, /, **path_params: str) -> str:
-    """The absolute address (scheme, host and prefix) of a named route, as `request.url_for` gives it."""
-    return str(request.base_url).rstrip("/") + _route_path(request, name, path_params)
+    """The absolute address (scheme, host and prefix) of a named route, as `request.url_for` gives it.
+
+    With a public URL (`zero-bands --public-url`), on it instead: the address students and course pages reach.
+    """
+    return public_base(request) + _route_path(request, name, path_params)
+
+
+def public_base(request: Request) -> str:
+    """The app's absolute address without a final slash: the public URL if one is set, else the request's."""
+    settings = getattr(request.app.state, "settings", None)
+    public: str = settings.public_url if settings is not None else ""
+    return public.rstrip("/") or str(request.base_url).rstrip("/")
 
 
 def absolute_links(request: Request, links: Links, name: str) -> Links:

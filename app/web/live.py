@@ -30,7 +30,7 @@ from app.live.session import LIFETIME_SECONDS
 from app.serving.body import CappedBody, capped
 from app.serving.config import Settings
 from app.web.errors import describe
-from app.web.inputs import EmbedQuery, PageQuery
+from app.web.inputs import EmbedQuery, PageQuery, Theme
 from app.web.links import path_for
 from app.web.live_access import LiveSessions, Who, from_this_origin
 from app.web.live_page import live_page
@@ -43,6 +43,7 @@ from app.web.live_view import (
     Problem,
     canonical_view,
     follower_bar,
+    follower_view,
     join_qr,
     problem_for,
     state_view,
@@ -124,11 +125,32 @@ def _field(form: CappedBody, name: str) -> str:
 
 @router.api_route("/live", methods=["GET", "HEAD"], name="live_home", response_class=HTMLResponse)
 def live_home(request: Request, sessions: LiveSessions) -> HTMLResponse:
-    """Start a session (teachers) or join one with its code (students)."""
+    """Start a session (teachers) from the view they came from, or join one with its code (students)."""
     sessions.check_on()  # or the page saying that live sessions are off here
-    page = LivePage(title="Live session · ZeRO Bands", heading="Live session",
+    page = LivePage(title="Live session · ZeRO Bands", heading="Live session", view=came_from(request),
                     start_href=path_for(request, "live_start"), join_href=path_for(request, "live_join"))  # fmt: skip
-    return render(request, "live.html", "live", page)
+    response = render(request, "live.html", "live", page)
+    response.headers["Vary"] = ", ".join(filter(None, (response.headers.get("Vary"), "Referer")))
+    return response
+
+
+def came_from(request: Request) -> str:
+    """The view a teacher came to /live from (canonical; empty: the default).
+
+    The page's parameters given to /live itself (`/live?stage=zero3&phase=4`), else those of the page of
+    this site that linked here.
+    """
+    address = "?" + request.url.query
+    if not request.url.query:
+        referer = urlsplit(request.headers.get("referer", ""))
+        own = (request.url.scheme, request.url.netloc, path_for(request, "page"))
+        if (referer.scheme, referer.netloc, referer.path) != own:
+            return ""
+        address = "?" + referer.query
+    try:
+        return canonical_view(view_query(address))
+    except BadView:
+        return ""
 
 
 TEACHERS_PAGE = [Depends(from_this_origin)]
@@ -165,11 +187,13 @@ async def live_join(
 
 
 @router.api_route("/live/{code}", methods=["GET", "HEAD"], name="live_follow", response_class=HTMLResponse)
-async def live_follow(request: Request, code: str, sessions: LiveSessions, who: Who) -> HTMLResponse:
-    """A follower's page: the teacher's view now, and the stream that keeps it so."""
+async def live_follow(
+    request: Request, code: str, sessions: LiveSessions, who: Who, theme: Annotated[Theme, Query()] = Theme.DEFAULT
+) -> HTMLResponse:
+    """A follower's page: the teacher's view now, in the follower's own theme, and the stream that keeps it so."""
     session = await sessions.follow(code, who)
-    bar = follower_bar(request, session, path_for(request, "page"))
-    return live_page(request, session.shown, LiveView(follower=bar))
+    bar = follower_bar(request, session, path_for(request, "page"), theme=theme)
+    return live_page(request, follower_view(session.shown, theme), LiveView(follower=bar))
 
 
 @router.api_route("/live/{code}/teach", methods=["GET", "HEAD"], name="live_teach", response_class=HTMLResponse)
@@ -247,7 +271,7 @@ async def live_events(
     base, options = (path_for(request, "embed"), query.options()) if query.live else (path_for(request, "page"), ())
     last = int(last_event_id) if last_event_id.isdecimal() else None
     lifetime = request.app.state.settings.live_stream_seconds
-    stream = _events(sessions, session.code, queue, last, base, options, lifetime)
+    stream = _events(sessions, session.code, queue, last, base, options, lifetime, query.theme)
     return Following(stream, lambda: sessions.leave(session.code, queue), ping=PING_SECONDS,
                      send_timeout=SEND_TIMEOUT_SECONDS)  # fmt: skip
 
@@ -270,7 +294,7 @@ class Following(EventSourceResponse):
 
 async def _events(
     sessions: Sessions, code: str, queue: Queue, last: int | None, base: str, options: tuple[tuple[str, str], ...],
-    lifetime: float,
+    lifetime: float, theme: Theme,
 ) -> AsyncIterator[ServerSentEvent]:  # fmt: skip
     try:
         async for item in sessions.updates(code, queue, last, lifetime):
@@ -281,7 +305,7 @@ async def _events(
                     yield event
                 return
             else:
-                state = state_view(item, base, options)
+                state = state_view(item, base, options, theme)
                 yield ServerSentEvent(macro_html("_live.html", "state", state), event="state", id=str(item.version),
                                       retry=RETRY_MS)  # fmt: skip
                 if item.ended:

@@ -26,6 +26,7 @@ from app.live.service import (
     TooManyTries,
 )
 from app.live.session import Session
+from app.serving import reach
 from app.web.inputs import EmbedQuery, PageQuery, Theme
 from app.web.links import Links, absolute_url_for, path_for
 
@@ -49,6 +50,8 @@ class TeacherBar:
     paused: bool
     live_href: str = ""
     """Where to start another, should this one be lost."""
+    warning: str = ""
+    """Why students cannot open the address the teacher opened, and what they can open: empty when they can."""
 
 
 @dataclass(frozen=True)
@@ -67,8 +70,7 @@ class StateView:
 
     version: int
     view_href: str
-    """The widget to fetch for it: the page's, or the embed's with the embed's own options."""
-    theme: Theme
+    """The widget to fetch for it: the page's, or the embed's with the embed's own options, in the follower's theme."""
     paused: bool
     ended: bool
 
@@ -101,6 +103,8 @@ class LivePage:
     """Where to start or join another."""
     code: str = ""
     theme: Theme = Theme.DEFAULT
+    view: str = ""
+    """The view a session started here shows (canonical; empty: the default): the one the teacher came from."""
 
 
 class Problem(Exception):
@@ -150,27 +154,105 @@ def problem_for(refusal: Refusal) -> Problem:
 
 
 def followed_embed(request: Request, session: Session, query: EmbedQuery) -> tuple[EmbedQuery, LiveView]:
-    """An embed following `session`: the teacher's view with the embed's options (of `query`), and its bar."""
-    shown = EmbedQuery.model_validate({**dict(parse_qsl(session.shown)), **dict(query.options())})
-    return shown, LiveView(follower=follower_bar(request, session, path_for(request, "embed"), query.options()))
+    """An embed following `session`: the teacher's view with the embed's options and theme (of `query`), and its bar."""
+    shown = EmbedQuery.model_validate(
+        {**dict(parse_qsl(session.shown)), **dict(query.options()), "theme": query.theme.value}
+    )
+    bar = follower_bar(request, session, path_for(request, "embed"), query.options(), query.theme)
+    return shown, LiveView(follower=bar)
+
+
+def follower_view(shown: str, theme: Theme) -> str:
+    """The view a follower is shown of the teacher's (`shown`, canonical): the same, in the follower's own theme.
+
+    The teacher's theme is the teacher's screen's: a projector's large type is not pushed to every phone.
+    """
+    return canonical_view(view_query("?" + shown).model_copy(update={"theme": theme}))
 
 
 def follower_bar(
-    request: Request, session: Session, base: str, options: tuple[tuple[str, str], ...] = ()
-) -> FollowerBar:
-    """A follower's bar: the stream to listen to, the state now, and the way back to the teacher."""
+    request: Request, session: Session, base: str, options: tuple[tuple[str, str], ...] = (),
+    theme: Theme = Theme.DEFAULT,
+) -> FollowerBar:  # fmt: skip
+    """A follower's bar: the stream to listen to (its views in the follower's `theme`), the state now, the way back."""
     events = path_for(request, "live_events", code=session.code)
-    if options or base.endswith("/embed"):
-        events += "?" + urlencode((("live", session.code), *options))
+    embedded = bool(options) or base.endswith("/embed")
+    params = ((("live", session.code), *options) if embedded else ()) + (
+        (("theme", theme.value),) if theme is not Theme.DEFAULT else ()
+    )
+    if params:
+        events += "?" + urlencode(params)
     back = path_for(request, "live_follow", code=session.code)
-    return FollowerBar(session.code, events, back, state_view(session, base, options))
+    if theme is not Theme.DEFAULT and not embedded:
+        back += "?" + urlencode({"theme": theme.value})
+    return FollowerBar(session.code, events, back, state_view(session, base, options, theme))
+
+
+@dataclass(frozen=True)
+class JoinAddress:
+    """The address students open to follow a session, and, when they cannot open the teacher's, why."""
+
+    url: str
+    warning: str = ""
+    from_request: bool = True
+    """Built on the request's Host header (neither the public URL nor this machine's own address)."""
+
+
+def join_address(request: Request, code: str) -> JoinAddress:
+    """Where students follow session `code`, and a warning when they cannot open the teacher's own address.
+
+    The public URL's, else this request's address, unless that is this machine only (127.0.0.1, ::1,
+    localhost): then this machine's address on the network if the server listens there, or what to do.
+    """
+    settings = request.app.state.settings
+    url = absolute_url_for(request, "live_follow", code=code)
+    host = request.url.hostname or ""
+    if settings.public_url or not reach.is_loopback(host):
+        return JoinAddress(url, from_request=not settings.public_url)
+    shown = reach.bare_host(host)
+    listening = settings.listen_host
+    own = listening if listening and not reach.is_everywhere(listening) and not reach.is_loopback(listening) else None
+    own = own or reach.outward_address()
+    port = request.url.port
+    where = own and f"{request.url.scheme}://{own}{f':{port}' if port else ''}" + path_for(
+        request, "live_follow", code=code
+    )
+    if where and listening and not reach.is_loopback(listening):
+        # Served on the network: students open this machine's own address, which the bar and QR code show.
+        return JoinAddress(where, UNREACHABLE_LISTENING.format(host=shown), from_request=False)
+    if listening and reach.is_loopback(listening):
+        advice = UNREACHABLE_LOOPBACK.format(host=shown, then=f" and they can open {where}" if where else "")
+    elif where:
+        advice = UNREACHABLE_MAYBE.format(host=shown, where=where)
+    else:
+        advice = UNREACHABLE_OFFLINE.format(host=shown)
+    return JoinAddress(url, advice)
+
+
+UNREACHABLE_LISTENING = (
+    "Students cannot open {host}: it is this computer only. The address and QR code here are its address on "
+    "the network."
+)
+UNREACHABLE_LOOPBACK = (
+    "Students cannot open {host}: it is this computer only, and the server listens on it alone. "
+    "Start it with --host 0.0.0.0{then}, or with --public-url."
+)
+UNREACHABLE_MAYBE = (
+    "Students cannot open {host}: it is this computer only. If the server listens on the network, they can "
+    "open {where}; or start it with --public-url."
+)
+UNREACHABLE_OFFLINE = (
+    "Students cannot open {host}: it is this computer only, and this computer has no network address now. "
+    "Join the room's network, or start the server with --public-url."
+)
 
 
 def teacher_bar(request: Request, session: Session, followers: int) -> TeacherBar:
-    """The teacher's bar for `session`, with its count of followers now."""
+    """The teacher's bar for `session`, with its count of followers now, and the address students open."""
     code = session.code
+    join = join_address(request, code)
     return TeacherBar(
-        code=code, join_url=absolute_url_for(request, "live_follow", code=code),
+        code=code, join_url=join.url, warning=join.warning,
         qr_href=path_for(request, "live_qr", code=code), followers_href=path_for(request, "live_followers", code=code),
         followers=followers, show_href=path_for(request, "live_show", code=code),
         pause_href=path_for(request, "live_pause", code=code), end_href=path_for(request, "live_end", code=code),
@@ -197,12 +279,17 @@ def canonical_view(query: PageQuery) -> str:
     )[1:]
 
 
-def state_view(session: Session, base: str, options: tuple[tuple[str, str], ...] = ()) -> StateView:
-    """What a follower is sent of `session`: the view to fetch on `base` (the page, or the embed with `options`)."""
+def state_view(
+    session: Session, base: str, options: tuple[tuple[str, str], ...] = (), theme: Theme = Theme.DEFAULT
+) -> StateView:
+    """What a follower is sent of `session`: the view to fetch on `base` (the page, or the embed with `options`).
+
+    In the follower's own `theme`, whatever the teacher's.
+    """
     query = view_query("?" + session.shown)
-    link = Links(base, tuple(query.canonical().items()), query.phase, options, query.theme)
+    link = Links(base, tuple(query.canonical().items()), query.phase, options, theme)
     href = link.switch(query.stage, query.previous)
-    return StateView(session.version, href, query.theme, session.paused, session.ended)
+    return StateView(session.version, href, session.paused, session.ended)
 
 
 MAX_HOST = 255
@@ -218,11 +305,12 @@ def join_qr(request: Request, code: str) -> bytes:
     The address is built from the request's Host: a long one would cost a QR of its size (100 ms
     of CPU at 2,300 characters) or one too large for any QR (segno raises, a 500).
     """
+    join = join_address(request, code)
     # The header as sent: Starlette draws the server's own address for one it cannot parse, which no phone opens.
     host = request.headers.get("host", request.base_url.netloc)
-    if len(host) > MAX_HOST or not _HOST.fullmatch(host):
+    if join.from_request and (len(host) > MAX_HOST or not _HOST.fullmatch(host)):
         raise Problem(400, "Not a host name", BAD_HOST)
-    return qr_svg(absolute_url_for(request, "live_follow", code=code))
+    return qr_svg(join.url)
 
 
 # A teacher's screen asks for its QR on each load: drawn once (3.6 ms for a usual address, 18 ms for the

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser, BrowserContext, Frame, Page, expect
+from playwright.sync_api import Browser, BrowserContext, FloatRect, Frame, Page, expect
 
 from app.web.live import RETRY_MS
 from tests.browser.conftest import Watch, _free_port, screenshot, serving, settled, watching, zero_bands_command
@@ -162,6 +162,10 @@ def start_from_page(teacher: Page, server: str, path: str) -> str:
     teacher.goto(server + path)
     teacher.click("#teach-live")
     expect(teacher).to_have_url(re.compile(re.escape(server) + r"/live/[A-Z0-9]{6}/teach$"))
+    # The QR code opens over the page as the session starts; the class has scanned it, and the teacher folds it.
+    expect(teacher.locator("#live-qr")).to_be_visible()
+    teacher.keyboard.press("Escape")
+    expect(teacher.locator("#live-qr")).to_be_hidden()
     match = re.search(r"/live/([A-Z0-9]{6})/teach$", teacher.url)
     assert match
     return match.group(1)
@@ -285,7 +289,7 @@ def test_a_teacher_drives_a_desktop_a_phone_and_an_embed_through_a_lesson(
         told_of(screen, paused_at + 2)  # both moves have reached it, and changed nothing
         assert fingerprint(screen) == held
     teacher.click("#live-pause")
-    expect(teacher.locator("#live-pause")).to_have_text("Pause the class here")
+    expect(teacher.locator("#live-pause")).to_have_text("Pause the class")
     converge(teacher, followers)
     for screen in followers.values():
         expect(screen.locator("#live-state")).to_have_text("Following the teacher.")
@@ -568,3 +572,149 @@ def test_after_a_restart_the_pages_say_the_session_ended_and_the_followers_stop_
         # The teacher's page is told by its count's next answer, before any click.
         expect(teacher.locator("#live-lost")).to_be_visible(timeout=15_000)
         expect(teacher.locator("#live-count")).to_have_text("no longer running")
+
+
+def _inside(page: Page, selector: str) -> FloatRect:
+    """The box of `selector`, which must lie wholly inside the window."""
+    box = page.locator(selector).bounding_box()
+    size = page.viewport_size
+    assert box is not None, selector
+    assert size is not None
+    assert box["x"] >= 0, (selector, box)
+    assert box["y"] >= 0, (selector, box)
+    assert box["x"] + box["width"] <= size["width"] + 0.5, (selector, box)
+    assert box["y"] + box["height"] <= size["height"] + 0.5, (selector, box)
+    return box
+
+
+def test_a_phone_that_taps_next_is_told_it_explores_at_the_foot_and_goes_back_in_one_tap(
+    server: str, contexts: Callable[..., BrowserContext]
+) -> None:
+    teacher = contexts(viewport=DESKTOP).new_page()
+    code = start_from_page(teacher, server, "/?stage=zero3&phase=2")
+    phone = contexts(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2).new_page()
+    watch = watching(phone, server)
+    phone.goto(f"{server}/live/{code}")
+    converge(teacher, {"phone": phone})
+    away = phone.locator("#live-away")
+    expect(away).to_be_hidden()
+    # Scrolled down to the cards, as a student reading them is; the step's buttons at the foot.
+    phone.locator("#grid .card").nth(3).scroll_into_view_if_needed()
+    phone.locator("#step-next").tap()
+    expect(phone.locator("#widget")).to_have_attribute("data-phase", "3")
+    expect(away).to_be_visible()
+    expect(away).to_contain_text("Exploring on your own.")
+    notice, back = _inside(phone, "#live-away"), _inside(phone, "#live-back")
+    # The step's bar stays whole, just above the notice.
+    bar = _inside(phone, ".step-bar")
+    assert bar["y"] + bar["height"] <= notice["y"] + 0.5
+    assert back["height"] >= 24
+    screenshot(phone, "live-follower-exploring-390")
+    phone.locator("#live-back").tap()
+    expect(away).to_be_hidden()
+    assert converge(teacher, {"phone": phone})["phase"] == "2"
+    assert phone.url == f"{server}/live/{code}"
+    watch.assert_clean(phone)
+
+
+def test_the_teachers_projector_view_stays_on_the_teachers_screen(
+    server: str, contexts: Callable[..., BrowserContext]
+) -> None:
+    teacher = contexts(viewport=DESKTOP).new_page()
+    code = start_from_page(teacher, server, "/?stage=zero1")
+    student = contexts(viewport=DESKTOP).new_page()
+    watch = watching(student, server)
+    student.goto(f"{server}/live/{code}")
+    converge(teacher, {"student": student})
+    at = version(student)
+    with teacher.expect_navigation():
+        teacher_moves(teacher, lambda: teacher.click("#theme-toggle"))
+    expect(teacher.locator("html")).to_have_class("theme-projector")
+    told_of(student, at + 1)
+    expect(student.locator("html")).to_have_class("theme-default")
+    teacher_moves(teacher, lambda: teacher.click("#switch-zero3"))
+    converge(teacher, {"student": student})
+    expect(student.locator("html")).to_have_class("theme-default")
+    # The student's own toggle: its page in the projector view, still following.
+    student.click("#theme-toggle")
+    expect(student).to_have_url(f"{server}/live/{code}?theme=projector")
+    expect(student.locator("html")).to_have_class("theme-projector")
+    expect(student.locator("#live-state")).to_have_text("Following the teacher.")
+    teacher_moves(teacher, lambda: teacher.click("#switch-zero2"))
+    converge(teacher, {"student": student})
+    expect(student.locator("html")).to_have_class("theme-projector")
+    watch.assert_clean(student)
+
+
+@pytest.mark.parametrize("size", [(1024, 768), (1280, 720), (1366, 768), (1920, 1080)])
+def test_a_session_starts_from_the_projector_view_at_any_height_with_a_qr_code_the_room_can_scan(
+    server: str, contexts: Callable[..., BrowserContext], size: tuple[int, int]
+) -> None:
+    teacher = contexts(viewport={"width": size[0], "height": size[1]}).new_page()
+    watch = watching(teacher, server)
+    teacher.goto(f"{server}/?stage=zero3&model=llama-3-8b&phase=4&theme=projector")
+    _inside(teacher, "#teach-live")
+    teacher.click("#teach-live")
+    expect(teacher).to_have_url(re.compile(r"/live/[A-Z0-9]{6}/teach$"))
+    expect(teacher.locator("html")).to_have_class("theme-projector")
+    assert fingerprint(teacher)["stage"] == "zero3"
+    expect(teacher.locator("#widget")).to_have_attribute(
+        "data-address", "/?stage=zero3&model=llama-3-8b&phase=4&theme=projector"
+    )
+    # Open as the session starts, over the page; at least 160 px.
+    expect(teacher.locator("#live-qr-box")).to_have_attribute("open", "")
+    expect(teacher.locator("#live-qr")).to_have_js_property("complete", True)
+    qr = _inside(teacher, "#live-qr")
+    assert min(qr["width"], qr["height"]) >= 160
+    assert teacher.locator("#live-qr").evaluate("img => img.naturalWidth") > 0
+    screenshot(teacher, f"live-projector-teacher-{size[0]}x{size[1]}")
+    # Folded away by a click on it (or anywhere), and back from its button.
+    teacher.click("#live-qr")
+    expect(teacher.locator("#live-qr")).to_be_hidden()
+    teacher.click("#live-qr-box summary")
+    expect(teacher.locator("#live-qr")).to_be_visible()
+    watch.assert_clean(teacher)
+
+
+def test_the_start_page_starts_from_the_view_the_teacher_came_from(
+    server: str, contexts: Callable[..., BrowserContext]
+) -> None:
+    teacher = contexts(viewport=DESKTOP).new_page()
+    watch = watching(teacher, server)
+    teacher.goto(f"{server}/live", referer=f"{server}/?stage=zero2&gpus=16&phase=7")
+    expect(teacher.locator("#live-from")).to_be_visible()
+    teacher.click("#live-start")
+    expect(teacher).to_have_url(re.compile(r"/live/[A-Z0-9]{6}/teach$"))
+    expect(teacher.locator("#widget")).to_have_attribute("data-address", "/?stage=zero2&gpus=16&phase=7")
+    # On 127.0.0.1 the bar says students cannot open it.
+    expect(teacher.locator("#live-warning")).to_contain_text("Students cannot open 127.0.0.1: it is this computer only")
+    watch.assert_clean(teacher)
+
+
+def test_with_a_public_url_the_bars_keep_all_eight_cards_on_the_first_screen_at_1280_by_800(
+    contexts: Callable[..., BrowserContext],
+) -> None:
+    port = _free_port()
+    public = f"http://zero-bands.test:{port}"
+    command = [zero_bands_command(), "--port", str(port), "--public-url", public]
+    with serving(lambda p: command, port=port) as origin:
+        teacher = contexts(viewport=DESKTOP).new_page()
+        watch = watching(teacher, origin)
+        code = start_from_page(teacher, origin, "/?stage=zero3")
+        # The join address and the QR code are the public URL's; no warning.
+        expect(teacher.locator("#live-url")).to_have_text(f"{public}/live/{code}")
+        expect(teacher.locator("#live-qr")).to_have_attribute("alt", f"QR code of {public}/live/{code}")
+        expect(teacher.locator("#live-warning")).to_have_count(0)
+        student = contexts(viewport=DESKTOP).new_page()
+        student.goto(f"{origin}/live/{code}")
+        converge(teacher, {"student": student})
+        for name, page, bar in [("teacher", teacher, "#live-teach"), ("student", student, "#live-follow")]:
+            assert page.locator(".card").count() == 8
+            box = page.locator(bar).bounding_box()
+            assert box is not None
+            assert box["height"] <= 60, (name, box)
+            last = page.locator(".card").last.bounding_box()
+            assert last is not None
+            assert last["y"] + last["height"] <= 800, (name, last)
+            screenshot(page, f"live-{name}-cards-1280x800")
+        watch.assert_clean(teacher)

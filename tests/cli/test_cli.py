@@ -132,3 +132,33 @@ def test_the_table_into_a_closed_pipe_exits_quietly() -> None:
         os.close(write_end)
     assert result.stderr == ""
     assert result.returncode == 0
+
+
+def test_a_public_url_is_taken_without_its_final_slash() -> None:
+    assert cli.parser().parse_args([]).public_url is None
+    args = cli.parser().parse_args(["--public-url", "https://zero.example.edu/tools/zero/"])
+    assert args.public_url == "https://zero.example.edu/tools/zero"
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("ftp://files.example", "'ftp://files.example' is not an http or https address"),
+        ("192.168.1.20:8000", "is not an http or https address"),
+        ("http://a.example/?x=1", "has a query, fragment or user name"),
+    ],
+)
+def test_a_public_url_students_could_not_open_is_refused(
+    value: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.parser().parse_args(["--public-url", value])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --public-url" in err
+    assert said in err
+
+
+def test_the_help_names_the_public_url() -> None:
+    assert "--public-url URL" in cli.parser().format_help()
+    assert "ZERO_BANDS_PUBLIC_URL" in cli.parser().format_help()

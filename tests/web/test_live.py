@@ -18,14 +18,17 @@ from http.cookies import SimpleCookie
 from pathlib import Path
 
 import pytest
+from bs4 import Tag
 from fastapi.testclient import TestClient
 
 from app.live.hub import MISSES_ALLOWED, MemoryHub, Unavailable
 from app.live.redis_hub import RedisHub
 from app.live.session import ALPHABET, CODE_LENGTH
 from app.main import create_app
-from app.serving.config import STREAM_ENV, Settings, SettingsError
+from app.serving import reach
+from app.serving.config import PUBLIC_URL_ENV, STREAM_ENV, Settings, SettingsError
 from app.web.live import REFUSED_RETRY_MS, RETRY_MS
+from app.web.live_view import qr_svg
 from tests.conftest import dom, one, text
 from tests.live.redis_server import RedisServer, running_redis
 
@@ -83,7 +86,11 @@ def test_the_teachers_page_draws_the_view_it_started_on_with_the_bar(live: TestC
     tree = dom(response.text)
     assert (one(tree, "#widget")["data-stage"], one(tree, "#widget")["data-phase"]) == ("zero3", "5")
     bar = one(tree, "#live-teach")
-    assert f"http://testserver/live/{code}" in text(bar, ".live-words")
+    assert text(bar, "#live-url") == f"http://testserver/live/{code}"
+    # Open until someone follows: the class scans it as the session starts.
+    assert one(bar, "#live-qr-box").has_attr("open")
+    # Students can open http://testserver: no warning.
+    assert tree.select("#live-warning") == []
     assert text(bar, ".live-code") == f"{code[:3]} {code[3:]}"
     assert one(bar, "#live-qr")["src"] == f"/live/{code}/qr.svg"
     assert text(bar, "#live-count") == "0 following"
@@ -137,7 +144,34 @@ def test_a_plain_form_sent_to_show_comes_back_to_the_teachers_page(live: TestCli
     code = started(live)
     response = live.post(f"/live/{code}/show", data={"view": "/?stage=dp&theme=projector"}, follow_redirects=False)
     assert (response.status_code, response.headers["location"]) == (303, f"/live/{code}/teach")
-    assert "theme-projector" in str(one(dom(live.get(f"/live/{code}").text), "html")["class"])
+    assert one(dom(live.get(f"/live/{code}/teach").text), "html")["class"] == ["theme-projector"]
+
+
+def test_the_teachers_theme_is_the_teachers_and_each_follower_keeps_its_own(live: TestClient) -> None:
+    code = started(live, "/?stage=zero2")
+    live.post(f"/live/{code}/show", data={"view": "/?stage=zero3&phase=4&theme=projector"}, headers=LIVE)
+    assert one(dom(live.get(f"/live/{code}/teach").text), "html")["class"] == ["theme-projector"]
+    student = follower(live)
+
+    page = dom(student.get(f"/live/{code}").text)
+    assert one(page, "html")["class"] == ["theme-default"]
+    assert (one(page, "#widget")["data-stage"], one(page, "#widget")["data-phase"]) == ("zero3", "4")
+    assert one(page, "#live-state")["data-view"] == "/?stage=zero3&phase=4"
+    assert one(page, "#live-follow")["sse-connect"] == f"/live/{code}/events"
+    # Its own toggle, which static/live.js turns into this page in the other theme.
+    assert one(page, "#theme-toggle")["href"] == "/?stage=zero3&phase=4&theme=projector"
+
+    page = dom(student.get(f"/live/{code}?theme=projector").text)
+    assert one(page, "html")["class"] == ["theme-projector"]
+    assert one(page, "#live-state")["data-view"] == "/?stage=zero3&phase=4&theme=projector"
+    assert one(page, "#live-follow")["sse-connect"] == f"/live/{code}/events?theme=projector"
+    assert one(page, "#live-back")["href"] == f"/live/{code}?theme=projector"
+
+    # An embed follows in its own theme too, whatever the teacher's.
+    embed = dom(student.get(f"/embed?live={code}").text)
+    assert one(embed, "html")["class"] == ["theme-default"]
+    assert one(embed, "#live-state")["data-view"] == "/embed?stage=zero3&phase=4"
+    assert student.get(f"/live/{code}?theme=neon").status_code == 422
 
 
 @pytest.mark.parametrize(
@@ -452,3 +486,138 @@ def test_one_address_past_its_share_is_told_so_on_the_page_and_the_stream() -> N
         assert "4 screens from this address follow this session already" in text(dom(response.text), ".notice-message")
         assert_refused_stream(follower(client), f"/live/{code}/events", "4 screens from this address follow")
         assert hub.fanout.count(code) == 4
+
+
+def test_a_followers_stream_names_the_teachers_views_in_the_followers_theme() -> None:
+    with TestClient(create_app(Settings(live_stream_seconds=0.3))) as client:
+        code = started(client, "/?stage=zero1&theme=projector")
+        for theme, view in [("", "/?stage=zero1"), ("?theme=projector", "/?stage=zero1&theme=projector")]:
+            response = follower(client).get(f"/live/{code}/events{theme}")
+            data = next(line for line in response.text.splitlines() if line.startswith("data: "))
+            assert one(dom(data.removeprefix("data: ")), "#live-state")["data-view"] == view
+
+
+@pytest.mark.parametrize(
+    ("query", "referer", "view"),
+    [
+        ("?stage=zero3&phase=4", None, "?stage=zero3&phase=4"),
+        ("?model=llama-3-8b&stage=zero1&theme=projector", None, "?stage=zero1&model=llama-3-8b&theme=projector"),
+        # Come from a page of this site by a link: that page's view.
+        ("", "http://testserver/?stage=zero2&gpus=16&phase=7", "?stage=zero2&gpus=16&phase=7"),
+        ("?stage=dp", "http://testserver/?stage=zero2", "?stage=dp"),
+        # Another site's page, another page of this one, or no view at all: the default.
+        ("", "http://elsewhere.example/?stage=zero2", None),
+        ("", "http://testserver/compare?left=dp&right=zero3", None),
+        ("", "http://testserver/?stage=zero9", None),
+        ("", None, None),
+    ],
+)
+def test_the_start_page_starts_from_the_view_the_teacher_came_from(
+    live: TestClient, query: str, referer: str | None, view: str | None
+) -> None:
+    headers = {"Referer": referer} if referer else {}
+    tree = dom(live.get(f"/live{query}", headers=headers).text)
+    fields = one(tree, "form.live-start").select("input[name=view]")
+    assert [f["value"] for f in fields] == ([view] if view else [])
+    assert bool(tree.select("#live-from")) == bool(view)
+    if view:
+        code = started(live, view)
+        teacher = one(dom(live.get(f"/live/{code}/teach").text), "#widget")
+        assert teacher["data-address"] == "/" + view
+
+
+def _teachers_bar(client: TestClient) -> tuple[str, Tag]:
+    code = started(client)
+    return code, one(dom(client.get(f"/live/{code}/teach").text), "#live-teach")
+
+
+LAN = "192.168.7.20"
+"""This machine's address on the network, as the outward-interface probe finds it (monkeypatched)."""
+
+
+@pytest.mark.parametrize(
+    ("base", "settings", "lan", "join", "warning"),
+    [
+        # Students can open the teacher's own address: no warning.
+        ("http://class.example:8000", Settings(), LAN, "http://class.example:8000", None),
+        ("http://10.0.0.5:8000", Settings(listen_host="127.0.0.1"), LAN, "http://10.0.0.5:8000", None),
+        # A loopback address, served by zero-bands on it alone: how to serve the room, and where they would go.
+        ("http://127.0.0.1:8000", Settings(listen_host="127.0.0.1"), LAN, "http://127.0.0.1:8000",
+         f"Students cannot open 127.0.0.1: it is this computer only, and the server listens on it alone. Start it "
+         f"with --host 0.0.0.0 and they can open http://{LAN}:8000/live/CODE, or with --public-url."),
+        ("http://localhost:8000", Settings(listen_host="localhost"), None, "http://localhost:8000",
+         "Students cannot open localhost: it is this computer only, and the server listens on it alone. Start it "
+         "with --host 0.0.0.0, or with --public-url."),
+        # Served on every interface: the bar and the QR code give this machine's own address.
+        ("http://[::1]:8000", Settings(listen_host="0.0.0.0"), LAN, f"http://{LAN}:8000",
+         "Students cannot open ::1: it is this computer only. The address and QR code here are its address on "
+         "the network."),
+        ("http://127.0.0.1:8000", Settings(listen_host="0.0.0.0"), None, "http://127.0.0.1:8000",
+         "Students cannot open 127.0.0.1: it is this computer only, and this computer has no network address "
+         "now. Join the room's network, or start the server with --public-url."),
+        # Served by some other command: where they can go if it listens on the network.
+        ("http://localhost:8000", Settings(), LAN, "http://localhost:8000",
+         f"Students cannot open localhost: it is this computer only. If the server listens on the network, they "
+         f"can open http://{LAN}:8000/live/CODE; or start it with --public-url."),
+        # A public URL is the join address, whatever the teacher opened: no warning.
+        ("http://127.0.0.1:8000", Settings(public_url="https://zero.example.edu/tools/zero"), LAN,
+         "https://zero.example.edu/tools/zero", None),
+    ],
+)  # fmt: skip
+def test_the_teachers_bar_gives_an_address_students_can_open(
+    monkeypatch: pytest.MonkeyPatch, base: str, settings: Settings, lan: str | None, join: str, warning: str | None
+) -> None:
+    monkeypatch.setattr(reach, "outward_address", lambda: lan)
+    with TestClient(create_app(settings), base_url=base) as client:
+        code, bar = _teachers_bar(client)
+        url = f"{join}/live/{code}"
+        assert text(bar, "#live-url") == url
+        assert one(bar, "#live-qr")["alt"] == f"QR code of {url}"
+        said = [" ".join(p.get_text(" ").split()) for p in bar.select("#live-warning")]
+        assert said == ([f"⚠ {warning.replace('CODE', code)}"] if warning else [])
+        # The QR code is of that address.
+        assert client.get(f"/live/{code}/qr.svg").content == qr_svg(url)
+
+
+def test_a_public_url_is_the_address_of_the_snippets_too() -> None:
+    settings = Settings(public_url="https://zero.example.edu/tools/zero")
+    with TestClient(create_app(settings), base_url="http://127.0.0.1:8000") as client:
+        panel = dom(client.get("/share?stage=zero2").text)
+    assert one(panel, "#share-link")["href"] == "https://zero.example.edu/tools/zero/?stage=zero2"
+    assert str(one(panel, "#embed-url")["href"]).startswith("https://zero.example.edu/tools/zero/embed?")
+
+
+@pytest.mark.parametrize(
+    ("value", "kept"),
+    [
+        ("http://192.168.1.20:8000", "http://192.168.1.20:8000"),
+        ("https://zero.example.edu/tools/zero/", "https://zero.example.edu/tools/zero"),
+        (" HTTP://[fd00::7]:8080 ", "HTTP://[fd00::7]:8080"),
+        ("", ""),
+    ],
+)
+def test_the_public_url_is_a_setting(value: str, kept: str) -> None:
+    assert Settings.from_env({PUBLIC_URL_ENV: value}).public_url == kept
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("ftp://files.example", "is not an http or https address"),
+        ("zero.example.edu", "is not an http or https address"),
+        ("http://", "is not an http or https address"),
+        ("http://a.example:99999", "has no valid port"),
+        ("http://a.example:0", "has no valid port"),
+        ("http://a.example/?x=1", "has a query, fragment or user name"),
+        ("http://a.example/#top", "has a query, fragment or user name"),
+        ("http://me@a.example", "has a query, fragment or user name"),
+        ("http://a example", "contains a space"),
+        ("http://a.example/\x1b[2J", "contains a space, line break or control character"),
+        ("http://" + "a" * 600, "at most 512 are accepted"),
+    ],
+)
+def test_a_public_url_students_could_not_open_is_refused(value: str, said: str) -> None:
+    with pytest.raises(SettingsError, match=PUBLIC_URL_ENV) as error:
+        Settings.from_env({PUBLIC_URL_ENV: value})
+    assert said in str(error.value)
+    assert "\x1b" not in str(error.value)

@@ -8,11 +8,13 @@ from fastapi.testclient import TestClient
 from app.live.service import LiveOff, NoSuchSession, NotTheTeacher, Refusal, RoomFull, SessionEnded, TooManyTries
 from app.live.session import Session
 from app.main import create_app
+from app.web.inputs import Theme
 from app.web.live_view import (
     WORDING,
     BadView,
     StateView,
     canonical_view,
+    follower_view,
     problem_for,
     qr_svg,
     state_view,
@@ -50,20 +52,39 @@ def _session(shown: str, **changes: object) -> Session:
 
 
 @pytest.mark.parametrize(
-    ("shown", "base", "options", "expected"),
+    ("shown", "base", "options", "theme", "expected"),
     [
-        ("stage=zero3&phase=5", "/", (), StateView(1, "/?stage=zero3&phase=5", "default", False, False)),  # type: ignore[arg-type]
-        ("stage=zero2&from=zero1", "/", (), StateView(1, "/?stage=zero2&from=zero1", "default", False, False)),  # type: ignore[arg-type]
+        ("stage=zero3&phase=5", "/", (), Theme.DEFAULT, StateView(1, "/?stage=zero3&phase=5", False, False)),
+        ("stage=zero2&from=zero1", "/", (), Theme.DEFAULT, StateView(1, "/?stage=zero2&from=zero1", False, False)),
+        # The teacher's projector view is the teacher's: a follower draws the view in its own theme.
         (
-            "stage=zero1&gpus=16&theme=projector", "/tools/embed", (("controls", "step"),),
-            StateView(1, "/tools/embed?stage=zero1&gpus=16&controls=step&theme=projector", "projector", False, False),  # type: ignore[arg-type]
+            "stage=zero1&gpus=16&theme=projector", "/tools/embed", (("controls", "step"),), Theme.DEFAULT,
+            StateView(1, "/tools/embed?stage=zero1&gpus=16&controls=step", False, False),
+        ),
+        ("stage=zero1&theme=projector", "/", (), Theme.DEFAULT, StateView(1, "/?stage=zero1", False, False)),
+        ("stage=zero1", "/", (), Theme.PROJECTOR, StateView(1, "/?stage=zero1&theme=projector", False, False)),
+        (
+            "stage=zero1&theme=projector", "/", (), Theme.PROJECTOR,
+            StateView(1, "/?stage=zero1&theme=projector", False, False),
         ),
     ],
 )  # fmt: skip
-def test_a_follower_is_sent_the_address_it_draws(
-    shown: str, base: str, options: tuple[tuple[str, str], ...], expected: StateView
+def test_a_follower_is_sent_the_address_it_draws_in_its_own_theme(
+    shown: str, base: str, options: tuple[tuple[str, str], ...], theme: Theme, expected: StateView
 ) -> None:
-    assert state_view(_session(shown), base, options) == expected
+    assert state_view(_session(shown), base, options, theme) == expected
+
+
+@pytest.mark.parametrize(
+    ("shown", "theme", "drawn"),
+    [
+        ("stage=zero3&phase=5&theme=projector", Theme.DEFAULT, "stage=zero3&phase=5"),
+        ("stage=zero3&phase=5", Theme.PROJECTOR, "stage=zero3&phase=5&theme=projector"),
+        ("stage=dp&gpus=16&theme=projector", Theme.PROJECTOR, "stage=dp&gpus=16&theme=projector"),
+    ],
+)
+def test_a_followers_page_draws_the_teachers_view_in_the_followers_theme(shown: str, theme: Theme, drawn: str) -> None:
+    assert follower_view(shown, theme) == drawn
 
 
 @pytest.mark.parametrize(
