@@ -81,12 +81,12 @@ def test_the_phase_shown_is_marked_with_a_band_and_its_figure(client: TestClient
     chart = one(_page(client, "/?stage=zero3&phase=5"), "#chart")
     for svg in chart.select("svg"):
         band = one(svg, "rect.now")
-        assert float(band["x"]) == pytest.approx(LEFT + 5 * PHASE_WIDTH, abs=0.01)
-        assert float(band["width"]) == pytest.approx(PHASE_WIDTH, abs=0.01)
+        assert float(str(band["x"])) == pytest.approx(LEFT + 5 * PHASE_WIDTH, abs=0.01)
+        assert float(str(band["width"])) == pytest.approx(PHASE_WIDTH, abs=0.01)
         # 60e9 + 7.5e9 bytes: the state at rest and the layer gathered.
         assert text(svg, "text.now-label") == "Phase 5: 62.9 GiB"
         dot = one(svg, "circle.now-dot")
-        assert float(dot["cx"]) == pytest.approx(LEFT + 5.5 * PHASE_WIDTH, abs=0.01)
+        assert float(str(dot["cx"])) == pytest.approx(LEFT + 5.5 * PHASE_WIDTH, abs=0.01)
 
 
 @pytest.mark.parametrize(
