@@ -68,7 +68,7 @@ def test_grid_has_exactly_one_tab_stop(client: TestClient) -> None:
 )
 def test_each_card_shows_its_total(client: TestClient, stage: Stage, held: str, per_weight: str, per_gpu: str) -> None:
     cards = stage_page(client, stage).select("#grid .card")
-    assert [text(card, "h4") for card in cards] == [f"GPU {i}" for i in range(8)]
+    assert [text(card, "h3") for card in cards] == [f"GPU {i}" for i in range(8)]
     for card in cards:
         # Real quantities only: the picture's own scale (its 8 weights, "16 B of 128 B") is not one.
         assert card.select(".card-total") == []
