@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from app.domain.report import Change, StageReport
-from app.domain.scenario import Scenario
+from app.domain.scenario import NO_SHAPE, Scenario
 from app.domain.stages import Stage, StageInfo
 from app.domain.stages import stage_explanation as _stage_explanation
 from app.domain.units import count_label as params_label
@@ -116,6 +116,8 @@ class StageView:
     """What each node's host keeps, and how the accounting differs; None without offload, as the paper counts."""
     total: TotalLine | None = None
     """What a card holds at its peak, part by part, and its verdict on the card given."""
+    table_note: str = ""
+    """Under the table: why a bare weight count has no activation columns; blank with a shape."""
 
     @property
     def model_per_gpu(self) -> str:
@@ -207,6 +209,7 @@ def stage_view(
         narration=narration(stage, scenario, chosen, moved, stepping),
         host=host_view(scenario, chosen),
         total=total_line(scenario, chosen),
+        table_note="" if run.activations is not None else NO_SHAPE,
     )
 
 
