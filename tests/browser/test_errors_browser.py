@@ -70,7 +70,7 @@ def test_the_form_under_the_message_stays_put_while_it_is_corrected(page: Page, 
     page.click("#switch-zero3")
     expect(page.locator("#grid")).to_have_attribute("data-stage", "zero3")
     expect(page.locator(".form-first")).to_have_count(0)
-    expect(page.locator(".side #run-form")).to_have_count(1)
+    expect(page.locator("#widget > #run-form")).to_have_count(1)
     watch.assert_clean(page, allow_status={422})
 
 
