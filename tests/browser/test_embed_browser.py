@@ -330,8 +330,10 @@ _CELLS = """() => {
     ("controls", "moment", "limit"),
     [
         ("none", "", 600),  # the picture alone
-        ("step", "&phase=5", 900),  # a forward phase
-        ("step", "&phase=12", 900),  # a backward phase: ZeRO-2 and 3 draw a collective more
+        # The step: its controls, words and drawing, and one card's memory through the step (the chart,
+        # 184 px at 760 px wide), which issue 33 put in the embed's step.
+        ("step", "&phase=5", 1110),  # a forward phase
+        ("step", "&phase=12", 1110),  # a backward phase: ZeRO-2 and 3 draw a collective more
         ("stages", "", 720),  # the switcher: within the snippet's own height, so it fits without the script too
     ],
     ids=["picture", "step-forward", "step-backward", "switcher"],
@@ -389,3 +391,23 @@ def test_the_calculators_embed_holds_the_run_form(page: Page, server: str, serve
     frame = _frame(page, server)
     expect(frame.locator("#run-form")).to_have_count(1)
     print(f"embed stages with the calculator zero2: {_fits(page, frame)} px in a {COLUMN} px frame")
+
+
+_CONTENT_BOTTOM = "Math.max(...[...document.querySelectorAll('main > *')].map(e => e.getBoundingClientRect().bottom))"
+
+
+@pytest.mark.parametrize("controls", ["none", "stages", "step"])
+def test_an_embed_is_as_tall_under_every_stage_and_in_every_phase(page: Page, server: str, controls: str) -> None:
+    # A course page's text must not move when a class switches or steps: one height, within 8 px.
+    page.set_viewport_size({"width": COLUMN, "height": 400})
+    phases = [0, 5, 12, 17, 20] if controls == "step" else [None]
+    heights = []
+    for stage in STAGES:
+        for phase in phases:
+            page.goto(
+                f"{server}/embed?stage={stage}&controls={controls}" + ("" if phase is None else f"&phase={phase}")
+            )
+            heights.append(page.evaluate(_CONTENT_BOTTOM))
+    assert max(heights) - min(heights) <= 8, heights
+    if controls == "none":
+        assert max(heights) <= 600
