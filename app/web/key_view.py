@@ -66,7 +66,9 @@ class _Drawn:
             step=s.step is not None,
             partial=s.step.partial if s.step else False,
             hosted=isinstance(card, CardView) and card.host is not None,
-            hand=isinstance(card, CardView) and card.hand is not None and bool(card.hand.segments),
+            # The stage's, not the phase's: whether it holds anything in hand at any moment of the step, so
+            # that the key (and all under it) stays put from phase to phase.
+            hand=bool({"gathered", "sent", "activations"} & set(s.bar_keys)),
             capacity=bar is not None and bar.capacity_x is not None,
             bar_keys=s.bar_keys,
         )
