@@ -197,14 +197,16 @@ def test_the_default_run_shows_zero3_gather_a_layer_use_it_and_discard_it(
         settled(page)
     expect(page.locator("#step")).to_have_attribute("data-phase", "5")
     expect(now).to_have_text("now 62.9 GiB")
-    gathered = page.locator("#grid .card").first.locator(".bar rect.gathered").bounding_box()
-    bar = page.locator("#grid .card").first.locator(".bar svg").bounding_box()
+    # The layer in hand on its own bar and scale: its weights, half of what ZeRO-3 holds in hand at the
+    # peak (the backward's weights and gradients), not a sliver of the bar at rest.
+    gathered = page.locator("#grid .card").first.locator(".hand-bar rect.gathered").bounding_box()
+    bar = page.locator("#grid .card").first.locator(".hand-bar svg").bounding_box()
     assert gathered is not None
     assert bar is not None
-    assert gathered["width"] >= 0.1 * bar["width"]  # a tenth of the bar, not a sliver
+    assert gathered["width"] == pytest.approx(0.5 * bar["width"], abs=1)
     page.goto(f"{server}/?stage=zero3&phase=17")
     expect(now).to_have_text("now 55.9 GiB")
-    expect(page.locator("#grid .card").first.locator(".bar rect.gathered")).to_have_count(0)
+    expect(page.locator("#grid .card").first.locator(".hand-bar rect.gathered")).to_have_count(0)
     watch.assert_clean(page)
 
 
@@ -220,7 +222,8 @@ def test_on_a_phone_the_cards_come_first_then_how_to_read_them_then_the_calculat
         assert box is not None, selector
         return box["y"]
 
-    order = ["#switch-zero2", "#grid", ".explanation", ".legend", "#run-form"]
+    # The key before the stage's explanation (issue 33): how to read the cards, then what they show.
+    order = ["#switch-zero2", "#grid", ".legend", ".explanation", "#run-form"]
     tops = [top(selector) for selector in order]
     assert tops == sorted(tops), dict(zip(order, tops, strict=True))
     # The first cards are on the first screen, under the switcher.
