@@ -39,7 +39,9 @@ class BarView:
     capacity_x: float | None
     label: str
     caption: str = ""
-    """The words under the bar: the card's total and verdict, or what the bar in hand holds and its scale."""
+    """The words under the bar: the card's total at its peak ("Peak 69.8 GiB")."""
+    verdict: str = ""
+    """Under the total, on a line of its own: fits or over by, on the card given; blank without one."""
     fits: bool | None = None
 
 
@@ -64,7 +66,9 @@ def rest_scale(scenario: Scenario) -> BarScale:
     return BarScale(max(row.rest_bytes for row in scenario.report))
 
 
-def rest_bar(scenario: Scenario, stage: Stage, caption: str = "", fits: bool | None = None) -> BarView:
+def rest_bar(
+    scenario: Scenario, stage: Stage, caption: str = "", verdict: str = "", fits: bool | None = None
+) -> BarView:
     """What a card keeps all through the step, band by band, then the overheads, on the scale of all four stages."""
     run, units, row = scenario.run, scenario.units, scenario.report[stage]
     scale = rest_scale(scenario)
@@ -84,6 +88,7 @@ def rest_bar(scenario: Scenario, stage: Stage, caption: str = "", fits: bool | N
         capacity_x=float(scale.x(capacity)) if capacity and capacity <= scale.top else None,
         label=label + (f"; the card: {units.show(capacity)}" if capacity else ""),
         caption=caption,
+        verdict=verdict,
         fits=fits,
     )
 

@@ -75,7 +75,7 @@ class CardView:
     bytes_per_weight: str
     model_bytes: str
     bar: BarView
-    """Its memory at rest, on the scale of all four stages; its caption the card's total and verdict."""
+    """Its memory at rest, on the scale of all four stages; its caption the card's total, then its verdict."""
     host: Host | None = None
     """The card's host strip, with the bands offloaded to it; None when nothing is."""
     hand: BarView | None = None
@@ -249,16 +249,18 @@ def split_host(
     return tuple(on_card), Host(title, tuple(hosted), share, shrinks=rest is None)
 
 
-def card_total(row: StageReport, units: ByteUnit) -> str:
-    """A card's total at its peak and its verdict on the card given; without a card, the total alone.
+def card_total(row: StageReport, units: ByteUnit) -> tuple[str, str]:
+    """A card's total at its peak, and its verdict on the card given (blank without one).
 
-    "✓ fits: 69.8 of 74.5 GiB", "✗ over by 32.8 GiB: 107.3 of 74.5 GiB", "Peak 69.8 GiB".
+    Each short enough for one line under a card: "Peak 69.8 GiB", then "✓ fits, 4.7 GiB left" or
+    "✗ over by 32.8 GiB".
     """
-    total = units.show(row.peak_bytes)
+    total = f"Peak {units.show(row.peak_bytes)}"
     if row.fits is None or row.headroom_bytes is None:
-        return f"Peak {total}"
-    of = f"{total} of {units.show(row.peak_bytes + row.headroom_bytes)}"
-    return f"✓ fits: {of}" if row.fits else f"✗ over by {units.show(-row.headroom_bytes)}: {of}"
+        return total, ""
+    if row.fits:
+        return total, f"✓ fits, {units.show(row.headroom_bytes)} left"
+    return total, f"✗ over by {units.show(-row.headroom_bytes)}"
 
 
 def rest_cards(
@@ -266,7 +268,7 @@ def rest_cards(
 ) -> tuple[CardView | CardGap, ...]:
     """The cards of `stage` at rest, their bars on the scale of all four stages; `moved` marks what a switch changed."""
     grid = _layout(stage, scenario.run.gpus, scenario.recipe)
-    bar = rest_bar(scenario, stage, card_total(row, scenario.units), row.fits)
+    bar = rest_bar(scenario, stage, *card_total(row, scenario.units), row.fits)
     hand = hand_bar(scenario, stage, row.extra)
     # Every card at rest holds as much as every other: its figures are printed once, shown on each.
     bytes_per_weight = f"{per_weight(row.bytes_per_weight)} B/weight"

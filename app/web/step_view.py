@@ -214,7 +214,7 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
     peak = phase.peak_bytes_so_far
     now = phase.live_bytes
     row = scenario.report[phase.stage]
-    bar = rest_bar(scenario, phase.stage, card_total(row, units), row.fits)
+    bar = rest_bar(scenario, phase.stage, *card_total(row, units), row.fits)
     hand = hand_bar(scenario, phase.stage, phase.extra, peak)
     shown = shown_indices(run.gpus)
     away, title = row.on_host, host_title(row)

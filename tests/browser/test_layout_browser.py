@@ -67,7 +67,7 @@ def test_a_switch_from_data_parallelism_to_zero3_shrinks_each_bar_to_an_eighth(
 SIZES_ON_THE_PROJECTOR = """() => {
   const px = (el) => parseFloat(getComputedStyle(el).fontSize);
   const texts = [...document.querySelectorAll(
-    '.card-sub, .bar figcaption, .legend li, .legend h3, .headline, .explanation, .step-explanation, .tally')]
+    '.card-sub, .card-foot, .legend li, .legend h3, .headline, .explanation, .step-explanation, .tally')]
     .filter(el => el.checkVisibility());
   const labels = [...document.querySelectorAll('.axis span, .node-label')].filter(el => el.checkVisibility())
     .map(el => el.getBoundingClientRect().height);

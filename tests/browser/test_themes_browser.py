@@ -71,15 +71,21 @@ def test_default_at_1280_shows_every_card_and_the_key_above_the_fold(
         screenshot(page, "theme-default-zero1-1280")
 
 
-# What must be on the projector's one screen: every card, the key, the stage's cost (the step's
-# tally, or the cost table) and the drawings of what moves, two of them side by side when there are two.
+# What must be on the projector's one screen (issue 33: the cards first, in type the back row reads):
+# every card and the stage's cost (its traffic beside the cards at rest; in the step the tally, in the
+# panel beside the cards from 1181 px, else in the bar at the foot of the window), the key where the
+# screen is 1,000 px tall or more, and, from 1181 px, the drawings of what moves.
 _ON_SCREEN = """() => {
   const box = e => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
   const boxes = Array.from(document.querySelectorAll('#grid .card'), (c, i) => ['GPU ' + i, box(c)]);
-  boxes.push(['key', box(document.querySelector('.legend'))]);
+  if (innerHeight >= 1000) boxes.push(['key', box(document.querySelector('.legend'))]);
   const step = document.querySelector('#step');
-  boxes.push(['cost', box(document.querySelector(step ? '#tally' : '.figures tr.current .comm'))]);
-  document.querySelectorAll('.in-flight .transfer').forEach((t, i) => boxes.push(['drawing ' + i, box(t)]));
+  const bar = document.querySelector('.step-bar');
+  const foot = bar && getComputedStyle(bar).position === 'fixed';
+  boxes.push(['cost', box(document.querySelector(!step ? '#traffic-line' : foot ? '.step-where' : '#tally'))]);
+  if (innerWidth >= 1181) {
+    document.querySelectorAll('.in-flight .transfer').forEach((t, i) => boxes.push(['drawing ' + i, box(t)]));
+  }
   return boxes;
 }"""
 
@@ -105,6 +111,7 @@ def test_the_projector_shows_cards_key_and_cost_on_one_screen_at_rest_and_in_eve
         assert outside == [], moment
         if moment.startswith("&phase"):
             expect(page.locator("#tally")).to_contain_text(re.compile(r"[0-9.]+P of [23]P"))
+            expect(page.locator(".step-where")).to_contain_text(re.compile(r"· [0-9.]+P of [23]P"))
         # The form is folded away below, not gone.
         expect(page.locator("#run-form")).to_be_attached()
     watch.assert_clean(page)
@@ -444,9 +451,10 @@ def test_projector_card_totals_stay_inside_their_cards(page: Page, server: str, 
 @pytest.mark.parametrize(
     ("theme", "width", "below"),
     [
-        ("projector", 1181, "table.figures"),
-        ("projector", 1280, "table.figures"),
-        ("projector", 1920, "table.figures"),
+        # The note is beside the cards now, in the column of words; the cards and their key stay put.
+        ("projector", 1181, "#grid"),
+        ("projector", 1280, "#grid"),
+        ("projector", 1920, ".legend"),
         ("default", 1280, "#grid"),
         ("default", 1920, "#grid"),
     ],
@@ -454,8 +462,8 @@ def test_projector_card_totals_stay_inside_their_cards(page: Page, server: str, 
 def test_what_is_under_the_note_of_what_changed_stays_put_from_stage_to_stage(
     page: Page, server: str, theme: str, width: int, below: str
 ) -> None:
-    # The note runs from none to two lines (four on the projector); what is under it (the projector's
-    # cost table, the default theme's cards) once moved 20 to 100 px a click.
+    # The note runs from none to two lines (four on the projector); what is under it (once the
+    # projector's cost table, and the default theme's cards) moved 20 to 100 px a click.
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(f"{server}/?stage=dp&theme={theme}")
     page.mouse.wheel(0, 40)  # scrolled a little first, as a person reading would be

@@ -138,9 +138,9 @@ def test_an_embed_has_the_compact_key_and_leaves_the_full_pages_prose_to_screen_
     stages = dom(client.get("/embed?stage=zero2").text)
     assert stages.select(".explanation")
     assert "Ringed , for a moment: changed by a switch" in _entries(stages, ".compact-key .states li")
-    # Full screen after the switcher, before the picture (the grid's heading) and the stage's heading.
+    # Full screen beside the stage's heading: after the picture (the grid's heading), before the heading.
     order = [str(t.get("id") or t["class"][0]) for t in one(stages, "#widget").find_all(["nav", "button", "h2"])]
-    assert order == ["switcher", "fullscreen", "grid-heading", "stage-heading"]
+    assert order == ["switcher", "grid-heading", "fullscreen", "stage-heading"]
     step = dom(client.get("/embed?stage=zero3&phase=5&controls=step").text)
     states = [e.split(" :")[0] for e in _entries(step, ".compact-key .states li")]
     assert states == ["Filled", "Striped", "Barred", "Dashed", "Ringed"]
