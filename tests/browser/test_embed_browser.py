@@ -332,8 +332,8 @@ _CELLS = """() => {
         ("none", "", 600),  # the picture alone
         # The step: its controls, words and drawing, and one card's memory through the step (the chart,
         # 184 px at 760 px wide), which issue 33 put in the embed's step.
-        ("step", "&phase=5", 1110),  # a forward phase
-        ("step", "&phase=12", 1110),  # a backward phase: ZeRO-2 and 3 draw a collective more
+        ("step", "&phase=5", 1140),  # a forward phase
+        ("step", "&phase=12", 1140),  # a backward phase: ZeRO-2 and 3 draw a collective more
         ("stages", "", 720),  # the switcher: within the snippet's own height, so it fits without the script too
     ],
     ids=["picture", "step-forward", "step-backward", "switcher"],

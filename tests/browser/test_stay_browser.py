@@ -460,7 +460,9 @@ def test_stepping_from_the_bar_never_moves_the_cards(
         where = page.locator(".step-bar .step-where")
         expect(where).to_be_visible()
         count = f"Phase {phase} of {LAST_PHASE}"
-        assert " ".join(where.inner_text().split()) == heading.replace(f"{count} ", f"{count}: ", 1)
+        # …and its traffic so far, as the panel's tally does.
+        tally = " ".join(page.locator("#tally").inner_text().split()).removeprefix("Traffic so far: ")
+        assert " ".join(where.inner_text().split()) == heading.replace(f"{count} ", f"{count}: ", 1) + f" · {tally}"
         if phase < LAST_PHASE:
             page.click("#step-next")
     watch.assert_clean(page)

@@ -72,17 +72,20 @@ def test_default_at_1280_shows_every_card_and_the_key_above_the_fold(
 
 
 # What must be on the projector's one screen (issue 33: the cards first, in type the back row reads):
-# every card and the stage's cost (its traffic beside the cards at rest; in the step the tally, in the
-# panel beside the cards from 1181 px, else in the bar at the foot of the window), the key where the
-# screen is 1,000 px tall or more, and, from 1181 px, the drawings of what moves.
+# every card and the stage's cost (its traffic beside the cards at rest from 1181 px; in the step the
+# tally, in the panel beside the cards from 1181 px, else in the bar at the foot of the window), and,
+# from 1181 px, the drawings of what moves. The key follows the cards, in the back row's type: it no
+# longer fits beside them on a projector's first screen, and the teacher says it.
 _ON_SCREEN = """() => {
   const box = e => { const b = e.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
   const boxes = Array.from(document.querySelectorAll('#grid .card'), (c, i) => ['GPU ' + i, box(c)]);
-  if (innerHeight >= 1000) boxes.push(['key', box(document.querySelector('.legend'))]);
   const step = document.querySelector('#step');
   const bar = document.querySelector('.step-bar');
   const foot = bar && getComputedStyle(bar).position === 'fixed';
-  boxes.push(['cost', box(document.querySelector(!step ? '#traffic-line' : foot ? '.step-where' : '#tally'))]);
+  // At rest below 1181 px the cards take the screen and the words follow them: the cost is the step's.
+  if (step || innerWidth >= 1181) {
+    boxes.push(['cost', box(document.querySelector(!step ? '#traffic-line' : foot ? '.step-where' : '#tally'))]);
+  }
   if (innerWidth >= 1181) {
     document.querySelectorAll('.in-flight .transfer').forEach((t, i) => boxes.push(['drawing ' + i, box(t)]));
   }
