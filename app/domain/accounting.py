@@ -55,6 +55,9 @@ class Setup:
 
     accounting: Accounting = Accounting.PAPER
     placement: Placement = NO_OFFLOAD
+    hpz: int = 1
+    """ZeRO++'s hpZ partition size (`zero_hpz_partition_size`): ZeRO-3 keeps a second, bf16 copy of the
+    weights split across this many cards, a node's; 1: none."""
 
 
 PAPER = Setup()
@@ -183,7 +186,7 @@ def _place(home: Home, placement: Placement) -> Place:
 
 def _homed(term: Term, stage: Stage, setup: Setup) -> Term:
     placement = setup.placement
-    if not placement.offloads or term.law is not Law.PER_WEIGHT or term.name == KEPT_GATHERED:
+    if not placement.offloads or term.law is not Law.PER_WEIGHT or term.name in (KEPT_GATHERED, SECONDARY_WEIGHTS):
         return term
     if setup.accounting is Accounting.MEGATRON:  # its count has no offload: everything stays on the card
         return term
@@ -206,7 +209,28 @@ def terms(recipe: Recipe, stage: Stage, setup: Setup = PAPER) -> tuple[Term, ...
         Accounting.FSDP2: _fsdp2,
         Accounting.MEGATRON: _megatron,
     }
-    return tuple(_homed(term, stage, setup) for term in build[setup.accounting](recipe, stage))
+    built = build[setup.accounting](recipe, stage)
+    if setup.hpz > 1:
+        built = (*built, secondary_weights(recipe, setup.hpz))
+    return tuple(_homed(term, stage, setup) for term in built)
+
+
+SECONDARY_WEIGHTS = "secondary weights"
+
+
+def secondary_weights(recipe: Recipe, hpz: int) -> Term:
+    """The secondary partition of ZeRO++'s hpZ: ZeRO-3's weights again, split across `hpz` cards, kept through the step.
+
+    The ZeRO++ paper's 2Ψ/hpz more per card, at the weights' own bytes (bf16 in mixed precision).
+    """
+    return Term(
+        SECONDARY_WEIGHTS,
+        Law.PER_WEIGHT,
+        recipe.nbytes(Band.WEIGHTS),
+        split_by=frozenset({Stage.ZERO3}),
+        under=frozenset({Stage.ZERO3}),
+        group=hpz,
+    )
 
 
 def differences(

@@ -11,8 +11,9 @@ forward pass, frozen or not, and for the backward those the backward pass reache
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
+from fractions import Fraction
 
 from app.domain.recipes import Band
 from app.domain.stages import Stage
@@ -28,10 +29,22 @@ class Whose(StrEnum):
 
 
 class Collective(StrEnum):
-    """The two halves of an all-reduce; ZeRO is built from them."""
+    """The two halves of an all-reduce, which ZeRO is built from, and the all-reduce between replicas."""
 
     REDUCE_SCATTER = "reduce-scatter"
     ALL_GATHER = "all-gather"
+    ALL_REDUCE = "all-reduce"
+
+
+class Scope(StrEnum):
+    """Which cards a collective runs over (`wire.span` says how many, in how many nodes)."""
+
+    GROUP = "the shard group"
+    """The cards a state is split across: all of them, or a hybrid run's shard group."""
+    REPLICAS = "the replicas"
+    """Hybrid sharding's: one card of each shard group, the cards that keep the same slice."""
+    SECONDARY = "hpZ's group"
+    """ZeRO++'s hpZ: the cards of the secondary partition, inside a node."""
 
 
 @dataclass(frozen=True)
@@ -41,8 +54,10 @@ class Transfer:
     collective: Collective
     band: Band
     when: str
-    volume_p: int = 1
+    volume_p: Fraction = Fraction(1)
+    """The weights it moves through each card, in units of P, counting each collective over a group as P."""
     whose: Whose = Whose.TRAINED
+    scope: Scope = Scope.GROUP
 
     @property
     def description(self) -> str:
@@ -80,12 +95,35 @@ _TRANSFERS: dict[Stage, tuple[Transfer, ...]] = {
 }
 
 
-def transfers(stage: Stage, gpus: int = 8) -> tuple[Transfer, ...]:
-    """The collectives one training step runs under this stage; none on a single card."""
+def transfers(stage: Stage, gpus: int = 8, shards: int | None = None, hpz: int = 1) -> tuple[Transfer, ...]:
+    """The collectives one training step runs under this stage; none on a single card.
+
+    `shards` is a hybrid run's shard group (None: every card): its gathers and reduce-scatters stay in
+    the group, and each gradient slice is then all-reduced across the replicas, 2P/S. `hpz` is ZeRO++'s
+    secondary partition: ZeRO-3's backward gathers from it, inside the node.
+    """
     # One card has nothing to reduce with and nobody to gather from: every stage is data parallelism.
-    return _TRANSFERS[stage] if gpus > 1 else ()
+    if gpus == 1:
+        return ()
+    shards = gpus if shards is None else shards
+    if stage is Stage.DP or shards == 1:  # nothing split: data parallelism's all-reduce over every card
+        scope = Scope.GROUP if stage is Stage.DP or shards == gpus else Scope.REPLICAS
+        return tuple(replace(t, scope=scope) for t in _TRANSFERS[Stage.DP])
+    moves = _TRANSFERS[stage]
+    if hpz > 1 and stage is Stage.ZERO3:
+        moves = tuple(replace(t, scope=Scope.SECONDARY) if t.whose is Whose.REACHED else t for t in moves)
+    if shards < gpus:
+        replicas = Transfer(
+            Collective.ALL_REDUCE,
+            Band.GRADIENTS,
+            "of each card's gradient slice across the replicas",
+            volume_p=Fraction(2, shards),
+            scope=Scope.REPLICAS,
+        )
+        moves = (*moves, replicas)
+    return moves
 
 
-def communication_p(stage: Stage, gpus: int = 8) -> int:
+def communication_p(stage: Stage, gpus: int = 8, shards: int | None = None) -> Fraction:
     """Total traffic of one step, in units of P: 2 for DP, ZeRO-1 and ZeRO-2; 3 for ZeRO-3; 0 on one card."""
-    return sum(transfer.volume_p for transfer in transfers(stage, gpus))
+    return sum((transfer.volume_p for transfer in transfers(stage, gpus, shards)), start=Fraction(0))

@@ -14,6 +14,7 @@ from app.domain.overheads import OverheadItem
 from app.domain.recipes import Band
 from app.domain.stages import Stage
 from app.domain.terms import AT_REST, Moment, Place
+from app.domain.wire import LinkBytes, StepTime
 
 
 @dataclass(frozen=True)
@@ -119,6 +120,20 @@ class StageReport:
     """The card's terms that stay all through the step, each with its bytes at rest, wherever it lives."""
     transfers: tuple[Transfer, ...] = ()
     """The collectives of one step, behind `communication_p` and `communication_bytes`."""
+    links: tuple[LinkBytes, ...] = ()
+    """The same collectives, each with one card's bytes inside its node and between nodes (`wire`)."""
+    time: StepTime | None = None
+    """The time those bytes take on their links, and the step's compute time (`wire.step_time`)."""
+
+    @property
+    def inside_bytes(self) -> int:
+        """Bytes one card sends over the link inside its node in a step."""
+        return sum(link.inside for link in self.links)
+
+    @property
+    def between_bytes(self) -> int:
+        """Bytes one card sends between nodes in a step."""
+        return sum(link.between for link in self.links)
 
     @property
     def on_gpu(self) -> tuple[TermBytes, ...]:

@@ -21,7 +21,7 @@ from app.domain.terms import Place, shard_weights
 
 
 def _placed(stage: Stage, run: Run, place: Place) -> int:
-    return per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup, place)
+    return per_gpu_bytes(stage, run.params, run.shards, run.recipe, run.frozen, run.setup, place)
 
 
 def _pcie(stage: Stage, run: Run) -> tuple[int, int]:
@@ -32,12 +32,12 @@ def _pcie(stage: Stage, run: Run) -> tuple[int, int]:
     fsdp = run.setup.accounting is Accounting.FSDP2
     by_band = {t.band: t.nbytes for t in run.terms(stage) if t.band is not None}
     gradient = by_band[Band.GRADIENTS] if fsdp else run.recipe.nbytes(Band.GRADIENTS)
-    trains = shard_weights(run.params - run.frozen, run.gpus)
+    trains = shard_weights(run.params - run.frozen, run.shards)
     down = trains * gradient
     if Band.WEIGHTS in moved:  # each gather, forward and backward, starts from the slice on the host
         # FSDP2's ZeRO-2 keeps what it gathered from the forward to the backward: fetched once.
         gathers = 1 if fsdp and stage is Stage.ZERO2 else 2
-        return down, gathers * shard_weights(run.params, run.gpus) * by_band[Band.WEIGHTS]
+        return down, gathers * shard_weights(run.params, run.shards) * by_band[Band.WEIGHTS]
     return down, trains * by_band[Band.WEIGHTS]
 
 
@@ -53,7 +53,7 @@ def host_report(stage: Stage, run: Run) -> HostReport:
         if placement.offloads and placement.home(stage) is Home.NVME:
             weights_on_nvme = run.band_places(stage)[Band.WEIGHTS] is Place.NVME
             buffers = deepspeed.nvme_swap_buffers(
-                shard_weights(run.params, run.gpus), weights_on_nvme, run.recipe.nbytes(Band.WEIGHTS)
+                shard_weights(run.params, run.shards), weights_on_nvme, run.recipe.nbytes(Band.WEIGHTS)
             )
             pinned += buffers * per_node
             cpu = pinned

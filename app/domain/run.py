@@ -12,8 +12,9 @@ from functools import cached_property
 
 from app.domain.accounting import PAPER, Accounting, Setup, terms
 from app.domain.activations import Activations
-from app.domain.communication import Whose
+from app.domain.communication import Transfer, Whose, transfers
 from app.domain.eighths import COLUMNS
+from app.domain.hardware import H100_FABRIC, Fabric
 from app.domain.layers import ColumnMoments, Layer, bare_layers, column_moments, column_weights, first_trained
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.recipes import MIXED_ADAM, Band, Recipe
@@ -59,6 +60,17 @@ class Run:
     """One node's CPU RAM, for the host's verdict; None: no verdict."""
     nvme_space: int | None = None
     """One node's NVMe space, for ZeRO-Infinity's verdict; None: no verdict."""
+    shard_size: int | None = None
+    """Hybrid sharding: the cards each state is split across, a shard group, replicated across the
+    gpus / shard_size groups (FSDP2's HSDP); None: every card, one group."""
+    qwz: bool = False
+    """ZeRO++'s qwZ: ZeRO-3 all-gathers its weights in int8 (`zero_quantized_weights`)."""
+    qgz: bool = False
+    """ZeRO++'s qgZ: ZeRO-3 reduce-scatters its gradients in int4 (`zero_quantized_gradients`)."""
+    seq: int = 4096
+    """Tokens per sequence: with `batch`, the tokens a card computes on in a step."""
+    links: Fabric = H100_FABRIC
+    """The links' bandwidths and the card's compute, for the time on the wire (`wire`)."""
 
     def __post_init__(self) -> None:
         if self.params < 1:
@@ -75,11 +87,40 @@ class Run:
             raise ValueError("the frozen weights are between none and all of the model's")
         if self.nodes < 1 or self.gpus % self.nodes:
             raise ValueError(f"{self.gpus} GPUs do not split evenly across {self.nodes} nodes")
+        self._check_groups()
+
+    def _check_groups(self) -> None:
+        """Hybrid sharding's and hpZ's groups: whole, and lined up with the nodes."""
+        zeropp = self.setup.hpz > 1 or self.qwz or self.qgz
+        refused = groups_refused(
+            self.gpus, self.gpus_per_node, self.shard_size, self.setup.hpz, zeropp, self.setup.accounting
+        )
+        if refused:
+            raise ValueError(refused)
+
+    @property
+    def shards(self) -> int:
+        """The cards a sharded state is split across: the shard group, every card unless hybrid."""
+        return self.gpus if self.shard_size is None else self.shard_size
+
+    @property
+    def replicas(self) -> int:
+        """The shard groups, each keeping a whole copy of the state: 1 unless hybrid."""
+        return self.gpus // self.shards
+
+    @property
+    def tokens(self) -> int:
+        """Tokens one card computes on in a step: its micro-batch's sequences times their length."""
+        return self.batch * self.seq
 
     @property
     def gpus_per_node(self) -> int:
         """The cards in each node."""
         return self.gpus // self.nodes
+
+    def transfers(self, stage: Stage) -> tuple[Transfer, ...]:
+        """The collectives of one step under `stage`: over the shard group, and across its replicas."""
+        return transfers(stage, self.gpus, self.shards, self.setup.hpz)
 
     def terms(self, stage: Stage) -> tuple[Term, ...]:
         """Every term of a card under `stage`, counted and placed as the run's setup says."""
@@ -163,3 +204,54 @@ class Run:
         """DeepSpeed's largest layer: the largest module by its own weights, where the layers are known."""
         modules = [layer.module for layer in self.model_layers if layer.module is not None]
         return max(modules) if modules else self.largest_layer
+
+
+def _divisors(n: int) -> str:
+    """The divisors of `n`, for a sentence: '1, 2, 4 or 8'; the first and last few of a long list."""
+    found = [d for d in range(1, n + 1) if n % d == 0]
+    if len(found) > 8:
+        found = [*found[:4], *found[-3:]]
+    words = [f"{d:,}" for d in found]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def groups_refused(
+    gpus: int,
+    per_node: int,
+    shard: int | None,
+    hpz: int = 1,
+    zeropp: bool = False,
+    accounting: Accounting = Accounting.PAPER,
+) -> str:
+    """Why a hybrid shard group or ZeRO++ cannot be drawn on this cluster, for a person; empty where it can."""
+    shards = gpus if shard is None else shard
+    if not 1 <= shards <= gpus or gpus % shards:
+        return (
+            f"shard={shards:,} does not divide gpus={gpus:,}: the GPUs must split into equal shard groups. "
+            f"Choose one of {_divisors(gpus)}."
+        )
+    if per_node % shards and shards % per_node:
+        return (
+            f"shard={shards:,} does not line up with nodes of {per_node:,} GPUs: a shard group fits in a node or "
+            f"is whole nodes. Choose a divisor or a multiple of {per_node:,}."
+        )
+    if not zeropp:
+        return ""
+    if shards < gpus:
+        return (
+            f"ZeRO++ (hpz, qwz, qgz) and hybrid sharding (shard={shards:,}) are two answers to the slow link "
+            "between nodes: choose one."
+        )
+    if accounting not in (Accounting.PAPER, Accounting.DEEPSPEED):
+        return f"ZeRO++ is DeepSpeed's: count it as the paper or DeepSpeed does, not accounting={accounting.value}."
+    if gpus % hpz:
+        return (
+            f"hpz={hpz:,} does not divide gpus={gpus:,}: hpZ splits its copy in equal groups. "
+            f"Choose one of {_divisors(gpus)}."
+        )
+    if per_node % hpz and hpz % per_node:
+        return (
+            f"hpz={hpz:,} does not line up with nodes of {per_node:,} GPUs: hpZ's group fits in a node or is whole "
+            f"nodes. Choose a divisor or a multiple of {per_node:,}."
+        )
+    return ""

@@ -12,6 +12,7 @@ from app.domain.accounting import Accounting, Setup
 from app.domain.activations import Activations, Recompute, for_one_sequence
 from app.domain.architecture import PRESETS, Architecture, ModelName, ModelPreset
 from app.domain.eighths import COLUMNS, Column, model_columns
+from app.domain.hardware import H100_FABRIC, Fabric
 from app.domain.layers import Layer, model_layers
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.placement import Device, Offload, Placement, cluster_of
@@ -94,6 +95,15 @@ class Inputs:
     nvme_space: int | None = None
     accounting: Accounting = Accounting.PAPER
     zero_init: bool = True
+    shard: int | None = None
+    """Hybrid sharding's shard group; None: every card."""
+    hpz: int = 1
+    qwz: bool = False
+    qgz: bool = False
+    nvlink: int = H100_FABRIC.nvlink
+    network: int = H100_FABRIC.network
+    tflops: int = H100_FABRIC.tflops
+    mfu: int = H100_FABRIC.mfu
 
 
 def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, ModelPreset | None]:
@@ -161,11 +171,16 @@ def resolve(inputs: Inputs) -> Scenario:
         batch=inputs.batch,
         overheads=inputs.overheads,
         count_overheads=inputs.count_overheads,
-        setup=Setup(inputs.accounting, placement),
+        setup=Setup(inputs.accounting, placement, inputs.hpz),
         nodes=cluster.nodes,
         zero_init=inputs.zero_init,
         host_memory=inputs.host_memory,
         nvme_space=inputs.nvme_space,
+        shard_size=inputs.shard,
+        qwz=inputs.qwz,
+        qgz=inputs.qgz,
+        seq=seq,
+        links=Fabric(inputs.nvlink, inputs.network, inputs.tflops, inputs.mfu),
     )
     return Scenario(run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq, adapters)
 

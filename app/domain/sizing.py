@@ -10,10 +10,11 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import replace
 from fractions import Fraction
+from math import ceil
 
 from app.domain import terms
 from app.domain.accounting import KEPT_GATHERED, differences
-from app.domain.communication import Transfer, transfers
+from app.domain.communication import Transfer
 from app.domain.figures import LayerExtra, StageReport, TermBytes
 from app.domain.host import host_report
 from app.domain.overheads import OverheadItem, overhead_items, total
@@ -23,6 +24,7 @@ from app.domain.stages import Stage
 from app.domain.state_bytes import per_gpu_bytes
 from app.domain.terms import Law, Moment, Place, term_bytes
 from app.domain.units import LARGEST_COUNT
+from app.domain.wire import link_bytes, step_time, wire_bytes
 
 __all__ = [
     "MAX_BATCH",
@@ -49,16 +51,18 @@ def communication_bytes(stage: Stage, run: Run) -> int:
     Only trainable weights have gradients, and ZeRO-1 and ZeRO-2 gather only those the update changed;
     ZeRO-3 gathers every weight for the forward and those the backward reaches (`communication.Whose`).
     """
-    return _communication_bytes(transfers(stage, run.gpus), run)
+    return _communication_bytes(stage, run.transfers(stage), run)
 
 
-def _communication_bytes(moves: tuple[Transfer, ...], run: Run) -> int:
-    return sum(t.volume_p * run.moved_params(t.whose) * run.recipe.nbytes(t.band) for t in moves)
+def _communication_bytes(stage: Stage, moves: tuple[Transfer, ...], run: Run) -> int:
+    # Rounded up, as the bytes on the wire are whole: qgZ's int4 is half a byte a weight.
+    moved = (t.volume_p * run.moved_params(t.whose) * wire_bytes(t, stage, run) for t in moves)
+    return ceil(sum(moved, start=Fraction(0)))
 
 
 def communication_p(moves: tuple[Transfer, ...], run: Run) -> Fraction:
     """Traffic of one step in units of P: 2 and 3 where every weight trains, less where some are frozen."""
-    return Fraction(sum(t.volume_p * run.moved_params(t.whose) for t in moves), run.params)
+    return sum((t.volume_p * run.moved_params(t.whose) for t in moves), start=Fraction(0)) / run.params
 
 
 def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
@@ -74,18 +78,18 @@ def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
     for term in run.terms(stage):
         if term.place is Place.GPU and (term.during != terms.ALL_PASSES or term.law is Law.PER_LAYER):
             name = "gathered" if term.name == KEPT_GATHERED else term.name
-            held[name] += term_bytes(term, stage, run.params, run.gpus, moment, run.frozen)
+            held[name] += term_bytes(term, stage, run.params, run.shards, moment, run.frozen)
     return LayerExtra(held["gathered"], held["computed"], held["activations"])
 
 
 def peak_moment(stage: Stage, run: Run) -> Moment:
     """The highest moment of a card's step: the one every peak, bar and verdict is drawn at."""
-    return terms.peak_moment(stage, run.params, run.gpus, run.terms(stage), run.candidates, run.frozen)
+    return terms.peak_moment(stage, run.params, run.shards, run.terms(stage), run.candidates, run.frozen)
 
 
 def theory_peak_bytes(stage: Stage, run: Run) -> int:
     """The theory's peak: model states, the layer in hand and activations at the step's highest moment."""
-    return terms.peak_bytes(stage, run.params, run.gpus, run.terms(stage), run.candidates, run.frozen)
+    return terms.peak_bytes(stage, run.params, run.shards, run.terms(stage), run.candidates, run.frozen)
 
 
 def overheads(stage: Stage, run: Run) -> tuple[OverheadItem, ...]:
@@ -137,7 +141,7 @@ def _peak_for(stage: Stage, run: Run, params: int) -> int:
         return peak_bytes(stage, replace(run, params=params, frozen=frozen))
     # The layers and activations of the shape drawn, kept as they are: the bisection asks some
     # hundred peaks a page, and the moments do not change with the size.
-    return terms.peak_bytes(stage, params, run.gpus, run.terms(stage), run.candidates, frozen)
+    return terms.peak_bytes(stage, params, run.shards, run.terms(stage), run.candidates, frozen)
 
 
 def max_params_that_fit(stage: Stage, run: Run) -> int | None:
@@ -201,9 +205,10 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
     counted = total(items) if run.count_overheads else 0
     peak = theory + counted
     capacity = run.capacity
-    state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup)
+    state = per_gpu_bytes(stage, run.params, run.shards, run.recipe, run.frozen, run.setup)
     extra = layer_extra(stage, run, moment)
-    moves = transfers(stage, run.gpus)
+    moves = run.transfers(stage)
+    links = link_bytes(stage, run, moves)
     # Without activations the state's peak is the theory's: not worked out twice.
     empty = theory if run.batch == 0 or run.activations is None else state_peak_bytes(stage, run)
     known = {run.batch: peak}
@@ -216,7 +221,7 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         bytes_per_weight=Fraction(state, run.params),
         per_gpu_bytes=state,
         communication_p=communication_p(moves, run),
-        communication_bytes=_communication_bytes(moves, run),
+        communication_bytes=_communication_bytes(stage, moves, run),
         peak_bytes=peak,
         state_peak_bytes=empty,
         activation_bytes=extra.activations,
@@ -231,18 +236,20 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
             stage,
             run.recipe,
             run.setup,
-            padded=run.params % run.gpus != 0,
+            padded=run.params % run.shards != 0,
             module=run.deepspeed_layer if run.layers else None,
             frozen=run.frozen > 0,
         ),
         peak_moment=moment,
         extra=extra,
         terms=tuple(
-            TermBytes(t.name, t.band, t.place, term_bytes(t, stage, run.params, run.gpus, frozen=run.frozen))
+            TermBytes(t.name, t.band, t.place, term_bytes(t, stage, run.params, run.shards, frozen=run.frozen))
             for t in stage_terms
             if t.law is Law.PER_WEIGHT and t.during == terms.ALL_PASSES
         ),
         transfers=moves,
+        links=links,
+        time=step_time(run, links),
     )
 
 

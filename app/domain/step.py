@@ -23,17 +23,18 @@ from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
 
-from app.domain.communication import Collective, Whose
+from app.domain.communication import Collective, Scope, Transfer, Whose
 from app.domain.eighths import COLUMNS, Column
 from app.domain.figures import HostReport, LayerExtra, StageReport
 from app.domain.host import host_report
 from app.domain.recipes import Band
 from app.domain.run import Run
-from app.domain.sharding import CellState, share
+from app.domain.sharding import CellState, Share, share
 from app.domain.sizing import counted_overhead_bytes, layer_extra
 from app.domain.stages import OPTIMIZER_STATE, Stage
 from app.domain.state_bytes import per_gpu_bytes
 from app.domain.terms import AT_REST, Moment
+from app.domain.wire import split
 
 PHASES = 1 + 2 * COLUMNS + 4
 LAST_PHASE = PHASES - 1
@@ -82,10 +83,18 @@ class InFlight:
     volume_p: Fraction
     whose: Whose = Whose.TRAINED
     """Which of the columns' weights it moves."""
+    scope: Scope = Scope.GROUP
+    """Which cards it runs over: the shard group, the replicas, or hpZ's group inside the node."""
+    inside: Fraction = Fraction(0)
+    """Bytes one card sends for it over the link inside its node (`wire.split`)."""
+    between: Fraction = Fraction(0)
+    """Bytes one card sends for it between nodes."""
 
     @property
     def description(self) -> str:
         """E.g. 'all-gather of column 3's weights'."""
+        if self.scope is Scope.REPLICAS:
+            return f"{self.collective} of every column's {self.band} slice across the replicas"
         if len(self.columns) == 1:
             return f"{self.collective} of column {self.columns[0]}'s {self.band}"
         return f"{self.collective} of every column's {self.band}"
@@ -143,6 +152,21 @@ class Phase:
     """Whether the backward pass stops in the column in hand: the column before it is never reached."""
     trains_all: bool = True
     """Whether every weight of the model trains: the weights' all-gather after the update sends the whole model."""
+    shards: int = 0
+    """The cards a sharded band is split across (a hybrid run's shard group); 0: all `gpus`."""
+    inside_so_far: Fraction = Fraction(0)
+    """Bytes one card has sent inside its node so far this step, this phase included."""
+    between_so_far: Fraction = Fraction(0)
+    """Bytes one card has sent between nodes so far this step, this phase included."""
+
+    @property
+    def group(self) -> int:
+        """The cards a sharded band is split across."""
+        return self.shards or self.gpus
+
+    def slice_of(self, card: int, column: int) -> Share | None:
+        """The part of `column` in `card`'s slice: each shard group splits the weights alike."""
+        return share(card % self.group, column, self.group)
 
     @property
     def live_bytes(self) -> int:
@@ -152,7 +176,7 @@ class Phase:
     @property
     def sharded(self) -> frozenset[Band]:
         """The bands split across cards; none on one card."""
-        return self.stage.sharded if self.gpus > 1 else frozenset()
+        return self.stage.sharded if self.group > 1 else frozenset()
 
     def holding(self, card: int, column: int, band: Band) -> Holding:
         """What one card has of one band of one column during this phase."""
@@ -175,12 +199,12 @@ class Phase:
             return self.reached and column == self.column and band in (Band.WEIGHTS, Band.GRADIENTS)
         if part is Part.UPDATE:
             updates_all = not self.sharded & set(OPTIMIZER_STATE)
-            mine = updates_all or share(card, column, self.gpus) is not None
+            mine = updates_all or self.slice_of(card, column) is not None
             # With the optimizer on the host, the card's weights wait for the new ones to come up.
             updated = OPTIMIZER_STATE if Band.MASTER in self.on_host else (Band.WEIGHTS, *OPTIMIZER_STATE)
             return mine and band in updated
         if self.pcie and not self.transfers:  # down to the host or up from it: the card's own slice
-            return any(m.band is band for m in self.pcie) and share(card, column, self.gpus) is not None
+            return any(m.band is band for m in self.pcie) and self.slice_of(card, column) is not None
         # Synchronisation works on exactly the band its collectives move, in every column.
         return any(t.band is band and column in t.columns for t in self.transfers)
 
@@ -204,7 +228,7 @@ class Phase:
 def _at_rest(phase: Phase, card: int, column: int, band: Band) -> Holding:
     if band not in phase.sharded:
         return Holding.HELD
-    part = share(card, column, phase.gpus)
+    part = phase.slice_of(card, column)
     if part is None:
         return Holding.DASHED
     return Holding.HELD if part.size == 1 else Holding.PARTIAL
@@ -225,41 +249,54 @@ def _part(index: int) -> tuple[Part, int | None]:
     }[index]
 
 
+Scopes = dict[tuple[Collective, Band, Whose], Scope]
+
+
 def _transfers(
-    stage: Stage, sharded: frozenset[Band], index: int, part: Part, column: int | None
+    stage: Stage, sharded: frozenset[Band], index: int, part: Part, column: int | None, run: Run, scopes: Scopes
 ) -> tuple[InFlight, ...]:
     """The collectives of a phase, each of a column's weights or every column's (volumes: `_volumes`)."""
     every = tuple(range(COLUMNS))
+    replicated = Scope.REPLICAS if stage is not Stage.DP and not sharded and run.shards < run.gpus else Scope.GROUP
     if part is Part.FORWARD and column is not None and Band.WEIGHTS in sharded:
         return (InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (column,), Fraction(0), Whose.EVERY),)
     if part is Part.BACKWARD and column is not None:
         moves: list[InFlight] = []
         if Band.WEIGHTS in sharded:  # ZeRO-3 gathers the layers again to compute their gradients
-            moves.append(InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (column,), Fraction(0), Whose.REACHED))
+            scope = scopes[Collective.ALL_GATHER, Band.WEIGHTS, Whose.REACHED]
+            moves.append(InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (column,), Fraction(0), Whose.REACHED, scope))
         if Band.GRADIENTS in sharded:  # ZeRO-2 and -3 send each layer's gradients to their owners at once
             moves.append(InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, (column,), Fraction(0)))
         return tuple(moves)
     if part is Part.GRADIENT_SYNC and Band.GRADIENTS not in sharded:
         if index == FIRST_SYNC:
-            return (InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, every, Fraction(0)),)
-        if stage is Stage.DP:  # the second half of the all-reduce: every card gets every sum
-            return (InFlight(Collective.ALL_GATHER, Band.GRADIENTS, every, Fraction(0)),)
+            return (InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, every, Fraction(0), scope=replicated),)
+        if not sharded:  # the second half of data parallelism's all-reduce: every card gets every sum
+            return (InFlight(Collective.ALL_GATHER, Band.GRADIENTS, every, Fraction(0), scope=replicated),)
+    if part is Part.GRADIENT_SYNC and index == FIRST_SYNC + 1 and sharded and run.shards < run.gpus:
+        # Hybrid sharding: each shard group reduced its own gradients; the replicas sum their slices.
+        return (InFlight(Collective.ALL_REDUCE, Band.GRADIENTS, every, Fraction(0), scope=Scope.REPLICAS),)
     if part is Part.WEIGHT_SYNC and Band.MASTER in sharded and Band.WEIGHTS not in sharded:
         return (InFlight(Collective.ALL_GATHER, Band.WEIGHTS, every, Fraction(0)),)
     return ()
 
 
-def _volumes(run: Run, moves: tuple[InFlight, ...]) -> tuple[InFlight, ...]:
-    """The collectives with their volumes: the weights of their columns each moves, in units of P.
+def _volumes(stage: Stage, run: Run, moves: tuple[InFlight, ...]) -> tuple[InFlight, ...]:
+    """The collectives with their volumes: the weights of their columns each moves, in units of P, and bytes.
 
-    Summed over the step they are the table's traffic (`sizing.communication_p`); a collective that
-    moves nothing (a frozen column's gradients) is left out.
+    Summed over the step they are the table's traffic (`sizing.communication_p`, `wire.link_bytes`); a
+    collective that moves nothing (a frozen column's gradients) is left out.
     """
     kept = []
     for move in moves:
         weights = sum(run.moved[move.whose][column] for column in move.columns)
         if weights:
-            kept.append(replace(move, volume_p=Fraction(weights, run.params)))
+            as_transfer = Transfer(move.collective, move.band, "", whose=move.whose, scope=move.scope)
+            _, inside, between = split(as_transfer, weights, stage, run)
+            volume = Fraction(weights, run.params)
+            if move.scope is Scope.REPLICAS and move.collective is Collective.ALL_REDUCE:
+                volume *= Fraction(2, run.shards)  # each card's slice, both halves of the all-reduce
+            kept.append(replace(move, volume_p=volume, inside=inside, between=between))
     return tuple(kept)
 
 
@@ -300,22 +337,27 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport |
     """
     if len(columns) != COLUMNS:
         raise ValueError(f"a step walks across {COLUMNS} columns")
-    sharded = stage.sharded if run.gpus > 1 else frozenset()
+    sharded = stage.sharded if run.shards > 1 else frozenset()
     if row is None:
-        state = per_gpu_bytes(stage, run.params, run.gpus, run.recipe, run.frozen, run.setup)
+        state = per_gpu_bytes(stage, run.params, run.shards, run.recipe, run.frozen, run.setup)
         overhead, host = counted_overhead_bytes(stage, run), host_report(stage, run)
     else:
         state, overhead, host = row.per_gpu_bytes, row.overhead_bytes, row.host
     phases: list[Phase] = []
-    tally = Fraction(0)
+    tally = inside = between = Fraction(0)
+    # The scopes are the step's own collectives' (`Run.transfers`): the shard group's, hpZ's, the replicas'.
+    scopes = {(t.collective, t.band, t.whose): t.scope for t in (row.transfers if row else run.transfers(stage))}
     pcie = 0
     on_host = run.on_host(stage)
     highest = 0
     for index in range(PHASES):
         part, column = _part(index)
         # Data parallelism on one card still has nobody to all-reduce with.
-        transfers = _volumes(run, _transfers(stage, sharded, index, part, column)) if run.gpus > 1 else ()
+        moving = _transfers(stage, sharded, index, part, column, run, scopes) if run.gpus > 1 else ()
+        transfers = _volumes(stage, run, moving)
         tally += sum((t.volume_p for t in transfers), start=Fraction(0))
+        inside += sum((t.inside for t in transfers), start=Fraction(0))
+        between += sum((t.between for t in transfers), start=Fraction(0))
         moment = _moment(stage, run, part, column)
         extra = layer_extra(stage, run, moment)
         frozen = column is not None and run.frozen_column(column)
@@ -348,6 +390,9 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport |
                 and column > 0
                 and not run.column_moments[column - 1].backward,
                 not run.frozen,
+                run.shards,
+                inside,
+                between,
             )
         )
     return tuple(phases)

@@ -91,6 +91,8 @@ class Term:
     """Only trainable weights have it (gradients, master copy, moments); a frozen weight does not."""
     one_card: bool = False
     """A per-layer term allocated even on one card (DeepSpeed's and FSDP2's gather buffers)."""
+    group: int | None = None
+    """The cards a split term is split across, where not the shard group's (hpZ's secondary partition)."""
 
 
 def shard_weights(params: int, gpus: int) -> int:
@@ -156,7 +158,7 @@ def term_bytes(term: Term, stage: Stage, params: int, gpus: int, moment: Moment 
         return 0
     if term.law is Law.PER_WEIGHT:
         count = params - frozen if term.trains else params
-        return term.nbytes * (shard_weights(count, gpus) if stage in term.split_by else count)
+        return term.nbytes * (shard_weights(count, term.group or gpus) if stage in term.split_by else count)
     if term.law is Law.PER_LAYER:
         # One card has nobody to gather from or send to: its layer is already whole, in its buffers.
         if moment.layer is None or not (gpus > 1 or term.one_card):

@@ -47,7 +47,7 @@ class TransferOut(BaseModel):
     collective: Collective
     band: Band
     when: str
-    volume_p: int = Field(description="Traffic in units of P, the number of weights, where every weight trains.")
+    volume_p: float = Field(description="Traffic in units of P, the number of weights, where every weight trains.")
     whose: Whose = Field(
         description="Which weights it moves where some are frozen: gradients and ZeRO-1 and ZeRO-2's gather move "
         "those that train; ZeRO-3 gathers every weight forward, and backward those the backward pass reaches."
@@ -60,7 +60,7 @@ class TransferOut(BaseModel):
             collective=transfer.collective,
             band=transfer.band,
             when=transfer.when,
-            volume_p=transfer.volume_p,
+            volume_p=float(transfer.volume_p),
             whose=transfer.whose,
         )
 

@@ -1,0 +1,160 @@
+"""Traffic by link: each collective's bytes inside a node and between nodes, and the time they take.
+
+A node's cards talk over NVLink; nodes talk over the network, one port per card. Each collective runs
+over a group of n cards in k nodes, g = n/k in each, and is counted as the hierarchical ring NCCL and
+DeepSpeed use across nodes: a ring between the nodes' matching cards, and a ring inside each node.
+Per card, of a buffer of B bytes (docs/wire.md works the sums):
+
+- an all-gather or a reduce-scatter sends (g-1)/g · B inside its node and (k-1)/n · B between nodes,
+  (n-1)/n · B in all, as a flat ring does;
+- an all-reduce is a reduce-scatter and an all-gather: twice both.
+
+ZeRO++ changes what is on the wire, not what is stored: qwZ sends ZeRO-3's weights in int8 (1 B a
+weight), qgZ its gradients in int4 (half a byte), and hpZ gathers the backward's weights from a
+secondary partition inside the node. The ZeRO paper's 2P and 3P (`communication`) count each
+collective as P; here the (n-1)/n is kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from math import ceil
+
+from app.domain.communication import Collective, Scope, Transfer
+from app.domain.recipes import Band
+from app.domain.run import Run
+from app.domain.stages import Stage
+
+INT8 = Fraction(1)
+"""qwZ's bytes a weight on the wire (its block scales, one fp32 per 2,048 or so, are left out)."""
+INT4 = Fraction(1, 2)
+"""qgZ's bytes a gradient on the wire."""
+FLOPS_PER_WEIGHT_PER_TOKEN = 6
+"""2 in the forward pass, 4 in the backward: the count MFU is measured against (Kaplan et al., 2020)."""
+
+
+@dataclass(frozen=True)
+class Span:
+    """The cards a collective runs over: how many, in how many nodes."""
+
+    cards: int
+    nodes: int
+
+    @property
+    def per_node(self) -> int:
+        """Its cards in each node, g."""
+        return self.cards // self.nodes
+
+
+@dataclass(frozen=True)
+class LinkBytes:
+    """One collective of a step, and the bytes one card sends for it over each link."""
+
+    transfer: Transfer
+    span: Span
+    buffer: int
+    """The bytes the collective assembles or reduces: the whole tensor, as it is on the wire."""
+    inside: int
+    """Bytes one card sends over the link inside its node."""
+    between: int
+    """Bytes one card sends over the link between nodes."""
+    quantized: str = ""
+    """'int8' or 'int4' where ZeRO++ quantizes it; empty in the recipe's own bytes."""
+
+    @property
+    def algorithm(self) -> str:
+        """The algorithm, named with what it sends: 'ring all-gather, (n-1)/n of the buffer a card'."""
+        span, name = self.span, str(self.transfer.collective)
+        twice = "2" if self.transfer.collective is Collective.ALL_REDUCE else ""
+        if span.cards == 1:
+            return f"{name} over one card: nothing sent"
+        if span.nodes == 1 or span.per_node == 1:
+            return f"ring {name} over {span.cards} cards: {twice}(n−1)/n of the buffer a card, n = {span.cards}"
+        return (
+            f"hierarchical ring {name} over {span.nodes} nodes of {span.per_node}: {twice}(g−1)/g of the buffer "
+            f"a card inside the node, {twice}(k−1)/n between nodes"
+        )
+
+
+def span(scope: Scope, stage: Stage, run: Run) -> Span:
+    """The cards a collective over `scope` runs over, and the nodes they are in (`Run` lines them up)."""
+    per_node = run.gpus_per_node
+    if stage is Stage.DP or (scope is Scope.GROUP and run.shards == run.gpus):
+        return Span(run.gpus, run.nodes)
+    if scope is Scope.REPLICAS:
+        # One card of each shard group: a group inside a node leaves per_node / shards replicas there.
+        return Span(run.replicas, run.nodes if run.shards < per_node else run.replicas)
+    cards = run.setup.hpz if scope is Scope.SECONDARY else run.shards
+    return Span(cards, max(1, cards // per_node))
+
+
+def wire_bytes(transfer: Transfer, stage: Stage, run: Run) -> Fraction:
+    """Bytes a weight of the collective's band takes on the wire: the recipe's, or ZeRO++'s int8 and int4."""
+    return _quantized(transfer, stage, run)[0]
+
+
+def _quantized(transfer: Transfer, stage: Stage, run: Run) -> tuple[Fraction, str]:
+    own = Fraction(run.recipe.nbytes(transfer.band))
+    if stage is not Stage.ZERO3:  # ZeRO++ is ZeRO-3's
+        return own, ""
+    # hpZ's backward gathers the secondary copy, kept in the weights' own bytes inside the node.
+    gathered = transfer.collective is Collective.ALL_GATHER and transfer.scope is not Scope.SECONDARY
+    if gathered and transfer.band is Band.WEIGHTS and run.qwz:
+        return min(own, INT8), "int8"
+    if transfer.collective is Collective.REDUCE_SCATTER and transfer.band is Band.GRADIENTS and run.qgz:
+        return min(own, INT4), "int4"
+    return own, ""
+
+
+def split(move: Transfer, weights: int, stage: Stage, run: Run) -> tuple[Fraction, Fraction, Fraction]:
+    """A collective of `weights` weights: its buffer's bytes, and one card's bytes inside its node and between."""
+    where = span(move.scope, stage, run)
+    if move.scope is Scope.REPLICAS:  # each card's slice of the group's weights
+        weights = -(-weights // run.shards)
+    buffer = weights * _quantized(move, stage, run)[0]
+    times = 2 if move.collective is Collective.ALL_REDUCE else 1
+    g, k, n = where.per_node, where.nodes, where.cards
+    return buffer, times * buffer * Fraction(g - 1, g), times * buffer * Fraction(k - 1, n)
+
+
+def link_bytes(stage: Stage, run: Run, moves: tuple[Transfer, ...]) -> tuple[LinkBytes, ...]:
+    """Each of the step's collectives (`moves`) with one card's bytes inside its node and between nodes."""
+    found = []
+    for move in moves:
+        buffer, inside, between = split(move, run.moved_params(move.whose), stage, run)
+        where = span(move.scope, stage, run)
+        found.append(LinkBytes(move, where, ceil(buffer), ceil(inside), ceil(between), _quantized(move, stage, run)[1]))
+    return tuple(found)
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Estimated seconds of one step: its collectives on each link, and its matrix multiplies."""
+
+    inside: Fraction
+    """Seconds one card's bytes inside its node take at the NVLink bandwidth."""
+    between: Fraction
+    """Seconds one card's bytes between nodes take at the network's."""
+    compute: Fraction | None
+    """6 × weights × tokens at the peak times the MFU; None with no tokens (an empty micro-batch)."""
+
+    @property
+    def wire(self) -> Fraction:
+        """Both links one after the other: a hierarchical ring's two rings do not overlap each other."""
+        return self.inside + self.between
+
+    @property
+    def hides(self) -> bool | None:
+        """Whether the communication can hide behind the compute, if overlapped; None without compute."""
+        return None if self.compute is None else self.wire <= self.compute
+
+
+def step_time(run: Run, links: tuple[LinkBytes, ...]) -> StepTime:
+    """The time on the wire of one card's collectives, and the step's compute time, from `run.links`."""
+    hardware = run.links
+    inside = Fraction(sum(link.inside for link in links), hardware.nvlink_bytes_per_s)
+    between = Fraction(sum(link.between for link in links), hardware.network_bytes_per_s)
+    flops = FLOPS_PER_WEIGHT_PER_TOKEN * run.params * run.tokens
+    compute = Fraction(flops, hardware.flops) if flops else None
+    return StepTime(inside, between, compute)
