@@ -14,7 +14,7 @@ from app.domain.overheads import OverheadItem
 from app.domain.recipes import Band
 from app.domain.stages import Stage
 from app.domain.terms import AT_REST, Moment, Place
-from app.domain.wire import LinkBytes, StepTime
+from app.domain.wire import NO_TIME, LinkBytes, StepTime
 
 
 @dataclass(frozen=True)
@@ -122,7 +122,7 @@ class StageReport:
     """The collectives of one step, behind `communication_p` and `communication_bytes`."""
     links: tuple[LinkBytes, ...] = ()
     """The same collectives, each with one card's bytes inside its node and between nodes (`wire`)."""
-    time: StepTime | None = None
+    time: StepTime = NO_TIME
     """The time those bytes take on their links, and the step's compute time (`wire.step_time`)."""
 
     @property

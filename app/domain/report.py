@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from app.domain.accounting import Accounting
 from app.domain.change import Change, change
-from app.domain.communication import Collective, Transfer, Whose
+from app.domain.communication import Collective, Scope, Transfer, Whose
 from app.domain.eighths import Column
 from app.domain.figures import HostReport, LayerExtra, StageReport, TermBytes
 from app.domain.overheads import OverheadItem
@@ -27,6 +27,7 @@ from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE, Holding, InFlight, Part, Phase, step
 from app.domain.terms import Place
 from app.domain.timeline import POINTS, Instant, Point, timeline
+from app.domain.wire import LinkBytes, Span, StepTime
 
 __all__ = [
     "LAST_PHASE",
@@ -41,6 +42,7 @@ __all__ = [
     "InFlight",
     "Instant",
     "LayerExtra",
+    "LinkBytes",
     "OverheadItem",
     "Part",
     "Phase",
@@ -48,7 +50,10 @@ __all__ = [
     "Point",
     "Run",
     "RunReport",
+    "Scope",
+    "Span",
     "StageReport",
+    "StepTime",
     "TermBytes",
     "Transfer",
     "Whose",

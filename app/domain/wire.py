@@ -150,6 +150,10 @@ class StepTime:
         return None if self.compute is None else self.wire <= self.compute
 
 
+NO_TIME = StepTime(Fraction(0), Fraction(0), None)
+"""Nothing on the wire and no compute: a report built without its links."""
+
+
 def step_time(run: Run, links: tuple[LinkBytes, ...]) -> StepTime:
     """The time on the wire of one card's collectives, and the step's compute time, from `run.links`."""
     hardware = run.links

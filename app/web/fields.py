@@ -19,6 +19,7 @@ from typing import Any
 from app.domain.accounting import Accounting
 from app.domain.activations import MAX_SEQ, Recompute
 from app.domain.architecture import ModelName
+from app.domain.hardware import H100_FABRIC
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload
 from app.domain.recipes import MAX_CUSTOM_BAND_BYTES, Band, RecipeName
@@ -46,11 +47,13 @@ class Group(StrEnum):
     """Folded under "Micro-batch, frozen weights, LoRA, bytes per band and largest layer"."""
     HOST = "host"
     """Folded under "Offload, nodes and whose accounting" (`#more-host`)."""
+    WIRE = "wire"
+    """Folded under "Across nodes: hybrid sharding, ZeRO++ and the links" (`#more-wire`)."""
     ADDRESS = "address"
     """Not in the form: set in the address (the overheads' settings, named in the overheads' table)."""
 
 
-FOLDS = (Group.MORE, Group.HOST)
+FOLDS = (Group.MORE, Group.HOST, Group.WIRE)
 """The form's folded parts, in the order of the form."""
 
 
@@ -190,6 +193,21 @@ def _recomputed(s: Scenario) -> str:
 
 def _lora(s: Scenario) -> str:
     return f"LoRA's {s.adapters:,} adapter weights" if s.adapters else "no LoRA"
+
+
+def _hybrid(s: Scenario) -> str:
+    run = s.run
+    if run.shards == run.gpus:
+        return "every card in one shard group"
+    return f"shard groups of {gpus_label(run.shards)}, {run.replicas:,} replicas"
+
+
+def _switch(on: bool, name: str) -> str:
+    return f"{name} {'on' if on else 'off'}"
+
+
+_WIRE_WHOLE = 100_000
+"""The most GB/s, Gb/s or TFLOP/s the form takes: far beyond any link or card."""
 
 
 def _cluster(s: Scenario) -> str:
@@ -486,6 +504,82 @@ FIELDS: tuple[RunField, ...] = (
         "`1`",
         echo="zero_init",
     ),
+    RunField(
+        "shard", "Shard group (GPUs)", Group.WIRE, Kind.WHOLE, None,
+        "Hybrid sharding (FSDP2's HSDP): split each state across this many GPUs and replicate across the "
+        "groups. It divides gpus, and fits in a node or is whole nodes. Default: every GPU.",
+        _hybrid,
+        "hybrid sharding, FSDP2's HSDP: each state split across a shard group of this many GPUs and replicated "
+        "across gpus/shard groups; it divides `gpus` and fits in a node or is whole nodes. "
+        "[wire.md](wire.md)",
+        "every GPU: one group",
+        low=1, high=MAX_GPUS, blank=True,
+        message=f"Enter a whole number of GPUs between 1 and {MAX_GPUS} that divides the GPUs, or leave it blank.",
+        echo="shard",
+    ),
+    RunField(
+        "hpz", "hpZ partition (GPUs)", Group.WIRE, Kind.WHOLE, 1,
+        "ZeRO++'s hpZ (zero_hpz_partition_size): ZeRO-3 keeps a second copy of the weights split across this "
+        "many GPUs, a node's, so the backward's gather stays inside the node. 1: off.",
+        lambda s: f"hpz={s.run.setup.hpz}",
+        "ZeRO++'s hpZ, DeepSpeed's `zero_hpz_partition_size`: ZeRO-3 keeps a second copy of the weights split "
+        "across this many GPUs (ideally a node's), 2Ψ/hpz bytes more a card; `1` is off. [wire.md](wire.md)",
+        "`1`",
+        low=1, high=MAX_GPUS, message=f"Enter a whole number of GPUs between 1 and {MAX_GPUS} (1: no hpZ).",
+        echo="hpz",
+    ),
+    RunField(
+        "qwz", "qwZ: weights gathered in int8", Group.WIRE, Kind.SWITCH, False,
+        "ZeRO++'s qwZ (zero_quantized_weights): ZeRO-3 all-gathers its weights in int8.",
+        lambda s: _switch(s.run.qwz, "qwZ"),
+        "ZeRO++'s qwZ, DeepSpeed's `zero_quantized_weights`: `1`, ZeRO-3 all-gathers its weights in int8 "
+        "(1 B a weight on the wire); stored as before",
+        "`0`",
+        echo="qwz",
+    ),
+    RunField(
+        "qgz", "qgZ: gradients reduced in int4", Group.WIRE, Kind.SWITCH, False,
+        "ZeRO++'s qgZ (zero_quantized_gradients): ZeRO-3 reduce-scatters its gradients in int4.",
+        lambda s: _switch(s.run.qgz, "qgZ"),
+        "ZeRO++'s qgZ, DeepSpeed's `zero_quantized_gradients`: `1`, ZeRO-3 reduce-scatters its gradients in "
+        "int4 (half a byte a weight on the wire)",
+        "`0`",
+        echo="qgz",
+    ),
+    RunField(
+        "nvlink", "Link inside a node (GB/s a GPU)", Group.WIRE, Kind.WHOLE, H100_FABRIC.nvlink,
+        "What one GPU sends each second over the link inside its node, in GB/s: H100's NVLink 4 by default.",
+        lambda s: f"{s.run.links.nvlink:,} GB/s inside a node",
+        f"GB/s one GPU sends inside its node, 1–{_WIRE_WHOLE:,}; H100 SXM's NVLink 4 is 900 GB/s both ways, "
+        "450 each way. [wire.md](wire.md)",
+        str(H100_FABRIC.nvlink),
+        low=1, high=_WIRE_WHOLE, message=f"Enter whole GB/s between 1 and {_WIRE_WHOLE:,}.", echo="nvlink",
+    ),
+    RunField(
+        "network", "Link between nodes (Gb/s a GPU)", Group.WIRE, Kind.WHOLE, H100_FABRIC.network,
+        "What one GPU sends each second between nodes, in Gb/s: one 400 Gb/s InfiniBand NDR port by default.",
+        lambda s: f"{s.run.links.network:,} Gb/s between nodes",
+        f"Gb/s (bits) one GPU sends between nodes, 1–{_WIRE_WHOLE:,}; a DGX H100 has one 400 Gb/s ConnectX-7 "
+        "port per GPU. [wire.md](wire.md)",
+        str(H100_FABRIC.network),
+        low=1, high=_WIRE_WHOLE, message=f"Enter whole Gb/s between 1 and {_WIRE_WHOLE:,}.", echo="network",
+    ),
+    RunField(
+        "tflops", "Card's bf16 peak (TFLOP/s)", Group.WIRE, Kind.WHOLE, H100_FABRIC.tflops,
+        "The card's dense bf16 peak in TFLOP/s, for the compute time: H100 SXM's 989 by default.",
+        lambda s: f"{s.run.links.tflops:,} TFLOP/s",
+        f"the card's dense bf16 peak, TFLOP/s, 1–{_WIRE_WHOLE:,}; H100 SXM's is 989 (1,979 with sparsity)",
+        str(H100_FABRIC.tflops),
+        low=1, high=_WIRE_WHOLE, message=f"Enter whole TFLOP/s between 1 and {_WIRE_WHOLE:,}.", echo="tflops",
+    ),
+    RunField(
+        "mfu", "MFU (%)", Group.WIRE, Kind.WHOLE, H100_FABRIC.mfu,
+        "The share of the peak the step reaches, in percent: 40 by default, as Llama 3 reports on H100s.",
+        lambda s: f"an MFU of {s.run.links.mfu}%",
+        "percent of the peak the step's matrix multiplies reach, 1–100; Llama 3's pre-training reports 38–43%",
+        str(H100_FABRIC.mfu),
+        low=1, high=100, message="Enter a whole percent between 1 and 100.", echo="mfu",
+    ),
 )  # fmt: skip
 """Every run field, in the order the query models read them: a rule across fields reads the earlier ones."""
 
@@ -501,7 +595,8 @@ def in_group(group: Group) -> tuple[RunField, ...]:
     return tuple(f for f in FIELDS if f.group is group)
 
 
-def _read(inputs: Inputs, target: str) -> Any:
+def read(inputs: Inputs, target: str) -> Any:
+    """A field's value in `Inputs`, wherever its `into` puts it."""
     where, _, key = target.partition(".")
     value = getattr(inputs, where)
     if where == "band_bytes":
@@ -518,7 +613,7 @@ def given(inputs: Inputs) -> frozenset[str]:
     return frozenset(
         f.name
         for f in FIELDS
-        if _read(inputs, f.target) != _read(_NOTHING_GIVEN, f.target) and (custom or f.band is None)
+        if read(inputs, f.target) != read(_NOTHING_GIVEN, f.target) and (custom or f.band is None)
     )
 
 

@@ -14,7 +14,7 @@ from app.domain.scenario import Inputs, Scenario
 from app.domain.stages import Stage
 from app.domain.trainable import LoraTargets
 from app.domain.units import ByteUnit
-from app.web.fields import Group, given, unfolded
+from app.web.fields import Group, Kind, given, in_group, read, unfolded
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,41 @@ class FieldProblem:
     message: str
     drawn: str = ""
     """What the picture uses meanwhile, in a sentence: "Drawn with 64 GPUs, as on the screen before."."""
+
+
+@dataclass(frozen=True)
+class DeclaredInput:
+    """A field drawn from its declaration alone (`fields.FIELDS`): a whole number, or a yes-or-no choice."""
+
+    name: str
+    label: str
+    value: str
+    placeholder: str = ""
+    low: int | None = None
+    high: int | None = None
+    title: str = ""
+    options: tuple[Option, ...] = ()
+    """A switch's two choices; empty for a number."""
+
+    @property
+    def field_id(self) -> str:
+        """The form's id for it."""
+        return f"f-{self.name}"
+
+
+def _entries(group: Group, inputs: Inputs, placeholders: dict[str, str]) -> tuple[DeclaredInput, ...]:
+    """The fields of a fold, each as its declaration says, with the value entered (blank: the default)."""
+    entries = []
+    for field in in_group(group):
+        value = read(inputs, field.target)
+        if field.kind is Kind.SWITCH:
+            options = (Option("1", "On", bool(value)), Option("0", "Off", not value))
+            entries.append(DeclaredInput(field.name, field.label, "", title=field.help, options=options))
+        else:
+            text = "" if value is None else str(value)
+            placeholder = placeholders.get(field.name, "")
+            entries.append(DeclaredInput(field.name, field.label, text, placeholder, field.low, field.high, field.help))
+    return tuple(entries)
 
 
 @dataclass(frozen=True)
@@ -82,6 +117,8 @@ class FormView:
     nvme_space: str = ""
     accountings: tuple[Option, ...] = ()
     zero_init: tuple[Option, ...] = ()
+    wire: tuple[DeclaredInput, ...] = ()
+    """"Across nodes": hybrid sharding, ZeRO++, the links and the card's compute, from their declarations."""
     given: frozenset[str] = frozenset()
     """The run fields given a value other than their default (`fields.given`): their folds are open."""
     problems: tuple[FieldProblem, ...] = ()
@@ -107,6 +144,11 @@ class FormView:
     def host_open(self) -> bool:
         """Whether "Offload, nodes and whose accounting" is open."""
         return Group.HOST in self.unfolded
+
+    @property
+    def wire_open(self) -> bool:
+        """Whether "Across nodes: hybrid sharding, ZeRO++ and the links" is open."""
+        return Group.WIRE in self.unfolded
 
     def problem(self, name: str) -> FieldProblem | None:
         """The problem with the field `name`, if it has one."""
@@ -161,6 +203,7 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         nvme_space="" if run.nvme_space is None else _capacity_text(run.nvme_space),
         accountings=tuple(Option(a.value, a.label, a is inputs.accounting) for a in Accounting),
         zero_init=_yes_no(inputs.zero_init, "zero.Init: in slices", "Whole, then split"),
+        wire=_entries(Group.WIRE, inputs, {"shard": str(run.shards)}),
         given=given(inputs),
         phase=phase,
     )

@@ -24,10 +24,12 @@ from pydantic import (
 )
 from pydantic_core import PydanticCustomError
 
+from app.domain.accounting import Accounting
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload, cluster_of
 from app.domain.recipes import RecipeName
+from app.domain.run import groups_refused
 from app.domain.scenario import DEFAULT_MODEL, Inputs
 from app.domain.stages import Stage
 from app.domain.state_bytes import DEFAULT_GPUS
@@ -155,6 +157,27 @@ class RunQuery(_RunFields):
             raise PydanticCustomError("cluster", str(exc)) from None
         return per_node
 
+    @field_validator("shard")
+    @classmethod
+    def _whole_groups(cls, shard: int | None, info: ValidationInfo) -> int | None:
+        if shard is not None:
+            _refuse_groups(info, shard=shard)
+        return shard
+
+    @field_validator("hpz")
+    @classmethod
+    def _hpz_groups(cls, hpz: int, info: ValidationInfo) -> int:
+        if hpz > 1:
+            _refuse_groups(info, hpz=hpz)
+        return hpz
+
+    @field_validator("qwz", "qgz")
+    @classmethod
+    def _zeropp_allowed(cls, on: bool, info: ValidationInfo) -> bool:
+        if on:
+            _refuse_groups(info)
+        return on
+
     def inputs(self) -> Inputs:
         """The domain's inputs, with texts read as counts and sizes: each field where its `into` says."""
         direct: dict[str, Any] = {}
@@ -195,6 +218,21 @@ class RunQuery(_RunFields):
             for key, value in values.items()
             if key in RunQuery.model_fields and key not in ignored and value != ""
         }
+
+
+def _refuse_groups(info: ValidationInfo, shard: int | None = None, hpz: int = 1) -> None:
+    """A shard group or ZeRO++ the cluster cannot have, as `run.groups_refused` says; the cluster checked first."""
+    data = info.data
+    if "gpus" not in data or "gpus_per_node" not in data or "nodes" not in data:
+        return  # the cluster's own error is the one to read
+    cluster = cluster_of(data["gpus"], data["nodes"], data["gpus_per_node"])
+    zeropp = info.field_name != "shard"
+    accounting = data.get("accounting", Accounting.PAPER)
+    refused = groups_refused(
+        cluster.gpus, cluster.gpus_per_node, shard if shard is not None else data.get("shard"), hpz, zeropp, accounting
+    )
+    if refused:
+        raise PydanticCustomError("groups", refused)
 
 
 class StepQuery(RunQuery):

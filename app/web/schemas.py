@@ -27,9 +27,12 @@ from app.domain.report import (
     Collective,
     Holding,
     Instant,
+    LinkBytes,
     Part,
     Run,
+    Scope,
     StageReport,
+    StepTime,
     Transfer,
     Whose,
 )
@@ -149,6 +152,65 @@ class OverheadOut(BaseModel):
     parameter: str = Field(description="The URL parameter that sets it.")
 
 
+class LinkOut(BaseModel):
+    """One collective of a step, and one card's bytes for it over each link."""
+
+    collective: Collective
+    band: Band
+    when: str
+    scope: Scope = Field(description="The cards it runs over: the shard group, the replicas, or hpZ's group.")
+    cards: int = Field(description="n: the cards it runs over.")
+    nodes: int = Field(description="k: the nodes those cards are in.")
+    algorithm: str = Field(description="The algorithm and what it sends a card, e.g. a ring's (n−1)/n.")
+    on_the_wire: str = Field(description="int8 (qwZ) or int4 (qgZ) where ZeRO++ quantizes it; empty otherwise.")
+    buffer_bytes: int = Field(description="The bytes it gathers or reduces, as they are on the wire.")
+    inside_bytes: int = Field(description="Bytes one card sends over the link inside its node.")
+    between_bytes: int = Field(description="Bytes one card sends between nodes.")
+
+    @classmethod
+    def of(cls, link: LinkBytes) -> LinkOut:
+        """From the domain's collective by link."""
+        t = link.transfer
+        return cls(
+            collective=t.collective,
+            band=t.band,
+            when=t.when,
+            scope=t.scope,
+            cards=link.span.cards,
+            nodes=link.span.nodes,
+            algorithm=link.algorithm,
+            on_the_wire=link.quantized,
+            buffer_bytes=link.buffer,
+            inside_bytes=link.inside,
+            between_bytes=link.between,
+        )
+
+
+class TimeOut(BaseModel):
+    """An estimate of one step's time, from the links' bandwidths and the card's peak: not a measurement."""
+
+    inside_seconds: float = Field(description="One card's bytes inside its node at the nvlink bandwidth.")
+    between_seconds: float = Field(description="One card's bytes between nodes at the network bandwidth.")
+    wire_seconds: float = Field(description="Both, one after the other.")
+    compute_seconds: float | None = Field(
+        None, description="6 × weights × tokens (batch × seq) at tflops × mfu; absent with an empty micro-batch."
+    )
+    hides: bool | None = Field(
+        None, description="Whether wire_seconds ≤ compute_seconds: the traffic can hide behind the compute."
+    )
+
+    @classmethod
+    def of(cls, time: StepTime) -> TimeOut:
+        """From the domain's estimate."""
+        return cls(
+            inside_seconds=float(time.inside),
+            between_seconds=float(time.between),
+            wire_seconds=float(time.wire),
+            compute_seconds=None if time.compute is None else float(time.compute),
+            hides=time.hides,
+        )
+
+
 class MemoryRow(BaseModel):
     """One stage of the described run."""
 
@@ -161,6 +223,12 @@ class MemoryRow(BaseModel):
         description="Traffic of one step in units of P; 0 on one card, less where weights are frozen."
     )
     communication_bytes: int = Field(description="Bytes through each card per step: P × the bytes of each band moved.")
+    inside_bytes: int = Field(
+        description="Bytes one card sends inside its node per step: each collective's (n−1)/n kept, by link."
+    )
+    between_bytes: int = Field(description="Bytes one card sends between nodes per step.")
+    collectives: list[LinkOut] = Field(description="The step's collectives, each by link.")
+    time: TimeOut
     peak_bytes: int = Field(
         description="The whole GPU peak: the state plus, at the step's highest moment, what a card holds beyond it "
         "(for ZeRO-3 one assembled layer's weights and gradients, for ZeRO-2 one layer's gradients) and the "
@@ -241,6 +309,10 @@ class MemoryRow(BaseModel):
             per_gpu_bytes=row.per_gpu_bytes,
             communication_p=float(row.communication_p),
             communication_bytes=row.communication_bytes,
+            inside_bytes=row.inside_bytes,
+            between_bytes=row.between_bytes,
+            collectives=[LinkOut.of(link) for link in row.links],
+            time=TimeOut.of(row.time),
             peak_bytes=row.peak_bytes,
             state_peak_bytes=row.state_peak_bytes,
             activation_bytes=row.activation_bytes,
@@ -301,6 +373,15 @@ class ResolvedInputs(BaseModel):
     zero_init: bool
     host_memory: int | None = None
     nvme_space: int | None = None
+    shard: int = Field(description="The shard group: every GPU, unless hybrid sharding splits them.")
+    replicas: int = Field(description="The shard groups, each keeping a whole copy: gpus / shard.")
+    hpz: int = Field(description="ZeRO++'s hpZ partition size; 1: off.")
+    qwz: bool
+    qgz: bool
+    nvlink: int = Field(description="GB/s one GPU sends inside its node.")
+    network: int = Field(description="Gb/s one GPU sends between nodes.")
+    tflops: int = Field(description="The card's dense bf16 peak, TFLOP/s.")
+    mfu: int = Field(description="Percent of the peak the step reaches.")
 
 
 class MemoryOut(BaseModel):
@@ -344,6 +425,15 @@ class MemoryOut(BaseModel):
                 zero_init=run.zero_init,
                 host_memory=run.host_memory,
                 nvme_space=run.nvme_space,
+                shard=run.shards,
+                replicas=run.replicas,
+                hpz=run.setup.hpz,
+                qwz=run.qwz,
+                qgz=run.qgz,
+                nvlink=run.links.nvlink,
+                network=run.links.network,
+                tflops=run.links.tflops,
+                mfu=run.links.mfu,
             ),
             stages=[MemoryRow.of(row, run) for row in scenario.report],
             notes=list(scenario.notes),

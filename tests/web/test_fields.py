@@ -61,7 +61,7 @@ def schema(client: TestClient) -> dict[str, dict[str, object]]:
 
 
 def test_the_declaration_names_each_field_once_and_the_query_model_takes_exactly_them() -> None:
-    assert len(set(NAMES)) == len(NAMES) == 35
+    assert len(set(NAMES)) == len(NAMES) == 43
     assert list(RunQuery.model_fields) == NAMES
 
 
@@ -78,7 +78,15 @@ def test_a_field_sits_in_its_fold_with_its_id(form: Tag, field: RunField) -> Non
         return
     assert [e.get("id") for e in found] == [field.field_id]
     folds = [d.get("id") or "more" for d in found[0].find_parents("details")]
-    assert folds == {Group.SHOWN: [], Group.MORE: ["more"], Group.HOST: ["more-host"]}[field.group]
+    assert (
+        folds
+        == {
+            Group.SHOWN: [],
+            Group.MORE: ["more"],
+            Group.HOST: ["more-host"],
+            Group.WIRE: ["more-wire"],
+        }[field.group]
+    )
 
 
 @pytest.mark.parametrize(
@@ -92,6 +100,8 @@ def test_a_field_sits_in_its_fold_with_its_id(form: Tag, field: RunField) -> Non
         ("batch=-1", ["more"]),  # a value set aside opens its fold too
         ("pin_memory=maybe", ["more-host"]),
         ("gpus=0", []),
+        ("mfu=50", ["more-wire"]),
+        ("shard=3", ["more-wire"]),
     ],
 )
 def test_a_fold_is_open_when_it_holds_a_value_given_or_set_aside(
@@ -153,6 +163,12 @@ TAKES_ZERO = {
     "gpus_per_node": False,
     "host_memory": False,
     "nvme_space": True,
+    "shard": False,
+    "hpz": False,
+    "nvlink": False,
+    "network": False,
+    "tflops": False,
+    "mfu": False,
 }
 
 

@@ -36,6 +36,11 @@ _AGREEING = {
     "gpus_per_node": st.just(""),
     "offload_device": st.sampled_from(["nvme", ""]),
     "trainable": st.sampled_from(["", "0", "1", "0.5", "25%", "1e0"]),
+    # Hybrid sharding and ZeRO++ against the cluster, the accounting and each other: off, or one group.
+    "shard": st.sampled_from(["", "1"]),
+    "hpz": st.just("1"),
+    "qwz": st.just("0"),
+    "qgz": st.just("0"),
 }
 
 
