@@ -37,12 +37,13 @@ class Change:
         """Every band whose arrangement changes."""
         return self.split | self.whole
 
-    def cell_changes(self, card: int, weight: int, band: Band, gpus: int) -> bool:
+    def cell_changes(self, card: int, weight: int, band: Band, gpus: int, shards: int | None = None) -> bool:
         """Whether this card's cell for `band` of `weight` changes state (filled ↔ dashed).
 
         Only where the card is not the weight's holder: the holder keeps its slice either way.
         """
-        return gpus > 1 and band in self.bands and owner(weight, gpus) != card
+        group = gpus if shards is None else shards
+        return group > 1 and band in self.bands and owner(weight, group) != card % group
 
 
 def _stored(recipe: Recipe, bands: frozenset[Band]) -> frozenset[Band]:

@@ -39,6 +39,8 @@ class Cell:
     state: CellState
     holder: int
     """The card responsible for this weight's slice: where the state lives when it is dashed."""
+    replica: bool = False
+    """Solid only because hybrid sharding replicates it: with one shard group another card would hold it."""
 
 
 def owner(weight: int, gpus: int) -> int:
@@ -46,11 +48,20 @@ def owner(weight: int, gpus: int) -> int:
     return weight % gpus
 
 
-def cell_state(stage: Stage, band: Band, card: int, weight: int, gpus: int) -> CellState:
-    """Whether `card` stores `band` of `weight` under `stage`."""
-    if band not in stage.sharded or owner(weight, gpus) == card:
+def cell_state(stage: Stage, band: Band, card: int, weight: int, gpus: int, shards: int | None = None) -> CellState:
+    """Whether `card` stores `band` of `weight` under `stage`; each shard group of `shards` cards splits alike."""
+    group = gpus if shards is None else shards
+    if band not in stage.sharded or owner(weight, group) == card % group:
         return CellState.SOLID
     return CellState.DASHED
+
+
+def _cell(stage: Stage, band: Band, card: int, weight: int, gpus: int, shards: int) -> Cell:
+    state = cell_state(stage, band, card, weight, gpus, shards)
+    holder = card - card % shards + owner(weight, shards)  # the owner in this card's own shard group
+    # Where a flat arrangement would dash it: the replicas' copy, filled back in by hybrid sharding.
+    replica = state is CellState.SOLID and band in stage.sharded and owner(weight, gpus) != card
+    return Cell(card, weight, band, state, holder, replica)
 
 
 MAX_FULL_GRID = 16
@@ -77,6 +88,8 @@ class Layout:
     recipe: Recipe
     shown: tuple[int, ...]
     cells: tuple[Cell, ...]
+    shards: int = 0
+    """The cards each sharded band is split across: a hybrid run's shard group; 0: all `gpus`."""
     # Every view walks the grid card by card, so the cells are grouped once.
     _by_card: dict[int, tuple[Cell, ...]] = field(init=False, repr=False, compare=False)
     _held: dict[int, int] = field(init=False, repr=False, compare=False)
@@ -120,18 +133,16 @@ class Layout:
         return sum(1 for cell in self.cells if cell.band is band and cell.state is CellState.SOLID)
 
 
-def layout(stage: Stage, gpus: int = DEFAULT_GPUS, recipe: Recipe = MIXED_ADAM) -> Layout:
-    """Compute every drawn cell of the grid for a stage."""
+def layout(stage: Stage, gpus: int = DEFAULT_GPUS, recipe: Recipe = MIXED_ADAM, shards: int | None = None) -> Layout:
+    """Compute every drawn cell of the grid for a stage; `shards`, a hybrid run's shard group (None: every card)."""
     if gpus < 1:
         raise ValueError("gpus must be at least 1")
+    group = gpus if shards is None else shards
+    if not 1 <= group <= gpus or gpus % group:
+        raise ValueError("a shard group divides the cards")
     shown = shown_indices(gpus)
-    cells = tuple(
-        Cell(card, weight, band, cell_state(stage, band, card, weight, gpus), owner(weight, gpus))
-        for card in shown
-        for weight in shown
-        for band in Band
-    )
-    return Layout(stage=stage, gpus=gpus, recipe=recipe, shown=shown, cells=cells)
+    cells = tuple(_cell(stage, band, card, weight, gpus, group) for card in shown for weight in shown for band in Band)
+    return Layout(stage=stage, gpus=gpus, recipe=recipe, shown=shown, cells=cells, shards=group)
 
 
 # The step's columns (eighths of the model) against the cards' slices: geometry, as the grid's is.

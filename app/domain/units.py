@@ -289,3 +289,12 @@ def gpus_label(gpus: int) -> str:
 def p_units(value: Fraction) -> str:
     """Traffic in units of P, without trailing zeros: '0.125P', '2P'."""
     return f"{float(value):.3f}".rstrip("0").rstrip(".") + "P"
+
+
+def seconds_label(value: Fraction) -> str:
+    """A time in seconds, to three significant figures: '0.303 s', '1.86 s', '42.1 ms', '12 s'."""
+    if value == 0:
+        return "0 s"
+    if value < Fraction(1, 10):
+        return f"{float(value * 1000):.3g} ms"
+    return f"{float(value):.3g} s"

@@ -140,6 +140,12 @@ def _stacked(parts: list[tuple[str, int, str]], scale: BarScale, scenario: Scena
 
 
 FP32_GRADIENTS_LABEL = "fp32 gradients, DeepSpeed's copy for the update"
+SECONDARY_LABEL = "hpZ's second copy of the weights, split inside the node"
+_NO_BAND = {
+    # A term that is no band of the grid: its css (static/app.css) and its name in the bar's tooltip.
+    "fp32 gradients": ("fp32-gradients", FP32_GRADIENTS_LABEL),
+    "secondary weights": ("secondary-weights", SECONDARY_LABEL),
+}
 
 
 def state_on_card(row: StageReport, run: Run) -> tuple[tuple[str, int, str], ...]:
@@ -150,7 +156,7 @@ def state_on_card(row: StageReport, run: Run) -> tuple[tuple[str, int, str], ...
     return tuple(
         (f"band-{t.band}", t.nbytes, run.recipe.spec(t.band).label)
         if t.band is not None
-        else ("fp32-gradients", t.nbytes, FP32_GRADIENTS_LABEL)
+        else (_NO_BAND[t.name][0], t.nbytes, _NO_BAND[t.name][1])
         for t in row.on_gpu
     )
 
@@ -237,7 +243,7 @@ def bar_keys(row: StageReport) -> tuple[str, ...]:
     """What of one layer a stage's bars draw: its largest layer's, at the peak, has the most."""
     extra = row.extra
     return (
-        *(("fp32-gradients",) if any(t.band is None for t in row.on_gpu) else ()),
+        *(_NO_BAND[t.name][0] for t in row.on_gpu if t.band is None),
         *(("gathered",) if extra.gathered else ()),
         *(("sent",) if extra.computed else ()),
         *(("activations",) if extra.activations else ()),

@@ -36,6 +36,8 @@ class CellView:
     """Whether the cell changed state (filled or dashed) since the stage the person came from."""
     on_host: bool = False
     """Whether it lives in the card's host (offloaded), drawn in the host's strip under the card."""
+    replica: bool = False
+    """Kept because hybrid sharding replicates it across the shard groups, where one group would dash it."""
 
     @property
     def css(self) -> str:
@@ -47,6 +49,8 @@ class CellView:
             extra += " changed"
         if self.on_host:
             extra += " on-host"
+        if self.replica:
+            extra += " replica"
         return f"cell band-{self.band} {self.state} nb-{self.nbytes}{extra}"
 
 
@@ -107,6 +111,11 @@ def cell_label(cell: Cell, recipe: Recipe, sharded: bool) -> str:
     where = f"GPU {cell.card}, weight {cell.weight}, {spec.label} ({spec.precision}, {spec.nbytes} B)"
     if cell.state is CellState.DASHED:
         return f"{where}: not stored here. GPU {cell.holder} holds it on this weight's behalf."
+    if cell.replica:
+        return (
+            f"{where}: stored on this card, which is responsible for weight {cell.weight} in its shard group; "
+            "each shard group keeps its own copy (hybrid sharding)."
+        )
     # A band the stage keeps whole is every card's own copy, on the card responsible for the weight too.
     if sharded and cell.holder == cell.card:
         return f"{where}: stored on this card, which is responsible for weight {cell.weight}."
@@ -139,7 +148,7 @@ def _columns(
     for position, weight in enumerate(grid.shown):
         if hidden := _hidden_before(grid.shown, position):
             columns.append(ColumnView(None, False, (), f"{hidden:,} more weights"))
-        responsible = weight == card and bool(grid.stage.sharded)
+        responsible = weight % grid.shards == card % grid.shards and bool(grid.stage.sharded)
         # Past ten columns every other number is left out, so two-digit labels still fit.
         labelled = len(grid.shown) <= 10 or weight % 2 == 0 or responsible
         columns.append(
@@ -160,7 +169,9 @@ def _columns(
                         + (" Frozen: it has no gradient and needs no optimizer state." if c.weight in frozen else ""),
                         # One tab stop for the whole grid; the arrow keys move within it.
                         focusable=c is first,
-                        changed=moved is not None and moved.cell_changes(c.card, c.weight, c.band, grid.gpus),
+                        changed=moved is not None
+                        and moved.cell_changes(c.card, c.weight, c.band, grid.gpus, grid.shards),
+                        replica=c.replica,
                     )
                     for c in by_weight[weight]
                 ),
@@ -185,9 +196,10 @@ def card_columns(
     tab_stop: bool,
     moved: Change | None,
     frozen: frozenset[int] = frozenset(),
+    shards: int | None = None,
 ) -> tuple[ColumnView, ...]:
     """One drawn card's columns of cells (see `_columns`), built once for each set of inputs."""
-    return _columns(_layout(stage, gpus, recipe), card, tab_stop, moved, frozen)
+    return _columns(_layout(stage, gpus, recipe, shards), card, tab_stop, moved, frozen)
 
 
 def host_title(row: StageReport) -> str:
@@ -267,7 +279,7 @@ def rest_cards(
     scenario: Scenario, stage: Stage, row: StageReport, moved: Change | None = None
 ) -> tuple[CardView | CardGap, ...]:
     """The cards of `stage` at rest, their bars on the scale of all four stages; `moved` marks what a switch changed."""
-    grid = _layout(stage, scenario.run.gpus, scenario.recipe)
+    grid = _layout(stage, scenario.run.gpus, scenario.recipe, scenario.run.shards)
     bar = rest_bar(scenario, stage, *card_total(row, scenario.units), row.fits)
     hand = hand_bar(scenario, stage, row.extra)
     # Every card at rest holds as much as every other: its figures are printed once, shown on each.
@@ -279,7 +291,7 @@ def rest_cards(
     for position, card in enumerate(grid.shown):
         if hidden := _hidden_before(grid.shown, position):
             cards.append(CardGap(f"GPU {card - hidden:,} to GPU {card - 1:,}: the same pattern"))
-        columns = card_columns(stage, grid.gpus, grid.recipe, card, position == 0, moved, frozen)
+        columns = card_columns(stage, grid.gpus, grid.recipe, card, position == 0, moved, frozen, grid.shards)
         columns, host = split_host(columns, away, grid.recipe, title)
         cards.append(
             CardView(
@@ -294,3 +306,58 @@ def rest_cards(
             )
         )
     return tuple(cards)
+
+
+@dataclass(frozen=True)
+class NodeView:
+    """One node's drawn cards, in a box whose border is the link inside it."""
+
+    index: int
+    title: str
+    link: str
+    """The link inside the node, in words: "NVLink inside, 450 GB/s a card"."""
+    items: tuple[CardView | CardGap, ...]
+
+
+@dataclass(frozen=True)
+class NodeGap:
+    """Nodes the grid leaves out, and the link between nodes, which every gap and boundary crosses."""
+
+    label: str
+    link: str
+
+
+def in_nodes(
+    cards: tuple[CardView | CardGap, ...], per_node: int, nodes: int, link: tuple[str, str]
+) -> tuple[NodeView | NodeGap, ...]:
+    """The drawn cards in their nodes, with the link between nodes at each boundary; () for one node.
+
+    `link` says the link inside a node and the link between nodes, in words. A sampled grid's cards
+    left out are said where they are: at a node's end, or as whole nodes between two drawn ones.
+    """
+    if nodes < 2:
+        return ()
+    inside, between = link
+    by_node: dict[int, list[CardView]] = {}
+    for item in cards:
+        if isinstance(item, CardView):
+            by_node.setdefault(item.index // per_node, []).append(item)
+    found: list[NodeView | NodeGap] = []
+    last = -1
+    for node, drawn in by_node.items():
+        if last >= 0:
+            skipped = node - last - 1
+            said = {0: "", 1: f"Node {last + 1:,}: the same pattern"}.get(
+                skipped, f"Nodes {last + 1:,} to {node - 1:,}: the same pattern"
+            )
+            found.append(NodeGap(said, between))
+        first, end = node * per_node, (node + 1) * per_node - 1
+        items: list[CardView | CardGap] = []
+        if drawn[0].index > first:
+            items.append(CardGap(f"GPU {first:,} to GPU {drawn[0].index - 1:,}: the same pattern"))
+        items += drawn
+        if drawn[-1].index < end:
+            items.append(CardGap(f"GPU {drawn[-1].index + 1:,} to GPU {end:,}: the same pattern"))
+        found.append(NodeView(node, f"Node {node:,}: GPUs {first:,}–{end:,}", inside, tuple(items)))
+        last = node
+    return tuple(found)

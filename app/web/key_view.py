@@ -110,6 +110,9 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
     if "fp32-gradients" in d.bar_keys:
         bars.append(KeyEntry("Pale amber", ": fp32 gradients", "bar-fp32-gradients"))
         more.append("Pale amber: fp32 gradients, DeepSpeed's copy for the update.")
+    if "secondary-weights" in d.bar_keys:
+        bars.append(KeyEntry("Pale blue", ": hpZ's copy", "bar-secondary-weights"))
+        more.append("Pale blue: ZeRO++'s hpZ, a second copy of the weights split across the node's cards.")
     if "gathered" in d.bar_keys:
         bars.append(KeyEntry("Grey", ": gathered weights", "bar-gathered"))
         more.append("Grey: one layer's weights, assembled from the cards that own them.")

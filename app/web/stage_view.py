@@ -5,18 +5,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from app.domain.report import Change, StageReport
+from app.domain.report import Change, Run, StageReport
 from app.domain.scenario import NO_SHAPE, Scenario
 from app.domain.stages import Stage, StageInfo
 from app.domain.stages import stage_explanation as _stage_explanation
 from app.domain.units import count_label as params_label
 from app.domain.units import gpus_label, per_weight, percent
 from app.web.bars import bar_keys, bar_note
-from app.web.grid_view import CardGap, CardView, rest_cards
+from app.web.grid_view import CardGap, CardView, NodeGap, NodeView, in_nodes, rest_cards
 from app.web.host_view import HostView, host_view
 from app.web.links import LinkFor, Links, switch_href
 from app.web.step_view import StepView, step_view
 from app.web.table_view import Boundary, TableRow, boundary, table_rows
+from app.web.wire_view import WireView, wire_view
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,10 @@ class StageView:
     """What a card holds at its peak, part by part, and its verdict on the card given."""
     table_note: str = ""
     """Under the table: why a bare weight count has no activation columns; blank with a shape."""
+    wire: WireView | None = None
+    """The stage's traffic by link and its time on the wire; None on one card."""
+    nodes: tuple[NodeView | NodeGap, ...] = ()
+    """The cards in their nodes, with the links between; empty for one node (the cards alone)."""
 
     @property
     def model_per_gpu(self) -> str:
@@ -210,6 +215,17 @@ def stage_view(
         host=host_view(scenario, chosen),
         total=total_line(scenario, chosen),
         table_note="" if run.activations is not None else NO_SHAPE,
+        wire=wire_view(scenario, chosen) if run.gpus > 1 else None,
+        nodes=in_nodes(cards, run.gpus_per_node, run.nodes, link_words(run)),
+    )
+
+
+def link_words(run: Run) -> tuple[str, str]:
+    """The link inside a node and the link between nodes, in words, with their bandwidths."""
+    fabric = run.links
+    return (
+        f"NVLink inside the node: {fabric.nvlink:,} GB/s a card",
+        f"Network between nodes: {fabric.network:,} Gb/s a card",
     )
 
 

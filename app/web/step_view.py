@@ -5,15 +5,16 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass
 from fractions import Fraction
+from math import ceil
 
 from app.domain.eighths import COLUMNS, Column
 from app.domain.recipes import Band, BandSpec
-from app.domain.report import LAST_PHASE, Collective, Holding, InFlight, Phase
+from app.domain.report import LAST_PHASE, Collective, Holding, InFlight, Phase, Run, Scope
 from app.domain.scenario import Scenario
 from app.domain.sharding import Share, holders, owned_columns, share, shown_indices
 from app.domain.stages import Stage
 from app.domain.step_text import cards_text, detail, explanation
-from app.domain.units import p_units
+from app.domain.units import ByteUnit, p_units
 from app.web.bars import hand_bar, legend, rest_bar
 from app.web.chart_view import ChartView, chart_view
 from app.web.grid_view import CardGap, CardView, CellView, ColumnView, card_total, host_title, split_host
@@ -48,6 +49,10 @@ class TransferView:
     ring: bool
     width: float = 100.0
     """The drawing's width in SVG units; 28 high."""
+    crossing: tuple[bool, ...] = ()
+    """For each path, whether it goes between nodes: drawn dashed, as the network is on the grid."""
+    boundaries: tuple[float, ...] = ()
+    """Where one node ends and the next begins in the drawing: a dashed rule each."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +92,8 @@ class StepView:
     """Each card's PCIe bytes so far, of the step's; blank without offload."""
     chart: ChartView | None = None
     """One card's memory through the step, every stage, this phase marked."""
+    links_tally: str = ""
+    """Each card's bytes so far inside its node and between nodes, of the step's; blank on one card."""
 
 
 NODE_SPACING = 12.5
@@ -120,31 +127,70 @@ def _arc(x1: float, x2: float, above: bool) -> str:
     return f"M{x1:.2f},{y} Q{(x1 + x2) / 2:.2f},{control:.2f} {x2:.2f},{y}"
 
 
-def _transfer_view(transfer: InFlight, nodes: tuple[TransferNode, ...], gpus: int) -> TransferView:
+def _owners(transfer: InFlight, run: Run) -> frozenset[int]:
+    """The cards that hold a column's slice for a collective: in each of its groups, the slice's holders."""
+    group = {Scope.GROUP: run.shards, Scope.SECONDARY: run.setup.hpz}.get(transfer.scope, run.gpus)
+    held = holders(transfer.columns[0], group)
+    return frozenset(start + h for start in range(0, run.gpus, group) for h in held)
+
+
+def _transfer_view(transfer: InFlight, nodes: tuple[TransferNode, ...], run: Run, units: ByteUnit) -> TransferView:
+    per_node = run.gpus_per_node
+    node_of = {n.card: n.card // per_node for n in nodes if n.card is not None}
+    boundaries = tuple(
+        (a.x + b.x) / 2
+        for a, b in itertools.pairwise(nodes)
+        if a.card is not None and b.card is not None and node_of[a.card] != node_of[b.card]
+    )
+    volume = p_units(transfer.volume_p)
+    if run.nodes > 1:
+        volume += f", {units.show(ceil(transfer.inside))} inside a node and {units.show(ceil(transfer.between))} between"
+    width = drawing_width(nodes)
     if len(transfer.columns) == 1:
-        owners = holders(transfer.columns[0], gpus)
+        owners = _owners(transfer, run)
         drawn = {n.card for n in nodes if n.card is not None}
         # Cards left out of the drawing speak through the gap node.
         hidden_owner = any(card not in drawn for card in owners)
         sources = [n for n in nodes if (n.card is None and hidden_owner) or (n.card is not None and n.card in owners)]
         targets = [n for n in nodes if n not in sources]
+        if transfer.scope is not Scope.REPLICAS and run.shards < run.gpus or transfer.scope is Scope.SECONDARY:
+            # Each group gathers from its own holders: a card's arcs stay in its group.
+            size = run.setup.hpz if transfer.scope is Scope.SECONDARY else run.shards
+            pairs = [(a, b) for a in sources for b in targets if _same_group(a, b, size)]
+        else:
+            pairs = [(a, b) for a in sources for b in targets]
         if transfer.collective is Collective.ALL_GATHER:
             # The owners send the column to every card: arcs above.
-            paths = tuple(_arc(s.x, t.x, above=True) for s in sources for t in targets)
+            paths = tuple(_arc(a.x, b.x, above=True) for a, b in pairs)
         else:
             # Every card sends its part of the sums to the owners: arcs below.
-            paths = tuple(_arc(t.x, s.x, above=False) for s in sources for t in targets)
+            paths = tuple(_arc(b.x, a.x, above=False) for a, b in pairs)
+        crossing = tuple(_between(a, b, per_node) for a, b in pairs)
         return TransferView(
-            transfer.description, p_units(transfer.volume_p), nodes, paths, ring=False, width=drawing_width(nodes)
-        )
+            transfer.description, volume, nodes, paths, ring=False, width=width, crossing=crossing,
+            boundaries=boundaries,
+        )  # fmt: skip
     # Every column at once: the ring algorithm, each card passing slices to its neighbour, the
     # last one back to the first.
     steps = tuple(f"M{a.x + a.width / 2:.2f},14 L{b.x - b.width / 2:.2f},14" for a, b in itertools.pairwise(nodes))
     first, last = nodes[0], nodes[-1]
     back = f"M{last.x:.2f},18 C{last.x:.2f},27 {first.x:.2f},27 {first.x:.2f},18"
+    crossing = (*(_between(a, b, per_node) for a, b in itertools.pairwise(nodes)), _between(last, first, per_node))
     return TransferView(
-        transfer.description, p_units(transfer.volume_p), nodes, (*steps, back), ring=True, width=drawing_width(nodes)
-    )
+        transfer.description, volume, nodes, (*steps, back), ring=True, width=width, crossing=crossing,
+        boundaries=boundaries,
+    )  # fmt: skip
+
+
+def _same_group(a: TransferNode, b: TransferNode, size: int) -> bool:
+    return a.card is None or b.card is None or a.card // size == b.card // size
+
+
+def _between(a: TransferNode, b: TransferNode, per_node: int) -> bool:
+    """Whether an arrow from one drawn card to another crosses between nodes (a gap: when either side may)."""
+    if a.card is None or b.card is None:
+        return False
+    return a.card // per_node != b.card // per_node
 
 
 def _step_label(phase: Phase, card: int, column: Column, spec: BandSpec, holding: Holding, part: Share | None) -> str:
@@ -267,6 +313,17 @@ def _relation(gpus: int) -> str:
     return f"With {gpus:,} GPUs each card is responsible for {per_card} of a column (underlined), drawn as a strip."
 
 
+def _links_tally(scenario: Scenario, phase: Phase, last: Phase) -> str:
+    """Each card's bytes so far on each link, of the step's: "62.8 GiB of 125.7 GiB inside a node, …"."""
+    run, units = scenario.run, scenario.units
+    if run.gpus == 1:
+        return ""
+    inside = f"{units.show(ceil(phase.inside_so_far))} of {units.show(ceil(last.inside_so_far))} inside a node"
+    if run.nodes == 1:
+        return inside
+    return f"{inside}, {units.show(ceil(phase.between_so_far))} of {units.show(ceil(last.between_so_far))} between nodes"
+
+
 def step_view(
     stage: Stage, scenario: Scenario, link: Links, index: int
 ) -> tuple[StepView, tuple[CardView | CardGap, ...]]:
@@ -284,7 +341,7 @@ def step_view(
         title=phase.title,
         explanation=explanation(phase, run.recipe, columns),
         more=detail(phase, columns),
-        transfers=tuple(_transfer_view(t, nodes, run.gpus) for t in phase.transfers),
+        transfers=tuple(_transfer_view(t, nodes, run, scenario.units) for t in phase.transfers),
         tally=p_units(phase.tally_p),
         total=p_units(phases[-1].tally_p),
         prev_href=link.at(stage, index - 1) if index > 0 else None,
@@ -306,6 +363,7 @@ def step_view(
             else ""
         ),
         chart=chart_view(stage, scenario, index),
+        links_tally=_links_tally(scenario, phase, phases[-1]),
         partial=any(
             cell.holding is Holding.PARTIAL
             for card in cards

@@ -10,6 +10,7 @@ from app.domain.stages import Stage
 from app.domain.units import LARGEST_COUNT, ByteUnit, p_units, per_weight
 from app.domain.units import count_label as params_label
 from app.web.links import LinkFor, switch_href
+from app.web.wire_view import wire_view
 
 
 @dataclass(frozen=True)
@@ -38,6 +39,10 @@ class TableRow:
     """CPU RAM (and NVMe) of each node, with offload or DeepSpeed's accounting; None: the column is left out."""
     pcie: str | None = None
     """Each card's PCIe bytes per step, with offload; None when nothing crosses it."""
+    by_link: str = ""
+    """Each card's bytes a step inside its node, and between nodes (`wire_view`)."""
+    time: str = ""
+    """The time on the wire a step, against the compute's."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,8 @@ def table_rows(
             current=r.stage is current,
             host=_host(r, units) if hosted else None,
             pcie=units.show(r.host.pcie_bytes_per_step) if r.host.pcie_bytes_per_step else None,
+            by_link=(wired := wire_view(scenario, r)).table_bytes,
+            time=wired.table_time,
         )
         for r in rows
     )

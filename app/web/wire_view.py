@@ -1,0 +1,111 @@
+"""The traffic by link beside the cards: what each card sends inside its node and between nodes, and how long.
+
+Every figure is the stage report's (`StageReport.links`, `.time`); this module only words them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.domain.report import LinkBytes, Run, Scope, StageReport
+from app.domain.scenario import Scenario
+from app.domain.units import count_label, seconds_label
+
+NOT_MEASURED = "Estimates from the links' and the card's peak figures, not measurements."
+
+
+@dataclass(frozen=True)
+class CollectiveLine:
+    """One collective of the step: what it moves, how, and one card's bytes on each link."""
+
+    description: str
+    algorithm: str
+    inside: str
+    between: str
+    crosses: bool
+    """Whether it sends anything between nodes: drawn apart from the traffic inside a node."""
+
+
+@dataclass(frozen=True)
+class WireView:
+    """One stage's traffic by link and its time on the wire, in words."""
+
+    sent: str
+    """Each card's bytes a step: inside its node, and between nodes where there are several."""
+    time: str
+    """The seconds those bytes take, and the compute's, with the verdict's words."""
+    hides: bool | None
+    """Whether the traffic can hide behind the compute; None without a micro-batch to compute on."""
+    assumptions: str
+    collectives: tuple[CollectiveLine, ...]
+    table_bytes: str
+    """The table's cell: "131.3 GiB inside · 14.0 GiB between"."""
+    table_time: str
+    """The table's cell: "0.61 s on the wire, 1.86 s compute"."""
+
+
+def _description(link: LinkBytes) -> str:
+    t = link.transfer
+    said = t.description
+    if t.scope is Scope.SECONDARY:
+        said += ", from hpZ's copy inside the node"
+    if link.quantized:
+        said += f", in {link.quantized}"
+    return said
+
+
+def wire_view(scenario: Scenario, row: StageReport) -> WireView:
+    """The stage's traffic by link and its time, from its report."""
+    run, units = scenario.run, scenario.units
+    inside, between = units.show(row.inside_bytes), units.show(row.between_bytes)
+    if run.gpus == 1:
+        sent = "One card sends nothing: it has nobody to share with."
+    elif run.nodes == 1:
+        sent = f"Each card sends {inside} a step, all of it inside its node."
+    else:
+        sent = f"Each card sends {inside} a step inside its node and {between} between nodes."
+    time = row.time
+    wire = (
+        f"On the wire: {seconds_label(time.inside)} inside the node"
+        + (f" + {seconds_label(time.between)} between nodes = {seconds_label(time.wire)}" if run.nodes > 1 else "")
+        + " a step"
+    )
+    if time.compute is None:
+        said = f"{wire}; with no micro-batch there is no compute to hide it behind."
+    elif time.hides:
+        said = f"{wire}, under the compute's {seconds_label(time.compute)}: it can hide behind it, if overlapped."
+    else:
+        said = (
+            f"{wire}, over the compute's {seconds_label(time.compute)}: at least "
+            f"{seconds_label(time.wire - time.compute)} of waiting each step."
+        )
+    return WireView(
+        sent=sent,
+        time=said,
+        hides=time.hides,
+        assumptions=assumptions(run),
+        collectives=tuple(
+            CollectiveLine(
+                _description(link), link.algorithm, units.show(link.inside), units.show(link.between), link.between > 0
+            )
+            for link in row.links
+        ),
+        table_bytes=f"{inside} inside" + (f" · {between} between" if run.nodes > 1 else ""),
+        table_time=f"{seconds_label(time.wire)}"
+        + ("" if time.compute is None else f" vs {seconds_label(time.compute)} compute"),
+    )
+
+
+def assumptions(run: Run) -> str:
+    """Every figure the time is estimated from, stated beside it."""
+    links = run.links
+    compute = (
+        f"compute is 6 × {count_label(run.params)} weights × {run.tokens:,} tokens a card at {links.mfu}% of "
+        f"{links.tflops:,} TFLOP/s"
+        if run.tokens
+        else "no tokens to compute on"
+    )
+    return (
+        f"{NOT_MEASURED} {links.nvlink:,} GB/s a card inside a node, {links.network:,} Gb/s a card between nodes; "
+        f"{compute}. Each collective is a hierarchical ring, its two rings one after the other (docs/wire.md)."
+    )
