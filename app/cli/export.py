@@ -27,6 +27,7 @@ from starlette.types import ASGIApp, Message
 
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
+from app.measure.snapshots import IMPLS, default_impl
 from app.paths import STATIC_DIR
 from app.serving.assets import BUNDLES, FINGERPRINT, bundled
 from app.serving.config import Settings
@@ -88,7 +89,12 @@ def default_urls() -> list[str]:
     urls += [f"/compare?left={left.value}&right={right.value}&theme=projector" for left in Stage for right in Stage]
     # Every arrangement measured in PyTorch, in both themes: the page links to them.
     measured = [f"/measured?stage={stage.value}" for stage in Stage]
-    measured += [f"/measured?stage={stage}&impl=fsdp1" for stage in ("zero2", "zero3")]
+    measured += [
+        f"/measured?stage={stage.value}&impl={impl.value}"
+        for stage in Stage
+        for impl in IMPLS[stage]
+        if impl is not default_impl(stage)
+    ]
     urls += measured + [f"{url}&theme=projector" for url in measured]
     urls += ["/api/memory", "/api/stages", "/api/layout", "/api/measured", "/openapi.json"]
     # Each page's footer links to the layout of the stage it draws.

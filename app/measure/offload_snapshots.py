@@ -1,6 +1,6 @@
 """FSDP2's CPU offload as PyTorch ran it on 8 ranks, set against the model's `fsdp2` accounting.
 
-`zero-bands measure` runs one more arrangement after the six of `app.measure.snapshots`: ZeRO-3 with
+`zero-bands measure` runs one more arrangement after the seven of `app.measure.snapshots`: ZeRO-3 with
 `fully_shard(offload_policy=CPUOffloadPolicy(pin_memory=False), mp_policy=MixedPrecisionPolicy(
 param_dtype=bfloat16))`, the same toy on the same 8 gloo ranks. On a CPU-only machine everything is
 "on the CPU", so the snapshot keeps apart what the policy places there (the sharded parameters'

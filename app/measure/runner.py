@@ -1,12 +1,12 @@
 """Train a toy model on 8 CPU ranks under each arrangement and record the bytes each rank holds.
 
 Needs torch (the `[measure]` extra). Eight processes join a gloo group on this machine; each trains
-two real steps of 8 equal bias-free Linear layers (the grid's 8 weights) under six arrangements in
+two real steps of 8 equal bias-free Linear layers (the grid's 8 weights) under seven arrangements in
 turn: DDP, DDP with ZeroRedundancyOptimizer, FSDP1 SHARD_GRAD_OP and FULL_SHARD (one flat parameter),
-and FSDP2 `fully_shard` with and without resharding after forward; then one more, FSDP2 with its
-CPU offload (`measure_offload`). The first step creates Adam's
-state; during the second, module hooks record each rank's live bytes at every layer's forward and
-backward; after it, every parameter, gradient and optimizer tensor is recorded, layer by layer.
+FSDP2 `fully_shard` with and without resharding after forward, and FSDP2 on a 2 × 4 mesh (hybrid
+sharding, HSDP); then one more, FSDP2 with its CPU offload (`measure_offload`). The first step creates
+Adam's state; during the second, module hooks record each rank's live bytes at every layer's forward
+and backward; after it, every parameter, gradient and optimizer tensor is recorded, layer by layer.
 
 Bytes are counted by storage, not by tensor: views into one flat buffer (FSDP1's flat parameter,
 DDP's gradient bucket) count once, and a storage FSDP has freed (resized to 0) counts 0. Under FSDP1
@@ -34,6 +34,7 @@ import torch  # noqa: E402
 import torch.distributed as dist  # noqa: E402
 import torch.multiprocessing as mp  # noqa: E402
 from torch import nn  # noqa: E402
+from torch.distributed.tensor import DTensor  # noqa: E402
 
 from app.measure.activations import measure_activations  # noqa: E402
 
@@ -54,7 +55,16 @@ ARRANGEMENTS: tuple[tuple[str, str, str], ...] = (
     ("zero2", "fsdp2", "FSDP2 fully_shard(reshard_after_forward=False)"),
     ("zero3", "fsdp1", "FSDP1 FULL_SHARD, one flat parameter"),
     ("zero3", "fsdp2", "FSDP2 fully_shard"),
+    ("zero3", "hsdp", "FSDP2 fully_shard on a 2 × 4 mesh (HSDP: replicate 2, shard 4)"),
 )
+
+HSDP_MESH = (2, 4)
+"""Hybrid sharding's mesh: 2 replicas (the mesh's first dimension) of a shard group of 4 ranks (its second).
+
+Each rank keeps 1/4 of every state, and the rank in the same place of the other group keeps the same 1/4:
+FSDP2 reduce-scatters the gradients inside each group of 4, then all-reduces them across the 2 groups.
+"""
+HSDP_DIMS = ("replicate", "shard")
 
 
 def _model() -> nn.Sequential:
@@ -163,7 +173,10 @@ def _wrap(stage: str, impl: str, model: nn.Sequential) -> tuple[nn.Module, torch
         return wrapped, torch.optim.Adam(wrapped.parameters(), lr=1e-3)
     from torch.distributed.device_mesh import init_device_mesh
 
-    mesh = init_device_mesh("cpu", (WORLD_SIZE,))
+    if impl == "hsdp":  # FSDP2 on a 2-D mesh: shard along "shard", replicate along "replicate"
+        mesh = init_device_mesh("cpu", HSDP_MESH, mesh_dim_names=HSDP_DIMS)
+    else:
+        mesh = init_device_mesh("cpu", (WORLD_SIZE,))
     reshard = stage == "zero3"
     for layer in model:
         fully_shard(layer, mesh=mesh, reshard_after_forward=reshard)
@@ -183,20 +196,46 @@ def _weight(layer: nn.Module) -> torch.Tensor:
     return weight
 
 
-def _start(wrapped: nn.Module, layer: int, rank: int) -> int:
+def _shard_dim(weight: torch.Tensor) -> tuple[DTensor, int] | None:
+    """A DTensor and the mesh dimension its rows are cut along (FSDP2's Shard(0)); None for a plain tensor."""
+    if not isinstance(weight, DTensor):
+        return None
+    for dim, placement in enumerate(weight.placements):
+        if placement.is_shard(0):
+            return weight, dim
+    return None
+
+
+def _start(wrapped: nn.Module, layer: int) -> int:
     """Where this rank's part of a layer's weights starts, in elements of the layer (0 when all or none)."""
     weight = _weight(_layers(wrapped)[layer])
     flat = getattr(getattr(wrapped, "_handle", None), "flat_param", None)
     if flat is not None:
         info = flat._shard_param_infos[layer]
         return int(info.intra_param_start_idx) if info.in_shard else 0
-    local = _local(weight)
-    if local is not weight and local.numel():  # FSDP2: rows cut along dim 0, rank r holds chunk r
-        return rank * local.shape[0] * local.shape[1]
+    local, sharded = _local(weight), _shard_dim(weight)
+    if sharded is not None and local.numel():
+        # FSDP2: rows cut along dim 0; a rank holds the chunk of its place along the mesh's shard dimension
+        # (its rank on a 1-D mesh; its place in its group of 4 under HSDP, where both groups cut alike).
+        dtensor, dim = sharded
+        return dtensor.device_mesh.get_local_rank(dim) * local.shape[0] * local.shape[1]
     return 0
 
 
-def at_rest(wrapped: nn.Module, optimizer: torch.optim.Optimizer, rank: int) -> dict[str, Any]:
+def shard_size(wrapped: nn.Module) -> int | None:
+    """The ranks each weight is split across, as torch built it, when fewer than all: HSDP's shard group.
+
+    None when the weights are split across every rank or not split (what `Run.shard_size` calls None).
+    """
+    sharded = _shard_dim(_weight(_layers(wrapped)[0]))
+    if sharded is None:
+        return None
+    dtensor, dim = sharded
+    size = dtensor.device_mesh.size(dim)
+    return size if size < WORLD_SIZE else None
+
+
+def at_rest(wrapped: nn.Module, optimizer: torch.optim.Optimizer) -> dict[str, Any]:
     """What one rank holds after the step, layer by layer and band by band."""
     state = _optimizer_state(optimizer)
     layers = []
@@ -215,7 +254,7 @@ def at_rest(wrapped: nn.Module, optimizer: torch.optim.Optimizer, rank: int) -> 
                 "gradients": _view_bytes(weight.grad),
                 "master": 0,  # fp32 training: the weights are what Adam updates, there is no copy
                 "moments": sum(_view_bytes(m) for m in moments),
-                "start": _start(wrapped, index, rank),
+                "start": _start(wrapped, index),
             }
         )
     return {"layers": layers, "counters": counters, "storage": _storage_bytes(every)}
@@ -302,7 +341,7 @@ def measure_arrangement(stage: str, impl: str, rank: int) -> dict[str, Any]:
     phases.append({"part": "after-backward", "layer": None, "bytes": live_bytes(wrapped, optimizer)})
     optimizer.step()
     phases.append({"part": "after-update", "layer": None, "bytes": live_bytes(wrapped, optimizer)})
-    return {"phases": phases, **at_rest(wrapped, optimizer, rank)}
+    return {"phases": phases, "shard_size": shard_size(wrapped), **at_rest(wrapped, optimizer)}
 
 
 OFFLOAD_TITLE = (
@@ -483,8 +522,17 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _drop_seconds(result: dict[str, Any]) -> dict[str, Any]:
-    return {key: value for key, value in result.items() if key != "seconds"}
+def _per_rank(result: dict[str, Any]) -> dict[str, Any]:
+    """A rank's result without what belongs to the whole arrangement: its timing and its shard group."""
+    return {key: value for key, value in result.items() if key not in ("seconds", "shard_size")}
+
+
+def _one_shard_size(results: list[dict[str, Any]]) -> int | None:
+    """The arrangement's shard group: every rank must have found the same one."""
+    sizes: set[int | None] = {result["shard_size"] for result in results}
+    if len(sizes) != 1:
+        raise RuntimeError(f"the ranks disagree on their shard group: {sorted(sizes, key=str)}")
+    return sizes.pop()
 
 
 def measure() -> dict[str, Any]:
@@ -502,13 +550,14 @@ def measure() -> dict[str, Any]:
             "stage": stage,
             "impl": impl,
             "title": title,
-            "seconds": ranks[0][index].pop("seconds"),
-            "ranks": [{"rank": rank, **_drop_seconds(ranks[rank][index])} for rank in range(WORLD_SIZE)],
+            "seconds": ranks[0][index]["seconds"],
+            "shard_size": _one_shard_size([ranks[rank][index] for rank in range(WORLD_SIZE)]),
+            "ranks": [{"rank": rank, **_per_rank(ranks[rank][index])} for rank in range(WORLD_SIZE)],
         }
         for index, (stage, impl, title) in enumerate(ARRANGEMENTS)
     ]
     offload_seconds = ranks[0][-1]["seconds"]
-    offload = [_drop_seconds(ranks[rank][-1]) for rank in range(WORLD_SIZE)]
+    offload = [_per_rank(ranks[rank][-1]) for rank in range(WORLD_SIZE)]
     return {
         "format": 1,
         "torch": torch.__version__,

@@ -5,7 +5,8 @@ and each rank, the bytes of every layer's weights, gradients, master copy and Ad
 real step, the optimizer's step counters, the bytes of the distinct storages behind them, and the
 rank's live bytes at every layer's forward and backward. This module reads it (no torch needed)
 and compares it with the grid and the step that the rest of the domain draws for the same run:
-the toy model's weights, 8 cards and the snapshot's recipe. Every byte of difference per rank is
+the toy model's weights, 8 cards and the snapshot's recipe, and for hybrid sharding (HSDP) the shard
+group torch split the weights across. Every byte of difference per rank is
 named; what is left unnamed is `unexplained`, and the tests require it to be 0.
 
 The comparison's dataclasses are also the JSON of `/api/measured`, field for field: the web layer
@@ -26,7 +27,7 @@ from app.domain.sharding import CellState, layout
 from app.domain.sizing import Run
 from app.domain.stages import Stage
 from app.domain.state_bytes import band_bytes, per_gpu_bytes
-from app.domain.step import step
+from app.domain.step import Holding, Phase, step
 from app.measure.activation_snapshots import (
     ActivationsComparison,
     ActivationsSnapshot,
@@ -46,6 +47,8 @@ class Impl(StrEnum):
     ZERO_REDUNDANCY = "zero-redundancy"
     FSDP1 = "fsdp1"
     FSDP2 = "fsdp2"
+    HSDP = "hsdp"
+    """FSDP2 on a 2-D mesh: hybrid sharding, each state split across a shard group, replicated across groups."""
 
     @property
     def label(self) -> str:
@@ -58,13 +61,14 @@ _IMPL_TITLES = {
     Impl.ZERO_REDUNDANCY: "ZeroRedundancyOptimizer",
     Impl.FSDP1: "FSDP1",
     Impl.FSDP2: "FSDP2",
+    Impl.HSDP: "HSDP",
 }
 
 IMPLS: dict[Stage, tuple[Impl, ...]] = {
     Stage.DP: (Impl.DDP,),
     Stage.ZERO1: (Impl.ZERO_REDUNDANCY,),
     Stage.ZERO2: (Impl.FSDP1, Impl.FSDP2),
-    Stage.ZERO3: (Impl.FSDP1, Impl.FSDP2),
+    Stage.ZERO3: (Impl.FSDP1, Impl.FSDP2, Impl.HSDP),
 }
 """Which implementations were measured for each stage, in the snapshot's order."""
 
@@ -163,6 +167,9 @@ class Measured:
     impl: Impl
     title: str
     seconds: float
+    shard_size: int | None
+    """The ranks each weight is split across when fewer than all, as torch built them (HSDP's shard group, the
+    second dimension of its mesh); None: every rank, or none. The model's run takes it as `Run.shard_size`."""
     ranks: tuple[RankHeld, ...]
 
 
@@ -208,14 +215,20 @@ class Snapshot:
                 return measured
         raise KeyError(f"{stage}/{impl} was not measured")
 
-    @property
-    def run(self) -> Run:
-        """The same run as the model sees it: the toy's weights on the snapshot's ranks, one layer at a time."""
+    def run(self, measured: Measured) -> Run:
+        """The same run as the model sees it: the toy's weights on the snapshot's ranks, one layer at a time.
+
+        Under hybrid sharding each shard group is drawn as a node of its own (2 nodes of 4 for HSDP's 2 × 4
+        mesh), the layout FSDP2's HSDP is meant for: sharded inside a node, replicated across nodes.
+        """
+        shards = measured.shard_size or self.world_size
         return Run(
             params=self.model.params,
             gpus=self.world_size,
             recipe=self.recipe,
             largest_layer=self.model.layer_weights,
+            shard_size=measured.shard_size,
+            nodes=self.world_size // shards,
         )
 
 
@@ -262,6 +275,7 @@ def parse(data: Mapping[str, Any]) -> Snapshot:
                     impl=Impl(a["impl"]),
                     title=str(a["title"]),
                     seconds=float(a["seconds"]),
+                    shard_size=None if a["shard_size"] is None else int(a["shard_size"]),
                     ranks=tuple(_rank(r, toy.layers) for r in a["ranks"]),
                 )
                 for a in data["arrangements"]
@@ -392,6 +406,7 @@ class Comparison:
 
 
 def _differences(snapshot: Snapshot, measured: Measured, rank: RankHeld) -> tuple[Difference, ...]:
+    shards = snapshot.run(measured).shards
     found: list[Difference] = []
     if rank.counters_bytes:
         count = rank.counters_bytes // 4
@@ -411,14 +426,12 @@ def _differences(snapshot: Snapshot, measured: Measured, rank: RankHeld) -> tupl
                 Reason.PADDING,
                 rank.padding,
                 f"Padding of the flat parameter: {rank.padding:,} B, since {total:,} weights divide by "
-                f"{snapshot.world_size} into equal slices."
+                f"{shards} into equal slices."
                 if rank.padding == 0
                 else f"Padding: {rank.padding:,} B of storage that no tensor covers, so the slices are equal.",
             )
         )
-    model_weights = band_bytes(
-        measured.stage, Band.WEIGHTS, snapshot.model.params, snapshot.world_size, snapshot.recipe
-    )
+    model_weights = band_bytes(measured.stage, Band.WEIGHTS, snapshot.model.params, shards, snapshot.recipe)
     extra_weights = rank.band_bytes(Band.WEIGHTS) - model_weights
     if extra_weights and measured.stage is Stage.ZERO2 and measured.impl in (Impl.FSDP1, Impl.FSDP2):
         found.append(
@@ -426,7 +439,7 @@ def _differences(snapshot: Snapshot, measured: Measured, rank: RankHeld) -> tupl
                 Reason.RESHARDED_WEIGHTS,
                 extra_weights,
                 f"Weights resharded after the backward pass: {measured.impl.label} keeps only this rank's "
-                f"1/{snapshot.world_size} of the weights between steps and gathers them again in the next forward "
+                f"1/{shards} of the weights between steps and gathers them again in the next forward "
                 "pass; the model's ZeRO-2 keeps them whole. In fp32 the shard is also what Adam updates.",
             )
         )
@@ -439,10 +452,29 @@ def _label(point: LiveBytes) -> str:
     return {"start": "Start", "after-backward": "After backward", "after-update": "After update"}[point.part]
 
 
+_AT_REST: dict[Holding, CellState] = {
+    Holding.HELD: CellState.SOLID,
+    Holding.PARTIAL: CellState.PARTIAL,
+    Holding.DASHED: CellState.DASHED,
+}
+"""A card's holding at the start of the step, as a cell of the grid."""
+
+
+def _phases(snapshot: Snapshot, measured: Measured) -> tuple[Phase, ...]:
+    """The model's step for the arrangement's run: its 8 columns are the toy's 8 layers."""
+    toy = snapshot.model
+    return step(measured.stage, snapshot.run(measured), model_columns(toy.params, None, toy.layer_weights))
+
+
 def cell_measures(snapshot: Snapshot, measured: Measured) -> tuple[CellMeasure, ...]:
-    """Every drawn cell of the model's grid (bands of no bytes left out), with the share each rank held."""
+    """Every drawn cell of the model's grid (bands of no bytes left out), with the share each rank held.
+
+    The model's cell is what the step says the card keeps at rest: under hybrid sharding each shard group
+    splits the layers alike (with 4 cards a group, card c keeps layers 2(c mod 4) and 2(c mod 4) + 1).
+    """
     toy = snapshot.model
     grid = layout(measured.stage, snapshot.world_size, snapshot.recipe)
+    rest = _phases(snapshot, measured)[0]
     by_rank = {r.rank: r for r in measured.ranks}
     cells = []
     for cell in grid.cells:
@@ -452,7 +484,8 @@ def cell_measures(snapshot: Snapshot, measured: Measured) -> tuple[CellMeasure, 
         held = by_rank[cell.card].layers[cell.weight]
         share = Fraction(held.nbytes(cell.band), full)
         start = Fraction(held.start, toy.layer_weights) if share else Fraction(0)
-        cells.append(CellMeasure(cell.card, cell.weight, cell.band, cell.state, share, start))
+        model = _AT_REST[rest.holding(cell.card, cell.weight, cell.band)]
+        cells.append(CellMeasure(cell.card, cell.weight, cell.band, model, share, start))
     return tuple(cells)
 
 
@@ -465,10 +498,10 @@ def _rank_agreement(snapshot: Snapshot, measured: Measured, rank: RankHeld, mode
 
 def compare(snapshot: Snapshot, measured: Measured) -> Agreement:
     """The arrangement against the model's grid, bytes per card and step for the same run."""
-    run, toy = snapshot.run, snapshot.model
+    run, toy = snapshot.run(measured), snapshot.model
     cells = cell_measures(snapshot, measured)
-    model_bytes = per_gpu_bytes(measured.stage, toy.params, snapshot.world_size, snapshot.recipe)
-    phases = step(measured.stage, run, model_columns(toy.params, None, toy.layer_weights))
+    model_bytes = per_gpu_bytes(measured.stage, toy.params, run.shards, snapshot.recipe)
+    phases = _phases(snapshot, measured)
     first = measured.ranks[0]
     curve = tuple(
         CurvePoint(
@@ -485,6 +518,7 @@ def compare(snapshot: Snapshot, measured: Measured) -> Agreement:
         impl=measured.impl,
         title=measured.title,
         seconds=measured.seconds,
+        shard_size=measured.shard_size,
         ranks=tuple(_rank_agreement(snapshot, measured, r, model_bytes) for r in measured.ranks),
         cells_agreeing=sum(1 for cell in cells if cell.agrees),
         cells=len(cells),
@@ -548,6 +582,12 @@ CURVE_NOTES: dict[tuple[Stage, Impl], str] = {
         "fully_shard gathers one layer, uses it and frees it: the gathered layer appears and disappears, forward and "
         "backward, as the model draws it."
     ),
+    (Stage.ZERO3, Impl.HSDP): (
+        "The same shape as FSDP2 on 8 ranks, higher by what each rank keeps: fully_shard gathers one layer from "
+        "the rank's group of 4, uses it and frees it, forward and backward, as the model draws it. Each layer's "
+        "gradients are reduce-scattered inside the group, then each rank's slice is all-reduced with the same "
+        "slice in the other group."
+    ),
 }
 """Why each measured curve has the shape it has, beside the model's."""
 
@@ -571,6 +611,13 @@ PATTERN_NOTES: dict[Impl, str] = {
     Impl.FSDP2: (
         "FSDP2 cuts every parameter along its first dimension: each rank holds 8 of the 64 rows, 1/8, of every "
         "layer. The bytes are the model's; the pattern is a strip in every cell instead of one whole column."
+    ),
+    Impl.HSDP: (
+        "FSDP2 on a 2 × 4 mesh cuts every parameter along its first dimension across a shard group of 4 ranks: "
+        "each rank holds 16 of the 64 rows, 1/4, of every layer. Ranks 0-3 are one group and 4-7 the other, "
+        "each holding the whole state once, so rank r and rank r + 4 hold the same rows. The bytes are the "
+        "model's with shard groups of 4, twice flat ZeRO-3's on 8 cards; the pattern is a strip in every cell "
+        "instead of two whole columns."
     ),
 }
 """How each implementation lays the shards out, against the model's card-i-holds-weight-i."""

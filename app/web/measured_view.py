@@ -451,7 +451,7 @@ def measured_view(
             f"beside it is {snap.recipe.title} ({'/'.join(str(s.nbytes) for s in snap.recipe.specs)} B per weight): "
             f"a toy of {snap.model.layers} layers of {snap.model.rows} × {snap.model.columns} weights. bf16 mixed "
             "precision runs on gloo under FSDP, but DDP and ZeroRedundancyOptimizer have no bf16 master copy, so "
-            "all six arrangements are measured in fp32 to be drawn against one recipe (the CPU offload, below "
+            "every arrangement here is measured in fp32 to be drawn against one recipe (the CPU offload, below "
             "under ZeRO-3, runs in mixed precision on its own)."
         ),
         model_cards=_cards(agreement, measures, specs, measured=False),

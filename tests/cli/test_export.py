@@ -76,8 +76,8 @@ def test_a_query_cannot_write_outside_the_export() -> None:
 
 
 # The page at rest and each stage, each stage's 21 phases, the same as embeds, and the 16 compare pairs;
-# the pages and the pairs again in the projector theme; the 6 measured arrangements in both themes.
-PAGES = 2 * (1 + 4 + 4 * 21) + 4 + 4 * 21 + 2 * 16 + 2 * 6
+# the pages and the pairs again in the projector theme; the 7 measured arrangements in both themes.
+PAGES = 2 * (1 + 4 + 4 * 21) + 4 + 4 * 21 + 2 * 16 + 2 * 7
 
 
 def _exported_pages() -> set[str]:
@@ -93,6 +93,7 @@ def _exported_pages() -> set[str]:
     pairs = {f"compare-left-{a}_right-{b}.html" for a in STAGES for b in STAGES}
     pairs |= {f"compare-left-{a}_right-{b}_theme-projector.html" for a in STAGES for b in STAGES}
     measured = {f"measured-{s}.html" for s in STAGES} | {f"measured-{s}-impl-fsdp1.html" for s in ("zero2", "zero3")}
+    measured |= {"measured-zero3-impl-hsdp.html"}
     measured |= {name.replace(".html", "_theme-projector.html" if "impl" in name else "-theme-projector.html")
                  for name in measured}  # fmt: skip
     return page | projector | embeds | pairs | measured

@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from app.domain.stages import Stage
 from app.measure import SNAPSHOT
-from app.measure.snapshots import compare, offload_comparison, parse
+from app.measure.snapshots import Impl, compare, offload_comparison, parse
 
 # A Python in which `import torch` fails, as on a machine without the [measure] extra.
 NO_TORCH = """
@@ -31,13 +32,15 @@ def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_the_view_renders_from_the_shipped_snapshot_without_torch(tmp_path: Path) -> None:
+# Every rank holds a strip of every layer: 8 ranks × 8 layers × 3 bands = 192 partial cells.
+@pytest.mark.parametrize("impl", ["fsdp2", "hsdp"])
+def test_the_view_renders_from_the_shipped_snapshot_without_torch(tmp_path: Path, impl: str) -> None:
     result = _run(
-        """
+        f"""
 from fastapi.testclient import TestClient
 from app.main import create_app
 client = TestClient(create_app())
-page = client.get("/measured?stage=zero3&impl=fsdp2")
+page = client.get("/measured?stage=zero3&impl={impl}")
 api = client.get("/api/measured")
 print(page.status_code, api.status_code, page.text.count('data-state="partial"'), "torch" in sys.modules)
 """,
@@ -66,7 +69,7 @@ def _offload_bytes(data: dict[str, object]) -> object:
     return {k: v for k, v in offload.items() if k != "seconds"}
 
 
-@pytest.mark.slow  # a real PyTorch run of six arrangements and the offload: under a minute
+@pytest.mark.slow  # a real PyTorch run of seven arrangements and the offload: under a minute
 def test_the_real_measurement_matches_the_shipped_snapshot_and_the_model(tmp_path: Path) -> None:
     # The README's test line installs the [measure] extra: without torch this fails, it does not skip.
     assert find_spec("torch") is not None, "torch is not installed: pip install -e '.[test,measure]'"
@@ -76,8 +79,8 @@ def test_the_real_measurement_matches_the_shipped_snapshot_and_the_model(tmp_pat
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     # A progress line per arrangement and the offload, then one per comparison, all explained.
-    assert sum(1 for line in lines if line.startswith("  ") and line.endswith(" s")) == 7
-    assert sum(1 for line in lines if line.endswith(", 0 B unexplained")) == 7
+    assert sum(1 for line in lines if line.startswith("  ") and line.endswith(" s")) == 8
+    assert sum(1 for line in lines if line.endswith(", 0 B unexplained")) == 8
     fresh = json.loads(out.read_text())
     shipped = json.loads(SNAPSHOT.read_text())
     assert _bytes_only(fresh) == _bytes_only(shipped)
@@ -88,3 +91,7 @@ def test_the_real_measurement_matches_the_shipped_snapshot_and_the_model(tmp_pat
     for measured in snapshot.arrangements:
         assert compare(snapshot, measured).unexplained == 0
     assert offload_comparison(snapshot).unexplained == 0
+    # HSDP on its 2 × 4 mesh: every rank a quarter of the model, 8 × 4,096 × 16 B / 4, and 8 step counters.
+    hsdp = compare(snapshot, snapshot.arrangement(Stage.ZERO3, Impl.HSDP))
+    assert hsdp.shard_size == 4
+    assert {(r.model_bytes, r.storage_bytes) for r in hsdp.ranks} == {(131_072, 131_072 + 32)}

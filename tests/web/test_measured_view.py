@@ -38,6 +38,8 @@ from tests.conftest import dom, one, text
         ("/measured?stage=zero3&impl=fsdp1", "zero3", "fsdp1", 0, 3 * 56),
         ("/measured?stage=zero3&theme=projector", "zero3", "fsdp2", 192, 0),
         ("/measured?stage=zero3&impl=fsdp2", "zero3", "fsdp2", 192, 0),
+        # HSDP: a quarter strip of every layer on every rank.
+        ("/measured?stage=zero3&impl=hsdp", "zero3", "hsdp", 192, 0),
     ],
 )
 def test_each_arrangement_draws_the_measured_grid_to_scale(
@@ -57,13 +59,41 @@ def test_each_arrangement_draws_the_measured_grid_to_scale(
     assert len(tree.select("#ranks tbody tr")) == 8
 
 
-def test_fsdp2_cells_are_one_eighth_strips_where_the_rows_fall(client: TestClient) -> None:
-    tree = dom(client.get("/measured?stage=zero3&impl=fsdp2").text)
-    cell = one(tree, "#torch-card-3").find_parent("section").select(".cell")[0]  # type: ignore[union-attr]
-    # Rank 3 holds rows 24-31 of 64: from 3/8 to 4/8 of the cell, 18 to 24 in 48ths.
-    assert cell["data-share"] == "1/8"
-    assert {"partial", "from-18", "to-24"} <= set(cell["class"])
-    assert "holds 1/8 of it, from 3/8 of the way in" in cell["aria-label"]
+@pytest.mark.parametrize(
+    ("impl", "rank", "share", "start", "steps"),
+    [
+        # Rank 3 holds rows 24-31 of 64: from 3/8 to 4/8 of the cell, 18 to 24 in 48ths.
+        ("fsdp2", 3, "1/8", "3/8", ("from-18", "to-24")),
+        # HSDP: rank 5 is second in its group of 4, rows 16-31 of 64: from 1/4 to 2/4, 12 to 24 in 48ths.
+        ("hsdp", 5, "1/4", "1/4", ("from-12", "to-24")),
+    ],
+)
+def test_fsdp2_cells_are_strips_where_the_rows_fall(
+    client: TestClient, impl: str, rank: int, share: str, start: str, steps: tuple[str, str]
+) -> None:
+    tree = dom(client.get(f"/measured?stage=zero3&impl={impl}").text)
+    cell = one(tree, f"#torch-card-{rank}").find_parent("section").select(".cell")[0]  # type: ignore[union-attr]
+    assert cell["data-share"] == share
+    assert {"partial", *steps} <= set(cell["class"])
+    assert f"holds {share} of it, from {start} of the way in" in cell["aria-label"]
+
+
+def test_hsdp_is_set_against_the_model_with_shard_groups_of_4(client: TestClient) -> None:
+    tree = dom(client.get("/measured?stage=zero3&impl=hsdp").text)
+    assert "2 × 4 mesh" in text(tree, "#measured-heading")
+    # The model's grid: each card keeps 2 whole layers of 8 (a quarter), in 3 bands: 8 × 2 × 3 cells solid.
+    model = tree.select("#model .cell")
+    assert sum(1 for c in model if c["data-state"] == "solid") == 8 * 2 * 3
+    assert sum(1 for c in model if c["data-state"] == "dashed") == 8 * 6 * 3
+    # Every rank: 8 × 4,096 × 16 B / 4 = 131,072 B in the model, measured 32 B more (8 step counters).
+    for row in tree.select("#ranks tbody tr"):
+        assert (text(row, ".model"), text(row, ".torch"), text(row, ".difference")) == (
+            "131,072 B",
+            "131,104 B",
+            "+32 B",
+        )
+    assert "every byte of difference is named" in text(tree, "#agreement")
+    assert "rank r + 4 hold the same rows" in text(tree, "#pattern")
 
 
 def test_the_agreement_names_every_difference(client: TestClient) -> None:
@@ -86,6 +116,7 @@ def test_the_switches_keep_the_theme_and_the_other_fsdp_is_one_click_away(client
     assert one(tree, "#impl-fsdp1")["href"] == "/measured?stage=zero3&impl=fsdp1&theme=projector"
     assert one(tree, "#impl-fsdp2")["aria-current"] == "page"
     assert one(tree, "#impl-fsdp2")["href"] == "/measured?stage=zero3&theme=projector"
+    assert one(tree, "#impl-hsdp")["href"] == "/measured?stage=zero3&impl=hsdp&theme=projector"
     assert one(tree, "#measured-dp")["href"] == "/measured?stage=dp&theme=projector"
     assert one(tree, "#measured-back")["href"] == "/?stage=zero3&theme=projector"
     assert one(tree, "html")["class"] == ["theme-projector"]
@@ -135,6 +166,7 @@ def test_an_htmx_request_gets_the_section_alone(client: TestClient) -> None:
     [
         ("/measured?stage=dp&impl=fsdp2", "impl=fsdp2 was not measured for data parallelism: choose ddp."),
         ("/measured?stage=zero1&impl=fsdp1", "impl=fsdp1 was not measured for ZeRO-1: choose zero-redundancy."),
+        ("/measured?stage=zero2&impl=hsdp", "impl=hsdp was not measured for ZeRO-2: choose fsdp1 or fsdp2."),
         ("/measured?impl=deepspeed", "“impl”"),
         ("/measured?stage=zero4", "“stage”"),
     ],
@@ -207,6 +239,7 @@ MEASURED = [
     "/measured?stage=zero2&impl=fsdp1",
     "/measured?stage=zero3",
     "/measured?stage=zero3&impl=fsdp1",
+    "/measured?stage=zero3&impl=hsdp",
 ]
 
 
@@ -238,6 +271,7 @@ def test_ddp_says_its_gradients_are_bucket_views_and_what_the_default_adds(clien
         ("/measured", "within 32 B"),  # DDP: 8 step counters
         ("/measured?stage=zero1", "within 4 B"),
         ("/measured?stage=zero3", "within 32 B"),  # FSDP2
+        ("/measured?stage=zero3&impl=hsdp", "within 32 B"),
         ("/measured?stage=zero3&impl=fsdp1", None),
         ("/measured?stage=zero2&impl=fsdp1", None),
         ("/measured?stage=zero2", None),  # FSDP2
