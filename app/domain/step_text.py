@@ -23,6 +23,12 @@ def cards_text(cards: range) -> str:
     return f"GPUs {cards[0]:,}–{cards[-1]:,}"
 
 
+def _owners(phase: Phase, column: int) -> str:
+    """The cards holding a column's slice: in a hybrid run, those of the first shard group, and so in each."""
+    said = cards_text(holders(column, phase.group))
+    return f"{said} (and their twins in each shard group)" if phase.group < phase.gpus else said
+
+
 def _cards(cards: range, verb: str) -> str:
     """'GPU 3 keeps' or 'GPUs 2–3 keep': the owners, and a verb that agrees with them."""
     return f"{cards_text(cards)} {verb}{'s' if len(cards) == 1 else ''}"
@@ -126,12 +132,12 @@ def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> st
 
 def _pass(phase: Phase, column: Column) -> str:
     k, what, sharded = column.index, column.label, phase.sharded
-    owners = holders(k, phase.gpus)
+    owners = holders(k, phase.group)
     if phase.part is Part.FORWARD:
         if Band.WEIGHTS in sharded:
             frozen = " Frozen weights are gathered too: the forward pass needs them." if phase.frozen else ""
             return (
-                f"The cards all-gather column {k}'s weights ({what}) from {cards_text(owners)}, one layer at a "
+                f"The cards all-gather column {k}'s weights ({what}) from {_owners(phase, k)}, one layer at a "
                 f"time: each card assembles a layer, runs it on its batch, then discards it.{frozen}"
             )
         if phase.gpus == 1:
@@ -182,6 +188,11 @@ def _pass(phase: Phase, column: Column) -> str:
 def _gradient_sync(phase: Phase) -> str:
     if phase.gpus == 1:
         return "Nothing to do: one card has nobody to sum its gradients with."
+    if any(t.collective is Collective.ALL_REDUCE for t in phase.transfers):
+        return (
+            "Hybrid sharding: each shard group has summed its own gradients. The cards that keep the same slice, "
+            "one in each group, now all-reduce it, mostly between nodes: every copy of the slice gets the whole sum."
+        )
     if Band.GRADIENTS in phase.sharded:
         if phase.index == FIRST_SYNC:
             return "Nothing to do: each layer's gradients were reduce-scattered during the backward pass."

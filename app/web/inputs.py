@@ -279,7 +279,8 @@ class MeasuredQuery(BaseModel):
     stage: Stage = Field(Stage.DP, description="The arrangement.")
     impl: Impl | None = Field(
         None,
-        description="ddp (dp), zero-redundancy (zero1), fsdp1 or fsdp2 (zero2, zero3); none: fsdp2 for zero2, zero3.",
+        description="ddp (dp), zero-redundancy (zero1), fsdp1 or fsdp2 (zero2, zero3), hsdp (zero3); "
+        "none: fsdp2 for zero2, zero3.",
     )
     theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
 

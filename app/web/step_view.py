@@ -11,7 +11,7 @@ from app.domain.eighths import COLUMNS, Column
 from app.domain.recipes import Band, BandSpec
 from app.domain.report import LAST_PHASE, Collective, Holding, InFlight, Phase, Run, Scope
 from app.domain.scenario import Scenario
-from app.domain.sharding import Share, holders, owned_columns, share, shown_indices
+from app.domain.sharding import Share, holders, owned_columns, shown_indices
 from app.domain.stages import Stage
 from app.domain.step_text import cards_text, detail, explanation
 from app.domain.units import ByteUnit, p_units
@@ -144,7 +144,9 @@ def _transfer_view(transfer: InFlight, nodes: tuple[TransferNode, ...], run: Run
     )
     volume = p_units(transfer.volume_p)
     if run.nodes > 1:
-        volume += f", {units.show(ceil(transfer.inside))} inside a node and {units.show(ceil(transfer.between))} between"
+        volume += (
+            f", {units.show(ceil(transfer.inside))} inside a node and {units.show(ceil(transfer.between))} between"
+        )
     width = drawing_width(nodes)
     if len(transfer.columns) == 1:
         owners = _owners(transfer, run)
@@ -153,7 +155,7 @@ def _transfer_view(transfer: InFlight, nodes: tuple[TransferNode, ...], run: Run
         hidden_owner = any(card not in drawn for card in owners)
         sources = [n for n in nodes if (n.card is None and hidden_owner) or (n.card is not None and n.card in owners)]
         targets = [n for n in nodes if n not in sources]
-        if transfer.scope is not Scope.REPLICAS and run.shards < run.gpus or transfer.scope is Scope.SECONDARY:
+        if (transfer.scope is not Scope.REPLICAS and run.shards < run.gpus) or transfer.scope is Scope.SECONDARY:
             # Each group gathers from its own holders: a card's arcs stay in its group.
             size = run.setup.hpz if transfer.scope is Scope.SECONDARY else run.shards
             pairs = [(a, b) for a in sources for b in targets if _same_group(a, b, size)]
@@ -195,7 +197,8 @@ def _between(a: TransferNode, b: TransferNode, per_node: int) -> bool:
 
 def _step_label(phase: Phase, card: int, column: Column, spec: BandSpec, holding: Holding, part: Share | None) -> str:
     where = f"GPU {card:,}, column {column.index} ({column.label}), {spec.label} ({spec.precision}, {spec.nbytes} B)"
-    owning = holders(column.index, phase.gpus)
+    start, held = card - card % phase.group, holders(column.index, phase.group)  # the card's own shard group
+    owning = range(start + held.start, start + held.stop)
     owners = cards_text(owning)
     if holding is Holding.GATHERED:
         return f"{where}: assembled here from {owners}, one layer at a time, for this phase only, then discarded."
@@ -213,7 +216,7 @@ def _step_label(phase: Phase, card: int, column: Column, spec: BandSpec, holding
 
 def _step_cell(phase: Phase, card: int, column: Column, spec: BandSpec, focusable: bool) -> CellView:
     holding = phase.holding(card, column.index, spec.band)
-    part = share(card, column.index, phase.gpus)
+    part = phase.slice_of(card, column.index)
     strip = None
     if holding is Holding.PARTIAL and part is not None:
         start = int(part.start * SHARE_STEPS)
@@ -224,7 +227,7 @@ def _step_cell(phase: Phase, card: int, column: Column, spec: BandSpec, focusabl
         weight=column.index,
         band=spec.band,
         state=holding.state,
-        holder=holders(column.index, phase.gpus)[0],
+        holder=card - card % phase.group + holders(column.index, phase.group)[0],
         nbytes=spec.nbytes,
         label=_step_label(phase, card, column, spec, holding, part),
         focusable=focusable,
@@ -268,7 +271,7 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
     for position, card in enumerate(shown):
         if position and (hidden := card - shown[position - 1] - 1):
             cards.append(CardGap(f"GPU {card - hidden:,} to GPU {card - 1:,}: the same pattern"))
-        mine = set(owned_columns(card, run.gpus)) if phase.sharded else set()
+        mine = set(owned_columns(card % run.shards, run.shards)) if phase.sharded else set()
         first = position == 0
         view_columns = _step_columns(phase, scenario, card, mine, first)
         rest = _step_columns(phases[0], scenario, card, mine, first) if away else None
@@ -321,7 +324,9 @@ def _links_tally(scenario: Scenario, phase: Phase, last: Phase) -> str:
     inside = f"{units.show(ceil(phase.inside_so_far))} of {units.show(ceil(last.inside_so_far))} inside a node"
     if run.nodes == 1:
         return inside
-    return f"{inside}, {units.show(ceil(phase.between_so_far))} of {units.show(ceil(last.between_so_far))} between nodes"
+    return (
+        f"{inside}, {units.show(ceil(phase.between_so_far))} of {units.show(ceil(last.between_so_far))} between nodes"
+    )
 
 
 def step_view(
