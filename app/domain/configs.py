@@ -7,6 +7,11 @@ names are DeepSpeed's (its `zero_optimization` section and `offload_optimizer`/`
 blocks, `deepspeed/runtime/zero/config.py` and `offload_config.py`); docs/export.md, "A training
 config", lists them.
 
+ZeRO++ (`zero_hpz_partition_size`, `zero_quantized_weights`, `zero_quantized_gradients`) is written
+at ZeRO-3 alone, where DeepSpeed reads it. Hybrid sharding has no DeepSpeed config: DeepSpeed's was
+MiCS (`mics_shard_size`), removed in its newest release, so `deepspeed_config` refuses it and the
+FSDP2 snippet writes it as HSDP, a 2-D device mesh.
+
 The reader answers with URL parameters, as strings, so the web layer validates them with the same
 query model as a link. It reads only what changes the picture and lists every other key it met.
 """
@@ -20,6 +25,7 @@ from typing import Any, TypeGuard
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Home
 from app.domain.recipes import Band, RecipeName
+from app.domain.run import MAX_GPUS
 from app.domain.sizing import MAX_BATCH, Run
 from app.domain.stages import Stage
 
@@ -50,6 +56,10 @@ GOVERNED = (
     "max_live_parameters",
     "recipe",
     "batch",
+    "shard",
+    "hpz",
+    "qwz",
+    "qgz",
 )
 
 
@@ -67,14 +77,41 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:39] + "…"
 
 
+class NoConfig(ValueError):
+    """A run a framework has no config for: the message says why, and what to use instead, for a person."""
+
+    def __init__(self, parameter: str, message: str) -> None:
+        self.parameter = parameter  # the URL parameter that asks for it
+        super().__init__(message)
+
+
 # --- writing -------------------------------------------------------------------------------------
+
+
+def deepspeed_refused(stage: Stage, run: Run) -> str:
+    """Why DeepSpeed has no config for `run` under `stage`, for a person; empty where it has one.
+
+    Hybrid sharding under ZeRO-1 to 3: DeepSpeed's own was MiCS (`mics_shard_size`), removed in its
+    newest release (deepspeedai/DeepSpeed#8489). Data parallelism splits nothing, so its config is
+    the same with shard groups or without.
+    """
+    if stage is Stage.DP or run.shards == run.gpus:
+        return ""
+    return (
+        f"shard={run.shards} is hybrid sharding (the state split across {run.shards:,} cards, kept whole by "
+        f"each of {run.replicas:,} groups), and DeepSpeed has no config for it: its MiCS (mics_shard_size) was "
+        "removed in its newest release. Use FSDP2 instead: its 2-D device mesh (HSDP) splits the state the same way."
+    )
 
 
 def deepspeed_config(stage: Stage, run: Run) -> dict[str, Any]:
     """The DeepSpeed config of `run` under `stage`.
 
     batch=0 (no activations counted) writes a micro-batch of 1, the least DeepSpeed accepts.
+    Raises NoConfig where DeepSpeed has none (`deepspeed_refused`): hybrid sharding.
     """
+    if refused := deepspeed_refused(stage, run):
+        raise NoConfig("shard", refused)
     placement = run.setup.placement
     moved = placement.moved(stage)
     zero: dict[str, Any] = {"stage": ZERO_STAGE[stage]}
@@ -88,6 +125,7 @@ def deepspeed_config(stage: Stage, run: Run) -> dict[str, Any]:
     if stage is Stage.ZERO3:
         zero["stage3_prefetch_bucket_size"] = run.overheads.prefetch_bucket_size
         zero["stage3_max_live_parameters"] = run.overheads.max_live_parameters
+        zero |= _zeropp(run)
     config: dict[str, Any] = {
         "train_micro_batch_size_per_gpu": max(run.batch, 1),
         "bf16": {"enabled": _bf16(run)},
@@ -99,6 +137,18 @@ def deepspeed_config(stage: Stage, run: Run) -> dict[str, Any]:
         # ZeRO refuses an optimizer of the user's own unless told it may (DeepSpeed's engine asserts).
         config["zero_allow_untested_optimizer"] = True
     return config
+
+
+def _zeropp(run: Run) -> dict[str, Any]:
+    """ZeRO++'s keys in `zero_optimization`, those that are on: DeepSpeed reads them at ZeRO-3 alone."""
+    keys: dict[str, Any] = {}
+    if run.setup.hpz > 1:
+        keys["zero_hpz_partition_size"] = run.setup.hpz
+    if run.qwz:
+        keys["zero_quantized_weights"] = True
+    if run.qgz:
+        keys["zero_quantized_gradients"] = True
+    return keys
 
 
 def _offload(device: str, pin_memory: bool) -> dict[str, Any]:
@@ -114,7 +164,11 @@ def _bf16(run: Run) -> bool:
 
 
 def fsdp2_snippet(stage: Stage, run: Run) -> str:
-    """PyTorch FSDP2 code for `run` under `stage`: `fully_shard` for ZeRO-2 and 3, a comment for the others."""
+    """PyTorch FSDP2 code for `run` under `stage`: `fully_shard` for ZeRO-2 and 3, a comment for the others.
+
+    Hybrid sharding is a 2-D device mesh, (replicas, shards): FSDP2 shards on its second dimension and
+    replicates on its first (HSDP), and ZeRO-1's optimizer splits across the mesh's shard group.
+    """
     title = f"# {stage.info.title} for this run, in PyTorch."
     if stage is Stage.DP:
         lines = [
@@ -125,27 +179,56 @@ def fsdp2_snippet(stage: Stage, run: Run) -> str:
             "model = DistributedDataParallel(model)",
         ]
     elif stage is Stage.ZERO1:
+        hybrid = _hybrid(run)
+        group = ', process_group=mesh["shard"].get_group()' if hybrid else ""
         lines = [
             title,
             "# ZeRO-1 has no fully_shard: FSDP2 shards the gradients too (ZeRO-2) or everything (ZeRO-3).",
             "# PyTorch's ZeRO-1 is DDP with ZeroRedundancyOptimizer, which splits the optimizer state alone.",
             "import torch",
+            *([MESH_IMPORT] if hybrid else []),
             "from torch.distributed.optim import ZeroRedundancyOptimizer",
             "from torch.nn.parallel import DistributedDataParallel",
             "",
+            *(_mesh(run, "the optimizer state") if hybrid else []),
             "model = DistributedDataParallel(model)",
-            "optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW)",
+            f"optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW{group})",
         ]
     else:
         lines = _fully_shard(stage, run, title)
     return "\n".join(lines) + "\n"
 
 
+MESH_IMPORT = "from torch.distributed.device_mesh import init_device_mesh"
+
+
+def _hybrid(run: Run) -> bool:
+    return run.shards < run.gpus
+
+
+def _mesh(run: Run, split: str) -> list[str]:
+    """The 2-D device mesh of hybrid sharding, and what it splits where."""
+    return [
+        f"# Hybrid sharding: {split} split across each shard group of {run.shards:,} cards, whole in each of "
+        f"the {run.replicas:,} groups.",
+        "# Ranks are numbered node by node, so a shard group, a row of the mesh, is a node's cards or whole nodes.",
+        f'mesh = init_device_mesh("cuda", ({run.replicas}, {run.shards}), mesh_dim_names=("replicate", "shard"))',
+    ]
+
+
 def _fully_shard(stage: Stage, run: Run, title: str) -> list[str]:
     """ZeRO-2 is fully_shard keeping the gathered weights after the forward; ZeRO-3 frees them."""
     placement = run.setup.placement
-    imports, policies, notes = ["fully_shard"], [], []
-    options = [f"reshard_after_forward={stage is Stage.ZERO3}"]
+    reshard, notes = _reshard(stage, run)
+    imports, policies, options, mesh = ["fully_shard"], [], [f"reshard_after_forward={reshard}"], []
+    if _hybrid(run):
+        mesh = [
+            *_mesh(run, "the state"),
+            '# A 2-D mesh is HSDP: each weight is Replicate() on "replicate" and Shard(0) on "shard".',
+            f"# In torchtitan's [parallelism]: data_parallel_replicate_degree={run.replicas}, "
+            f"data_parallel_shard_degree={run.shards}.",
+        ]
+        options.insert(0, "mesh=mesh")
     if _bf16(run):
         imports.append("MixedPrecisionPolicy")
         policies.append("mp_policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)")
@@ -165,8 +248,10 @@ def _fully_shard(stage: Stage, run: Run, title: str) -> list[str]:
         title,
         *notes,
         "import torch",
+        *([MESH_IMPORT] if mesh else []),
         f"from torch.distributed.fsdp import {', '.join(imports)}",
         "",
+        *mesh,
         *policies,
         "# Each block first, then the whole model, so each block is gathered and freed on its own.",
         "for block in model.layers:",
@@ -175,13 +260,40 @@ def _fully_shard(stage: Stage, run: Run, title: str) -> list[str]:
     ]
 
 
+def _reshard(stage: Stage, run: Run) -> tuple[str, list[str]]:
+    """The reshard_after_forward option, and what the snippet cannot say of ZeRO++: FSDP2 has hpZ, not qwZ or qgZ.
+
+    ZeRO-2 keeps the gathered weights (False), ZeRO-3 frees them (True). An int keeps each weight
+    split across that many cards after the forward, so the backward gathers it there: hpZ's
+    secondary copy. FSDP2 takes a divisor of the shard group other than 1 and the group itself.
+    """
+    if stage is not Stage.ZERO3:
+        return "False", []
+    reshard, notes = "True", []
+    if 1 < run.setup.hpz < run.shards:
+        reshard = str(run.setup.hpz)
+        notes.append(
+            f"# ZeRO++'s hpZ: after the forward each weight stays split across {run.setup.hpz:,} cards, so the "
+            "backward gathers it from those cards alone."
+        )
+    if run.qwz or run.qgz:
+        notes.append(
+            "# ZeRO++'s qwZ and qgZ (int8 weights, int4 gradients on the wire) are DeepSpeed's: "
+            "FSDP2 does not quantize what it sends."
+        )
+    return reshard, notes
+
+
 # --- reading -------------------------------------------------------------------------------------
 
 _MODELLED_TOP = frozenset({"zero_optimization", "bf16", "fp16", "optimizer", "train_micro_batch_size_per_gpu"})
 _MODELLED_ZERO = frozenset(
     {"stage", "offload_optimizer", "offload_param", "reduce_bucket_size"}
     | {"stage3_prefetch_bucket_size", "stage3_max_live_parameters"}
+    | {"zero_hpz_partition_size", "zero_quantized_weights", "zero_quantized_gradients", "mics_shard_size"}
 )
+_SWITCHES = (("zero_quantized_weights", "qwz"), ("zero_quantized_gradients", "qgz"))
+"""ZeRO++'s two switches, true or false, and their URL parameters."""
 _MODELLED_OFFLOAD = frozenset({"device", "pin_memory"})
 _BUCKETS = (
     ("reduce_bucket_size", "reduce_bucket_size", DEFAULTS.reduce_bucket_size),
@@ -194,8 +306,11 @@ def read_deepspeed(config: Mapping[str, Any]) -> dict[str, str]:
     """The URL parameters a DeepSpeed config sets, each of `GOVERNED` ("" for the default).
 
     One left out was "auto" in the config, Hugging Face's placeholder: the run's own value stands.
-    Raises ConfigError, naming the key and the value, for what DeepSpeed would refuse or the app
-    cannot draw. Keys it does not read are listed by `ignored_keys`.
+    ZeRO++'s keys read as hpz, qwz and qgz at any stage, as the buckets are: the run is drawn at
+    every stage, and ZeRO-3 shows them. MiCS's shard group (`mics_shard_size` above 0) reads as
+    shard, hybrid sharding, which `read_notes` says. Raises ConfigError, naming the key and the
+    value, for what DeepSpeed would refuse or the app cannot draw. Keys it does not read are listed
+    by `ignored_keys`.
     """
     zero = _section(config, "zero_optimization")
     number = zero.get("stage", 0)
@@ -206,6 +321,9 @@ def read_deepspeed(config: Mapping[str, Any]) -> dict[str, str]:
     for key, parameter, default in _BUCKETS:
         if (value := zero.get(key, default)) != AUTO:
             query[parameter] = _bucket(f"zero_optimization.{key}", value, default)
+    query |= _zeropp_query(zero)
+    if (shard := _mics(zero)) is not None:
+        query["shard"] = shard
     if (recipe := _recipe(config)) is not None:
         query["recipe"] = recipe
     batch = config.get("train_micro_batch_size_per_gpu", 1)
@@ -216,6 +334,18 @@ def read_deepspeed(config: Mapping[str, Any]) -> dict[str, str]:
             )
         query["batch"] = str(int(batch))
     return query
+
+
+def read_notes(config: Mapping[str, Any]) -> tuple[str, ...]:
+    """What the reading drew otherwise than the config says, a sentence each, for a person."""
+    zero = config.get("zero_optimization")
+    size = zero.get("mics_shard_size") if isinstance(zero, Mapping) else None
+    if not _whole(size) or size <= 0:
+        return ()
+    return (
+        f"zero_optimization.mics_shard_size: {int(size):,} is MiCS, which DeepSpeed removed in its newest release: "
+        f"drawn as hybrid sharding (shard={int(size)}), as FSDP2's HSDP does it.",
+    )
 
 
 def ignored_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
@@ -289,6 +419,35 @@ def _offload_query(zero: Mapping[str, Any], stage: Stage) -> dict[str, str]:
     else:
         offload, device = ("nvme", "") if on_opt == "nvme" else ("optimizer+params", "")
     return {"offload": offload, "offload_device": device, "pin_memory": "1" if pin else "0"}
+
+
+def _zeropp_query(zero: Mapping[str, Any]) -> dict[str, str]:
+    """The hpz, qwz and qgz parameters; one left out was "auto"."""
+    query = {}
+    key = "zero_optimization.zero_hpz_partition_size"
+    if (hpz := zero.get("zero_hpz_partition_size", 1)) != AUTO:
+        # DeepSpeed takes 0 (its Field's ge=0) and turns hpZ on above 1: 0 and 1 are both off.
+        if not _whole(hpz) or not 0 <= hpz <= MAX_GPUS:
+            raise ConfigError(key, hpz, f"is not a whole number of cards from 0 to {MAX_GPUS:,}.")
+        query["hpz"] = str(max(int(hpz), 1))
+    for name, parameter in _SWITCHES:
+        if (value := zero.get(name, False)) != AUTO:
+            if not isinstance(value, bool):
+                raise ConfigError(f"zero_optimization.{name}", value, "should be true or false.")
+            query[parameter] = "1" if value else "0"
+    return query
+
+
+def _mics(zero: Mapping[str, Any]) -> str | None:
+    """The shard parameter from MiCS's shard group: "" (every card) where it is off; None for "auto"."""
+    size = zero.get("mics_shard_size", -1)  # DeepSpeed's default, off: MiCS is on above 0
+    if size == AUTO:
+        return None
+    if not _whole(size) or size > MAX_GPUS:
+        raise ConfigError(
+            "zero_optimization.mics_shard_size", size, f"is not a whole number of cards up to {MAX_GPUS:,}."
+        )
+    return str(int(size)) if size > 0 else ""
 
 
 def _bucket(key: str, value: object, default: int) -> str:

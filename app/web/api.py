@@ -5,14 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse, PlainTextResponse, Response
+from fastapi.responses import Response
 
-from app.domain.configs import deepspeed_config, fsdp2_snippet
 from app.domain.report import Run, run_report
 from app.domain.scenario import resolve
 from app.domain.sharding import layout
 from app.measure.snapshots import comparison
-from app.web.config_view import MAX_CONFIG_BYTES, ConfigBody, ConfigFormat, ConfigQuery, Refused, pasted_url, read_body
+from app.web.config_view import MAX_CONFIG_BYTES, ConfigBody, ConfigQuery, Refused, pasted_url, read_body, written
 from app.web.inputs import LayoutQuery, RunQuery, StepQuery
 from app.web.measured_view import shipped_snapshot
 from app.web.schemas import ConfigReadOut, LayoutOut, MeasuredOut, MemoryOut, StageRow, StepOut, TimelineOut
@@ -78,11 +77,11 @@ _WRITTEN: dict[int | str, dict[str, Any]] = {
 
 @router.get("/config", name="api_config", response_class=Response, responses=_WRITTEN)
 def config(query: Annotated[ConfigQuery, Query()]) -> Response:
-    """A run under one stage as a DeepSpeed config (JSON) or a PyTorch FSDP2 snippet (text). docs/export.md."""
-    run = resolve(query.inputs()).run
-    if query.format is ConfigFormat.FSDP2:
-        return PlainTextResponse(fsdp2_snippet(query.stage, run))
-    return JSONResponse(deepspeed_config(query.stage, run))
+    """A run under one stage as a DeepSpeed config (JSON) or a PyTorch FSDP2 snippet (text). docs/export.md.
+
+    A hybrid-sharded run (shard) has no DeepSpeed config: a 422 says so and points to FSDP2.
+    """
+    return written(query.format, query.stage, resolve(query.inputs()).run)
 
 
 # The body is read by hand, to stop at the cap before holding more: documented here instead.

@@ -15,11 +15,21 @@ from enum import StrEnum
 from typing import Annotated, Any
 
 from fastapi import Depends
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import Field, ValidationError
 from starlette.requests import Request
 
-from app.domain.configs import ConfigError, ignored_keys, read_deepspeed
+from app.domain.configs import (
+    ConfigError,
+    NoConfig,
+    deepspeed_config,
+    deepspeed_refused,
+    fsdp2_snippet,
+    ignored_keys,
+    read_deepspeed,
+    read_notes,
+)
+from app.domain.sizing import Run
 from app.domain.stages import Stage
 from app.serving.body import CappedBody, capped
 from app.web.inputs import PageQuery, RunQuery, Theme
@@ -78,6 +88,8 @@ class Pasted:
 
     query: PageQuery
     ignored: tuple[str, ...]
+    notes: tuple[str, ...] = ()
+    """What was drawn otherwise than the config says (MiCS as hybrid sharding), a sentence each."""
 
     @property
     def parameters(self) -> dict[str, str]:
@@ -97,7 +109,7 @@ def read_pasted(config: Mapping[str, Any], run: RunQuery) -> Pasted:
         query = PageQuery.model_validate(given)
     except ValidationError as exc:  # a rule of the run as a whole, e.g. a cross-field one
         raise ValueError(" ".join(str(e["msg"]) for e in exc.errors())) from None
-    return Pasted(query, ignored_keys(config))
+    return Pasted(query, ignored_keys(config), read_notes(config))
 
 
 def pasted_url(request: Request, pasted: Pasted) -> str:
@@ -138,6 +150,19 @@ def read_body(body: CappedBody, run: RunQuery) -> Pasted:
     return _read(body.data, run)
 
 
+def written(form: ConfigFormat, stage: Stage, run: Run) -> Response:
+    """`run` under `stage` as `form` writes it: JSON or text, or a 422 saying why there is none.
+
+    DeepSpeed has no config for hybrid sharding: the refusal names the parameter, as a bad query's does.
+    """
+    if form is ConfigFormat.FSDP2:
+        return PlainTextResponse(fsdp2_snippet(stage, run))
+    try:
+        return JSONResponse(deepspeed_config(stage, run))
+    except NoConfig as exc:
+        return Refused(422, str(exc), ("query", exc.parameter)).json()
+
+
 def read_form(body: CappedBody, run: PageQuery) -> Pasted:
     """The paste box's config read as a run, over the run on the page; Refused keeps what was pasted."""
     text = body.field("config")
@@ -155,15 +180,21 @@ class ConfigView:
     paste_action: str
     message: str = ""
     text: str = ""
+    deepspeed_refused: str = ""
+    """Why the run has no DeepSpeed config (hybrid sharding), to say in its link's place; empty: it has one."""
 
 
-def config_view(request: Request, link: Links, stage: Stage) -> ConfigView:
-    """The links of this run under `stage`, and the paste box that keeps its model and cluster."""
+def config_view(request: Request, link: Links, stage: Stage, run: Run) -> ConfigView:
+    """The links of this run under `stage`, and the paste box that keeps its model and cluster.
+
+    `run` is the run `link` describes, resolved: whether DeepSpeed has a config for it.
+    """
     api = Links(path_for(request, "api_config"), link.run)
 
-    def written(form: ConfigFormat) -> str:
+    def href(form: ConfigFormat) -> str:
         return api.at(stage, None) + f"&format={form.value}"
 
     # The run (and the theme) in the action's query: a form sent by POST keeps it, and the config is the body.
     action = Links(path_for(request, "config_paste"), link.run, theme=link.theme).at(stage, None)
-    return ConfigView(written(ConfigFormat.DEEPSPEED), written(ConfigFormat.FSDP2), action)
+    refused = deepspeed_refused(stage, run)
+    return ConfigView(href(ConfigFormat.DEEPSPEED), href(ConfigFormat.FSDP2), action, deepspeed_refused=refused)

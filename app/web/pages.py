@@ -178,7 +178,7 @@ def with_way_out(request: Request, view: PageView, query: PageQuery, link: Links
     # The JSON of the same run: its parameters, not the page's phase, embed options or theme.
     layout = Links(path_for(request, "api_layout"), link.run)(query.stage)
     memory = path_for(request, "api_memory") + (f"?{urlencode(link.run)}" if link.run else "")
-    configs = config_view(request, link, query.stage)
+    configs = config_view(request, link, query.stage, resolve(query.inputs()).run)
     return replace(
         view, share_href=share, measured_href=measured, memory_href=memory, layout_href=layout, configs=configs
     )

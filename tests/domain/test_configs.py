@@ -9,7 +9,15 @@ from typing import Any
 import pytest
 
 from app.domain.accounting import Setup
-from app.domain.configs import ConfigError, deepspeed_config, fsdp2_snippet, ignored_keys, read_deepspeed
+from app.domain.configs import (
+    ConfigError,
+    NoConfig,
+    deepspeed_config,
+    fsdp2_snippet,
+    ignored_keys,
+    read_deepspeed,
+    read_notes,
+)
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload, Placement
 from app.domain.recipes import RECIPES, RecipeName
@@ -121,6 +129,85 @@ def test_the_buckets_are_the_runs_settings() -> None:
     )
 
 
+def zeropp(hpz: int = 1, qwz: bool = False, qgz: bool = False, gpus: int = 16, nodes: int = 2) -> Run:
+    """A run with ZeRO++ on `gpus` cards in `nodes` nodes, mixed-precision Adam, a micro-batch of 1."""
+    return Run(gpus=gpus, nodes=nodes, batch=1, setup=Setup(hpz=hpz), qwz=qwz, qgz=qgz)
+
+
+def hybrid(gpus: int = 8, nodes: int = 2, shard: int = 4, recipe: RecipeName = RecipeName.MIXED_ADAM) -> Run:
+    """A run whose states are split across shard groups of `shard` cards."""
+    return Run(gpus=gpus, nodes=nodes, shard_size=shard, recipe=RECIPES[recipe], batch=1)
+
+
+Z3_BUCKETS = {"stage": 3, "reduce_bucket_size": 500_000_000, **Z3}
+
+
+@pytest.mark.parametrize(
+    ("stage", "run", "expected"),
+    [
+        # 16 cards in 2 nodes of 8: hpZ's copy across a node's 8, int8 weights and int4 gradients on the wire.
+        (
+            Stage.ZERO3,
+            zeropp(8, qwz=True, qgz=True),
+            written(
+                Z3_BUCKETS
+                | {"zero_hpz_partition_size": 8, "zero_quantized_weights": True, "zero_quantized_gradients": True}
+            ),
+        ),
+        # Each on its own; what is off is left to DeepSpeed's default (1, false, false).
+        (Stage.ZERO3, zeropp(8), written(Z3_BUCKETS | {"zero_hpz_partition_size": 8})),
+        (Stage.ZERO3, zeropp(qwz=True), written(Z3_BUCKETS | {"zero_quantized_weights": True})),
+        (Stage.ZERO3, zeropp(qgz=True), written(Z3_BUCKETS | {"zero_quantized_gradients": True})),
+        (
+            Stage.ZERO3,
+            zeropp(4, qgz=True),
+            written(Z3_BUCKETS | {"zero_hpz_partition_size": 4, "zero_quantized_gradients": True}),
+        ),
+        # DeepSpeed reads ZeRO++ at ZeRO-3 alone: below it, the stage's config as it was.
+        (Stage.ZERO2, zeropp(8, qwz=True, qgz=True), written({"stage": 2, "reduce_bucket_size": 500_000_000})),
+        (Stage.ZERO1, zeropp(8, qwz=True, qgz=True), written({"stage": 1, "reduce_bucket_size": 500_000_000})),
+        (Stage.DP, zeropp(8, qwz=True, qgz=True), written({"stage": 0})),
+    ],
+)
+def test_zeropp_is_written_in_zero_optimization_at_zero3(stage: Stage, run: Run, expected: dict[str, Any]) -> None:
+    assert deepspeed_config(stage, run) == expected
+
+
+@pytest.mark.parametrize("stage", [Stage.ZERO1, Stage.ZERO2, Stage.ZERO3])
+@pytest.mark.parametrize(
+    ("run", "says"),
+    [
+        # 8 cards in 2 nodes, a shard group of 4: 8 / 4 = 2 groups.
+        (hybrid(), "shard=4 is hybrid sharding (the state split across 4 cards, kept whole by each of 2 groups)"),
+        # 16 cards in 4 nodes, a shard group of 2 inside each: 16 / 2 = 8 groups.
+        (
+            hybrid(16, 4, 2),
+            "shard=2 is hybrid sharding (the state split across 2 cards, kept whole by each of 8 groups)",
+        ),
+    ],
+)
+def test_hybrid_sharding_has_no_deepspeed_config(stage: Stage, run: Run, says: str) -> None:
+    with pytest.raises(NoConfig) as raised:
+        deepspeed_config(stage, run)
+    message = str(raised.value)
+    assert message.startswith(says)
+    assert "MiCS (mics_shard_size) was removed" in message
+    assert message.endswith("Use FSDP2 instead: its 2-D device mesh (HSDP) splits the state the same way.")
+    assert raised.value.parameter == "shard"
+    assert isinstance(raised.value, ValueError)
+
+
+def test_data_parallelism_splits_nothing_so_its_config_is_the_same_with_shard_groups() -> None:
+    assert deepspeed_config(Stage.DP, hybrid()) == written({"stage": 0})
+
+
+@pytest.mark.parametrize("stage", list(Stage))
+def test_one_shard_group_of_every_card_is_no_hybrid(stage: Stage) -> None:
+    whole = hybrid(8, 2, 8)  # shard=8 on 8 cards: one group, ZeRO as it is
+    assert deepspeed_config(stage, whole) == deepspeed_config(stage, replace(whole, shard_size=None))
+    assert fsdp2_snippet(stage, whole) == fsdp2_snippet(stage, replace(whole, shard_size=None))
+
+
 def _calls(snippet: str) -> list[ast.Call]:
     calls = [node for node in ast.walk(ast.parse(snippet)) if isinstance(node, ast.Call)]
     return sorted(calls, key=lambda call: (call.lineno, call.col_offset))  # in reading order
@@ -171,12 +258,103 @@ def test_fsdp2_has_no_fully_shard_below_zero2(stage: Stage, says: str) -> None:
     ast.parse(snippet)  # still Python
 
 
+def _call(snippet: str, name: str) -> ast.Call:
+    (call,) = [c for c in _calls(snippet) if ast.unparse(c.func) == name]
+    return call
+
+
+@pytest.mark.parametrize(
+    ("run", "mesh"),
+    [
+        # 2 nodes of 4, a shard group of 4 (a node): 8 / 4 = 2 groups of 4.
+        (hybrid(8, 2, 4), "(2, 4)"),
+        # 2 nodes of 8, a shard group of 4 (half a node): 16 / 4 = 4 groups.
+        (hybrid(16, 2, 4), "(4, 4)"),
+        # 4 nodes of 8, a shard group of 16 (two whole nodes): 32 / 16 = 2 groups.
+        (hybrid(32, 4, 16), "(2, 16)"),
+    ],
+)
+@pytest.mark.parametrize(("stage", "reshard"), [(Stage.ZERO2, "False"), (Stage.ZERO3, "True")])
+def test_fsdp2_writes_hybrid_sharding_as_a_2d_mesh(run: Run, mesh: str, stage: Stage, reshard: str) -> None:
+    snippet = fsdp2_snippet(stage, run)
+    made = _call(snippet, "init_device_mesh")
+    assert [ast.unparse(a) for a in made.args] == ["'cuda'", mesh]
+    assert _keywords(made) == {"mesh_dim_names": "('replicate', 'shard')"}
+    assert f'mesh = init_device_mesh("cuda", {mesh}, mesh_dim_names=("replicate", "shard"))' in snippet.splitlines()
+    shards = [call for call in _calls(snippet) if ast.unparse(call.func) == "fully_shard"]
+    assert [_keywords(call) for call in shards] == [
+        {"mesh": "mesh", "reshard_after_forward": reshard, "mp_policy": "mp_policy"}
+    ] * 2
+    assert "from torch.distributed.device_mesh import init_device_mesh" in snippet
+    assert '# A 2-D mesh is HSDP: each weight is Replicate() on "replicate" and Shard(0) on "shard".' in snippet
+    replicas, shards_in_group = mesh.strip("()").split(", ")
+    assert (
+        f"# In torchtitan's [parallelism]: data_parallel_replicate_degree={replicas}, "
+        f"data_parallel_shard_degree={shards_in_group}." in snippet
+    )
+
+
+def test_fsdp2_without_hybrid_has_no_mesh() -> None:
+    snippet = fsdp2_snippet(Stage.ZERO3, run_with())
+    assert "mesh" not in snippet
+    assert [_keywords(c) for c in _calls(snippet) if ast.unparse(c.func) == "fully_shard"] == [
+        {"reshard_after_forward": "True", "mp_policy": "mp_policy"}
+    ] * 2
+
+
+def test_fsdp2_zero1_splits_the_optimizer_across_the_shard_group() -> None:
+    snippet = fsdp2_snippet(Stage.ZERO1, hybrid(8, 2, 4))
+    assert _keywords(_call(snippet, "ZeroRedundancyOptimizer")) == {
+        "optimizer_class": "torch.optim.AdamW",
+        "process_group": "mesh['shard'].get_group()",
+    }
+    assert [ast.unparse(a) for a in _call(snippet, "init_device_mesh").args] == ["'cuda'", "(2, 4)"]
+    # DDP averages the gradients over every card, as hybrid sharding's ZeRO-1 does.
+    assert _keywords(_call(snippet, "DistributedDataParallel")) == {}
+
+
+def test_fsdp2_zero1_without_hybrid_splits_across_every_card() -> None:
+    snippet = fsdp2_snippet(Stage.ZERO1, run_with())
+    assert _keywords(_call(snippet, "ZeroRedundancyOptimizer")) == {"optimizer_class": "torch.optim.AdamW"}
+    assert "mesh" not in snippet
+
+
+def test_fsdp2_data_parallelism_is_ddp_with_shard_groups_too() -> None:
+    assert fsdp2_snippet(Stage.DP, hybrid()) == fsdp2_snippet(Stage.DP, run_with())
+
+
+@pytest.mark.parametrize(
+    ("run", "reshard"),
+    [
+        # hpZ's copy across a node's 8 of 16 cards: FSDP2 reshards to 8 after the forward.
+        (zeropp(8), "8"),
+        (zeropp(4), "4"),
+        # hpz=16 on 16 cards is the shard group itself, which FSDP2 does not take as an int.
+        (zeropp(16), "True"),
+        (zeropp(qwz=True, qgz=True), "True"),
+    ],
+)
+def test_fsdp2_writes_hpz_as_an_int_reshard_after_forward(run: Run, reshard: str) -> None:
+    snippet = fsdp2_snippet(Stage.ZERO3, run)
+    reshards = {_keywords(c)["reshard_after_forward"] for c in _calls(snippet) if ast.unparse(c.func) == "fully_shard"}
+    assert reshards == {reshard}
+    assert ("# ZeRO++'s hpZ" in snippet) == (reshard != "True")
+
+
+@pytest.mark.parametrize(("qwz", "qgz"), [(True, False), (False, True), (True, True)])
+def test_fsdp2_says_it_has_no_qwz_or_qgz(qwz: bool, qgz: bool) -> None:
+    says = "# ZeRO++'s qwZ and qgZ (int8 weights, int4 gradients on the wire) are DeepSpeed's"
+    assert says in fsdp2_snippet(Stage.ZERO3, zeropp(qwz=qwz, qgz=qgz))
+    assert says not in fsdp2_snippet(Stage.ZERO2, zeropp(qwz=qwz, qgz=qgz))  # ZeRO++ is ZeRO-3's
+
+
 @pytest.mark.slow
 # torch without numpy says so on import, and ZeroRedundancyOptimizer scripts a function with torch.jit.
 @pytest.mark.filterwarnings("ignore::UserWarning", "ignore::DeprecationWarning")
 @pytest.mark.parametrize("stage", list(Stage))
-def test_fsdp2_imports_exist_in_the_installed_torch(stage: Stage) -> None:
-    imports = [line for line in fsdp2_snippet(stage, run_with(Offload.OPTIMIZER)).splitlines() if "import" in line]
+@pytest.mark.parametrize("run", [run_with(Offload.OPTIMIZER), hybrid()], ids=["offload", "hybrid"])
+def test_fsdp2_imports_exist_in_the_installed_torch(stage: Stage, run: Run) -> None:
+    imports = [line for line in fsdp2_snippet(stage, run).splitlines() if "import" in line]
     exec("\n".join(imports), {})  # our own snippet's import lines
 
 
@@ -184,16 +362,25 @@ def test_fsdp2_imports_exist_in_the_installed_torch(stage: Stage) -> None:
 
 NOTHING = {"offload": "none", "offload_device": "", "pin_memory": "1"}
 BUCKETS = {"reduce_bucket_size": "", "prefetch_bucket_size": "", "max_live_parameters": ""}
+NO_ZEROPP = {"hpz": "1", "qwz": "0", "qgz": "0", "shard": ""}
+"""No ZeRO++ and no MiCS: hpZ off, no quantizing, every card one shard group (the default, blank)."""
 
 
 @pytest.mark.parametrize(
     ("config", "expected"),
     [
         # Nothing: DeepSpeed's defaults, stage 0 in fp32 with a micro-batch of 1.
-        ({}, {"stage": "dp", **NOTHING, **BUCKETS, "recipe": "fp32-adam", "batch": "1"}),
+        ({}, {"stage": "dp", **NOTHING, **BUCKETS, **NO_ZEROPP, "recipe": "fp32-adam", "batch": "1"}),
         (
             {"zero_optimization": {"stage": 2, "reduce_bucket_size": 2e8}, "bf16": {"enabled": True}},
-            {"stage": "zero2", **NOTHING, **BUCKETS, "reduce_bucket_size": "200000000", "recipe": "mixed-adam"}
+            {
+                "stage": "zero2",
+                **NOTHING,
+                **BUCKETS,
+                **NO_ZEROPP,
+                "reduce_bucket_size": "200000000",
+                "recipe": "mixed-adam",
+            }
             | {"batch": "1"},
         ),
         # fp16 keeps bf16's bytes; AdamW Adam's moments. DeepSpeed's pin_memory defaults to false.
@@ -204,12 +391,19 @@ BUCKETS = {"reduce_bucket_size": "", "prefetch_bucket_size": "", "max_live_param
                 "optimizer": {"type": "AdamW", "params": {"lr": 1e-4}},
                 "train_micro_batch_size_per_gpu": 4,
             },
-            {"stage": "zero3", "offload": "optimizer", "offload_device": "", "pin_memory": "0", **BUCKETS}
+            {"stage": "zero3", "offload": "optimizer", "offload_device": "", "pin_memory": "0", **BUCKETS, **NO_ZEROPP}
             | {"recipe": "mixed-adam", "batch": "4"},
         ),
         (
             {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "nvme", "pin_memory": True}}},
-            {"stage": "zero3", "offload": "optimizer", "offload_device": "nvme", "pin_memory": "1", **BUCKETS}
+            {
+                "stage": "zero3",
+                "offload": "optimizer",
+                "offload_device": "nvme",
+                "pin_memory": "1",
+                **BUCKETS,
+                **NO_ZEROPP,
+            }
             | {"recipe": "fp32-adam", "batch": "1"},
         ),
         (
@@ -220,7 +414,7 @@ BUCKETS = {"reduce_bucket_size": "", "prefetch_bucket_size": "", "max_live_param
                     "offload_param": {"device": "nvme"},
                 }
             },
-            {"stage": "zero3", "offload": "nvme", "offload_device": "", "pin_memory": "0", **BUCKETS}
+            {"stage": "zero3", "offload": "nvme", "offload_device": "", "pin_memory": "0", **BUCKETS, **NO_ZEROPP}
             | {"recipe": "fp32-adam", "batch": "1"},
         ),
         # "auto" (Hugging Face's) leaves the run's own value: the parameter is not answered.
@@ -230,12 +424,48 @@ BUCKETS = {"reduce_bucket_size": "", "prefetch_bucket_size": "", "max_live_param
                 "bf16": {"enabled": "auto"},
                 "train_micro_batch_size_per_gpu": "auto",
             },
-            {"stage": "zero3", **NOTHING, "max_live_parameters": ""},
+            {"stage": "zero3", **NOTHING, "max_live_parameters": "", **NO_ZEROPP},
         ),
         # A device of "none" is no offload.
         (
             {"zero_optimization": {"stage": 1, "offload_optimizer": {"device": "none"}}, "bf16": {"enabled": True}},
-            {"stage": "zero1", **NOTHING, **BUCKETS, "recipe": "mixed-adam", "batch": "1"},
+            {"stage": "zero1", **NOTHING, **BUCKETS, **NO_ZEROPP, "recipe": "mixed-adam", "batch": "1"},
+        ),
+        # ZeRO++'s three keys, as DeepSpeed's tutorial writes them.
+        (
+            {
+                "zero_optimization": {
+                    "stage": 3,
+                    "zero_quantized_weights": True,
+                    "zero_hpz_partition_size": 8,
+                    "zero_quantized_gradients": True,
+                }
+            },
+            {"stage": "zero3", **NOTHING, **BUCKETS, "hpz": "8", "qwz": "1", "qgz": "1", "shard": ""}
+            | {"recipe": "fp32-adam", "batch": "1"},
+        ),
+        # 0 is hpZ off too (DeepSpeed turns it on above 1); false is said as 0.
+        (
+            {"zero_optimization": {"stage": 3, "zero_hpz_partition_size": 0, "zero_quantized_weights": False}},
+            {"stage": "zero3", **NOTHING, **BUCKETS, **NO_ZEROPP, "recipe": "fp32-adam", "batch": "1"},
+        ),
+        # "auto" leaves the run's own.
+        (
+            {"zero_optimization": {"stage": 3, "zero_hpz_partition_size": "auto", "zero_quantized_gradients": "auto"}},
+            {"stage": "zero3", **NOTHING, **BUCKETS, "qwz": "0", "shard": "", "recipe": "fp32-adam", "batch": "1"},
+        ),
+        # MiCS's shard group is hybrid sharding's; -1, DeepSpeed's default, and 0 are every card.
+        (
+            {"zero_optimization": {"stage": 3, "mics_shard_size": 4}},
+            {"stage": "zero3", **NOTHING, **BUCKETS, **NO_ZEROPP, "shard": "4", "recipe": "fp32-adam", "batch": "1"},
+        ),
+        (
+            {"zero_optimization": {"stage": 3, "mics_shard_size": -1}},
+            {"stage": "zero3", **NOTHING, **BUCKETS, **NO_ZEROPP, "recipe": "fp32-adam", "batch": "1"},
+        ),
+        (
+            {"zero_optimization": {"stage": 3, "mics_shard_size": 0.0}},
+            {"stage": "zero3", **NOTHING, **BUCKETS, **NO_ZEROPP, "recipe": "fp32-adam", "batch": "1"},
         ),
     ],
 )
@@ -306,6 +536,38 @@ def test_read_deepspeed(config: dict[str, Any], expected: dict[str, str]) -> Non
         ({"optimizer": {"type": "Lion"}}, 'optimizer.type: "Lion" is not drawn here'),
         ({"train_micro_batch_size_per_gpu": 0}, "train_micro_batch_size_per_gpu: 0 is not a whole number from 1"),
         ({"train_micro_batch_size_per_gpu": 10**6}, "train_micro_batch_size_per_gpu: 1000000 is not a whole number"),
+        (
+            {"zero_optimization": {"stage": 3, "zero_hpz_partition_size": -1}},
+            "zero_optimization.zero_hpz_partition_size: -1 is not a whole number of cards from 0 to 4,096",
+        ),
+        (
+            {"zero_optimization": {"stage": 3, "zero_hpz_partition_size": "8"}},
+            'zero_optimization.zero_hpz_partition_size: "8" is not a whole number of cards',
+        ),
+        (
+            {"zero_optimization": {"stage": 3, "zero_hpz_partition_size": 8.5}},
+            "zero_optimization.zero_hpz_partition_size: 8.5 is not a whole number of cards",
+        ),
+        (
+            {"zero_optimization": {"stage": 3, "zero_hpz_partition_size": 4097}},
+            "zero_optimization.zero_hpz_partition_size: 4097 is not a whole number of cards",
+        ),
+        (
+            {"zero_optimization": {"stage": 3, "zero_quantized_weights": 1}},
+            "zero_optimization.zero_quantized_weights: 1 should be true or false",
+        ),
+        (
+            {"zero_optimization": {"stage": 3, "zero_quantized_gradients": "true"}},
+            'zero_optimization.zero_quantized_gradients: "true" should be true or false',
+        ),
+        (
+            {"zero_optimization": {"stage": 3, "mics_shard_size": 4097}},
+            "zero_optimization.mics_shard_size: 4097 is not a whole number of cards up to 4,096",
+        ),
+        (
+            {"zero_optimization": {"stage": 3, "mics_shard_size": "4"}},
+            'zero_optimization.mics_shard_size: "4" is not a whole number of cards',
+        ),
     ],
 )
 def test_a_bad_config_is_refused_naming_the_key_and_the_value(config: dict[str, Any], message: str) -> None:
@@ -328,6 +590,10 @@ def test_keys_not_read_are_listed_dotted() -> None:
         "zero_optimization": {
             "stage": 3,
             "overlap_comm": True,
+            "zero_hpz_partition_size": 8,
+            "zero_quantized_weights": True,
+            "mics_shard_size": 8,
+            "mics_hierarchical_params_gather": True,
             "offload_optimizer": {"device": "nvme", "nvme_path": "/nvme"},
             "offload_param": {"device": "nvme", "buffer_count": 5},
         },
@@ -338,6 +604,7 @@ def test_keys_not_read_are_listed_dotted() -> None:
     assert ignored_keys(config) == (
         "gradient_clipping",
         "zero_optimization.overlap_comm",
+        "zero_optimization.mics_hierarchical_params_gather",
         "zero_optimization.offload_optimizer.nvme_path",
         "zero_optimization.offload_param.buffer_count",
         "bf16.immediate_grad_update",
@@ -410,3 +677,42 @@ def test_an_integer_too_large_for_a_float_is_refused_by_name(config: dict[str, A
     with pytest.raises(ConfigError) as raised:
         read_deepspeed(config)
     assert str(raised.value).startswith(message)
+
+
+@pytest.mark.parametrize(
+    ("hpz", "qwz", "qgz"),
+    [(1, False, False), (8, False, False), (1, True, False), (1, False, True), (8, True, True), (16, True, False)],
+)
+def test_zeropp_written_reads_back_as_the_same_run(hpz: int, qwz: bool, qgz: bool) -> None:
+    run = zeropp(hpz, qwz, qgz)  # 16 cards in 2 nodes
+    read = read_deepspeed(deepspeed_config(Stage.ZERO3, run))
+    assert (read["hpz"], read["qwz"], read["qgz"], read["shard"]) == (str(hpz), str(int(qwz)), str(int(qgz)), "")
+    again = Run(
+        gpus=16, nodes=2, batch=1, setup=Setup(hpz=int(read["hpz"])), qwz=read["qwz"] == "1", qgz=read["qgz"] == "1"
+    )
+    assert again == run
+
+
+def test_mics_is_read_as_hybrid_sharding_and_says_so() -> None:
+    config = {"zero_optimization": {"stage": 3, "mics_shard_size": 4}}
+    assert read_deepspeed(config)["shard"] == "4"
+    assert read_notes(config) == (
+        "zero_optimization.mics_shard_size: 4 is MiCS, which DeepSpeed removed in its newest release: drawn as "
+        "hybrid sharding (shard=4), as FSDP2's HSDP does it.",
+    )
+    assert "zero_optimization.mics_shard_size" not in ignored_keys(config)  # read, not set aside
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        {},
+        {"zero_optimization": {"stage": 3}},
+        {"zero_optimization": {"stage": 3, "mics_shard_size": -1}},
+        {"zero_optimization": {"stage": 3, "mics_shard_size": 0}},
+        {"zero_optimization": {"stage": 3, "mics_shard_size": "auto"}},
+        {"zero_optimization": []},
+    ],
+)
+def test_no_mics_no_note(config: dict[str, Any]) -> None:
+    assert read_notes(config) == ()

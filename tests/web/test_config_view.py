@@ -13,15 +13,17 @@ import pytest
 from fastapi.testclient import TestClient
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from starlette.requests import Request
 
 from app.domain.configs import deepspeed_config, fsdp2_snippet
 from app.domain.overheads import DEFAULTS
 from app.domain.scenario import resolve
-from app.domain.sizing import MAX_BATCH
+from app.domain.sizing import MAX_BATCH, Run
 from app.domain.stages import Stage
 from app.main import create_app
-from app.web.config_view import MAX_CONFIG_BYTES, read_pasted
+from app.web.config_view import MAX_CONFIG_BYTES, ConfigFormat, config_view, read_pasted, written
 from app.web.inputs import PageQuery, RunQuery
+from app.web.links import Links
 from tests.conftest import dom, one, text
 
 ZERO3_CPU = {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "pin_memory": True}}}
@@ -65,6 +67,61 @@ def test_a_bad_parameter_is_a_422_in_json(client: TestClient, query: str, where:
     response = client.get(f"/api/config?{query}")
     assert response.status_code == 422
     assert response.json()["detail"][0]["loc"] == ["query", where]
+
+
+# Hybrid sharding: 8 cards in 2 nodes, each state split across a shard group of 4 (a node), 2 groups.
+HYBRID = Run(gpus=8, nodes=2, shard_size=4, batch=1)
+HSDP_SENTENCE = (
+    "shard=4 is hybrid sharding (the state split across 4 cards, kept whole by each of 2 groups), and DeepSpeed has "
+    "no config for it: its MiCS (mics_shard_size) was removed in its newest release. Use FSDP2 instead: its 2-D "
+    "device mesh (HSDP) splits the state the same way."
+)
+
+
+@pytest.mark.parametrize("stage", [Stage.ZERO1, Stage.ZERO2, Stage.ZERO3])
+def test_a_hybrid_runs_deepspeed_config_is_a_422_naming_shard(stage: Stage) -> None:
+    response = written(ConfigFormat.DEEPSPEED, stage, HYBRID)
+    assert response.status_code == 422
+    assert response.headers["content-type"] == "application/json"
+    answer = json.loads(bytes(response.body))
+    assert answer["message"] == HSDP_SENTENCE
+    assert answer["detail"] == [{"loc": ["query", "shard"], "msg": HSDP_SENTENCE, "type": "config"}]
+
+
+def test_a_hybrid_runs_fsdp2_snippet_is_its_2d_mesh() -> None:
+    response = written(ConfigFormat.FSDP2, Stage.ZERO3, HYBRID)
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "text/plain; charset=utf-8"
+    assert (
+        'mesh = init_device_mesh("cuda", (2, 4), mesh_dim_names=("replicate", "shard"))'
+        in bytes(response.body).decode().splitlines()
+    )
+
+
+def test_a_hybrid_runs_data_parallelism_is_written_as_stage_0() -> None:
+    response = written(ConfigFormat.DEEPSPEED, Stage.DP, HYBRID)
+    assert response.status_code == 200
+    assert json.loads(bytes(response.body))["zero_optimization"] == {"stage": 0}
+
+
+def _request() -> Request:
+    """A request to the app, for what builds the app's addresses."""
+    return Request({"type": "http", "app": create_app(), "root_path": "", "path": "/", "headers": []})
+
+
+@pytest.mark.parametrize(
+    ("stage", "run", "refused"),
+    [
+        (Stage.ZERO3, HYBRID, HSDP_SENTENCE),
+        (Stage.ZERO1, HYBRID, HSDP_SENTENCE),
+        (Stage.DP, HYBRID, ""),
+        (Stage.ZERO3, Run(gpus=8, nodes=2, batch=1), ""),
+    ],
+)
+def test_the_page_says_why_a_hybrid_run_has_no_deepspeed_config(stage: Stage, run: Run, refused: str) -> None:
+    view = config_view(_request(), Links("/", (("gpus", "8"),)), stage, run)
+    assert view.deepspeed_refused == refused
+    assert dict(parse_qsl(urlsplit(view.fsdp2_href).query))["format"] == "fsdp2"
 
 
 # --- POST /api/config -------------------------------------------------------------------------
@@ -145,6 +202,20 @@ def test_a_body_sent_in_chunks_is_cut_off_at_the_cap(client: TestClient) -> None
 
     response = client.post("/api/config", content=chunks())
     assert response.status_code == 413
+
+
+def test_a_mics_config_is_read_with_a_note_that_it_is_drawn_as_hsdp() -> None:
+    config = {"zero_optimization": {"stage": 3, "mics_shard_size": 8, "mics_hierarchical_params_gather": True}}
+    pasted = read_pasted(config, RunQuery.model_validate({"gpus": "16"}))
+    assert pasted.notes == (
+        "zero_optimization.mics_shard_size: 8 is MiCS, which DeepSpeed removed in its newest release: drawn as "
+        "hybrid sharding (shard=8), as FSDP2's HSDP does it.",
+    )
+    assert pasted.ignored == ("zero_optimization.mics_hierarchical_params_gather",)
+
+
+def test_a_config_without_mics_has_no_note() -> None:
+    assert read_pasted(ZERO3_CPU, RunQuery()).notes == ()
 
 
 def test_a_bad_run_in_the_query_is_a_422(client: TestClient) -> None:
