@@ -113,4 +113,6 @@ async def read_config(
         pasted = read_body(body, query)
     except Refused as refused:
         return refused.json()
-    return ConfigReadOut(url=pasted_url(request, pasted), query=pasted.parameters, ignored=list(pasted.ignored))
+    return ConfigReadOut(
+        url=pasted_url(request, pasted), query=pasted.parameters, ignored=list(pasted.ignored), notes=list(pasted.notes)
+    )

@@ -635,3 +635,6 @@ class ConfigReadOut(BaseModel):
     url: str = Field(description="The page's address for the run: the run of the query, with what the config sets.")
     query: dict[str, str] = Field(description="The run's URL parameters that differ from the defaults, stage first.")
     ignored: list[str] = Field(description="The config's keys not read, dotted from the top (gradient_clipping).")
+    notes: list[str] = Field(
+        default_factory=list, description="What the reading says of a key it read another way (MiCS as HSDP)."
+    )

@@ -112,7 +112,7 @@ def test_a_cell_claims_responsibility_only_for_a_band_the_stage_splits(
 
 
 @pytest.mark.parametrize(
-    ("gpus", "cards", "weights"), [(1, 1, 1), (12, 12, 12), (16, 16, 16), (17, 8, 8), (4096, 8, 8)]
+    ("gpus", "cards", "weights"), [(1, 1, 1), (12, 12, 12), (16, 16, 16), (17, 8, 8), (4096, 8, 8), (36, 8, 8)]
 )
 def test_grid_draws_every_card_up_to_sixteen_then_a_sample(
     client: TestClient, gpus: int, cards: int, weights: int
@@ -125,10 +125,19 @@ def test_grid_draws_every_card_up_to_sixteen_then_a_sample(
     assert len(grid.select(".cell")) == cards * weights * 4
     # Its heading counts the cards as the table does, thousands separated.
     assert text(grid, "#grid-heading") == f"What each of the {gpus:,} cards holds under ZeRO-1"
-    gaps = grid.select(".card-gap")
-    assert len(gaps) == (1 if gpus > 16 else 0)
+    gaps = [g.get_text(" ", strip=True) for g in grid.select(".card-gap, .network-link")]
+    if gpus % 8 and gpus > 16:  # one node: one gap between the first four cards and the last four
+        assert gaps == [f"… GPU 4 to GPU {gpus - 5:,}: the same pattern"]
+    elif gpus > 16:  # nodes of 8: the rest of the first node, the nodes between, the start of the last
+        nodes = gpus // 8
+        assert gaps == [
+            "… GPU 4 to GPU 7: the same pattern",
+            f"Network between nodes: 400 Gb/s a card. Nodes 1 to {nodes - 2:,}: the same pattern",
+            f"… GPU {gpus - 8:,} to GPU {gpus - 5:,}: the same pattern",
+        ]
+    else:
+        assert gaps == ([] if gpus <= 8 else ["Network between nodes: 400 Gb/s a card"] * (gpus % 8 == 0))
     if gpus > 16:
-        assert f"GPU 4 to GPU {gpus - 5:,}" in gaps[0].get_text()
         assert drawn == {str(i) for i in (0, 1, 2, 3, gpus - 4, gpus - 3, gpus - 2, gpus - 1)}
 
 
