@@ -87,3 +87,29 @@ def stage_explanation(stage: Stage, recipe: Recipe, gpus: int) -> str:
         "plus one assembled layer, so the largest single layer must still fit on one card. The extra "
         "all-gathers raise the traffic from 2P to 3P."
     )
+
+
+def across_nodes(stage: Stage, gpus: int, shards: int, hpz: int, qwz: bool, qgz: bool) -> str:
+    """What hybrid sharding or ZeRO++ adds to a stage's explanation; blank where neither applies."""
+    if not stage.sharded or gpus == 1:
+        return ""
+    said = []
+    if shards < gpus:
+        said.append(
+            f"Hybrid sharding: each shard group of {shards:,} cards splits the state as above, and each of the "
+            f"{gpus // shards:,} groups keeps a whole copy. The gathers and reduce-scatters stay inside a group; "
+            f"only each gradient slice is all-reduced across the groups, 2P/{shards:,} more."
+        )
+    if stage is Stage.ZERO3 and (hpz > 1 or qwz or qgz):
+        parts = []
+        if hpz > 1:
+            parts.append(
+                f"hpZ keeps a second copy of the weights split across {hpz:,} cards, so the backward's gathers "
+                "stay inside the node"
+            )
+        if qwz:
+            parts.append("qwZ gathers the weights in int8")
+        if qgz:
+            parts.append("qgZ reduce-scatters the gradients in int4")
+        said.append("ZeRO++: " + "; ".join(parts) + ".")
+    return " ".join(said)

@@ -84,6 +84,45 @@ class CardView:
     """The card's host strip, with the bands offloaded to it; None when nothing is."""
     hand: BarView | None = None
     """What it holds in hand for one layer, on the stage's own scale; None where it never holds any."""
+    secondary: Secondary | None = None
+    """ZeRO++'s hpZ: the card's slice of the second copy of the weights; None without hpZ."""
+
+
+@dataclass(frozen=True)
+class SecondarySlot:
+    """One drawn weight in hpZ's strip: whether this card keeps that weight's slice of the second copy."""
+
+    solid: bool
+    label: str
+
+
+@dataclass(frozen=True)
+class Secondary:
+    """hpZ's band of its own, under a card: the second copy of the weights, split across `hpz` cards."""
+
+    title: str
+    slots: tuple[SecondarySlot | None, ...]
+    """One a drawn weight, None where the grid leaves weights out."""
+
+
+def secondary(run_gpus: int, hpz: int, shown: tuple[int, ...], card: int, nbytes: int) -> Secondary:
+    """A card's slots of hpZ's copy: a weight's slice lives on the card of its place among each hpz cards."""
+    slots: list[SecondarySlot | None] = []
+    for position, weight in enumerate(shown):
+        if _hidden_before(shown, position):
+            slots.append(None)
+        holder = card - card % hpz + weight % hpz
+        solid = holder == card
+        where = f"GPU {card:,}, weight {weight:,}, hpZ's second copy of its weights ({nbytes} B)"
+        slots.append(
+            SecondarySlot(
+                solid,
+                f"{where}: kept here, for the backward's gather inside the node."
+                if solid
+                else f"{where}: not here. GPU {holder:,}, in this card's hpZ group, keeps it.",
+            )
+        )
+    return Secondary(f"hpZ copy, 1/{hpz:,} a card", tuple(slots))
 
 
 @dataclass(frozen=True)
@@ -303,9 +342,18 @@ def rest_cards(
                 bar=bar,
                 host=host,
                 hand=hand,
+                secondary=secondary_strip(scenario, stage, grid.shown, card),
             )
         )
     return tuple(cards)
+
+
+def secondary_strip(scenario: Scenario, stage: Stage, shown: tuple[int, ...], card: int) -> Secondary | None:
+    """HpZ's strip under a card, under ZeRO-3 with hpZ; None otherwise."""
+    run = scenario.run
+    if stage is not Stage.ZERO3 or run.setup.hpz < 2:
+        return None
+    return secondary(run.gpus, run.setup.hpz, shown, card, run.recipe.nbytes(Band.WEIGHTS))
 
 
 @dataclass(frozen=True)

@@ -57,6 +57,8 @@ class _Drawn:
     hand: bool
     capacity: bool
     bar_keys: tuple[str, ...]
+    replicas: bool = False
+    """Whether cells are kept because hybrid sharding replicates them (grid_view.CellView.replica)."""
 
     @classmethod
     def of(cls, s: StageView) -> _Drawn:
@@ -71,6 +73,7 @@ class _Drawn:
             hand=bool({"gathered", "sent", "activations"} & set(s.bar_keys)),
             capacity=bar is not None and bar.capacity_x is not None,
             bar_keys=s.bar_keys,
+            replicas=s.replicated,
         )
 
 
@@ -91,6 +94,12 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
         more.append("Barred: gradients computed here, then reduce-scattered to their owners and dropped.")
     states.append(KeyEntry("Dashed", ": held elsewhere", "neutral dashed"))
     more.append(f"Dashed outline: a gap. Another card stores it on this {column}'s behalf.")
+    if d.replicas:
+        states.append(KeyEntry("Ringed white", ": a replica's copy", "neutral solid replica"))
+        more.append(
+            "Ringed white: kept here because hybrid sharding gives each shard group its own copy; with one group "
+            "of every card it would be dashed."
+        )
     if d.hosted:
         states.append(KeyEntry("Dotted", ": on the host", "neutral solid on-host"))
         more.append("Dotted ring, under the card: offloaded, in the card's host memory, not on the card.")

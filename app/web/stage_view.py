@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from app.domain.report import Change, Run, StageReport
 from app.domain.scenario import NO_SHAPE, Scenario
-from app.domain.stages import Stage, StageInfo
+from app.domain.stages import Stage, StageInfo, across_nodes
 from app.domain.stages import stage_explanation as _stage_explanation
 from app.domain.units import count_label as params_label
 from app.domain.units import gpus_label, per_weight, percent
@@ -123,6 +123,11 @@ class StageView:
     """The stage's traffic by link and its time on the wire; None on one card."""
     nodes: tuple[NodeView | NodeGap, ...] = ()
     """The cards in their nodes, with the links between; empty for one node (the cards alone)."""
+    replicated: bool = False
+    """Whether hybrid sharding keeps a copy of each slice in every shard group: its cells are ringed."""
+    hybrid_href: str = ""
+    """The same view in one shard group, or sharded within each node: the switch that shows what refills."""
+    hybrid_label: str = ""
 
     @property
     def model_per_gpu(self) -> str:
@@ -185,7 +190,14 @@ def stage_view(
     return StageView(
         stage=stage,
         info=stage.info,
-        explanation=stage_explanation(stage, run.recipe, run.gpus),
+        explanation=" ".join(
+            said
+            for said in (
+                stage_explanation(stage, run.recipe, run.gpus),
+                across_nodes(stage, run.gpus, run.shards, run.setup.hpz, run.qwz, run.qgz),
+            )
+            if said
+        ),
         shards_anything=bool(stage.sharded),
         gpus=run.gpus,
         params_label=params_label(run.params),
@@ -217,7 +229,21 @@ def stage_view(
         table_note="" if run.activations is not None else NO_SHAPE,
         wire=wire_view(scenario, chosen) if run.gpus > 1 else None,
         nodes=in_nodes(cards, run.gpus_per_node, run.nodes, link_words(run)),
+        replicated=bool(stage.sharded) and run.shards < run.gpus,
+        **_hybrid_switch(stage, run, link, phase),
     )
+
+
+def _hybrid_switch(stage: Stage, run: Run, link: Links, phase: int | None) -> dict[str, str]:
+    """Where a sharding stage on several nodes switches between one shard group and a node's (HSDP)."""
+    if not stage.sharded or run.nodes < 2 or run.setup.hpz > 1 or run.qwz or run.qgz:
+        return {}
+    if run.shards < run.gpus:
+        href = link.setting("shard", None).at(stage, phase)
+        return {"hybrid_href": href, "hybrid_label": f"Shard across all {run.gpus:,} cards instead"}
+    href = link.setting("shard", str(run.gpus_per_node)).at(stage, phase)
+    label = f"Hybrid: shard within each node of {run.gpus_per_node:,}, and see which cells fill back in"
+    return {"hybrid_href": href, "hybrid_label": label}
 
 
 def link_words(run: Run) -> tuple[str, str]:

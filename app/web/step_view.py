@@ -17,7 +17,16 @@ from app.domain.step_text import cards_text, detail, explanation
 from app.domain.units import ByteUnit, p_units
 from app.web.bars import hand_bar, legend, rest_bar
 from app.web.chart_view import ChartView, chart_view
-from app.web.grid_view import CardGap, CardView, CellView, ColumnView, card_total, host_title, split_host
+from app.web.grid_view import (
+    CardGap,
+    CardView,
+    CellView,
+    ColumnView,
+    card_total,
+    host_title,
+    secondary_strip,
+    split_host,
+)
 from app.web.links import Links
 
 UNKNOWN_LAYER_NOTE = "Largest layer unknown: the figures leave out the layer in hand (see ZeRO-3's limit below)."
@@ -286,6 +295,7 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
                 model_bytes=f"peak {units.show(peak)}",
                 bar=bar,
                 hand=hand,
+                secondary=secondary_strip(scenario, phase.stage, shown, card),
             )
         )
     return tuple(cards)
