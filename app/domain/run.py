@@ -239,11 +239,14 @@ def groups_refused(
         return ""
     if shards < gpus:
         return (
-            f"ZeRO++ (hpz, qwz, qgz) and hybrid sharding (shard={shards:,}) are two answers to the slow link "
+            f"hybrid sharding (shard={shards:,}) and ZeRO++ (hpz, qwz, qgz) are two answers to the slow link "
             "between nodes: choose one."
         )
     if accounting not in (Accounting.PAPER, Accounting.DEEPSPEED):
-        return f"ZeRO++ is DeepSpeed's: count it as the paper or DeepSpeed does, not accounting={accounting.value}."
+        return (
+            f"hpz, qwz and qgz are DeepSpeed's ZeRO++: count it as the paper or DeepSpeed does, "
+            f"not accounting={accounting.value}."
+        )
     if gpus % hpz:
         return (
             f"hpz={hpz:,} does not divide gpus={gpus:,}: hpZ splits its copy in equal groups. "

@@ -334,7 +334,7 @@ class EmbedQuery(PageQuery):
         return tuple((key, str(int(value)) if isinstance(value, bool) else str(value)) for key, value in kept.items())
 
 
-CROSS_FIELD = frozenset({"trainable", "cluster", "offload_device"})
+CROSS_FIELD = frozenset({"trainable", "cluster", "offload_device", "groups"})
 """The error types of the rules that join fields: each refusal is a sentence naming both values."""
 
 
