@@ -250,7 +250,7 @@ def link_words(run: Run) -> tuple[str, str]:
     """The link inside a node and the link between nodes, in words, with their bandwidths."""
     fabric = run.links
     return (
-        f"NVLink inside the node: {fabric.nvlink:,} GB/s a card",
+        f"NVLink inside: {fabric.nvlink:,} GB/s a card",
         f"Network between nodes: {fabric.network:,} Gb/s a card",
     )
 

@@ -93,3 +93,30 @@ def test_the_projector_is_read_from_the_back_row(page: Page, server: str, width:
     weights, gradients, master, moments = seen["bands"]
     for drawn, share in ((gradients, 1), (master, 2), (moments, 4)):
         assert drawn / weights == pytest.approx(share, rel=0.1)
+
+
+TWO_NODES = """() => {
+  const box = (el) => el.getBoundingClientRect();
+  const nodes = [...document.querySelectorAll('#grid > .node-box')].map(n => n.querySelectorAll('.card').length);
+  const parts = [...document.querySelectorAll('#grid .card, .legend h3, .legend li')].filter(el => el.checkVisibility());
+  const words = [...document.querySelectorAll('.node-title, .network-link, .card-foot, .legend li')]
+    .filter(el => el.checkVisibility()).map(el => parseFloat(getComputedStyle(el).fontSize));
+  // The cards' verdicts, each inside its card.
+  const spill = [...document.querySelectorAll('#grid .card')].filter(card =>
+    [...card.querySelectorAll('.card-foot span')].some(s => box(s).right > box(card).right + 0.5)).length;
+  return {nodes, bottom: Math.max(...parts.map(el => box(el).bottom)),
+          right: Math.max(...parts.map(el => box(el).right)), text: Math.min(...words), spill};
+}"""
+
+
+@pytest.mark.parametrize("stage", ["zero1", "zero3"])
+def test_the_projector_shows_two_nodes_of_four_and_the_key_on_one_screen(page: Page, server: str, stage: str) -> None:
+    # Issue 34: at 1024×768, both nodes' cards, with their verdicts, and every entry of the key.
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(server + f"/?stage={stage}&nodes=2&shard=4&capacity=80GB&theme=projector")
+    seen = page.evaluate(TWO_NODES)
+    assert seen["nodes"] == [4, 4]
+    assert seen["bottom"] <= 768
+    assert seen["right"] <= 1024
+    assert seen["text"] >= 16
+    assert seen["spill"] == 0

@@ -14,7 +14,7 @@ HYBRID = "stage=zero3&nodes=2&shard=4"
 
 def test_the_default_page_draws_no_nodes(client: TestClient) -> None:
     tree = run_page(client, "")
-    assert tree.select("#grid .node, #grid .network-link") == []
+    assert tree.select("#grid .node-box, #grid .network-link") == []
     # One node: everything a card sends stays inside it.
     # Data parallelism's all-reduce on one node of 8: 2 × 7/8 × 60 GB = 105 GB = 97.8 GiB.
     assert text(tree, "#wire-line").startswith("Each card sends 97.8 GiB a step, all of it inside its node.")
@@ -22,13 +22,13 @@ def test_the_default_page_draws_no_nodes(client: TestClient) -> None:
 
 def test_two_nodes_are_drawn_with_their_two_kinds_of_link(client: TestClient) -> None:
     tree = run_page(client, HYBRID)
-    nodes = tree.select("#grid > .node")
+    nodes = tree.select("#grid > .node-box")
     assert [text(node, ".node-title > span:first-child") for node in nodes] == ["Node 0: GPUs 0–3", "Node 1: GPUs 4–7"]
     assert [[card["data-card-index"] for card in node.select(".card")] for node in nodes] == [
         ["0", "1", "2", "3"],
         ["4", "5", "6", "7"],
     ]
-    assert text(nodes[0], ".node-link") == "NVLink inside the node: 450 GB/s a card"
+    assert text(nodes[0], ".node-link") == "NVLink inside: 450 GB/s a card"
     assert text(tree, "#grid > .network-link") == "Network between nodes: 400 Gb/s a card"
 
 
