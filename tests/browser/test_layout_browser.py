@@ -98,7 +98,8 @@ def test_the_projector_is_read_from_the_back_row(page: Page, server: str, width:
 TWO_NODES = """() => {
   const box = (el) => el.getBoundingClientRect();
   const nodes = [...document.querySelectorAll('#grid > .node-box')].map(n => n.querySelectorAll('.card').length);
-  const parts = [...document.querySelectorAll('#grid .card, .legend h3, .legend li')].filter(el => el.checkVisibility());
+  const parts = [...document.querySelectorAll('#grid .card, .legend h3, .legend li')]
+    .filter(el => el.checkVisibility());
   const words = [...document.querySelectorAll('.node-title, .network-link, .card-foot, .legend li')]
     .filter(el => el.checkVisibility()).map(el => parseFloat(getComputedStyle(el).fontSize));
   // The cards' verdicts, each inside its card.
