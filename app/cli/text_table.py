@@ -7,8 +7,10 @@ from app.domain.units import gpus_label
 from app.web.table_view import TableRow, boundary, table_rows
 
 
-def _cells(row: TableRow, with_capacity: bool) -> list[str]:
+def _cells(row: TableRow, with_capacity: bool, across: bool) -> list[str]:
     cells = [row.title, row.bytes_per_weight, row.per_gpu, row.peak, f"{row.communication} = {row.communication_bytes}"]
+    if across:
+        cells += [row.by_link, row.time]
     if with_capacity:
         cells += ["yes" if row.fits else "no", row.headroom or "", row.max_model or ""]
     return cells
@@ -19,9 +21,15 @@ def render_table(scenario: Scenario) -> str:
     run, units = scenario.run, scenario.units
     with_capacity = run.capacity is not None
     header = ["stage", "bytes/weight", "per GPU", "peak per GPU", "communication"]
+    across = run.nodes > 1  # the links differ: each card's bytes inside its node and between, and their time
+    if across:
+        header += ["sent a card, by link", "time a step (estimate)"]
     if with_capacity:
         header += ["fits", "headroom", "largest model that fits"]
-    rows = [_cells(row, with_capacity) for row in table_rows(None, lambda stage: "", scenario.report.stages, scenario)]
+    rows = [
+        _cells(row, with_capacity, across)
+        for row in table_rows(None, lambda stage: "", scenario.report.stages, scenario)
+    ]
     widths = [max(len(line[i]) for line in [header, *rows]) for i in range(len(header))]
     # Names left, figures right: how people read a table of numbers.
     lines = [

@@ -104,6 +104,15 @@ class Secondary:
     slots: tuple[SecondarySlot | None, ...]
     """One a drawn weight, None where the grid leaves weights out."""
 
+    @property
+    def placeholder(self) -> bool:
+        """An empty strip, under the stages without hpZ's copy: every stage's cards are as tall."""
+        return not self.slots
+
+
+NO_COPY = Secondary("", ())
+"""hpZ's strip under a stage that keeps no second copy: its room, kept empty (an embed keeps one height)."""
+
 
 def secondary(run_gpus: int, hpz: int, shown: tuple[int, ...], card: int, nbytes: int) -> Secondary:
     """A card's slots of hpZ's copy: a weight's slice lives on the card of its place among each hpz cards."""
@@ -351,8 +360,10 @@ def rest_cards(
 def secondary_strip(scenario: Scenario, stage: Stage, shown: tuple[int, ...], card: int) -> Secondary | None:
     """HpZ's strip under a card, under ZeRO-3 with hpZ; None otherwise."""
     run = scenario.run
-    if stage is not Stage.ZERO3 or run.setup.hpz < 2:
+    if run.setup.hpz < 2:
         return None
+    if stage is not Stage.ZERO3:
+        return NO_COPY
     return secondary(run.gpus, run.setup.hpz, shown, card, run.recipe.nbytes(Band.WEIGHTS))
 
 
@@ -406,6 +417,7 @@ def in_nodes(
         items += drawn
         if drawn[-1].index < end:
             items.append(CardGap(f"GPU {drawn[-1].index + 1:,} to GPU {end:,}: the same pattern"))
-        found.append(NodeView(node, f"Node {node:,}: GPUs {first:,}–{end:,}", inside, tuple(items)))
+        title = f"Node {node:,}: GPUs {first:,}–{end:,}" + (f", {len(drawn)} drawn" if len(drawn) < per_node else "")
+        found.append(NodeView(node, title, inside, tuple(items)))
         last = node
     return tuple(found)

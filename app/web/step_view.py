@@ -102,7 +102,7 @@ class StepView:
     chart: ChartView | None = None
     """One card's memory through the step, every stage, this phase marked."""
     links_tally: str = ""
-    """Each card's bytes so far inside its node and between nodes, of the step's; blank on one card."""
+    """Each card's bytes so far inside its node and between nodes, of the step's; blank on one node."""
 
 
 NODE_SPACING = 12.5
@@ -329,14 +329,11 @@ def _relation(gpus: int) -> str:
 def _links_tally(scenario: Scenario, phase: Phase, last: Phase) -> str:
     """Each card's bytes so far on each link, of the step's: "62.8 GiB of 125.7 GiB inside a node, …"."""
     run, units = scenario.run, scenario.units
-    if run.gpus == 1:
+    if run.nodes == 1:  # one node: every byte is inside it, and the tally above says how many
         return ""
     inside = f"{units.show(ceil(phase.inside_so_far))} of {units.show(ceil(last.inside_so_far))} inside a node"
-    if run.nodes == 1:
-        return inside
-    return (
-        f"{inside}, {units.show(ceil(phase.between_so_far))} of {units.show(ceil(last.between_so_far))} between nodes"
-    )
+    between = f"{units.show(ceil(phase.between_so_far))} of {units.show(ceil(last.between_so_far))} between nodes"
+    return f"{inside}, {between}"
 
 
 def step_view(

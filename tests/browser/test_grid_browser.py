@@ -228,7 +228,11 @@ def test_describing_a_run_updates_grid_bars_and_verdicts(page: Page, server: str
     page.press("#f-gpus", "Tab")  # a change event, as a person leaving the field
     expect(grid).to_have_attribute("data-gpus", "64")
     expect(page.locator("#grid .card")).to_have_count(8)
-    expect(page.locator("#grid .card-gap")).to_contain_text("GPU 4 to GPU 59")
+    # Nodes of 8: the rest of node 0, nodes 1 to 6 on the network between, the start of node 7.
+    expect(page.locator("#grid .card-gap")).to_have_text(
+        ["… GPU 4 to GPU 7: the same pattern", "… GPU 56 to GPU 59: the same pattern"]
+    )
+    expect(page.locator("#grid .network-link")).to_contain_text("Nodes 1 to 6: the same pattern")
     settled(page)
 
     page.select_option("#f-model", "llama-3-70b")

@@ -15,9 +15,11 @@ HYBRID = "stage=zero3&nodes=2&shard=4"
 def test_the_default_page_draws_no_nodes(client: TestClient) -> None:
     tree = run_page(client, "")
     assert tree.select("#grid .node-box, #grid .network-link") == []
-    # One node: everything a card sends stays inside it.
+    # One node: no line beside the cards (the page as it was); the table and its details give the links.
+    assert tree.select("#wire-line, #links-tally") == []
     # Data parallelism's all-reduce on one node of 8: 2 × 7/8 × 60 GB = 105 GB = 97.8 GiB.
-    assert text(tree, "#wire-line").startswith("Each card sends 97.8 GiB a step, all of it inside its node.")
+    assert table_cells(tree, "td.by-link")[0] == "97.8 GiB inside"
+    assert text(tree, "#wire p").startswith("Each card sends 97.8 GiB a step, all of it inside its node.")
 
 
 def test_two_nodes_are_drawn_with_their_two_kinds_of_link(client: TestClient) -> None:
@@ -89,8 +91,10 @@ def test_hpz_draws_its_band_of_its_own(client: TestClient) -> None:
     # GPU 9 keeps the slices of weights 1 and 9: the second among each node's 8.
     assert [i for i, slot in enumerate(slots) if "solid" in (slot.get("class") or [])] == [1, 9]
     assert text(card, ".secondary .host-title") == "hpZ copy, 1/8 a card"
-    # Not under the other stages.
-    assert run_page(client, "stage=zero2&gpus=16&nodes=2&hpz=8").select(".secondary") == []
+    # Not under the other stages: only its room, empty, so that the cards are as tall under every stage.
+    other = run_page(client, "stage=zero2&gpus=16&nodes=2&hpz=8")
+    assert other.select(".secondary-row .slot") == []
+    assert len(other.select(".secondary.placeholder[aria-hidden=true]")) == 16
 
 
 def test_the_step_tallies_each_link_and_draws_the_network_dashed(client: TestClient) -> None:
