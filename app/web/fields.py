@@ -556,7 +556,7 @@ FIELDS: tuple[RunField, ...] = (
         low=1, high=_WIRE_WHOLE, message=f"Enter whole GB/s between 1 and {_WIRE_WHOLE:,}.", echo="nvlink",
     ),
     RunField(
-        "network", "Link between nodes (Gb/s a GPU)", Group.WIRE, Kind.WHOLE, H100_FABRIC.network,
+        "network", "Link between nodes (Gb/s, bits: 400 = 50 GB/s)", Group.WIRE, Kind.WHOLE, H100_FABRIC.network,
         "What one GPU sends each second between nodes, in Gb/s: one 400 Gb/s InfiniBand NDR port by default.",
         lambda s: f"{s.run.links.network:,} Gb/s between nodes",
         f"Gb/s (bits) one GPU sends between nodes, 1–{_WIRE_WHOLE:,}; a DGX H100 has one 400 Gb/s ConnectX-7 "

@@ -73,7 +73,7 @@ class _Drawn:
             hand=bool({"gathered", "sent", "activations"} & set(s.bar_keys)),
             capacity=bar is not None and bar.capacity_x is not None,
             bar_keys=s.bar_keys,
-            replicas=s.replicated,
+            replicas=s.replicated and s.step is None,  # the step's columns draw no replicas' mark
         )
 
 
@@ -95,9 +95,9 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
     states.append(KeyEntry("Dashed", ": held elsewhere", "neutral dashed"))
     more.append(f"Dashed outline: a gap. Another card stores it on this {column}'s behalf.")
     if d.replicas:
-        states.append(KeyEntry("Ringed white", ": a replica's copy", "neutral solid replica"))
+        states.append(KeyEntry("White dot", ": a replica's copy", "neutral solid replica"))
         more.append(
-            "Ringed white: kept here because hybrid sharding gives each shard group its own copy; with one group "
+            "White dot: kept here because hybrid sharding gives each shard group its own copy; with one group "
             "of every card it would be dashed."
         )
     if d.hosted:

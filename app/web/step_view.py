@@ -18,13 +18,13 @@ from app.domain.units import ByteUnit, p_units
 from app.web.bars import hand_bar, legend, rest_bar
 from app.web.chart_view import ChartView, chart_view
 from app.web.grid_view import (
+    NO_COPY,
     CardGap,
     CardView,
     CellView,
     ColumnView,
     card_total,
     host_title,
-    secondary_strip,
     split_host,
 )
 from app.web.links import Links
@@ -157,6 +157,24 @@ def _transfer_view(transfer: InFlight, nodes: tuple[TransferNode, ...], run: Run
             f", {units.show(ceil(transfer.inside))} inside a node and {units.show(ceil(transfer.between))} between"
         )
     width = drawing_width(nodes)
+    if transfer.scope is Scope.REPLICAS and run.shards > 1:
+        # Hybrid sharding's all-reduce: each card with the one keeping the same slice in every other group.
+        drawn_cards = [n for n in nodes if n.card is not None]
+        pairs = [
+            (a, b)
+            for a in drawn_cards
+            for b in drawn_cards
+            if a.card is not None
+            and b.card is not None
+            and a.card < b.card
+            and a.card % run.shards == b.card % run.shards
+        ]
+        paths = tuple(_arc(a.x, b.x, above=i % 2 == 0) for i, (a, b) in enumerate(pairs))
+        crossing = tuple(_between(a, b, per_node) for a, b in pairs)
+        return TransferView(
+            transfer.description, volume, nodes, paths, ring=False, width=width, crossing=crossing,
+            boundaries=boundaries,
+        )  # fmt: skip
     if len(transfer.columns) == 1:
         owners = _owners(transfer, run)
         drawn = {n.card for n in nodes if n.card is not None}
@@ -295,7 +313,8 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
                 model_bytes=f"peak {units.show(peak)}",
                 bar=bar,
                 hand=hand,
-                secondary=secondary_strip(scenario, phase.stage, shown, card),
+                # The step's 8 columns are eighths of the model, not the grid's weights: hpZ's strip keeps its room.
+                secondary=NO_COPY if run.setup.hpz > 1 else None,
             )
         )
     return tuple(cards)

@@ -63,7 +63,10 @@ def wire_view(scenario: Scenario, row: StageReport) -> WireView:
     elif run.nodes == 1:
         sent = f"Each card sends {inside} a step, all of it inside its node."
     else:
-        sent = f"Each card sends {inside} a step inside its node and {between} between nodes."
+        sent = (
+            f"Each card sends {inside} a step inside its node and {between} between nodes: the (n−1)/n of each "
+            "collective over n cards, where the P count above takes each as a whole P."
+        )
     time = row.time
     wire = (
         f"On the wire: {seconds_label(time.inside)} inside the node"

@@ -49,7 +49,7 @@ def test_hybrid_zero3_keeps_each_weight_on_one_card_in_each_node(client: TestCli
     assert {(cell_facts(c)["card"], cell_facts(c)["weight"]) for c in replicas} == {
         (str(c), str((c + 4) % 8)) for c in range(8)
     }
-    assert "Ringed white" in text(tree, ".legend")
+    assert "White dot" in text(tree, ".legend")
 
 
 @pytest.mark.parametrize(
@@ -74,7 +74,8 @@ def test_the_traffic_by_link_beside_the_cards_and_in_the_table(client: TestClien
     tree = run_page(client, HYBRID)
     # 135 GB = 125.7 GiB inside; 15 GB = 14.0 GiB between (tests/domain/test_wire.py).
     assert text(tree, "#wire-line").startswith(
-        "Each card sends 125.7 GiB a step inside its node and 14.0 GiB between nodes. On the wire: 0.3 s inside "
+        "Each card sends 125.7 GiB a step inside its node and 14.0 GiB between nodes: the (n−1)/n of each "
+        "collective over n cards, where the P count above takes each as a whole P. On the wire: 0.3 s inside "
         "the node + 0.3 s between nodes = 0.6 s a step"
     )
     assert table_cells(tree, "td.by-link")[3] == "125.7 GiB inside · 14.0 GiB between"
@@ -95,6 +96,15 @@ def test_hpz_draws_its_band_of_its_own(client: TestClient) -> None:
     other = run_page(client, "stage=zero2&gpus=16&nodes=2&hpz=8")
     assert other.select(".secondary-row .slot") == []
     assert len(other.select(".secondary.placeholder[aria-hidden=true]")) == 16
+
+
+def test_the_replicas_all_reduce_pairs_each_card_with_its_twin_across_the_network(client: TestClient) -> None:
+    # Hybrid on 2 × 4: GPU c and GPU c + 4 keep the same slice: four pairs, each across the nodes.
+    tree = run_page(client, f"{HYBRID}&phase=18")
+    drawing = one(tree, ".transfer svg")
+    assert len(drawing.select("path.arrow")) == 4
+    assert len(drawing.select("path.arrow.between")) == 4
+    assert "across the replicas" in text(tree, ".transfer figcaption")
 
 
 def test_the_step_tallies_each_link_and_draws_the_network_dashed(client: TestClient) -> None:
