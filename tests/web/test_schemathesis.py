@@ -12,8 +12,10 @@ from pydantic import ValidationError
 from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.core.result import Err
 
-from app.domain.configs import ConfigError, read_deepspeed
+from app.domain.configs import ConfigError, deepspeed_refused, read_deepspeed
+from app.domain.scenario import resolve
 from app.main import create_app
+from app.web.config_view import ConfigFormat, ConfigQuery
 from app.web.inputs import RunQuery
 
 load_all_checks()
@@ -24,8 +26,9 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", create_app())
 
 
 # The rules that join fields, which a schema of one field at a time cannot state: a trainable count
-# within the model's weights, nodes times GPUs per node equal to gpus, no CPU for offload=nvme.
-CROSS_FIELD = frozenset({"trainable", "cluster", "offload_device"})
+# within the model's weights, nodes times GPUs per node equal to gpus, no CPU for offload=nvme, a shard
+# group or hpZ's group that divides the cards and lines up with the nodes (`run.groups_refused`).
+CROSS_FIELD = frozenset({"trainable", "cluster", "offload_device", "groups"})
 
 
 # One test id per operation, by hand: schemathesis's own `schema.parametrize()` gives its seven operations
@@ -68,6 +71,11 @@ def _beyond_the_schema(case: schemathesis.Case[Any]) -> str | None:
         if {e["type"] for e in exc.errors()} <= CROSS_FIELD:
             return str(exc.errors()[0]["loc"][0])
         return None
+    if case.method == "GET" and case.path == "/api/config":
+        # DeepSpeed has no hybrid sharding (MiCS is gone): its export of such a run is refused, naming shard.
+        asked = ConfigQuery.model_validate(query)
+        if asked.format is ConfigFormat.DEEPSPEED and deepspeed_refused(asked.stage, resolve(asked.inputs()).run):
+            return "shard"
     if case.method == "POST" and case.path == "/api/config" and isinstance(case.body, dict):
         try:
             read_deepspeed(case.body)
