@@ -109,10 +109,15 @@ def _quantized(transfer: Transfer, stage: Stage, run: Run) -> tuple[Fraction, st
 
 def split(move: Transfer, weights: int, stage: Stage, run: Run) -> tuple[Fraction, Fraction, Fraction]:
     """A collective of `weights` weights: its buffer's bytes, and one card's bytes inside its node and between."""
-    where = span(move.scope, stage, run)
+    return _split(move, weights, span(move.scope, stage, run), _quantized(move, stage, run)[0], run)
+
+
+def _split(
+    move: Transfer, weights: int, where: Span, per_weight: Fraction, run: Run
+) -> tuple[Fraction, Fraction, Fraction]:
     if move.scope is Scope.REPLICAS:  # each card's slice of the group's weights
         weights = -(-weights // run.shards)
-    buffer = weights * _quantized(move, stage, run)[0]
+    buffer = weights * per_weight
     times = 2 if move.collective is Collective.ALL_REDUCE else 1
     g, k, n = where.per_node, where.nodes, where.cards
     return buffer, times * buffer * Fraction(g - 1, g), times * buffer * Fraction(k - 1, n)
@@ -122,9 +127,10 @@ def link_bytes(stage: Stage, run: Run, moves: tuple[Transfer, ...]) -> tuple[Lin
     """Each of the step's collectives (`moves`) with one card's bytes inside its node and between nodes."""
     found = []
     for move in moves:
-        buffer, inside, between = split(move, run.moved_params(move.whose), stage, run)
-        where = span(move.scope, stage, run)
-        found.append(LinkBytes(move, where, ceil(buffer), ceil(inside), ceil(between), _quantized(move, stage, run)[1]))
+        # Its span and its bytes on the wire worked out once, for the sums and for the report.
+        where, (per_weight, label) = span(move.scope, stage, run), _quantized(move, stage, run)
+        buffer, inside, between = _split(move, run.moved_params(move.whose), where, per_weight, run)
+        found.append(LinkBytes(move, where, ceil(buffer), ceil(inside), ceil(between), label))
     return tuple(found)
 
 
