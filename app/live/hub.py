@@ -38,6 +38,22 @@ ADDRESS_SHARE = Fraction(4, 5)
 fits, and one script cannot fill the room."""
 
 
+VOTE_CHANGES = 30
+"""Votes one token may send in one round: changing one's mind, not a script hammering."""
+VOTE_WINDOW_SECONDS = 60
+VOTES_PER_PLACE = 4
+"""Votes a client address may send in a minute, per place it may take in the room (`Room.per_address`):
+a class behind one school address votes and changes its mind, a script from one address cannot flood."""
+
+
+class VoteRefused(Exception):
+    """A vote not counted: `closed` (the round takes no votes), `token` or `address` (past its limit)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
 class Unavailable(Exception):
     """The hub cannot be reached (Redis is down): the session may still be there."""
 
@@ -98,6 +114,27 @@ class Hub(Protocol):
 
     async def missed(self, client: str) -> int:
         """Count a wrong code from `client`: how many it has tried in the window."""
+        ...
+
+    async def vote(self, code: str, key: str, token: str, answer: str, client: str, per_address: int) -> int | None:
+        """Keep `token`'s answer in round `key`, replacing its last, if that round takes votes now: one step.
+
+        The votes in the round after it; None if the session is no longer kept. VoteRefused if the round is
+        not open (`closed`), the token changed its answer VOTE_CHANGES times (`token`), or `client` sent
+        `per_address` votes in the window (`address`).
+        """
+        ...
+
+    async def ballots(self, code: str, key: str) -> list[str]:
+        """Round `key`'s answers, one per token, without the tokens."""
+        ...
+
+    async def answered(self, code: str, key: str) -> int:
+        """How many tokens answered in round `key`."""
+        ...
+
+    async def own(self, code: str, key: str, token: str) -> str | None:
+        """`token`'s answer in round `key`, if it gave one."""
         ...
 
     async def misses(self, client: str) -> int:
@@ -184,6 +221,12 @@ class Misses:
         return len(times)
 
 
+def takes_votes(session: Session | None, key: str) -> bool:
+    """Whether round `key` of `session` takes votes now: its question is the one on the screens, and open."""
+    poll = session.poll if session is not None and not session.ended else None
+    return poll is not None and poll.open and poll.key == key
+
+
 class MemoryHub:
     """Sessions in this process: for one worker, with nothing else to run."""
 
@@ -192,12 +235,21 @@ class MemoryHub:
         self.sessions: dict[str, Session] = {}
         self.fanout = Fanout()
         self.wrong = Misses()
+        self.votes: defaultdict[tuple[str, str], dict[str, str]] = defaultdict(dict)
+        """Answers by session and round, then by token."""
+        self.changes: Counter[tuple[str, str, str]] = Counter()
+        self.sent: Counter[tuple[str, int]] = Counter()
+        """Votes by client address and window."""
 
     async def add(self, session: Session) -> bool:
         """Keep a new session, forgetting the expired ones."""
         now = self.clock()
         for code in [c for c, s in self.sessions.items() if s.expired(now)]:
             del self.sessions[code]
+            for kept in [k for k in self.votes if k[0] == code]:  # nothing of a student outlives the session
+                del self.votes[kept]
+            for counted in [k for k in self.changes if k[0] == code]:
+                del self.changes[counted]
         if session.code in self.sessions:
             return False
         self.sessions[session.code] = session
@@ -236,6 +288,38 @@ class MemoryHub:
     async def misses(self, client: str) -> int:
         """Wrong codes from `client` in the window."""
         return self.wrong.count(client, self.clock())
+
+    async def vote(self, code: str, key: str, token: str, answer: str, client: str, per_address: int) -> int | None:
+        """Keep the answer, checked and kept with no await between (one event loop: one step)."""
+        session = await self.get(code)
+        if session is None:
+            return None
+        if not takes_votes(session, key):
+            raise VoteRefused("closed")
+        if self.changes[code, key, token] >= VOTE_CHANGES:
+            raise VoteRefused("token")
+        window = int(self.clock() // VOTE_WINDOW_SECONDS)
+        if len(self.sent) > 10_000:  # a crowd of addresses: forget the windows past
+            for old in [k for k in self.sent if k[1] != window]:
+                del self.sent[old]
+        if self.sent[client, window] >= per_address:
+            raise VoteRefused("address")
+        self.changes[code, key, token] += 1
+        self.sent[client, window] += 1
+        self.votes[code, key][token] = answer
+        return len(self.votes[code, key])
+
+    async def ballots(self, code: str, key: str) -> list[str]:
+        """The round's answers."""
+        return list(self.votes.get((code, key), {}).values())
+
+    async def answered(self, code: str, key: str) -> int:
+        """The round's count."""
+        return len(self.votes.get((code, key), {}))
+
+    async def own(self, code: str, key: str, token: str) -> str | None:
+        """The token's answer."""
+        return self.votes.get((code, key), {}).get(token)
 
     async def close(self) -> None:
         """Nothing to let go of."""

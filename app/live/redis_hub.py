@@ -34,7 +34,19 @@ from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import RedisError, WatchError
 
-from app.live.hub import GONE, MISS_WINDOW_SECONDS, Fanout, Full, Queue, Room, SessionEdit, Unavailable
+from app.live.hub import (
+    GONE,
+    MISS_WINDOW_SECONDS,
+    VOTE_CHANGES,
+    VOTE_WINDOW_SECONDS,
+    Fanout,
+    Full,
+    Queue,
+    Room,
+    SessionEdit,
+    Unavailable,
+    VoteRefused,
+)
 from app.live.session import LIFETIME_SECONDS, Session
 
 PREFIX = "zero-bands:live:"
@@ -79,6 +91,30 @@ this worker, the time, STALE_SECONDS, then this worker's count and the limit, fo
 address, and the keys' lifetime. This worker's counts include the new follower. {0, followers} if
 admitted, else {1 (the room) or 2 (the address's share), the followers before}."""
 
+VOTE = """
+local text = redis.call('GET', KEYS[1])
+if not text then return -1 end
+local session = cjson.decode(text)
+local polls = session['polls'] or {}
+local poll = polls[#polls]
+if session['ended'] or not poll or poll['done'] or not poll['open']
+   or string.format('%d.%d', poll['number'], poll['round']) ~= ARGV[1] then return -2 end
+if redis.call('HINCRBY', KEYS[3], ARGV[2], 1) > tonumber(ARGV[4]) then return -3 end
+redis.call('EXPIRE', KEYS[3], ARGV[6])
+local sent = redis.call('INCR', KEYS[4])
+if sent == 1 then redis.call('EXPIRE', KEYS[4], ARGV[7]) end
+if sent > tonumber(ARGV[5]) then return -4 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+redis.call('EXPIRE', KEYS[2], ARGV[6])
+return redis.call('HLEN', KEYS[2])
+"""
+"""A vote, checked against the session as stored and kept in one step, so a round closed by another worker
+takes no vote after: KEYS are the session, the round's answers (token → answer), its changes by token, and
+the address's votes in the window; ARGV the round's key, the token, the answer, the two limits, the
+session's lifetime and the window. The votes in the round after it, or -1 (no session), -2 (not open),
+-3 (the token's limit), -4 (the address's)."""
+REFUSED = {-2: "closed", -3: "token", -4: "address"}
+
 
 class Breaker:
     """After a failure, every call refused at once for `seconds`; then the next call tries again.
@@ -118,6 +154,7 @@ class RedisHub:
         self.redis = redis.Redis.from_url(url, socket_timeout=CALL_SECONDS, socket_connect_timeout=CALL_SECONDS,
                                           health_check_interval=10, retry=retry)  # fmt: skip
         self.admit_script = self.redis.register_script(ADMIT)
+        self.vote_script = self.redis.register_script(VOTE)
         self.clock = clock
         self.breaker = Breaker(BREAKER_SECONDS)
         self.fanout = Fanout()
@@ -242,6 +279,36 @@ class RedisHub:
         with self._guard():
             count = await self.redis.get(f"{PREFIX}misses:{client}")
         return int(count or 0)
+
+    async def vote(self, code: str, key: str, token: str, answer: str, client: str, per_address: int) -> int | None:
+        """Keep the answer in the round's hash, checked against the session as stored, in one script."""
+        keys = [PREFIX + code, f"{PREFIX}{code}:votes:{key}", f"{PREFIX}{code}:changes:{key}",
+                f"{PREFIX}votes-from:{client}"]  # fmt: skip
+        args: list[str | int] = [key, token, answer, VOTE_CHANGES, per_address, LIFETIME_SECONDS, VOTE_WINDOW_SECONDS]
+        with self._guard():
+            votes = int(await self.vote_script(keys=keys, args=args))
+        if votes == -1:
+            return None
+        if votes < 0:
+            raise VoteRefused(REFUSED[votes])
+        return votes
+
+    async def ballots(self, code: str, key: str) -> list[str]:
+        """The round's answers, from its hash."""
+        with self._guard():
+            values = await self.redis.hvals(f"{PREFIX}{code}:votes:{key}")
+        return [v.decode() if isinstance(v, bytes) else v for v in values]
+
+    async def answered(self, code: str, key: str) -> int:
+        """The round's count: its hash's length."""
+        with self._guard():
+            return int(await self.redis.hlen(f"{PREFIX}{code}:votes:{key}"))
+
+    async def own(self, code: str, key: str, token: str) -> str | None:
+        """The token's answer, from the round's hash."""
+        with self._guard():
+            value = await self.redis.hget(f"{PREFIX}{code}:votes:{key}", token)
+        return value.decode() if isinstance(value, bytes) else value
 
     async def close(self) -> None:
         """Stop listening, and close the connections."""

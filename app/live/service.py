@@ -11,9 +11,21 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from app.live.hub import MISSES_ALLOWED, Full, Hub, MemoryHub, Queue, Room, Unavailable, versions
+from app.domain.questions import BadAnswer, Question, Spread, normal_answer, spread
+from app.live.hub import (
+    MISSES_ALLOWED,
+    VOTES_PER_PLACE,
+    Full,
+    Hub,
+    MemoryHub,
+    Queue,
+    Room,
+    Unavailable,
+    VoteRefused,
+    versions,
+)
 from app.live.redis_hub import RedisHub
-from app.live.session import Session, normal_code
+from app.live.session import Poll, Session, normal_code
 from app.live.session import start as new_session
 
 
@@ -57,12 +69,34 @@ class ShareTaken(Refusal):
         self.allowed = allowed
 
 
+class NotAFollower(Refusal):
+    """A vote without a follower's token of this session: only those who follow it answer."""
+
+
+class VoteClosed(Refusal):
+    """A vote for a round that takes none now: closed, revealed, put away, or another round's."""
+
+
+class BadVote(Refusal):
+    """A vote that cannot be an answer to the question: why, for the person."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class TooManyVotes(Refusal):
+    """A token that changed its answer too often, or an address that sent too many votes in a minute."""
+
+
 @dataclass(frozen=True)
 class Visitor:
     """Who asks: the client's address (wrong codes are counted by it) and the teacher's secret it carries, if any."""
 
     address: str
     secret: str | None = None
+    token: str | None = None
+    """The follower's anonymous token (its cookie), if it carries one."""
 
 
 def hub_for(redis_url: str) -> Hub:
@@ -176,6 +210,56 @@ class Sessions:
     async def end(self, session: Session) -> Session | None:
         """The teacher ended the session; every follower is told."""
         return await self._kept().update(session.code, lambda s: s.end(self.clock()))
+
+    async def ask(self, session: Session, question: Question) -> Session | None:
+        """Put `question` to the class; the session as changed."""
+        return await self._kept().update(session.code, lambda s: s.ask(question, self.clock()))
+
+    async def poll_edit(self, session: Session, view: str | None = None, **change: int | bool) -> Session | None:
+        """The question now changed (closed, shown, another round, revealed, put away); the session as changed."""
+        return await self._kept().update(session.code, lambda s: s.poll_edit(self.clock(), view, **change))
+
+    async def vote(self, code: str, visitor: Visitor, key: str, given: list[str]) -> tuple[Session, str]:
+        """Keep a follower's answer to round `key`; the session and the answer as kept.
+
+        NotAFollower without a token of the session's, BadVote for what cannot be an answer, VoteClosed
+        when the round takes no votes, TooManyVotes past a limit (app/live/hub.py).
+        """
+        session = await self.find(code, visitor)
+        if not session.is_voter(visitor.token):
+            raise NotAFollower
+        poll = session.poll
+        if poll is None or poll.key != key or not poll.open:
+            raise VoteClosed
+        try:
+            answer = normal_answer(poll.question, given)
+        except BadAnswer as bad:
+            raise BadVote(str(bad)) from None
+        per_address = Room(self.room).per_address * VOTES_PER_PLACE
+        try:
+            kept = await self._kept().vote(session.code, key, visitor.token or "", answer, visitor.address, per_address)
+        except VoteRefused as refused:
+            raise VoteClosed if refused.why == "closed" else TooManyVotes from None
+        if kept is None:
+            raise NoSuchSession
+        return session, answer
+
+    async def own(self, session: Session, visitor: Visitor) -> str | None:
+        """The visitor's answer in the round now, if any."""
+        poll = session.poll
+        if poll is None or not session.is_voter(visitor.token):
+            return None
+        return await self._kept().own(session.code, poll.key, visitor.token or "")
+
+    async def answered(self, session: Session) -> int:
+        """How many answered the round now."""
+        poll = session.poll
+        return 0 if poll is None else await self._kept().answered(session.code, poll.key)
+
+    async def spreads(self, session: Session, poll: Poll) -> tuple[Spread, ...]:
+        """Each round of `poll`, counted, the first first."""
+        hub = self._kept()
+        return tuple([spread(poll.question, await hub.ballots(session.code, key)) for key in poll.keys])
 
     def updates(
         self, code: str, queue: Queue, last_seen: int | None, lifetime: float | None = None

@@ -10,7 +10,10 @@ import hashlib
 import hmac
 import json
 import secrets
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+from app.domain.questions import Kind, Question
 
 ALPHABET = "ACDEFHJKMNPRTWXY3479"
 """Join codes' characters: none that looks like another (0 O Q, 1 I L, 2 Z, 5 S, 6 G, 8 B, U V)."""
@@ -42,6 +45,53 @@ def digest(secret: str) -> str:
 
 
 @dataclass(frozen=True)
+class Poll:
+    """A question put to the class, and its rounds: round 1, then each "Vote again" (app/domain/questions.py).
+
+    Votes are kept by the hub, per round (`key`), never here: a session's JSON goes to every worker.
+    """
+
+    question: Question
+    number: int
+    """The question's place in the session: 1, 2, …"""
+    round: int = 1
+    open: bool = True
+    """Whether votes are taken now."""
+    shown: bool = False
+    """Whether the teacher's screen shows the spread of answers."""
+    revealed: bool = False
+    done: bool = False
+    """The teacher put the question away: the screens show the picture alone."""
+
+    @property
+    def key(self) -> str:
+        """The round now, as the hub keys its votes: `number.round`."""
+        return f"{self.number}.{self.round}"
+
+    @property
+    def keys(self) -> tuple[str, ...]:
+        """Every round's key, the first first."""
+        return tuple(f"{self.number}.{r}" for r in range(1, self.round + 1))
+
+    @property
+    def marker(self) -> str:
+        """What a follower's question panel changes with: the round and where it is."""
+        return f"{self.key}.{int(self.open)}{int(self.revealed)}{int(self.done)}"
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Poll:
+        """A poll from `asdict`'s JSON."""
+        q = data["question"]
+        question = Question(**{**q, "kind": Kind(q["kind"]), "choices": tuple(q["choices"]),
+                               "weights": tuple(q["weights"])})  # fmt: skip
+        return cls(**{**data, "question": question})
+
+
+MAX_POLLS = 50
+"""Questions one session keeps (a lecture asks a handful): past them, the oldest are forgotten."""
+
+
+@dataclass(frozen=True)
 class Session:
     """A live session at one version.
 
@@ -58,6 +108,28 @@ class Session:
     version: int = 1
     paused: bool = False
     ended: bool = False
+    polls: tuple[Poll, ...] = field(default=())
+    """The questions asked, the last the one now (unless done)."""
+
+    @property
+    def poll(self) -> Poll | None:
+        """The question on the screens now: the last asked, until the teacher puts it away."""
+        return self.polls[-1] if self.polls and not self.polls[-1].done else None
+
+    def ask(self, question: Question, now: float) -> Session:
+        """Put `question` to the class: round 1, open."""
+        number = self.polls[-1].number + 1 if self.polls else 1
+        polls = (*self.polls, Poll(question, number))[-MAX_POLLS:]
+        return replace(self, polls=polls, touched=now, version=self.version + 1)
+
+    def poll_edit(self, now: float, view: str | None = None, **change: Any) -> Session:
+        """The question now changed (`open`, `shown`, `revealed`, `round`, `done`), and the `view` if given."""
+        poll = self.poll
+        if poll is None:
+            return self
+        polls = (*self.polls[:-1], replace(poll, **change))
+        changed = replace(self, polls=polls, touched=now, version=self.version + 1)
+        return changed if view is None else replace(changed.show(view, now), version=self.version + 1)
 
     def show(self, view: str, now: float) -> Session:
         """The teacher moved to `view`: followers follow, unless paused."""
@@ -81,6 +153,22 @@ class Session:
         """Whether `secret` (the teacher's cookie) is this session's."""
         return secret is not None and hmac.compare_digest(digest(secret), self.secret_digest)
 
+    def voter(self) -> str:
+        """A new follower's anonymous token: a random part, and its signature by the session (so no one mints one).
+
+        Signed with the stored digest of the teacher's secret, which no follower sees: any worker checks it.
+        """
+        nonce = secrets.token_urlsafe(12)
+        return f"{nonce}.{self._sign(nonce)}"
+
+    def is_voter(self, token: str | None) -> bool:
+        """Whether `token` is one of this session's followers' (`voter`)."""
+        nonce, _, signature = (token or "").partition(".")
+        return bool(nonce) and hmac.compare_digest(signature, self._sign(nonce))
+
+    def _sign(self, nonce: str) -> str:
+        return hmac.new(self.secret_digest.encode(), f"{self.code}.{nonce}".encode(), "sha256").hexdigest()[:32]
+
     def to_json(self) -> str:
         """The session as stored in Redis and sent between workers."""
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -88,7 +176,8 @@ class Session:
     @classmethod
     def from_json(cls, text: str | bytes) -> Session:
         """A session from `to_json`."""
-        return cls(**json.loads(text))
+        data = json.loads(text)
+        return cls(**{**data, "polls": tuple(Poll.from_dict(p) for p in data.get("polls", ()))})
 
 
 def start(view: str, now: float) -> tuple[Session, str]:

@@ -34,7 +34,11 @@ class CappedBody:
 
     def field(self, name: str) -> str:
         """A form field's first value, percent-decoded as a browser sends a form ("" when absent)."""
-        return (parse_qs(self.data.decode("utf-8", "replace")).get(name) or [""])[0]
+        return (self.values(name) or [""])[0]
+
+    def values(self, name: str) -> list[str]:
+        """All of a form field's values, in order (a group of checkboxes)."""
+        return parse_qs(self.data.decode("utf-8", "replace")).get(name, [])
 
 
 def capped(limit: int, seconds: float | None = None) -> Callable[[Request], Coroutine[Any, Any, CappedBody]]:

@@ -22,11 +22,13 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
+from app.domain.questions import Kind, Question, bytes_choice, cells_question, memory_question, next_phase_question
+from app.domain.scenario import resolve
 from app.live import service
 from app.live.hub import GONE, Hub, Queue, Unavailable
 from app.live.redis_hub import BREAKER_SECONDS
-from app.live.service import NoSuchSession, Refusal, SessionEnded, Sessions
-from app.live.session import LIFETIME_SECONDS
+from app.live.service import BadVote, NoSuchSession, Refusal, SessionEnded, Sessions, Visitor
+from app.live.session import LIFETIME_SECONDS, Session
 from app.serving.body import CappedBody, capped
 from app.serving.config import Settings
 from app.web.errors import describe
@@ -35,6 +37,7 @@ from app.web.links import path_for
 from app.web.live_access import LiveSessions, Who, from_this_origin
 from app.web.live_page import live_page
 from app.web.live_view import (
+    ASKABLE_CARDS,
     AWAY,
     COOKIE,
     BadView,
@@ -49,8 +52,10 @@ from app.web.live_view import (
     state_view,
     teacher_bar,
     view_query,
+    with_voter,
 )
-from app.web.templating import macro_html, render
+from app.web.poll_view import PollPanel, QuestionPanel, poll_panel, question_panel, results_csv
+from app.web.templating import macro_html, render, wants_fragment
 
 router = APIRouter(include_in_schema=False)
 
@@ -189,11 +194,12 @@ async def live_join(
 @router.api_route("/live/{code}", methods=["GET", "HEAD"], name="live_follow", response_class=HTMLResponse)
 async def live_follow(
     request: Request, code: str, sessions: LiveSessions, who: Who, theme: Annotated[Theme, Query()] = Theme.DEFAULT
-) -> HTMLResponse:
+) -> Response:
     """A follower's page: the teacher's view now, in the follower's own theme, and the stream that keeps it so."""
     session = await sessions.follow(code, who)
     bar = follower_bar(request, session, path_for(request, "page"), theme=theme)
-    return live_page(request, follower_view(session.shown, theme), LiveView(follower=bar))
+    response = live_page(request, follower_view(session.shown, theme), LiveView(follower=bar))
+    return with_voter(request, response, bar)
 
 
 @router.api_route("/live/{code}/teach", methods=["GET", "HEAD"], name="live_teach", response_class=HTMLResponse)
@@ -201,7 +207,9 @@ async def live_teach(request: Request, code: str, sessions: LiveSessions, who: W
     """The teacher's page: the view the teacher is on, with the session's bar."""
     session = await sessions.teach(code, who)
     bar = teacher_bar(request, session, await sessions.followers(session))
-    return live_page(request, session.view, LiveView(teacher=bar))
+    return live_page(
+        request, session.view, LiveView(teacher=bar, poll=await _teachers_panel(request, sessions, session))
+    )
 
 
 @router.post("/live/{code}/show", name="live_show", dependencies=TEACHERS_PAGE)
@@ -231,6 +239,153 @@ async def live_end(request: Request, code: str, sessions: LiveSessions, who: Who
     """End the session: every follower is told, and its page then says so."""
     await sessions.end(await sessions.teach(code, who))
     return RedirectResponse(path_for(request, "live_home"), status_code=303)
+
+
+def question_for(view: str, kind: Kind, card: int) -> Question:
+    """The question of `kind` about the teacher's `view` (canonical): in the step, a number is "predict, then step".
+
+    ValueError, with a sentence, when the view has none such (a card the grid does not draw).
+    """
+    query = view_query("?" + view)
+    scenario = resolve(query.inputs())
+    report, stage, phase = scenario.report, query.stage, query.phase
+    if kind is Kind.CELLS:
+        return cells_question(report, stage, card)
+    if kind is Kind.CHOICE:
+        return bytes_choice(report, stage)
+    if phase is not None and phase < len(report.step(stage)) - 1:
+        return next_phase_question(report, stage, phase, scenario.units)
+    return memory_question(report, stage, scenario.units)
+
+
+ASKED = frozenset(kind.value for kind in Kind)
+
+
+@router.post("/live/{code}/ask", name="live_ask", dependencies=TEACHERS_PAGE)
+async def live_ask(request: Request, code: str, sessions: LiveSessions, who: Who, form: LiveForm) -> Response:
+    """Put a question about the teacher's view to the class ("Ask the class": `kind`, and `card` for a cells one)."""
+    session = await sessions.teach(code, who)
+    kind, card = _field(form, "kind"), _field(form, "card") or "1"
+    try:
+        if kind not in ASKED:
+            raise ValueError("that is not one of the questions offered")
+        question = question_for(session.view, Kind(kind), int(card) if card.isdecimal() else -1)
+    except ValueError as error:
+        why = f"{str(error)[:1].upper()}{str(error)[1:]}: ask another."
+        if wants_fragment(request):  # in the panel's place, which stays for the next question
+            return HTMLResponse(macro_html("_poll.html", "poll_refused", why), status_code=422)
+        raise Problem(422, "That question cannot be asked here", why) from None
+    # "Ask the class" folds away, out of band: the question's panel is then in view.
+    folded = macro_html("_poll.html", "ask_form", path_for(request, "live_ask", code=code), ASKABLE_CARDS, True)
+    return await _teachers_answer(request, sessions, who, await sessions.ask(session, question) or session, folded)
+
+
+POLL_ACTIONS: dict[str, dict[str, int | bool]] = {
+    "show": {"open": False, "shown": True},
+    "again": {"open": True, "shown": False},
+    "reveal": {"open": False, "shown": True, "revealed": True},
+    "done": {"open": False, "done": True},
+}
+"""The teacher's buttons on the question: close the vote and show the spread, vote again, reveal, put it away."""
+
+
+@router.post("/live/{code}/poll", name="live_poll_edit", dependencies=TEACHERS_PAGE)
+async def live_poll_edit(request: Request, code: str, sessions: LiveSessions, who: Who, form: LiveForm) -> Response:
+    """One of the teacher's buttons on the question now (`action`); "Reveal" on a prediction steps the class to it."""
+    session, action = await sessions.teach(code, who), _field(form, "action")
+    if session.poll is None or action not in POLL_ACTIONS:
+        raise Problem(409, "No such question now", "That question is no longer on the screens: ask another.")
+    change = {**POLL_ACTIONS[action], **({"round": session.poll.round + 1} if action == "again" else {})}
+    view = _revealed_view(session) if action == "reveal" else None
+    changed = await sessions.poll_edit(session, view, **change) or session
+    return await _teachers_answer(request, sessions, who, changed, reload=view is not None)
+
+
+def _revealed_view(session: Session) -> str | None:
+    """The view a prediction's reveal steps the class to (the phase it asked about); None: the view stays."""
+    phase = session.poll.question.reveal_phase if session.poll else None
+    query = view_query("?" + session.view)
+    return None if phase is None else canonical_view(query.model_copy(update={"phase": phase}))
+
+
+@router.get("/live/{code}/poll", name="live_poll", response_class=HTMLResponse)
+async def live_poll(request: Request, code: str, sessions: LiveSessions, who: Who) -> Response:
+    """The teacher's question panel, asked again every moment while the vote is open (the count)."""
+    session = await sessions.teach(code, who)
+    return HTMLResponse(macro_html("_poll.html", "poll_panel", await _teachers_panel(request, sessions, session)))
+
+
+@router.get("/live/{code}/results.csv", name="live_results")
+async def live_results(request: Request, code: str, sessions: LiveSessions, who: Who) -> Response:
+    """Every question of the session, each round's counts: no student's answer, no token."""
+    session = await sessions.teach(code, who)
+    rounds = [(poll, await sessions.spreads(session, poll)) for poll in session.polls]
+    headers = {
+        "Content-Disposition": f'attachment; filename="zero-bands-{session.code}.csv"',
+        "Cache-Control": "no-store",
+    }
+    return Response(results_csv(rounds), media_type="text/csv; charset=utf-8", headers=headers)
+
+
+@router.post("/live/{code}/vote", name="live_vote", dependencies=TEACHERS_PAGE)
+async def live_vote(request: Request, code: str, sessions: LiveSessions, who: Who, form: LiveForm) -> Response:
+    """A follower's answer (`answer`, one per tapped cell) to round `key`; changed by voting again until it closes."""
+    try:
+        session, _ = await sessions.vote(code, who, _field(form, "key"), form.values("answer"))
+    except BadVote as bad:
+        if not wants_fragment(request):
+            raise
+        session = await sessions.find(code, who)
+        return await _followers_answer(request, sessions, who, session, bad.why, status_code=422)
+    if not wants_fragment(request):
+        return RedirectResponse(path_for(request, "live_follow", code=session.code), status_code=303)
+    return await _followers_answer(request, sessions, who, session)
+
+
+@router.get("/live/{code}/question", name="live_question", response_class=HTMLResponse)
+async def live_question(request: Request, code: str, sessions: LiveSessions, who: Who) -> Response:
+    """A follower's question panel: the question now, the follower's own answer, the answer once revealed."""
+    return await _followers_answer(request, sessions, who, await sessions.find(code, who))
+
+
+async def _teachers_panel(request: Request, sessions: Sessions, session: Session) -> PollPanel | None:
+    """The teacher's panel for the question now, counted: the spread only once shown (a vote never waits on it)."""
+    poll = session.poll
+    if poll is None:
+        return None
+    spreads = await sessions.spreads(session, poll) if poll.shown else ()
+    code = session.code
+    hrefs = (path_for(request, "live_poll", code=code), path_for(request, "live_poll_edit", code=code),
+             path_for(request, "live_results", code=code))  # fmt: skip
+    return poll_panel(poll, await sessions.answered(session), await sessions.followers(session), spreads, hrefs)
+
+
+async def _teachers_answer(
+    request: Request, sessions: Sessions, who: Visitor, session: Session, also: str = "", reload: bool = False
+) -> Response:
+    """After a teacher's question action: the panel for htmx (and `also`, out of band), else back to the page.
+
+    `reload`: a reveal that steps the class, which the teacher's own widget does by reloading its page.
+    """
+    if not wants_fragment(request):
+        return _with_cookie(request, _back(request, session.code), session.code, who.secret)
+    panel = await _teachers_panel(request, sessions, session)
+    response = HTMLResponse(macro_html("_poll.html", "poll_panel", panel) + also)
+    if reload:
+        response.headers["HX-Refresh"] = "true"  # the teacher's own widget steps too, as the followers' do
+    return _with_cookie(request, response, session.code, who.secret)
+
+
+async def _followers_answer(
+    request: Request, sessions: Sessions, who: Visitor, session: Session, error: str = "", status_code: int = 200
+) -> Response:
+    """A follower's question panel, with its own answer, and why its last was refused."""
+    vote_href = path_for(request, "live_vote", code=session.code)
+    poll = session.poll
+    panel: QuestionPanel | None = None
+    if poll is not None:
+        panel = question_panel(poll, vote_href, await sessions.own(session, who), error)
+    return HTMLResponse(macro_html("_poll.html", "question_panel", panel), status_code=status_code)
 
 
 @router.get("/live/{code}/followers", name="live_followers", response_class=HTMLResponse)
@@ -271,7 +426,8 @@ async def live_events(
     base, options = (path_for(request, "embed"), query.options()) if query.live else (path_for(request, "page"), ())
     last = int(last_event_id) if last_event_id.isdecimal() else None
     lifetime = request.app.state.settings.live_stream_seconds
-    stream = _events(sessions, session.code, queue, last, base, options, lifetime, query.theme)
+    question = path_for(request, "live_question", code=session.code)
+    stream = _events(sessions, session.code, queue, last, (base, question), options, lifetime, query.theme)
     return Following(stream, lambda: sessions.leave(session.code, queue), ping=PING_SECONDS,
                      send_timeout=SEND_TIMEOUT_SECONDS)  # fmt: skip
 
@@ -293,9 +449,13 @@ class Following(EventSourceResponse):
 
 
 async def _events(
-    sessions: Sessions, code: str, queue: Queue, last: int | None, base: str, options: tuple[tuple[str, str], ...],
-    lifetime: float, theme: Theme,
+    sessions: Sessions, code: str, queue: Queue, last: int | None, hrefs: tuple[str, str],
+    options: tuple[tuple[str, str], ...], lifetime: float, theme: Theme,
 ) -> AsyncIterator[ServerSentEvent]:  # fmt: skip
+    base, question = hrefs
+    # The question panel's state last sent down this stream: a new page has none; a stream reconnected may
+    # have missed a question's end, and is told at once.
+    asked: str | None = "" if last is None else None
     try:
         async for item in sessions.updates(code, queue, last, lifetime):
             if isinstance(item, Unavailable):
@@ -308,6 +468,14 @@ async def _events(
                 state = state_view(item, base, options, theme)
                 yield ServerSentEvent(macro_html("_live.html", "state", state), event="state", id=str(item.version),
                                       retry=RETRY_MS)  # fmt: skip
+                if (marker := item.poll.marker if item.poll else "") != asked:
+                    # A question asked, closed, revealed or put away: the follower's panel is fetched again
+                    # (with its own answer, which no event carries: one event goes to every follower).
+                    asked = marker
+                    hides = item.poll is not None and item.poll.question.hides_picture and not item.poll.revealed
+                    yield ServerSentEvent(
+                        macro_html("_poll.html", "question_loader", question, marker, hides), event="poll"
+                    )
                 if item.ended:
                     yield ServerSentEvent("", event="ended")
     finally:

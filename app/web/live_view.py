@@ -14,24 +14,32 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 import segno
 from pydantic import ValidationError
 from starlette.requests import Request
+from starlette.responses import Response
 
 from app.live.service import (
+    BadVote,
     LiveOff,
     NoSuchSession,
+    NotAFollower,
     NotTheTeacher,
     Refusal,
     RoomFull,
     SessionEnded,
     ShareTaken,
     TooManyTries,
+    TooManyVotes,
+    VoteClosed,
 )
-from app.live.session import Session
+from app.live.session import LIFETIME_SECONDS, Session
 from app.serving import reach
 from app.web.inputs import EmbedQuery, PageQuery, Theme
 from app.web.links import Links, absolute_url_for, path_for
+from app.web.poll_view import PollPanel
 
 COOKIE = "zb-teacher"
 """The teacher's secret: HttpOnly, SameSite=Strict, sent only to the session's own addresses."""
+VOTER = "zb-voter"
+"""A follower's anonymous token (app/live/session.py `voter`): HttpOnly, sent only to the session's own addresses."""
 
 
 @dataclass(frozen=True)
@@ -48,6 +56,10 @@ class TeacherBar:
     pause_href: str
     end_href: str
     paused: bool
+    ask_href: str = ""
+    """Where "Ask the class" posts."""
+    cards: tuple[int, ...] = ()
+    """The cards drawn on the teacher's view, that a cells question may be about."""
     live_href: str = ""
     """Where to start another, should this one be lost."""
     warning: str = ""
@@ -62,6 +74,8 @@ class FollowerBar:
     events_href: str
     back_href: str
     state: StateView
+    voter: str = ""
+    """A new anonymous token this screen answers questions with (its cookie, `with_voter`); empty: it has one."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +102,8 @@ class LiveView:
 
     teacher: TeacherBar | None = None
     follower: FollowerBar | None = None
+    poll: PollPanel | None = None
+    """The teacher's question panel, if a question is on the screens."""
 
 
 @dataclass(frozen=True)
@@ -124,6 +140,9 @@ SHARE = (
     "{n:,} screens from this address follow this session already, the most one address may. "
     "Ask the teacher to start another session for the rest of the room."
 )
+NOT_FOLLOWER = "Only screens following this session answer its questions: open the session's page, then answer."
+CLOSED = "The teacher has closed this vote, or asked another question. Your screen shows the one now."
+TOO_MANY_VOTES = "Too many answers from this screen or this address just now. Wait a minute, then answer again."
 AWAY = "The sessions' store cannot be reached just now. Try again in a moment."
 NO_LIVE = (
     "This server runs several workers without Redis, so it cannot keep live sessions: "
@@ -139,6 +158,10 @@ WORDING: dict[type[Refusal], tuple[int, str, str]] = {
     NotTheTeacher: (403, "Only the teacher can drive", NOT_TEACHER),
     RoomFull: (429, "This session is full", FULL),
     ShareTaken: (429, "This session is full for this address", SHARE),
+    NotAFollower: (403, "Only followers answer", NOT_FOLLOWER),
+    VoteClosed: (409, "This vote is closed", CLOSED),
+    BadVote: (422, "That answer was not understood", "{why}"),
+    TooManyVotes: (429, "Too many answers", TOO_MANY_VOTES),
 }
 """Each refusal of the live rules (app/live/service.py) as the person is told it: status, heading, sentence."""
 
@@ -150,6 +173,8 @@ def problem_for(refusal: Refusal) -> Problem:
         message = message.format(n=refusal.followers)
     elif isinstance(refusal, ShareTaken):
         message = message.format(n=refusal.allowed)
+    elif isinstance(refusal, BadVote):
+        message = refusal.why
     return Problem(status, heading, message)
 
 
@@ -185,7 +210,8 @@ def follower_bar(
     back = path_for(request, "live_follow", code=session.code)
     if theme is not Theme.DEFAULT and not embedded:
         back += "?" + urlencode({"theme": theme.value})
-    return FollowerBar(session.code, events, back, state_view(session, base, options, theme))
+    voter = "" if session.is_voter(request.cookies.get(VOTER)) else session.voter()
+    return FollowerBar(session.code, events, back, state_view(session, base, options, theme), voter)
 
 
 @dataclass(frozen=True)
@@ -247,6 +273,25 @@ UNREACHABLE_OFFLINE = (
 )
 
 
+ASKABLE_CARDS = (0, 1, 2, 3)
+"""The cards "Ask the class" offers a cells question about: drawn in every grid of four cards or more."""
+
+
+def with_voter(request: Request, response: Response, bar: FollowerBar | None) -> Response:
+    """`response` giving a follower's screen its new token (`bar.voter`), if it needs one.
+
+    HttpOnly, sent only to the session's addresses. In a course page's iframe on another site, only a
+    cookie marked SameSite=None and Secure is sent back, kept apart per site (Partitioned); over plain
+    http (a laptop on the room's network) Lax, which a same-site iframe sends.
+    """
+    if bar is not None and bar.voter:
+        https = request.url.scheme == "https"
+        where = path_for(request, "live_follow", code=bar.code)
+        response.set_cookie(VOTER, bar.voter, max_age=LIFETIME_SECONDS, path=where, secure=https, httponly=True,
+                            samesite="none" if https else "lax", partitioned=https)  # fmt: skip
+    return response
+
+
 def teacher_bar(request: Request, session: Session, followers: int) -> TeacherBar:
     """The teacher's bar for `session`, with its count of followers now, and the address students open."""
     code = session.code
@@ -257,6 +302,7 @@ def teacher_bar(request: Request, session: Session, followers: int) -> TeacherBa
         followers=followers, show_href=path_for(request, "live_show", code=code),
         pause_href=path_for(request, "live_pause", code=code), end_href=path_for(request, "live_end", code=code),
         paused=session.paused, live_href=path_for(request, "live_home"),
+        ask_href=path_for(request, "live_ask", code=code), cards=ASKABLE_CARDS,
     )  # fmt: skip
 
 

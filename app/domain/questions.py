@@ -1,0 +1,231 @@
+"""Questions for the class, worked out from the run, so that their answers are always right; and their spread.
+
+A teacher asks at the view on the screen (app/live/poll.py keeps the rounds, the hub the votes):
+
+- **cells:** "Which bands does GPU k store under this stage?": the student taps cells on a copy of
+  the card; the answer is the grid's own solid cells (`sharding.layout`).
+- **number:** "How much does each card keep?", or in the step, "What will GPU 0 hold after the next
+  phase?" (predict, then step); right within `TOLERANCE` of the domain's figure.
+- **choice:** "How many bytes per weight does each card keep under ZeRO-2?"; the wrong choices are the
+  other stages' own figures for the same run, never invented ones.
+
+An answer travels as text (a form field, a Redis hash's value): `normal_answer` reads and checks it,
+`spread` counts a round's answers, and neither keeps who gave which.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from dataclasses import dataclass
+from enum import StrEnum
+from fractions import Fraction
+
+from app.domain.recipes import Band
+from app.domain.report import RunReport
+from app.domain.sharding import CellState, layout
+from app.domain.stages import Stage
+from app.domain.units import ByteUnit, per_weight
+
+TOLERANCE = Fraction(5, 100)
+"""A number within 5% of the domain's figure counts as right: the page rounds to one decimal."""
+BINS = 8
+"""The histogram's bars for a number question."""
+MAX_NUMBER = 10**15
+"""The largest number an answer may be: a figure in GiB or GB, with room for a wild guess."""
+
+
+class Kind(StrEnum):
+    """What the student answers with."""
+
+    CELLS = "cells"
+    NUMBER = "number"
+    CHOICE = "choice"
+
+
+@dataclass(frozen=True)
+class Question:
+    """One question about one view, with its right answer (as `normal_answer` writes one)."""
+
+    kind: Kind
+    prompt: str
+    answer: str
+    stage: str
+    unit: str = ""
+    """A number's unit, as the page prints it ("GiB")."""
+    choices: tuple[str, ...] = ()
+    card: int = 0
+    """A cells question's card."""
+    weights: tuple[int, ...] = ()
+    """A cells question's weights, as the grid draws them (a sample beyond 16 cards)."""
+    reveal_phase: int | None = None
+    """Predict, then step: the phase the reveal steps to; None: the view stays."""
+
+    @property
+    def cells(self) -> tuple[str, ...]:
+        """A cells question's cells, weight by weight, bands in order: `weight.band`."""
+        return tuple(f"{w}.{band.value}" for w in self.weights for band in Band)
+
+    @property
+    def hides_picture(self) -> bool:
+        """Whether the picture shows the answer until the reveal (a prediction's answer is the next phase)."""
+        return self.reveal_phase is None
+
+    @property
+    def answer_words(self) -> str:
+        """The right answer, for people."""
+        if self.kind is Kind.CHOICE:
+            return self.choices[int(self.answer)]
+        if self.kind is Kind.NUMBER:
+            return f"{self.answer} {self.unit} (within {float(TOLERANCE):.0%})"
+        held = self.answer.split(",") if self.answer else []
+        return f"{len(held)} of {len(self.cells)} cells"
+
+    def is_right(self, answer: str) -> bool:
+        """Whether `answer` (normal) is right: the same cells, the same choice, or a number within TOLERANCE."""
+        if self.kind is Kind.NUMBER:
+            right = Fraction(self.answer)
+            return abs(Fraction(answer) - right) <= TOLERANCE * abs(right)
+        return answer == self.answer
+
+
+class BadAnswer(ValueError):
+    """An answer that cannot be one to this question; its message is for the person."""
+
+
+def normal_answer(question: Question, given: list[str]) -> str:
+    """The answer as kept: cells sorted in the card's order, a number in plain decimals, a choice's index.
+
+    `given` is the form's values (a cells question's one per tapped cell). BadAnswer, with a sentence,
+    if they cannot be an answer to `question`.
+    """
+    if question.kind is Kind.CELLS:
+        known = question.cells
+        if any(cell not in known for cell in given):
+            raise BadAnswer("That answer names a cell the card does not have.")
+        tapped = set(given)
+        return ",".join(cell for cell in known if cell in tapped)
+    if len(given) != 1:
+        raise BadAnswer("Give one answer.")
+    text = given[0].strip().replace(",", "")
+    if question.kind is Kind.CHOICE:
+        if not text.isdecimal() or int(text) >= len(question.choices):
+            raise BadAnswer("Choose one of the answers offered.")
+        return str(int(text))
+    try:
+        value = float(text)
+    except ValueError:
+        raise BadAnswer(f"Give a number of {question.unit}, for example 12.5.") from None
+    if not math.isfinite(value) or not 0 <= value <= MAX_NUMBER:
+        raise BadAnswer(f"Give a number of {question.unit} from 0 to {MAX_NUMBER:,}.")
+    return _decimal(Fraction(text))
+
+
+def _decimal(value: Fraction) -> str:
+    # Up to three decimals, no trailing zeros: 12.5, 60, 0.125.
+    text = f"{float(value):.3f}".rstrip("0").rstrip(".")
+    return text or "0"
+
+
+def _under(stage: Stage) -> str:
+    """A stage's title inside a sentence: "Under ZeRO-2", "Under data parallelism"."""
+    title = stage.info.title
+    return f"Under {title if title.startswith('ZeRO') else title[0].lower() + title[1:]}"
+
+
+def cells_question(report: RunReport, stage: Stage, card: int) -> Question:
+    """Which of its cells GPU `card` stores (solid) under `stage`: the grid's own layout."""
+    run = report.run
+    grid = layout(stage, run.gpus, run.recipe, run.shards)
+    if card not in grid.shown:
+        raise ValueError(f"GPU {card} is not drawn")
+    held = [f"{c.weight}.{c.band.value}" for c in grid.card_cells(card) if c.state is CellState.SOLID]
+    prompt = f"{_under(stage)}, which bands does GPU {card} store itself? Tap each cell it keeps."
+    return Question(Kind.CELLS, prompt, ",".join(held), stage.value, card=card, weights=grid.shown)
+
+
+def memory_question(report: RunReport, stage: Stage, unit: ByteUnit) -> Question:
+    """How much each card keeps of the model's state at rest under `stage`."""
+    nbytes = report[stage].per_gpu_bytes
+    prompt = f"{_under(stage)}, how many {unit.value} of training state does each card keep at rest?"
+    return Question(Kind.NUMBER, prompt, _decimal(Fraction(nbytes, unit.size)), stage.value, unit=unit.value)
+
+
+def next_phase_question(report: RunReport, stage: Stage, phase: int, unit: ByteUnit) -> Question:
+    """Predict, then step: what GPU 0 holds in the phase after `phase` (the reveal steps to it)."""
+    phases = report.step(stage)
+    if not 0 <= phase < len(phases) - 1:
+        raise ValueError("the last phase has no next one")
+    after = phases[phase + 1]
+    prompt = (f"{_under(stage)}, what will GPU 0 hold in the next phase, phase {after.index}, "
+              f"in {unit.value}?")  # fmt: skip
+    return Question(Kind.NUMBER, prompt, _decimal(Fraction(after.live_bytes, unit.size)), stage.value,
+                    unit=unit.value, reveal_phase=after.index)  # fmt: skip
+
+
+def bytes_choice(report: RunReport, stage: Stage) -> Question:
+    """Bytes per weight each card keeps under `stage`; the choices are every stage's figure for this run."""
+    figures = sorted({per_weight(s.bytes_per_weight): s.bytes_per_weight for s in report}.items(),
+                     key=lambda item: -item[1])  # fmt: skip
+    choices = tuple(f"{text} B" for text, _ in figures)
+    right = choices.index(f"{per_weight(report[stage].bytes_per_weight)} B")
+    prompt = f"{_under(stage)}, how many bytes per weight does each card keep?"
+    return Question(Kind.CHOICE, prompt, str(right), stage.value, choices=choices)
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One bar of a spread: its label, and how many gave an answer in it."""
+
+    label: str
+    count: int
+    right: bool = False
+    """Whether the bar holds the right answer (shown only at the reveal)."""
+
+
+@dataclass(frozen=True)
+class Spread:
+    """One round's answers, counted: how many, how many right, and the bars (choices, a histogram, or cells)."""
+
+    answered: int
+    right: int
+    bars: tuple[Bar, ...]
+
+    @property
+    def share_right(self) -> Fraction:
+        """The share of answers that were right; 0 with none."""
+        return Fraction(self.right, self.answered) if self.answered else Fraction(0)
+
+
+def spread(question: Question, answers: list[str]) -> Spread:
+    """Count `answers` (normal) to `question`: per choice, a histogram of numbers, or taps per cell."""
+    right = sum(1 for a in answers if question.is_right(a))
+    if question.kind is Kind.CHOICE:
+        counts = Counter(answers)
+        bars = tuple(Bar(c, counts[str(i)], str(i) == question.answer) for i, c in enumerate(question.choices))
+    elif question.kind is Kind.CELLS:
+        taps = Counter(cell for a in answers for cell in a.split(",") if cell)
+        held = set(question.answer.split(","))
+        bars = tuple(Bar(cell, taps[cell], cell in held) for cell in question.cells)
+    else:
+        bars = _histogram(question, [Fraction(a) for a in answers])
+    return Spread(len(answers), right, bars)
+
+
+def _histogram(question: Question, values: list[Fraction]) -> tuple[Bar, ...]:
+    """BINS equal bins from the lowest answer to the highest; the right answer's range marks its bin(s)."""
+    if not values:
+        return ()
+    low, high = min(values), max(values)
+    width = (high - low) / BINS or Fraction(1)
+    counts = Counter(min(BINS - 1, int((v - low) / width)) for v in values)
+    right = Fraction(question.answer)
+    tol = TOLERANCE * right
+    bins = BINS if high > low else 1
+    bars = []
+    for i in range(bins):
+        start, end = low + i * width, low + (i + 1) * width
+        label = f"{_decimal(start)}–{_decimal(end)}" if bins > 1 else _decimal(low)
+        hits = start <= right + tol and right - tol <= end
+        bars.append(Bar(label, counts[i], hits))
+    return tuple(bars)

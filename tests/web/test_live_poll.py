@@ -1,0 +1,248 @@
+"""app/web/live.py's questions: asking, voting, the teacher's panel, the reveal and the CSV, on the parsed DOM.
+
+The page in Chromium, with three followers, is tests/browser/test_poll_browser.py; 300 followers voting
+at once, and a worker killed mid-vote, are bench/live.py's.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+from app.main import create_app
+from app.web.live_view import VOTER
+from tests.conftest import dom, one, text
+from tests.web.test_live import started
+
+HTMX = {"HX-Request": "true"}
+
+
+@pytest.fixture
+def live() -> Iterator[TestClient]:
+    """A teacher's browser on an app of its own."""
+    with TestClient(create_app()) as client:
+        yield client
+
+
+def joined(teacher: TestClient, code: str, address: str = "testclient") -> TestClient:
+    """A follower's browser that opened the session's page, with its token."""
+    client = TestClient(teacher.app, client=(address, 50000))
+    response = client.get(f"/live/{code}")
+    assert response.status_code == 200
+    assert client.cookies.get(VOTER)
+    return client
+
+
+def ask(teacher: TestClient, code: str, kind: str, card: str = "1") -> str:
+    """Ask the class; the round's key, from the teacher's panel."""
+    response = teacher.post(f"/live/{code}/ask", data={"kind": kind, "card": card}, headers=HTMX)
+    assert response.status_code == 200, response.text
+    panel = one(dom(response.text), "#live-poll")
+    assert panel.has_attr("hx-get")  # open: its count is asked again
+    question = follower_panel(teacher, code)
+    return str(one(question, "input[name=key]")["value"])
+
+
+def follower_panel(client: TestClient, code: str) -> dom:
+    response = client.get(f"/live/{code}/question")
+    assert response.status_code == 200
+    return one(dom(response.text), "#live-question")
+
+
+def vote(client: TestClient, code: str, key: str, *answers: str, status: int = 200) -> str:
+    response = client.post(f"/live/{code}/vote", data={"key": key, "answer": list(answers)}, headers=HTMX)
+    assert response.status_code == status, response.text
+    return response.text
+
+
+def act(teacher: TestClient, code: str, action: str) -> dom:
+    response = teacher.post(f"/live/{code}/poll", data={"action": action}, headers=HTMX)
+    assert response.status_code == 200, response.text
+    return one(dom(response.text), "#live-poll")
+
+
+def test_a_choice_is_counted_once_per_follower_changed_until_closed_and_the_spread_and_share_are_right(
+    live: TestClient,
+) -> None:
+    code = started(live, "/?stage=zero1")
+    key = ask(live, code, "choice")
+    choices = [" ".join(label.get_text(" ").split()) for label in follower_panel(live, code).select("fieldset label")]
+    # Every stage's own bytes per weight on 8 cards, high to low: 16; 2+2+12/8; 2+(2+12)/8; 16/8.
+    assert choices == ["16.00 B", "5.50 B", "3.75 B", "2.00 B"]
+    students = [joined(live, code) for _ in range(4)]
+    for student, answer in zip(students, ["1", "1", "0", "2"], strict=True):
+        vote(student, code, key, answer)
+    vote(students[2], code, key, "1")  # changed its mind: still one vote
+    panel = one(dom(live.get(f"/live/{code}/poll").text), "#live-poll")
+    # None follows by a stream here (a page's script opens it): the answers are counted all the same.
+    assert text(panel, "#poll-count") == "4 have answered · 0 following now"
+    shown = act(live, code, "show")
+    assert not shown.has_attr("hx-get")
+    counts = [(text(li, ".poll-label"), text(li, ".poll-n")) for li in shown.select(".poll-bars li")]
+    assert counts == [("16.00 B", "0"), ("5.50 B", "3"), ("3.75 B", "1"), ("2.00 B", "0")]
+    assert not shown.select(".poll-tick")  # the right one is not marked before the reveal
+    vote(students[3], code, key, "1", status=409)  # closed
+    act(live, code, "again")
+    key2 = str(one(follower_panel(students[0], code), "input[name=key]")["value"])
+    assert key2 != key
+    for student in students:
+        vote(student, code, key2, "1")
+    revealed = act(live, code, "reveal")
+    shares = [text(h, ".poll-share") for h in revealed.select(".poll-round h3")]
+    assert shares == ["75% right (3 of 4)", "100% right (4 of 4)"]
+    assert text(revealed, "#poll-answer") == "The answer: 5.50 B."
+    mine = follower_panel(students[2], code)
+    assert "Yours, 5.50 B, was right" in text(mine, ".poll-answer")
+
+
+def test_a_cells_question_is_the_grids_own_solid_cells_and_its_heat_map_counts_taps(live: TestClient) -> None:
+    code = started(live, "/?stage=zero2")
+    key = ask(live, code, "cells", "1")
+    boxes = follower_panel(live, code).select("input[type=checkbox]")
+    assert len(boxes) == 8 * 4
+    # ZeRO-2 on 8 cards: GPU 1 stores every weight's bf16 copy, and weight 1's gradients, master and moments.
+    right = [f"{w}.weights" for w in range(8)] + ["1.gradients", "1.master", "1.moments"]
+    student, guesser = joined(live, code), joined(live, code)
+    vote(student, code, key, *right)
+    vote(guesser, code, key, "1.weights", "1.gradients")
+    heat = act(live, code, "reveal")
+    cells = {td["title"]: str(td.find(string=True)).strip() for td in heat.select("td[title]")}
+    assert cells["GPU 1, weight 1, gradients"] == "2"
+    assert cells["GPU 1, weight 0, weights"] == "1"
+    assert cells["GPU 1, weight 0, moments"] == "0"
+    assert len(heat.select("td.right")) == len(right)
+    assert text(heat, ".poll-share") == "50% right (1 of 2)"
+    assert "Yours, 11 cells tapped, was right" in text(follower_panel(student, code), ".poll-answer")
+
+
+def test_predict_then_step_reveals_by_stepping_every_screen_to_the_phase_asked_about(live: TestClient) -> None:
+    code = started(live, "/?stage=zero3&phase=5")
+    response = live.post(f"/live/{code}/ask", data={"kind": "number"}, headers=HTMX)
+    panel = one(dom(response.text), "#live-poll")
+    assert "phase 6" in text(panel, ".poll-prompt")
+    assert not panel.has_attr("data-hides")  # the next phase is not on the screen: the picture stays
+    student = joined(live, code)
+    key = str(one(follower_panel(student, code), "input[name=key]")["value"])
+    vote(student, code, key, "62.9")
+    response = live.post(f"/live/{code}/poll", data={"action": "reveal"}, headers=HTMX)
+    assert response.headers["HX-Refresh"] == "true"
+    widget = one(dom(student.get(f"/live/{code}").text), "#widget")
+    assert (widget["data-stage"], widget["data-phase"]) == ("zero3", "6")
+    assert "was right" in text(follower_panel(student, code), ".poll-answer")
+
+
+@pytest.mark.parametrize(
+    ("answers", "status", "words"),
+    [
+        (["lots"], 422, "Give a number of GiB"),
+        (["-3"], 422, "from 0 to"),
+        (["nan"], 422, "from 0 to"),
+        (["1", "2"], 422, "Give one answer."),
+        ([], 422, "Give one answer."),
+    ],
+)
+def test_a_malformed_vote_is_told_why_in_the_panel_and_not_counted(
+    live: TestClient, answers: list[str], status: int, words: str
+) -> None:
+    code = started(live, "/?stage=zero1")
+    key = ask(live, code, "number")
+    student = joined(live, code)
+    panel = one(dom(vote(student, code, key, *answers, status=status)), "#live-question")
+    assert words in text(panel, ".poll-error")
+    assert text(one(dom(live.get(f"/live/{code}/poll").text), "#live-poll"), "#poll-count").startswith("0 of")
+
+
+def test_a_vote_without_a_followers_token_or_for_another_round_is_refused(live: TestClient) -> None:
+    code = started(live)
+    key = ask(live, code, "choice")
+    stranger = TestClient(live.app)
+    assert stranger.post(f"/live/{code}/vote", data={"key": key, "answer": "1"}).status_code == 403
+    stranger.cookies.set(VOTER, "forged.0123456789abcdef0123456789abcdef", path=f"/live/{code}")
+    assert stranger.post(f"/live/{code}/vote", data={"key": key, "answer": "1"}).status_code == 403
+    student = joined(live, code)
+    assert student.post(f"/live/{code}/vote", data={"key": "9.1", "answer": "1"}).status_code == 409
+    plain = student.post(f"/live/{code}/vote", data={"key": key, "answer": "1"}, follow_redirects=False)
+    assert (plain.status_code, plain.headers["location"]) == (303, f"/live/{code}")
+
+
+def test_only_the_teacher_asks_closes_reveals_and_downloads(live: TestClient) -> None:
+    code = started(live)
+    student = joined(live, code)
+    assert student.post(f"/live/{code}/ask", data={"kind": "choice"}).status_code == 403
+    ask(live, code, "choice")
+    for action in ("show", "reveal", "done"):
+        assert student.post(f"/live/{code}/poll", data={"action": action}).status_code == 403
+    assert student.get(f"/live/{code}/poll").status_code == 403
+    assert student.get(f"/live/{code}/results.csv").status_code == 403
+
+
+def test_followers_never_see_the_spread_and_the_picture_hides_until_the_reveal(live: TestClient) -> None:
+    code = started(live, "/?stage=zero1")
+    key = ask(live, code, "choice")
+    student = joined(live, code)
+    vote(student, code, key, "0")
+    act(live, code, "show")
+    panel = follower_panel(student, code)
+    assert panel.has_attr("data-hides")
+    assert not panel.select(".poll-bars, .poll-card") and "right" not in text(panel, ".poll-own")
+    assert one(dom(live.get(f"/live/{code}/teach").text), "#live-poll").has_attr("data-hides")
+    act(live, code, "reveal")
+    assert not follower_panel(student, code).has_attr("data-hides")
+    act(live, code, "done")
+    assert follower_panel(student, code).has_attr("hidden")
+    assert one(dom(live.get(f"/live/{code}/teach").text), "#live-poll").has_attr("hidden")
+
+
+def test_the_csv_has_each_question_and_round_and_counts_only(live: TestClient) -> None:
+    code = started(live, "/?stage=zero1")
+    key = ask(live, code, "choice")
+    student = joined(live, code)
+    vote(student, code, key, "1")
+    act(live, code, "show")
+    act(live, code, "again")
+    response = live.get(f"/live/{code}/results.csv")
+    assert response.headers["content-type"] == "text/csv; charset=utf-8"
+    rows = list(csv.DictReader(io.StringIO(response.text)))
+    assert [(r["question"], r["round"], r["answered"], r["right"]) for r in rows] == [("1", "1", "1", "1"), ("1", "2", "0", "0")]
+    assert rows[0]["spread"] == "16.00 B: 0; 5.50 B: 1; 3.75 B: 0; 2.00 B: 0"
+    assert str(student.cookies.get(VOTER)).split(".")[0] not in response.text
+
+
+@pytest.mark.parametrize(("kind", "card", "words"), [("cells", "7", "GPU 7 is not drawn"), ("poem", "1", "That is not one of the questions offered")])
+def test_a_question_the_view_cannot_have_is_refused_with_a_reason(live: TestClient, kind: str, card: str, words: str) -> None:
+    code = started(live, "/?stage=zero1&gpus=2")
+    response = live.post(f"/live/{code}/ask", data={"kind": kind, "card": card})
+    assert response.status_code == 422
+    assert words in text(dom(response.text), "main")
+    fragment = live.post(f"/live/{code}/ask", data={"kind": kind, "card": card}, headers=HTMX)
+    assert fragment.status_code == 422
+    assert words in text(dom(fragment.text), "#live-poll[role=alert]")
+
+
+def test_a_followers_stream_brings_the_question_panel_when_asked() -> None:
+    from app.serving.config import STREAM_ENV
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(STREAM_ENV, "0.5")
+        with TestClient(create_app()) as teacher:
+            code = started(teacher)
+            ask(teacher, code, "choice")
+            student = joined(teacher, code)
+            body = student.get(f"/live/{code}/events").text
+    polls = re.findall(r"event: poll\r?\ndata: (.*)", body)
+    assert len(polls) == 1
+    loader = one(dom(polls[0]), "#live-question")
+    assert loader["hx-get"] == f"/live/{code}/question"
+    assert loader.has_attr("data-hides")
+
+
+def test_the_followers_token_is_httponly_and_kept_to_the_sessions_addresses(live: TestClient) -> None:
+    code = started(live)
+    response = TestClient(live.app).get(f"/live/{code}")
+    cookie = next(v for k, v in response.headers.multi_items() if k == "set-cookie" and v.startswith(VOTER))
+    assert f"Path=/live/{code}" in cookie and "HttpOnly" in cookie and "SameSite=lax" in cookie
