@@ -35,7 +35,7 @@ MAX_NUMBER = 10**15
 """The largest number an answer may be: a figure in GiB or GB, with room for a wild guess."""
 
 
-class Kind(StrEnum):
+class AnswerKind(StrEnum):
     """What the student answers with."""
 
     CELLS = "cells"
@@ -47,7 +47,7 @@ class Kind(StrEnum):
 class Question:
     """One question about one view, with its right answer (as `normal_answer` writes one)."""
 
-    kind: Kind
+    kind: AnswerKind
     prompt: str
     answer: str
     stage: str
@@ -74,16 +74,16 @@ class Question:
     @property
     def answer_words(self) -> str:
         """The right answer, for people."""
-        if self.kind is Kind.CHOICE:
+        if self.kind is AnswerKind.CHOICE:
             return self.choices[int(self.answer)]
-        if self.kind is Kind.NUMBER:
+        if self.kind is AnswerKind.NUMBER:
             return f"{self.answer} {self.unit} (within {float(TOLERANCE):.0%})"
         held = self.answer.split(",") if self.answer else []
         return f"{len(held)} of {len(self.cells)} cells"
 
     def is_right(self, answer: str) -> bool:
         """Whether `answer` (normal) is right: the same cells, the same choice, or a number within TOLERANCE."""
-        if self.kind is Kind.NUMBER:
+        if self.kind is AnswerKind.NUMBER:
             right = Fraction(self.answer)
             return abs(Fraction(answer) - right) <= TOLERANCE * abs(right)
         return answer == self.answer
@@ -99,7 +99,7 @@ def normal_answer(question: Question, given: list[str]) -> str:
     `given` is the form's values (a cells question's one per tapped cell). BadAnswer, with a sentence,
     if they cannot be an answer to `question`.
     """
-    if question.kind is Kind.CELLS:
+    if question.kind is AnswerKind.CELLS:
         known = question.cells
         if any(cell not in known for cell in given):
             raise BadAnswer("That answer names a cell the card does not have.")
@@ -108,7 +108,7 @@ def normal_answer(question: Question, given: list[str]) -> str:
     if len(given) != 1:
         raise BadAnswer("Give one answer.")
     text = given[0].strip().replace(",", "")
-    if question.kind is Kind.CHOICE:
+    if question.kind is AnswerKind.CHOICE:
         if not text.isdecimal() or int(text) >= len(question.choices):
             raise BadAnswer("Choose one of the answers offered.")
         return str(int(text))
@@ -141,14 +141,14 @@ def cells_question(report: RunReport, stage: Stage, card: int) -> Question:
         raise ValueError(f"GPU {card} is not drawn")
     held = [f"{c.weight}.{c.band.value}" for c in grid.card_cells(card) if c.state is CellState.SOLID]
     prompt = f"{_under(stage)}, which bands does GPU {card} store itself? Tap each cell it keeps."
-    return Question(Kind.CELLS, prompt, ",".join(held), stage.value, card=card, weights=grid.shown)
+    return Question(AnswerKind.CELLS, prompt, ",".join(held), stage.value, card=card, weights=grid.shown)
 
 
 def memory_question(report: RunReport, stage: Stage, unit: ByteUnit) -> Question:
     """How much each card keeps of the model's state at rest under `stage`."""
     nbytes = report[stage].per_gpu_bytes
     prompt = f"{_under(stage)}, how many {unit.value} of training state does each card keep at rest?"
-    return Question(Kind.NUMBER, prompt, _decimal(Fraction(nbytes, unit.size)), stage.value, unit=unit.value)
+    return Question(AnswerKind.NUMBER, prompt, _decimal(Fraction(nbytes, unit.size)), stage.value, unit=unit.value)
 
 
 def next_phase_question(report: RunReport, stage: Stage, phase: int, unit: ByteUnit) -> Question:
@@ -159,7 +159,7 @@ def next_phase_question(report: RunReport, stage: Stage, phase: int, unit: ByteU
     after = phases[phase + 1]
     prompt = (f"{_under(stage)}, what will GPU 0 hold in the next phase, phase {after.index}, "
               f"in {unit.value}?")  # fmt: skip
-    return Question(Kind.NUMBER, prompt, _decimal(Fraction(after.live_bytes, unit.size)), stage.value,
+    return Question(AnswerKind.NUMBER, prompt, _decimal(Fraction(after.live_bytes, unit.size)), stage.value,
                     unit=unit.value, reveal_phase=after.index)  # fmt: skip
 
 
@@ -170,7 +170,7 @@ def bytes_choice(report: RunReport, stage: Stage) -> Question:
     choices = tuple(f"{text} B" for text, _ in figures)
     right = choices.index(f"{per_weight(report[stage].bytes_per_weight)} B")
     prompt = f"{_under(stage)}, how many bytes per weight does each card keep?"
-    return Question(Kind.CHOICE, prompt, str(right), stage.value, choices=choices)
+    return Question(AnswerKind.CHOICE, prompt, str(right), stage.value, choices=choices)
 
 
 @dataclass(frozen=True)
@@ -200,10 +200,10 @@ class Spread:
 def spread(question: Question, answers: list[str]) -> Spread:
     """Count `answers` (normal) to `question`: per choice, a histogram of numbers, or taps per cell."""
     right = sum(1 for a in answers if question.is_right(a))
-    if question.kind is Kind.CHOICE:
+    if question.kind is AnswerKind.CHOICE:
         counts = Counter(answers)
         bars = tuple(Bar(c, counts[str(i)], str(i) == question.answer) for i, c in enumerate(question.choices))
-    elif question.kind is Kind.CELLS:
+    elif question.kind is AnswerKind.CELLS:
         taps = Counter(cell for a in answers for cell in a.split(",") if cell)
         held = set(question.answer.split(","))
         bars = tuple(Bar(cell, taps[cell], cell in held) for cell in question.cells)

@@ -13,7 +13,7 @@ import secrets
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
-from app.domain.questions import Kind, Question
+from app.domain.questions import AnswerKind, Question
 
 ALPHABET = "ACDEFHJKMNPRTWXY3479"
 """Join codes' characters: none that looks like another (0 O Q, 1 I L, 2 Z, 5 S, 6 G, 8 B, U V)."""
@@ -82,7 +82,7 @@ class Poll:
     def from_dict(cls, data: dict[str, Any]) -> Poll:
         """A poll from `asdict`'s JSON."""
         q = data["question"]
-        question = Question(**{**q, "kind": Kind(q["kind"]), "choices": tuple(q["choices"]),
+        question = Question(**{**q, "kind": AnswerKind(q["kind"]), "choices": tuple(q["choices"]),
                                "weights": tuple(q["weights"])})  # fmt: skip
         return cls(**{**data, "question": question})
 

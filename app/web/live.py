@@ -22,7 +22,14 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
-from app.domain.questions import Kind, Question, bytes_choice, cells_question, memory_question, next_phase_question
+from app.domain.questions import (
+    AnswerKind,
+    Question,
+    bytes_choice,
+    cells_question,
+    memory_question,
+    next_phase_question,
+)
 from app.domain.scenario import resolve
 from app.live import service
 from app.live.hub import GONE, Hub, Queue, Unavailable
@@ -241,7 +248,7 @@ async def live_end(request: Request, code: str, sessions: LiveSessions, who: Who
     return RedirectResponse(path_for(request, "live_home"), status_code=303)
 
 
-def question_for(view: str, kind: Kind, card: int) -> Question:
+def question_for(view: str, kind: AnswerKind, card: int) -> Question:
     """The question of `kind` about the teacher's `view` (canonical): in the step, a number is "predict, then step".
 
     ValueError, with a sentence, when the view has none such (a card the grid does not draw).
@@ -249,16 +256,16 @@ def question_for(view: str, kind: Kind, card: int) -> Question:
     query = view_query("?" + view)
     scenario = resolve(query.inputs())
     report, stage, phase = scenario.report, query.stage, query.phase
-    if kind is Kind.CELLS:
+    if kind is AnswerKind.CELLS:
         return cells_question(report, stage, card)
-    if kind is Kind.CHOICE:
+    if kind is AnswerKind.CHOICE:
         return bytes_choice(report, stage)
     if phase is not None and phase < len(report.step(stage)) - 1:
         return next_phase_question(report, stage, phase, scenario.units)
     return memory_question(report, stage, scenario.units)
 
 
-ASKED = frozenset(kind.value for kind in Kind)
+ASKED = frozenset(kind.value for kind in AnswerKind)
 
 
 @router.post("/live/{code}/ask", name="live_ask", dependencies=TEACHERS_PAGE)
@@ -269,7 +276,7 @@ async def live_ask(request: Request, code: str, sessions: LiveSessions, who: Who
     try:
         if kind not in ASKED:
             raise ValueError("that is not one of the questions offered")
-        question = question_for(session.view, Kind(kind), int(card) if card.isdecimal() else -1)
+        question = question_for(session.view, AnswerKind(kind), int(card) if card.isdecimal() else -1)
     except ValueError as error:
         why = f"{str(error)[:1].upper()}{str(error)[1:]}: ask another."
         if wants_fragment(request):  # in the panel's place, which stays for the next question
@@ -499,6 +506,8 @@ async def _refused(problem: Problem) -> AsyncIterator[ServerSentEvent]:
 async def _ended() -> AsyncIterator[ServerSentEvent]:
     """The session is no longer kept, or has ended: the page says so, and closes its stream on `ended`."""
     yield ServerSentEvent(macro_html("_live.html", "gone"), event="state")
+    # A question on the screen goes with it (a Redis restarted empty ends its round too): the picture shows.
+    yield ServerSentEvent(macro_html("_poll.html", "question_panel", None), event="poll")
     # The follower's bar closes its stream on this (sse-close), rather than reconnecting.
     yield ServerSentEvent("", event="ended")
 

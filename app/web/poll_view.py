@@ -11,14 +11,14 @@ import csv
 import io
 from dataclasses import dataclass
 
-from app.domain.questions import Kind, Question, Spread
+from app.domain.questions import AnswerKind, Question, Spread
 from app.domain.recipes import Band
 from app.domain.units import percent
 from app.live.session import Poll
 
 
 @dataclass(frozen=True)
-class Cell:
+class TapCell:
     """One cell of a cells question's card: its field value, its label, and what a spread or a reveal marks."""
 
     value: str
@@ -39,7 +39,7 @@ class Bars:
     title: str
     answered: int
     rows: tuple[tuple[str, int, float, bool], ...]
-    cells: tuple[Cell, ...]
+    cells: tuple[TapCell, ...]
     right_words: str
     """"40% right (4 of 10)", shown at the reveal only."""
 
@@ -75,7 +75,7 @@ class QuestionPanel:
     poll: Poll
     vote_href: str
     own: str | None
-    cells: tuple[Cell, ...] = ()
+    cells: tuple[TapCell, ...] = ()
     error: str = ""
 
     @property
@@ -92,9 +92,9 @@ class QuestionPanel:
 def _answer_words(question: Question, answer: str | None) -> str:
     if answer is None:
         return "none"
-    if question.kind is Kind.CHOICE:
+    if question.kind is AnswerKind.CHOICE:
         return question.choices[int(answer)]
-    if question.kind is Kind.NUMBER:
+    if question.kind is AnswerKind.NUMBER:
         return f"{answer} {question.unit}"
     tapped = [a for a in answer.split(",") if a]
     return f"{len(tapped)} cell{'' if len(tapped) == 1 else 's'} tapped"
@@ -104,7 +104,7 @@ BAND_SHORT = {Band.WEIGHTS: "W", Band.GRADIENTS: "G", Band.MASTER: "M", Band.MOM
 """A band's letter on a tapped cell (the key's own order: weights, gradients, master, Adam's moments)."""
 
 
-def card_cells(question: Question, tapped: str | None = None, spread: Spread | None = None) -> tuple[Cell, ...]:
+def card_cells(question: Question, tapped: str | None = None, spread: Spread | None = None) -> tuple[TapCell, ...]:
     """A cells question's card: each cell with the follower's tap, or the class's count from `spread`."""
     taps = set((tapped or "").split(","))
     counts = {bar.label: bar.count for bar in spread.bars} if spread else {}
@@ -115,7 +115,7 @@ def card_cells(question: Question, tapped: str | None = None, spread: Spread | N
         weight, band = value.split(".")
         label = f"GPU {question.card}, weight {weight}, {Band(band).value}"
         count = counts.get(value, 0)
-        cells.append(Cell(value, int(weight), BAND_SHORT[Band(band)], label, value in right, value in taps,
+        cells.append(TapCell(value, int(weight), BAND_SHORT[Band(band)], label, value in right, value in taps,
                           count / most, count))  # fmt: skip
     return tuple(cells)
 
@@ -124,7 +124,7 @@ def round_bars(question: Question, number: int, spread: Spread, revealed: bool) 
     """One round's spread, drawn: each bar's share of the tallest; the right one marked at the reveal only."""
     most = max((bar.count for bar in spread.bars), default=0) or 1
     rows = tuple((bar.label, bar.count, bar.count / most, revealed and bar.right) for bar in spread.bars)
-    cells = card_cells(question, spread=spread) if question.kind is Kind.CELLS else ()
+    cells = card_cells(question, spread=spread) if question.kind is AnswerKind.CELLS else ()
     words = f"{percent(spread.share_right)} right ({spread.right:,} of {spread.answered:,})" if revealed else ""
     return Bars(f"Round {number}", spread.answered, rows, cells, words)
 
@@ -141,7 +141,7 @@ def poll_panel(
 
 def question_panel(poll: Poll, vote_href: str, own: str | None, error: str = "") -> QuestionPanel:
     """A follower's panel: their own answer (a cells question's taps on their copy of the card)."""
-    cells = card_cells(poll.question, own) if poll.question.kind is Kind.CELLS else ()
+    cells = card_cells(poll.question, own) if poll.question.kind is AnswerKind.CELLS else ()
     return QuestionPanel(poll.question, poll, vote_href, own, cells, error)
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from app.domain.questions import AnswerKind, Question
 from app.live.session import (
     ALPHABET,
     CODE_LENGTH,
     LIFETIME_SECONDS,
+    MAX_POLLS,
     Session,
     digest,
     new_code,
@@ -191,3 +193,50 @@ def test_json_round_trip(session: Session) -> None:
     assert Session.from_json(text.encode()) == session
     assert ", " not in text
     assert ": " not in text
+
+
+QUESTION = Question(AnswerKind.CELLS, "Which cells?", "0.weights", "zero1", card=0, weights=(0, 1))
+
+
+def test_a_question_and_its_rounds_travel_in_the_sessions_json() -> None:
+    session, _ = start("stage=zero1", 0.0)
+    asked = session.ask(QUESTION, 1.0).poll_edit(2.0, None, open=False, shown=True).poll_edit(3.0, None, round=2)
+    assert Session.from_json(asked.to_json()) == asked
+    assert asked.poll is not None
+    assert (asked.poll.key, asked.poll.keys, asked.version) == ("1.2", ("1.1", "1.2"), session.version + 3)
+
+
+def test_a_question_put_away_is_no_longer_the_one_on_the_screens_and_the_next_is_numbered_after_it() -> None:
+    session, _ = start("stage=zero1", 0.0)
+    done = session.ask(QUESTION, 1.0).poll_edit(2.0, None, done=True)
+    assert done.poll is None
+    assert done.poll_edit(3.0, None, open=False) == done  # nothing to change
+    assert done.ask(QUESTION, 4.0).poll is not None
+    assert done.ask(QUESTION, 4.0).polls[-1].number == 2
+
+
+def test_a_session_keeps_its_last_fifty_questions() -> None:
+    session, _ = start("stage=zero1", 0.0)
+    for i in range(MAX_POLLS + 5):
+        session = session.ask(QUESTION, float(i))
+    assert [p.number for p in session.polls] == list(range(6, MAX_POLLS + 6))
+
+
+def test_a_reveal_that_steps_moves_the_view_in_the_same_version() -> None:
+    session, _ = start("stage=zero3&phase=5", 0.0)
+    asked = session.ask(QUESTION, 1.0)
+    revealed = asked.poll_edit(2.0, "stage=zero3&phase=6", revealed=True)
+    assert (revealed.view, revealed.version) == ("stage=zero3&phase=6", asked.version + 1)
+
+
+def test_a_followers_token_is_signed_by_its_session_and_no_other() -> None:
+    session, _ = start("stage=zero1", 0.0)
+    other, _ = start("stage=zero1", 0.0)
+    token = session.voter()
+    assert session.is_voter(token)
+    assert not other.is_voter(token)
+    assert session.voter() != token
+    nonce, _, signature = token.partition(".")
+    assert not session.is_voter(f"{nonce}x.{signature}")
+    assert not session.is_voter(None)
+    assert not session.is_voter("")

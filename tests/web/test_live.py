@@ -243,7 +243,8 @@ def assert_ended_stream(client: TestClient, url: str) -> None:
     assert (response.status_code, response.headers["content-type"].split(";")[0]) == (200, "text/event-stream")
     events = [dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
               for block in response.text.replace("\r\n", "\n").split("\n\n") if block.strip()]  # fmt: skip
-    assert [e.get("event") for e in events] == ["state", "ended"]
+    assert [e.get("event") for e in events] == ["state", "poll", "ended"]
+    assert one(dom(events[1]["data"]), "#live-question").has_attr("hidden")  # a question on the screen goes too
     state = one(dom(events[0]["data"]), "#live-state")
     assert state.has_attr("data-ended")
     assert state.get_text(strip=True) == "The session has ended."

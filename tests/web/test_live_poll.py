@@ -9,14 +9,20 @@ from __future__ import annotations
 import csv
 import io
 import re
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from bs4 import Tag
 from fastapi.testclient import TestClient
 
+from app.live.redis_hub import BREAKER_SECONDS
 from app.main import create_app
+from app.serving.config import STREAM_ENV, Settings
 from app.web.live_view import VOTER
 from tests.conftest import dom, one, text
+from tests.live.redis_server import running_redis
 from tests.web.test_live import started
 
 HTMX = {"HX-Request": "true"}
@@ -48,19 +54,22 @@ def ask(teacher: TestClient, code: str, kind: str, card: str = "1") -> str:
     return str(one(question, "input[name=key]")["value"])
 
 
-def follower_panel(client: TestClient, code: str) -> dom:
+def follower_panel(client: TestClient, code: str) -> Tag:
+    """A follower's question panel as its stream's event has it fetched."""
     response = client.get(f"/live/{code}/question")
     assert response.status_code == 200
     return one(dom(response.text), "#live-question")
 
 
 def vote(client: TestClient, code: str, key: str, *answers: str, status: int = 200) -> str:
+    """A follower's answer, sent as its panel's form is; the panel that comes back."""
     response = client.post(f"/live/{code}/vote", data={"key": key, "answer": list(answers)}, headers=HTMX)
     assert response.status_code == status, response.text
     return response.text
 
 
-def act(teacher: TestClient, code: str, action: str) -> dom:
+def act(teacher: TestClient, code: str, action: str) -> Tag:
+    """One of the teacher's buttons on the question; the panel it brings."""
     response = teacher.post(f"/live/{code}/poll", data={"action": action}, headers=HTMX)
     assert response.status_code == 200, response.text
     return one(dom(response.text), "#live-poll")
@@ -189,7 +198,8 @@ def test_followers_never_see_the_spread_and_the_picture_hides_until_the_reveal(l
     act(live, code, "show")
     panel = follower_panel(student, code)
     assert panel.has_attr("data-hides")
-    assert not panel.select(".poll-bars, .poll-card") and "right" not in text(panel, ".poll-own")
+    assert not panel.select(".poll-bars, .poll-card")
+    assert "right" not in text(panel, ".poll-own")
     assert one(dom(live.get(f"/live/{code}/teach").text), "#live-poll").has_attr("data-hides")
     act(live, code, "reveal")
     assert not follower_panel(student, code).has_attr("data-hides")
@@ -208,13 +218,21 @@ def test_the_csv_has_each_question_and_round_and_counts_only(live: TestClient) -
     response = live.get(f"/live/{code}/results.csv")
     assert response.headers["content-type"] == "text/csv; charset=utf-8"
     rows = list(csv.DictReader(io.StringIO(response.text)))
-    assert [(r["question"], r["round"], r["answered"], r["right"]) for r in rows] == [("1", "1", "1", "1"), ("1", "2", "0", "0")]
+    assert [(r["question"], r["round"], r["answered"], r["right"]) for r in rows] == [
+        ("1", "1", "1", "1"),
+        ("1", "2", "0", "0"),
+    ]
     assert rows[0]["spread"] == "16.00 B: 0; 5.50 B: 1; 3.75 B: 0; 2.00 B: 0"
     assert str(student.cookies.get(VOTER)).split(".")[0] not in response.text
 
 
-@pytest.mark.parametrize(("kind", "card", "words"), [("cells", "7", "GPU 7 is not drawn"), ("poem", "1", "That is not one of the questions offered")])
-def test_a_question_the_view_cannot_have_is_refused_with_a_reason(live: TestClient, kind: str, card: str, words: str) -> None:
+@pytest.mark.parametrize(
+    ("kind", "card", "words"),
+    [("cells", "7", "GPU 7 is not drawn"), ("poem", "1", "That is not one of the questions offered")],
+)
+def test_a_question_the_view_cannot_have_is_refused_with_a_reason(
+    live: TestClient, kind: str, card: str, words: str
+) -> None:
     code = started(live, "/?stage=zero1&gpus=2")
     response = live.post(f"/live/{code}/ask", data={"kind": kind, "card": card})
     assert response.status_code == 422
@@ -225,8 +243,6 @@ def test_a_question_the_view_cannot_have_is_refused_with_a_reason(live: TestClie
 
 
 def test_a_followers_stream_brings_the_question_panel_when_asked() -> None:
-    from app.serving.config import STREAM_ENV
-
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(STREAM_ENV, "0.5")
         with TestClient(create_app()) as teacher:
@@ -245,4 +261,29 @@ def test_the_followers_token_is_httponly_and_kept_to_the_sessions_addresses(live
     code = started(live)
     response = TestClient(live.app).get(f"/live/{code}")
     cookie = next(v for k, v in response.headers.multi_items() if k == "set-cookie" and v.startswith(VOTER))
-    assert f"Path=/live/{code}" in cookie and "HttpOnly" in cookie and "SameSite=lax" in cookie
+    assert f"Path=/live/{code}" in cookie
+    assert "HttpOnly" in cookie
+    assert "SameSite=lax" in cookie
+
+
+def test_over_redis_votes_count_across_workers_and_a_restarted_redis_ends_the_round_with_a_clear_message(
+    tmp_path: Path,
+) -> None:
+    with running_redis(tmp_path) as server:
+        settings = Settings(redis_url=server.url)
+        with TestClient(create_app(settings)) as teacher, TestClient(create_app(settings)) as phones:
+            code = started(teacher, "/?stage=zero1")
+            key = ask(teacher, code, "choice")
+            for answer in ("1", "2"):  # two phones, one after the other, on the other worker
+                phones.cookies.clear()
+                assert phones.get(f"/live/{code}").status_code == 200
+                vote(phones, code, key, answer)
+            assert one(dom(teacher.get(f"/live/{code}/poll").text), "#poll-count")["data-answered"] == "2"
+            server.restart()  # without persistence: the session and its votes are gone, as after a crash
+            time.sleep(BREAKER_SECONDS)  # the breaker the restart tripped lets the next call try
+            refused = phones.post(f"/live/{code}/vote", data={"key": key, "answer": "1"})
+            assert refused.status_code == 404
+            assert "There is no live session with that code" in text(dom(refused.text), "main")
+            teacher_count = teacher.get(f"/live/{code}/followers")
+            assert teacher_count.status_code == 286
+            assert "no longer running" in text(dom(teacher_count.text), "#live-lost")

@@ -1,0 +1,168 @@
+"""app/domain/questions.py: each question's right answer against a hand calculation, and the spread of answers.
+
+The run is the seed's: 30B weights on 8 cards, bf16 weights and gradients, fp32 master and Adam (16 bytes).
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from app.domain.questions import (
+    AnswerKind,
+    BadAnswer,
+    Question,
+    bytes_choice,
+    cells_question,
+    memory_question,
+    next_phase_question,
+    normal_answer,
+    spread,
+)
+from app.domain.scenario import Inputs, resolve
+from app.domain.stages import Stage
+from app.domain.units import ByteUnit
+
+SEED = resolve(Inputs(params=30_000_000_000, gpus=8))
+GIB = 2**30
+
+
+@pytest.mark.parametrize(
+    ("stage", "right"),
+    [
+        (Stage.DP, "16.00 B"),  # 2 + 2 + 4 + 8 on every card
+        (Stage.ZERO1, "5.50 B"),  # 2 + 2 + 12 / 8
+        (Stage.ZERO2, "3.75 B"),  # 2 + (2 + 12) / 8
+        (Stage.ZERO3, "2.00 B"),  # 16 / 8
+    ],
+)
+def test_the_bytes_choice_is_right_and_its_distractors_are_the_other_stages_figures(stage: Stage, right: str) -> None:
+    question = bytes_choice(SEED.report, stage)
+    assert question.choices == ("16.00 B", "5.50 B", "3.75 B", "2.00 B")
+    assert question.choices[int(question.answer)] == right
+
+
+@pytest.mark.parametrize(
+    ("stage", "bytes_per_weight"), [(Stage.DP, 16), (Stage.ZERO1, Fraction(11, 2)), (Stage.ZERO3, 2)]
+)
+def test_the_memory_question_is_each_cards_state_at_rest(stage: Stage, bytes_per_weight: Fraction) -> None:
+    question = memory_question(SEED.report, stage, ByteUnit.GIB)
+    expected = 30_000_000_000 * Fraction(bytes_per_weight) / GIB  # ZeRO-1: 165e9 B = 153.668 GiB
+    assert Fraction(question.answer) == pytest.approx(expected, abs=0.001)
+    assert (question.kind, question.unit, question.reveal_phase) == (AnswerKind.NUMBER, "GiB", None)
+    assert question.hides_picture
+
+
+@pytest.mark.parametrize(
+    ("stage", "card", "held"),
+    [
+        # ZeRO-2: every weight's bf16 copy, and its own weight's gradients, master and moments.
+        (Stage.ZERO2, 1, [f"{w}.weights" for w in range(8)] + ["1.gradients", "1.master", "1.moments"]),
+        # ZeRO-1: every weight's bf16 copy and gradients; its own weight's master and moments.
+        (Stage.ZERO1, 3, [f"{w}.{b}" for w in range(8) for b in ("weights", "gradients")] + ["3.master", "3.moments"]),
+        # ZeRO-3: its own weight's four bands only.
+        (Stage.ZERO3, 0, ["0.weights", "0.gradients", "0.master", "0.moments"]),
+    ],
+)
+def test_the_cells_question_is_the_cards_own_solid_cells(stage: Stage, card: int, held: list[str]) -> None:
+    question = cells_question(SEED.report, stage, card)
+    assert set(question.answer.split(",")) == set(held)
+    assert len(question.cells) == 8 * 4
+
+
+def test_a_cells_question_about_a_card_not_drawn_is_refused() -> None:
+    with pytest.raises(ValueError, match="GPU 8 is not drawn"):
+        cells_question(SEED.report, Stage.ZERO1, 8)
+
+
+def test_predict_then_step_asks_for_the_next_phases_live_memory_and_reveals_it() -> None:
+    lesson = resolve(Inputs())  # the seed's 30B weights in 8 equal layers of 3.75B, on 8 cards
+    question = next_phase_question(lesson.report, Stage.ZERO3, 5, ByteUnit.GIB)
+    assert question.reveal_phase == 6
+    assert not question.hides_picture
+    # Forward, phase 6: its 2 B/weight slice at rest (60e9 B) and one layer gathered in bf16 (3.75e9 x 2 B).
+    assert float(question.answer) == pytest.approx((60e9 + 7.5e9) / GIB, abs=0.001)  # 62.864 GiB
+    with pytest.raises(ValueError, match="last phase"):
+        next_phase_question(lesson.report, Stage.ZERO3, len(lesson.report.step(Stage.ZERO3)) - 1, ByteUnit.GIB)
+
+
+NUMBER = Question(AnswerKind.NUMBER, "How many GiB?", "100", "zero1", unit="GiB")
+CHOICE = Question(AnswerKind.CHOICE, "Which?", "1", "zero1", choices=("a", "b", "c"))
+CELLS = Question(AnswerKind.CELLS, "Which cells?", "0.weights,1.moments", "zero1", card=0, weights=(0, 1))
+
+
+@pytest.mark.parametrize(
+    ("question", "given", "normal"),
+    [
+        (NUMBER, ["95"], "95"),
+        (NUMBER, [" 1,234.5 "], "1234.5"),
+        (NUMBER, ["0.1234"], "0.123"),
+        (CHOICE, ["2"], "2"),
+        (CELLS, ["1.moments", "0.weights", "0.weights"], "0.weights,1.moments"),  # card order, each once
+        (CELLS, [], ""),  # "it keeps none" is an answer
+    ],
+)
+def test_an_answer_is_kept_in_one_normal_form(question: Question, given: list[str], normal: str) -> None:
+    assert normal_answer(question, given) == normal
+
+
+@pytest.mark.parametrize(
+    ("question", "given"),
+    [
+        (NUMBER, ["many"]),
+        (NUMBER, ["-1"]),
+        (NUMBER, ["inf"]),
+        (NUMBER, ["1e300"]),
+        (NUMBER, ["1", "2"]),
+        (CHOICE, ["3"]),
+        (CHOICE, ["-1"]),
+        (CHOICE, []),
+        (CELLS, ["2.weights"]),
+        (CELLS, ["0.weights<script>"]),
+    ],
+)
+def test_what_cannot_be_an_answer_is_refused_with_a_sentence(question: Question, given: list[str]) -> None:
+    with pytest.raises(BadAnswer):
+        normal_answer(question, given)
+
+
+@pytest.mark.parametrize(("answer", "right"), [("95", True), ("105", True), ("94.9", False), ("105.1", False)])
+def test_a_number_within_five_percent_is_right(answer: str, right: bool) -> None:
+    assert NUMBER.is_right(answer) is right
+
+
+def test_the_spread_counts_choices_and_rights() -> None:
+    counted = spread(CHOICE, ["1", "1", "0", "2", "1"])
+    assert [(b.label, b.count, b.right) for b in counted.bars] == [("a", 1, False), ("b", 3, True), ("c", 1, False)]
+    assert (counted.answered, counted.right, counted.share_right) == (5, 3, Fraction(3, 5))
+
+
+def test_the_spread_of_cells_is_taps_per_cell_and_right_only_for_the_whole_set() -> None:
+    counted = spread(CELLS, ["0.weights,1.moments", "0.weights", ""])
+    assert {b.label: b.count for b in counted.bars} == {
+        "0.weights": 2, "0.gradients": 0, "0.master": 0, "0.moments": 0,
+        "1.weights": 0, "1.gradients": 0, "1.master": 0, "1.moments": 1,
+    }  # fmt: skip
+    assert counted.right == 1
+
+
+def test_the_histogram_has_eight_equal_bins_from_the_lowest_answer_to_the_highest() -> None:
+    counted = spread(NUMBER, ["20", "100", "100", "98", "180"])
+    assert len(counted.bars) == 8
+    assert [b.count for b in counted.bars] == [
+        1,
+        0,
+        0,
+        1,
+        2,
+        0,
+        0,
+        1,
+    ]  # bins of 20 from 20: 98 in 80-100, 100 in 100-120
+    assert [b.label for b in counted.bars[3:5]] == ["80–100", "100–120"]
+    assert [b.right for b in counted.bars] == [False, False, False, True, True, False, False, False]  # 95-105
+    assert counted.right == 3
+    same = spread(NUMBER, ["100", "100"])
+    assert [(b.label, b.count) for b in same.bars] == [("100", 2)]
+    assert spread(NUMBER, []).bars == ()
