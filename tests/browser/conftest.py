@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import http.server
 import os
 import shutil
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import ConsoleMessage, Frame, Page, Request, Response, expect
+from playwright.sync_api import Browser, BrowserContext, ConsoleMessage, Frame, Page, Request, Response, expect
 
 CHROMIUM = os.environ.get("ZERO_BANDS_CHROMIUM", "/usr/bin/chromium")
 # Without these, Chromium reaches for Google's services at start-up, which this network refuses.
@@ -177,3 +180,55 @@ def screenshot(page: Page, name: str) -> Path:
     # rightly blocks and reports as a console error.
     page.screenshot(path=str(path), full_page=True, caret="initial")
     return path
+
+
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@dataclass
+class Host:
+    """Pages served by another origin: `http://127.0.0.1:<port>`, and the same files at `http://localhost:<port>`."""
+
+    directory: Path
+    port: int
+
+    @property
+    def origin(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def other_origin(self) -> str:
+        return f"http://localhost:{self.port}"
+
+    def page(self, name: str, body: str) -> str:
+        # An icon of its own, so the browser asks this server for nothing it lacks.
+        head = '<!doctype html><meta charset=utf-8><title>Lesson</title><link rel=icon href="data:,">'
+        (self.directory / name).write_text(head + body)
+        return f"{self.origin}/{name}"
+
+
+@pytest.fixture
+def host(tmp_path: Path) -> Iterator[Host]:
+    """A course page's server, on another port of this machine: another origin than the app's."""
+    port = _free_port()
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), partial(_Quiet, directory=str(tmp_path)))
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    yield Host(tmp_path, port)
+    httpd.shutdown()
+    httpd.server_close()
+
+
+@pytest.fixture
+def contexts(browser: Browser) -> Iterator[Callable[..., BrowserContext]]:
+    """New browser contexts (each its own cookies: the teacher's, each student's), closed after the test."""
+    made: list[BrowserContext] = []
+
+    def new(**options: Any) -> BrowserContext:
+        made.append(browser.new_context(**options))
+        return made[-1]
+
+    yield new
+    for context in made:
+        context.close()

@@ -7,25 +7,20 @@ a follower who explores is left alone until "Back to the teacher", and End tells
 
 from __future__ import annotations
 
-import http.server
 import re
-import threading
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 import pytest
 from axe_playwright_python.sync_playwright import Axe
-from playwright.sync_api import Browser, BrowserContext, FloatRect, Frame, Page, expect
+from playwright.sync_api import BrowserContext, FloatRect, Frame, Page, expect
 
 from app.web.live import RETRY_MS
-from tests.browser.conftest import Watch, _free_port, screenshot, serving, settled, watching, zero_bands_command
+from tests.browser.conftest import Host, Watch, _free_port, screenshot, serving, settled, watching, zero_bands_command
 
 WCAG_AA = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "wcag22aa"]}}
 DESKTOP = {"width": 1280, "height": 800}
@@ -49,58 +44,6 @@ FINGERPRINT = """() => {
 }"""
 
 Screen = Page | Frame
-
-
-class _Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-@dataclass
-class Host:
-    """Pages served by another origin: `http://127.0.0.1:<port>`, and the same files at `http://localhost:<port>`."""
-
-    directory: Path
-    port: int
-
-    @property
-    def origin(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def other_origin(self) -> str:
-        return f"http://localhost:{self.port}"
-
-    def page(self, name: str, body: str) -> str:
-        # An icon of its own, so the browser asks this server for nothing it lacks.
-        head = '<!doctype html><meta charset=utf-8><title>Lesson</title><link rel=icon href="data:,">'
-        (self.directory / name).write_text(head + body)
-        return f"{self.origin}/{name}"
-
-
-@pytest.fixture
-def host(tmp_path: Path) -> Iterator[Host]:
-    """A course page's server, on another port of this machine: another origin than the app's."""
-    port = _free_port()
-    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), partial(_Quiet, directory=str(tmp_path)))
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    yield Host(tmp_path, port)
-    httpd.shutdown()
-    httpd.server_close()
-
-
-@pytest.fixture
-def contexts(browser: Browser) -> Iterator[Callable[..., BrowserContext]]:
-    """New browser contexts (each its own cookies: the teacher's, each student's), closed after the test."""
-    made: list[BrowserContext] = []
-
-    def new(**options: Any) -> BrowserContext:
-        made.append(browser.new_context(**options))
-        return made[-1]
-
-    yield new
-    for context in made:
-        context.close()
 
 
 def _eventually(check: Callable[[], bool], what: Callable[[], str], seconds: float = CONVERGE_SECONDS) -> None:
@@ -289,7 +232,7 @@ def test_a_teacher_drives_a_desktop_a_phone_and_an_embed_through_a_lesson(
         told_of(screen, paused_at + 2)  # both moves have reached it, and changed nothing
         assert fingerprint(screen) == held
     teacher.click("#live-pause")
-    expect(teacher.locator("#live-pause")).to_have_text("Pause the class")
+    expect(teacher.locator("#live-pause")).to_have_text("Pause")
     converge(teacher, followers)
     for screen in followers.values():
         expect(screen.locator("#live-state")).to_have_text("Following the teacher.")
