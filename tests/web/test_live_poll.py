@@ -1,7 +1,7 @@
 """app/web/live.py's questions: asking, voting, the teacher's panel, the reveal and the CSV, on the parsed DOM.
 
 The page in Chromium, with three followers, is tests/browser/test_poll_browser.py; 300 followers voting
-at once, and a worker killed mid-vote, are bench/live.py's.
+at once, and a worker killed mid-vote, are bench/votes.py's.
 """
 
 from __future__ import annotations
