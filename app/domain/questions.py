@@ -213,19 +213,32 @@ def spread(question: Question, answers: list[str]) -> Spread:
 
 
 def _histogram(question: Question, values: list[Fraction]) -> tuple[Bar, ...]:
-    """BINS equal bins from the lowest answer to the highest; the right answer's range marks its bin(s)."""
+    """At most BINS bins of a round width from the lowest answer to the highest; marked if it holds the right range.
+
+    Round: 1, 2, 2.5 or 5 times a power of ten, so that a projector shows 50–100, not 55.9–104.787.
+    """
     if not values:
         return ()
     low, high = min(values), max(values)
-    width = (high - low) / BINS or Fraction(1)
-    counts = Counter(min(BINS - 1, int((v - low) / width)) for v in values)
     right = Fraction(question.answer)
     tol = TOLERANCE * right
-    bins = BINS if high > low else 1
+    if high == low:
+        return (Bar(_decimal(low), len(values), right - tol <= low <= right + tol),)
+    width, start, bins = _round_bins(low, high)
+    counts = Counter(min(bins - 1, int((v - start) / width)) for v in values)
     bars = []
     for i in range(bins):
-        start, end = low + i * width, low + (i + 1) * width
-        label = f"{_decimal(start)}–{_decimal(end)}" if bins > 1 else _decimal(low)
-        hits = start <= right + tol and right - tol <= end
-        bars.append(Bar(label, counts[i], hits))
+        edge, end = start + i * width, start + (i + 1) * width
+        bars.append(Bar(f"{_decimal(edge)}–{_decimal(end)}", counts[i], edge <= right + tol and right - tol <= end))
     return tuple(bars)
+
+
+def _round_bins(low: Fraction, high: Fraction) -> tuple[Fraction, Fraction, int]:
+    """The bins' width, the first bin's start (a multiple of the width) and how many, at most BINS."""
+    power = Fraction(10) ** math.floor(math.log10((high - low) / BINS))
+    for width in (power * m for m in (1, 2, Fraction(5, 2), 5, 10, 20, 25, 50)):
+        start = math.floor(low / width) * width
+        bins = max(1, math.ceil((high - start) / width))
+        if bins <= BINS:
+            return width, start, bins
+    raise AssertionError("a width of 50 powers covers any range in BINS bins")  # (high-low)/BINS <= 10 powers

@@ -151,12 +151,17 @@ def test_the_class_answers_the_spread_shows_they_vote_again_and_the_reveal_shows
     teacher.click("#ask-number")
     expect(teacher.locator("#live-poll .poll-prompt")).to_contain_text("phase 6")
     expect(teacher.locator("#widget")).to_be_visible()
+    for name in ("desktop", "phone"):  # the picture stays, but no one steps ahead to the answer
+        expect(followers[name].locator("#phase-slider")).to_be_hidden()
+        expect(followers[name].locator("#step")).to_be_visible()
+    expect(teacher.locator("#phase-slider")).to_be_visible()
     # 60e9 B at rest and one 3.75e9-weight layer gathered in bf16: 67.5e9 B = 62.864 GiB; 80 is wrong.
     guesses = {"desktop": "62.9", "phone": "80", "embed": "63"}
     for name, value in guesses.items():
         answer_number(followers[name], value)
     answered(teacher, 3)
     teacher.click("#poll-show")
+    expect(followers["phone"].locator("#phase-slider")).to_be_visible()  # the vote is closed: explore freely
     bars = teacher.locator(".poll-bars li .poll-n")
     assert sum(int(n) for n in bars.all_inner_texts()) == 3
     with teacher.expect_navigation():

@@ -136,8 +136,12 @@ def test_predict_then_step_reveals_by_stepping_every_screen_to_the_phase_asked_a
     assert "phase 6" in text(panel, ".poll-prompt")
     assert not panel.has_attr("data-hides")  # the next phase is not on the screen: the picture stays
     student = joined(live, code)
-    key = str(one(follower_panel(student, code), "input[name=key]")["value"])
+    question = follower_panel(student, code)
+    assert question.has_attr("data-predicts")  # the step's controls wait (app.css): no stepping ahead to it
+    key = str(one(question, "input[name=key]")["value"])
     vote(student, code, key, "62.9")
+    act(live, code, "show")
+    assert not follower_panel(student, code).has_attr("data-predicts")  # answers are in: explore freely
     response = live.post(f"/live/{code}/poll", data={"action": "reveal"}, headers=HTMX)
     assert response.headers["HX-Refresh"] == "true"
     widget = one(dom(student.get(f"/live/{code}").text), "#widget")
