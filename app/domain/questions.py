@@ -213,7 +213,7 @@ def spread(question: Question, answers: list[str]) -> Spread:
 
 
 def _histogram(question: Question, values: list[Fraction]) -> tuple[Bar, ...]:
-    """At most BINS bins of a round width from the lowest answer to the highest; marked if it holds the right range.
+    """At most BINS bins of a round width from the lowest answer to the highest; the answer's own bin marked.
 
     Round: 1, 2, 2.5 or 5 times a power of ten, so that a projector shows 50–100, not 55.9–104.787.
     """
@@ -225,12 +225,15 @@ def _histogram(question: Question, values: list[Fraction]) -> tuple[Bar, ...]:
     if high == low:
         return (Bar(_decimal(low), len(values), right - tol <= low <= right + tol),)
     width, start, bins = _round_bins(low, high)
-    counts = Counter(min(bins - 1, int((v - start) / width)) for v in values)
-    bars = []
-    for i in range(bins):
-        edge, end = start + i * width, start + (i + 1) * width
-        bars.append(Bar(f"{_decimal(edge)}–{_decimal(end)}", counts[i], edge <= right + tol and right - tol <= end))
-    return tuple(bars)
+
+    def bin_of(value: Fraction) -> int:  # bins are [edge, end); the last one holds the highest answer too
+        return min(bins - 1, math.floor((value - start) / width))
+
+    counts = Counter(bin_of(v) for v in values)
+    # One bin is marked, the one the answer itself falls in: its ±5% band may straddle an edge.
+    marked = bin_of(right) if start <= right <= start + bins * width else None
+    labels = [f"{_decimal(start + i * width)}–{_decimal(start + (i + 1) * width)}" for i in range(bins)]
+    return tuple(Bar(label, counts[i], i == marked) for i, label in enumerate(labels))
 
 
 def _round_bins(low: Fraction, high: Fraction) -> tuple[Fraction, Fraction, int]:

@@ -161,14 +161,18 @@ def test_the_histogram_has_eight_equal_bins_from_the_lowest_answer_to_the_highes
         1,
     ]  # bins of 20 from 20: 98 in 80-100, 100 in 100-120
     assert [b.label for b in counted.bars[3:5]] == ["80–100", "100–120"]
-    assert [b.right for b in counted.bars] == [False, False, False, True, True, False, False, False]  # 95-105
+    # The answer's own bin, 100 in 100-120: only it, though the 5% band (95-105) reaches into 80-100.
+    assert [b.right for b in counted.bars] == [False, False, False, False, True, False, False, False]
     assert counted.right == 3
     # Round edges whatever the answers: 55.9 to 447 over eight bins is a width of 48.9, so bins of 50 from 50.
     wide = spread(NUMBER, ["55.9", "60", "447"])
     assert [b.label for b in wide.bars] == ["50–100", "100–150", "150–200", "200–250", "250–300", "300–350",
                                             "350–400", "400–450"]  # fmt: skip
     assert [b.count for b in wide.bars] == [2, 0, 0, 0, 0, 0, 0, 1]
-    assert [b.right for b in wide.bars] == [True, True, False, False, False, False, False, False]  # 95-105
+    assert [b.right for b in wide.bars] == [False, True, False, False, False, False, False, False]
+    # An answer beyond every guess marks no bin; a single value is marked if it is within 5%.
+    assert not any(b.right for b in spread(NUMBER, ["1", "2"]).bars)
+    assert [b.right for b in spread(NUMBER, ["104", "104"]).bars] == [True]
     # Small numbers too: 0.1 to 0.9 is a width of 0.1; 0.12 to 0.13 one of 0.002 (0.00125 rounded up).
     assert [b.label for b in spread(NUMBER, ["0.1", "0.9"]).bars][::7] == ["0.1–0.2", "0.8–0.9"]
     assert [b.label for b in spread(NUMBER, ["0.12", "0.13"]).bars] == ["0.12–0.122", "0.122–0.124", "0.124–0.126",
