@@ -32,7 +32,7 @@ import re
 import signal
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from urllib.parse import urlencode
@@ -86,9 +86,10 @@ QUICK = Size(followers=30, fault_followers=20, seconds=1.5)
 
 @dataclass(frozen=True)
 class Vote:
-    """One vote: whose, when sent and answered, the status, and the port that answered (0: none did)."""
+    """One vote: whose and what, when sent and answered, the status, and the port that answered (0: none did)."""
 
     follower: int
+    cells: frozenset[str]
     sent: float
     acked: float
     status: int
@@ -135,10 +136,10 @@ def vote(ports: Sequence[int], code: str, key: str, voter: str, i: int, cells: f
         try:
             status, _, _ = call(port, "POST", f"/live/{code}/vote", body, Content_Type=FORM, HX_Request="true",
                                 Cookie=f"{VOTER}={voter}")  # fmt: skip
-            return Vote(i, sent, time.monotonic(), status, port)
+            return Vote(i, cells, sent, time.monotonic(), status, port)
         except (OSError, http.client.HTTPException):
             continue
-    return Vote(i, sent, time.monotonic(), 0, 0)
+    return Vote(i, cells, sent, time.monotonic(), 0, 0)
 
 
 class Class:
@@ -205,18 +206,24 @@ class Class:
         return int(rows[0]["answered"]), int(rows[0]["right"]), taps
 
 
-def tally(followers: Sequence[int]) -> tuple[int, Counter[str]]:
-    """What the class's final answers should count to, from the answers sent: right ones, and taps per cell."""
+def tally(answers: Iterable[frozenset[str]]) -> tuple[int, Counter[str]]:
+    """What the class's answers should count to: right ones, and taps per cell."""
+    kept = list(answers)
     taps = Counter(dict.fromkeys(CELLS, 0))
-    taps.update(cell for i in followers for cell in answer(i))
-    return sum(answer(i) == RIGHT for i in followers), taps
+    taps.update(cell for cells in kept for cell in cells)
+    return sum(cells == RIGHT for cells in kept), taps
+
+
+def last_answered(votes: Sequence[Vote]) -> dict[int, Vote]:
+    """Each follower's last vote answered 2xx, by follower: what the hub should hold for it."""
+    return {v.follower: v for v in sorted(votes, key=lambda v: v.sent) if 200 <= v.status < 300}
 
 
 def counted_check(name: str, votes: Sequence[Vote], results: tuple[int, int, Counter[str]], count: int) -> Check:
     """Every follower whose vote was answered 2xx counted, once, and the spread exactly the answers sent."""
     answered, right, taps = results
-    through = sorted({v.follower for v in votes if 200 <= v.status < 300})
-    want_right, want_taps = tally(through)
+    through = last_answered(votes)
+    want_right, want_taps = tally(v.cells for v in through.values())
     figure = (
         f"{answered} counted of {len(through)} followers answered 2xx ({count} voted, {len(votes)} votes); "
         f"right {right} (sent {want_right}); taps per cell {'equal to' if taps == want_taps else 'NOT'} the tally "
@@ -243,7 +250,10 @@ def poll_counts(klass: Class, polls: list[tuple[float, float, int]], until: floa
 
 def shown_after(votes: Sequence[Vote], polls: Sequence[tuple[float, float, int]]) -> list[float]:
     """For each follower's first vote: from its send to the first teacher's count asked after it was answered."""
-    firsts = {v.follower: v for v in sorted(votes, key=lambda v: v.sent, reverse=True) if v.status == 200}
+    firsts: dict[int, Vote] = {}
+    for v in sorted(votes, key=lambda v: v.sent):
+        if v.status == 200:
+            firsts.setdefault(v.follower, v)
     times = []
     for v in firsts.values():
         shown = next((got for sent, got, _ in polls if sent >= v.acked), None)

@@ -256,7 +256,7 @@ def test_the_votes_tally_is_the_answers_sent_and_a_third_are_right() -> None:
     # The bench's expected spread, by hand: followers 0 and 3 send weight 1's four bands; 1, 2, 4 and 5 send
     # {0.gradients, 2.master}, {0.master, 4.gradients}, {1.weights, 7.moments}, {1.gradients, 1.master},
     # each with 0.weights.
-    right, taps = votes.tally(range(6))
+    right, taps = votes.tally(votes.answer(i) for i in range(6))
     assert right == 2
     assert (taps["0.weights"], taps["1.weights"], taps["1.master"], taps["7.moments"], taps["3.weights"]) == (
         4,
