@@ -15,10 +15,11 @@ from collections import Counter, defaultdict, deque
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Protocol, TypeAlias
+from typing import Protocol, TypeAlias, TypeVar
 
 from app.live.session import Session
 
+K = TypeVar("K")
 SessionEdit = Callable[[Session], Session]
 """What `update` applies to a session: a pure function from the old session to the new."""
 GONE = None
@@ -31,11 +32,25 @@ RETRY_SECONDS = 2.0
 """How soon a stream asks again when the hub cannot be reached."""
 MISS_WINDOW_SECONDS = 600
 MISSES_ALLOWED = 100
-"""Wrong codes typed in the join form from one client address in ten minutes: a class behind one school
-address mistyping, not a script guessing (past them, every code is refused alike, the right ones too)."""
+"""Codes naming no session, asked for on any live route from one client address in ten minutes: a class
+behind one school address mistyping, not a script guessing. Past them, every code is refused alike, the
+right ones too, but for a session this address already follows or started (app/live/service.py `find`)."""
 ADDRESS_SHARE = Fraction(4, 5)
-"""The share of a session's places one client address may take: a class behind one school address
-fits, and one script cannot fill the room."""
+"""The default share of a session's places one client address may take (`ZERO_BANDS_LIVE_ADDRESS_SHARE`):
+a class behind one school address fits, and one script cannot fill the room."""
+SEAT_GRACE_SECONDS = 120.0
+"""How long a follower's seat (its token's place, and so its vote) is held after its last stream ends: a
+phone's screen locked for a minute, a stream's reconnection, keep it; a script's seats let go after it."""
+STREAMS_PER_SEAT = 4
+"""Streams open at once with one follower's token: its tabs. Past them, a reconnecting tab waits its turn."""
+STREAMS_PER_ADDRESS = 600
+"""Streams open at once from one client address, over every session, in one worker: two full lectures
+behind one school address. Each costs the worker about 40 kB (bench.live, "Memory"): 24 MB at most."""
+STARTS_ALLOWED = 20
+START_WINDOW_SECONDS = 3600
+"""Sessions one client address may start in an hour: a teacher starts a handful; a script, no flood."""
+SESSIONS_KEPT = 10_000
+"""Sessions one worker keeps in memory at once (MemoryHub): each a few kB, so 10,000 hold tens of MB."""
 
 
 VOTE_CHANGES = 30
@@ -63,19 +78,27 @@ class Room:
     """How many may follow one session, and how many of them from one client address."""
 
     size: int
+    share: Fraction = ADDRESS_SHARE
 
     @property
     def per_address(self) -> int:
-        """The places one address may take: ADDRESS_SHARE of the room, one at least."""
-        return max(1, math.floor(self.size * ADDRESS_SHARE))
+        """The places one address may take: `share` of the room, one at least."""
+        return max(1, math.floor(self.size * self.share))
+
+
+UNLIMITED = Room(2**31, Fraction(1))
+"""No limit: a test's admission, or a hub asked without a room."""
 
 
 class Full(Exception):
-    """No place for one more follower: the room is full, or the address has its share (`address`)."""
+    """No place for one more follower: the room is full, or the address has its share (`address`).
 
-    def __init__(self, followers: int, address: bool = False) -> None:
-        super().__init__(followers, address)
-        self.followers, self.address = followers, address
+    `streams`: the address, or the follower's token, has as many streams open as one may (not the room).
+    """
+
+    def __init__(self, followers: int, address: bool = False, streams: bool = False) -> None:
+        super().__init__(followers, address, streams)
+        self.followers, self.address, self.streams = followers, address, streams
 
 
 Queue: TypeAlias = asyncio.Queue[Session | None]
@@ -97,10 +120,13 @@ class Hub(Protocol):
         """Apply `change` to the session, atomically, and send the result to every follower."""
         ...
 
-    async def admit(self, code: str, client: str, room: Room | None = None) -> Queue:
+    async def admit(self, code: str, client: str, room: Room | None = None, token: str = "") -> Queue:
         """A queue of the session's new versions, counted as a follower of `client` until `leave`.
 
         Checked and counted in one step: Full if `room` has no place left, for anyone or for `client`.
+        With a follower's `token`, its seat too: held already (its streams come and go), or taken now if
+        the room's seats, and `client`'s share of them, have a place; Full if not. A seat is held while a
+        stream with its token is open, and SEAT_GRACE_SECONDS after: only a seat's vote is counted.
         """
         ...
 
@@ -112,25 +138,37 @@ class Hub(Protocol):
         """How many follow the session, over every worker (from `client` alone, if given)."""
         ...
 
+    async def seats(self, code: str, client: str | None = None) -> tuple[int, int]:
+        """The seats held in the session, and how many of them the most crowded address holds (or `client`)."""
+        ...
+
+    async def holds(self, code: str, token: str) -> bool:
+        """Whether `token` holds a seat in the session now."""
+        ...
+
     async def missed(self, client: str) -> int:
         """Count a wrong code from `client`: how many it has tried in the window."""
+        ...
+
+    async def started(self, client: str) -> int:
+        """Count a session started from `client`: how many it has started in the window (this one too)."""
         ...
 
     async def vote(self, code: str, key: str, token: str, answer: str, client: str, per_address: int) -> int | None:
         """Keep `token`'s answer in round `key`, replacing its last, if that round takes votes now: one step.
 
-        The votes in the round after it; None if the session is no longer kept. VoteRefused if the round is
-        not open (`closed`), the token changed its answer VOTE_CHANGES times (`token`), or `client` sent
-        `per_address` votes in the window (`address`).
+        The votes in the round after it; None if the session is no longer kept. VoteRefused if the token
+        holds no seat (`seat`), the round is not open (`closed`), the token changed its answer VOTE_CHANGES
+        times (`token`), or `client` sent `per_address` votes in the window (`address`).
         """
         ...
 
     async def ballots(self, code: str, key: str) -> list[str]:
-        """Round `key`'s answers, one per token, without the tokens."""
+        """Round `key`'s answers, one per token that holds its seat now, without the tokens."""
         ...
 
     async def answered(self, code: str, key: str) -> int:
-        """How many tokens answered in round `key`."""
+        """How many tokens that hold their seats now answered in round `key`: never more than the seats."""
         ...
 
     async def own(self, code: str, key: str, token: str) -> str | None:
@@ -153,7 +191,12 @@ class Fanout:
         self.queues: defaultdict[str, set[Queue]] = defaultdict(set)
         self.clients: defaultdict[str, Counter[str]] = defaultdict(Counter)
         """Followers here by session, then by client address."""
-        self.owners: dict[Queue, str] = {}
+        self.owners: dict[Queue, tuple[str, str]] = {}
+        """Each follower's client address and token."""
+        self.streams: Counter[tuple[str, str]] = Counter()
+        """Streams here by session and token (a follower's tabs)."""
+        self.per_client: Counter[str] = Counter()
+        """Streams here by client address, over every session."""
 
     def deliver(self, code: str, session: Session | None) -> None:
         """Give `session` (GONE: the session is no longer kept) to every follower of `code` here."""
@@ -163,34 +206,45 @@ class Fanout:
                     queue.get_nowait()
             queue.put_nowait(session)
 
-    def add(self, code: str, client: str = "") -> Queue:
-        """A new follower's queue, from `client`."""
+    def check(self, code: str, client: str, token: str) -> None:
+        """Full (`streams`) if `client`, or `token`, has as many streams open here as one may."""
+        if self.per_client[client] >= STREAMS_PER_ADDRESS or (token and self.streams[code, token] >= STREAMS_PER_SEAT):
+            raise Full(self.count(code), streams=True)
+
+    def add(self, code: str, client: str = "", token: str = "") -> Queue:
+        """A new follower's queue, from `client` with `token`."""
         queue: Queue = asyncio.Queue(QUEUE_SIZE)
         self.queues[code].add(queue)
         self.clients[code][client] += 1
-        self.owners[queue] = client
+        self.owners[queue] = client, token
+        self.per_client[client] += 1
+        if token:
+            self.streams[code, token] += 1
         return queue
 
-    def admit(self, code: str, client: str, room: Room | None) -> Queue:
+    def admit(self, code: str, client: str, room: Room, token: str = "") -> Queue:
         """A new follower's queue if `room` has a place for it (Full if not), checked and added in one step."""
-        if room is not None:
-            if (n := self.count(code)) >= room.size:
-                raise Full(n)
-            if self.clients[code][client] >= room.per_address:
-                raise Full(n, address=True)
-        return self.add(code, client)
+        self.check(code, client, token)
+        if (n := self.count(code)) >= room.size:
+            raise Full(n)
+        if self.clients[code][client] >= room.per_address:
+            raise Full(n, address=True)
+        return self.add(code, client, token)
 
-    def remove(self, code: str, queue: Queue) -> None:
-        """A follower gone (once: a second removal of the same queue changes nothing)."""
-        client = self.owners.pop(queue, None)
-        if client is None:
-            return
+    def remove(self, code: str, queue: Queue) -> str | None:
+        """A follower gone (once: a second removal of the same queue changes nothing); its token, if any."""
+        owner = self.owners.pop(queue, None)
+        if owner is None:
+            return None
+        client, token = owner
         self.queues[code].discard(queue)
-        self.clients[code][client] -= 1
-        if not self.clients[code][client]:
-            del self.clients[code][client]
+        _less(self.clients[code], client)
+        _less(self.per_client, client)
+        if token:
+            _less(self.streams, (code, token))
         if not self.queues[code]:
             del self.queues[code], self.clients[code]
+        return token
 
     def count(self, code: str, client: str | None = None) -> int:
         """Followers of `code` in this process (from `client` alone, if given)."""
@@ -198,25 +252,41 @@ class Fanout:
             return self.clients[code][client] if code in self.clients else 0
         return len(self.queues.get(code, ()))
 
+    def tokens(self, code: str) -> set[str]:
+        """The tokens with a stream open here: their seats are held."""
+        return {token for c, token in self.streams if c == code}
 
-class Misses:
-    """Wrong codes by client address, in a sliding window."""
 
-    def __init__(self) -> None:
+def _less(counter: Counter[K], key: K) -> None:
+    """One fewer of `key`, and none kept once there are none."""
+    counter[key] -= 1
+    if counter[key] <= 0:
+        del counter[key]
+
+
+class Window:
+    """Events by client address (wrong codes, sessions started) in a sliding window, each address's kept bounded."""
+
+    def __init__(self, seconds: float, limit: int) -> None:
+        self.seconds, self.limit = seconds, limit
         self.times: defaultdict[str, deque[float]] = defaultdict(deque)
 
     def count(self, client: str, now: float) -> int:
         """How many in the window."""
-        return sum(1 for t in self.times.get(client, ()) if t >= now - MISS_WINDOW_SECONDS)
+        return sum(1 for t in self.times.get(client, ()) if t >= now - self.seconds)
 
     def note(self, client: str, now: float) -> int:
-        """Count one, forget those past the window, and say how many are left."""
+        """Count one, forget those past the window, and say how many are left.
+
+        Past the limit only the latest `limit` + 1 are kept (enough to say it is past): a script's 600
+        guesses a second cost no more memory than a class's hundred mistypes.
+        """
         if len(self.times) > 10_000:  # a crowd of addresses: forget the ones that stopped
-            for key in [k for k, t in self.times.items() if not t or t[-1] < now - MISS_WINDOW_SECONDS]:
+            for key in [k for k, t in self.times.items() if not t or t[-1] < now - self.seconds]:
                 del self.times[key]
         times = self.times[client]
         times.append(now)
-        while times and times[0] < now - MISS_WINDOW_SECONDS:
+        while times and (times[0] < now - self.seconds or len(times) > self.limit + 1):
             times.popleft()
         return len(times)
 
@@ -227,6 +297,14 @@ def takes_votes(session: Session | None, key: str) -> bool:
     return poll is not None and poll.open and poll.key == key
 
 
+@dataclass
+class Seat:
+    """A follower's place, by its token: its address, and until when it is held once no stream holds it."""
+
+    client: str
+    until: float
+
+
 class MemoryHub:
     """Sessions in this process: for one worker, with nothing else to run."""
 
@@ -234,7 +312,9 @@ class MemoryHub:
         self.clock = clock
         self.sessions: dict[str, Session] = {}
         self.fanout = Fanout()
-        self.wrong = Misses()
+        self.wrong = Window(MISS_WINDOW_SECONDS, MISSES_ALLOWED)
+        self.starts = Window(START_WINDOW_SECONDS, STARTS_ALLOWED)
+        self.seats_by_code: defaultdict[str, dict[str, Seat]] = defaultdict(dict)
         self.votes: defaultdict[tuple[str, str], dict[str, str]] = defaultdict(dict)
         """Answers by session and round, then by token."""
         self.changes: Counter[tuple[str, str, str]] = Counter()
@@ -242,14 +322,17 @@ class MemoryHub:
         """Votes by client address and window."""
 
     async def add(self, session: Session) -> bool:
-        """Keep a new session, forgetting the expired ones."""
+        """Keep a new session, forgetting the expired ones; False if its code is taken, or SESSIONS_KEPT are."""
         now = self.clock()
         for code in [c for c, s in self.sessions.items() if s.expired(now)]:
             del self.sessions[code]
+            self.seats_by_code.pop(code, None)
             for kept in [k for k in self.votes if k[0] == code]:  # nothing of a student outlives the session
                 del self.votes[kept]
             for counted in [k for k in self.changes if k[0] == code]:
                 del self.changes[counted]
+        if len(self.sessions) >= SESSIONS_KEPT:
+            raise Full(len(self.sessions))
         if session.code in self.sessions:
             return False
         self.sessions[session.code] = session
@@ -269,17 +352,49 @@ class MemoryHub:
         self.fanout.deliver(code, changed)
         return changed
 
-    async def admit(self, code: str, client: str, room: Room | None = None) -> Queue:
+    def _held(self, code: str) -> dict[str, Seat]:
+        """The session's seats held now (a stream open with the token, or within its grace), the rest let go."""
+        now, open_here = self.clock(), self.fanout.tokens(code)
+        seats = self.seats_by_code.get(code, {})
+        for token in [t for t, seat in seats.items() if seat.until <= now and t not in open_here]:
+            del seats[token]
+        return seats
+
+    async def admit(self, code: str, client: str, room: Room | None = None, token: str = "") -> Queue:
         """A follower's queue, checked and counted with no await between (one event loop: one step)."""
+        room = room or UNLIMITED
+        self.fanout.check(code, client, token)
+        if token:
+            seats = self._held(code)
+            if token not in seats:
+                if len(seats) >= room.size:
+                    raise Full(len(seats))
+                if sum(1 for seat in seats.values() if seat.client == client) >= room.per_address:
+                    raise Full(len(seats), address=True)
+            queue = self.fanout.admit(code, client, room, token)
+            self.seats_by_code[code][token] = Seat(client, self.clock() + SEAT_GRACE_SECONDS)
+            return queue
         return self.fanout.admit(code, client, room)
 
     async def leave(self, code: str, queue: Queue) -> None:
-        """A follower gone."""
-        self.fanout.remove(code, queue)
+        """A follower gone: its seat held for its grace from now."""
+        token = self.fanout.remove(code, queue)
+        if token and (seat := self.seats_by_code.get(code, {}).get(token)) is not None:
+            seat.until = self.clock() + SEAT_GRACE_SECONDS
 
     async def followers(self, code: str, client: str | None = None) -> int:
         """Followers of the session (from `client` alone, if given): all of them are in this process."""
         return self.fanout.count(code, client)
+
+    async def seats(self, code: str, client: str | None = None) -> tuple[int, int]:
+        """The seats held, and the most held by one address (or by `client`)."""
+        by_client = Counter(seat.client for seat in self._held(code).values())
+        most = by_client[client] if client is not None else max(by_client.values(), default=0)
+        return sum(by_client.values()), most
+
+    async def holds(self, code: str, token: str) -> bool:
+        """Whether `token` holds a seat."""
+        return token in self._held(code)
 
     async def missed(self, client: str) -> int:
         """Count a wrong code from `client`."""
@@ -289,11 +404,17 @@ class MemoryHub:
         """Wrong codes from `client` in the window."""
         return self.wrong.count(client, self.clock())
 
+    async def started(self, client: str) -> int:
+        """Count a session started from `client`."""
+        return self.starts.note(client, self.clock())
+
     async def vote(self, code: str, key: str, token: str, answer: str, client: str, per_address: int) -> int | None:
         """Keep the answer, checked and kept with no await between (one event loop: one step)."""
         session = await self.get(code)
         if session is None:
             return None
+        if token not in self._held(code):
+            raise VoteRefused("seat")
         if not takes_votes(session, key):
             raise VoteRefused("closed")
         if self.changes[code, key, token] >= VOTE_CHANGES:
@@ -309,13 +430,17 @@ class MemoryHub:
         self.votes[code, key][token] = answer
         return len(self.votes[code, key])
 
+    def _counted(self, code: str, key: str) -> list[str]:
+        held = self._held(code)
+        return [answer for token, answer in self.votes.get((code, key), {}).items() if token in held]
+
     async def ballots(self, code: str, key: str) -> list[str]:
-        """The round's answers."""
-        return list(self.votes.get((code, key), {}).values())
+        """The round's answers of the seats held."""
+        return self._counted(code, key)
 
     async def answered(self, code: str, key: str) -> int:
-        """The round's count."""
-        return len(self.votes.get((code, key), {}))
+        """The round's count, of the seats held."""
+        return len(self._counted(code, key))
 
     async def own(self, code: str, key: str, token: str) -> str | None:
         """The token's answer."""

@@ -37,6 +37,9 @@ from redis.exceptions import RedisError, WatchError
 from app.live.hub import (
     GONE,
     MISS_WINDOW_SECONDS,
+    SEAT_GRACE_SECONDS,
+    START_WINDOW_SECONDS,
+    UNLIMITED,
     VOTE_CHANGES,
     VOTE_WINDOW_SECONDS,
     Fanout,
@@ -80,20 +83,70 @@ end
 local room = others(KEYS[1]) + tonumber(ARGV[4])
 if room > tonumber(ARGV[5]) then return {1, room - 1} end
 if others(KEYS[2]) + tonumber(ARGV[6]) > tonumber(ARGV[7]) then return {2, room - 1} end
+local token, client = ARGV[9], ARGV[11]
+if token ~= '' then
+  local held = redis.call('ZSCORE', KEYS[3], token)
+  if not held or tonumber(held) <= now then
+    local gone = redis.call('ZRANGEBYSCORE', KEYS[3], '-inf', now)
+    for i = 1, #gone do redis.call('HDEL', KEYS[4], gone[i]) end
+    redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+    local seats = redis.call('ZRANGE', KEYS[3], 0, -1)
+    if #seats >= tonumber(ARGV[5]) then return {1, #seats} end
+    local mine = 0
+    for i = 1, #seats do
+      if redis.call('HGET', KEYS[4], seats[i]) == client then mine = mine + 1 end
+    end
+    if mine >= tonumber(ARGV[7]) then return {2, #seats} end
+  end
+  redis.call('ZADD', KEYS[3], ARGV[10], token)
+  redis.call('HSET', KEYS[4], token, client)
+  redis.call('EXPIRE', KEYS[3], ARGV[8])
+  redis.call('EXPIRE', KEYS[4], ARGV[8])
+end
 redis.call('HSET', KEYS[1], worker, ARGV[4] .. ' ' .. ARGV[2])
 redis.call('EXPIRE', KEYS[1], ARGV[8])
 redis.call('HSET', KEYS[2], worker, ARGV[6] .. ' ' .. ARGV[2])
 redis.call('EXPIRE', KEYS[2], ARGV[8])
 return {0, room}
 """
-"""A follower's admission, in one step: KEYS are the session's and the address's counts by worker; ARGV
-this worker, the time, STALE_SECONDS, then this worker's count and the limit, for the session and for the
-address, and the keys' lifetime. This worker's counts include the new follower. {0, followers} if
-admitted, else {1 (the room) or 2 (the address's share), the followers before}."""
+"""A follower's admission, in one step: KEYS are the session's and the address's counts by worker, and the
+session's seats (token → until when held) and their addresses; ARGV this worker, the time, STALE_SECONDS,
+then this worker's count and the limit, for the session and for the address, the keys' lifetime, the
+follower's token (empty: no seat), until when its seat is held, and its address. This worker's counts
+include the new follower. A token whose seat is held keeps it; a new one takes a seat if the room's seats,
+and the address's share of them, have a place. {0, followers} if admitted, else {1 (the room) or 2 (the
+address's share), the followers or seats before}."""
+
+SEATS = """
+local tokens = redis.call('ZRANGEBYSCORE', KEYS[1], '(' .. ARGV[1], '+inf')
+local by, most = {}, 0
+for i = 1, #tokens do
+  local client = redis.call('HGET', KEYS[2], tokens[i]) or ''
+  by[client] = (by[client] or 0) + 1
+  if by[client] > most then most = by[client] end
+end
+if ARGV[2] == '1' then most = by[ARGV[3]] or 0 end
+return {#tokens, most}
+"""
+"""The seats held now (KEYS: the seats, their addresses; ARGV: the time, whether one address is asked, which):
+{seats, the most one address holds, or the address asked}."""
+
+COUNTED = """
+local out, now = {}, tonumber(ARGV[1])
+local all = redis.call('HGETALL', KEYS[1])
+for i = 1, #all, 2 do
+  local held = redis.call('ZSCORE', KEYS[2], all[i])
+  if held and tonumber(held) > now then out[#out + 1] = all[i + 1] end
+end
+return out
+"""
+"""A round's answers of the seats held now (KEYS: the round's answers, the seats; ARGV: the time)."""
 
 VOTE = """
 local text = redis.call('GET', KEYS[1])
 if not text then return -1 end
+local held = redis.call('ZSCORE', KEYS[5], ARGV[2])
+if not held or tonumber(held) <= tonumber(ARGV[8]) then return -5 end
 local session = cjson.decode(text)
 local polls = session['polls'] or {}
 local poll = polls[#polls]
@@ -109,11 +162,11 @@ redis.call('EXPIRE', KEYS[2], ARGV[6])
 return redis.call('HLEN', KEYS[2])
 """
 """A vote, checked against the session as stored and kept in one step, so a round closed by another worker
-takes no vote after: KEYS are the session, the round's answers (token → answer), its changes by token, and
-the address's votes in the window; ARGV the round's key, the token, the answer, the two limits, the
-session's lifetime and the window. The votes in the round after it, or -1 (no session), -2 (not open),
--3 (the token's limit), -4 (the address's)."""
-REFUSED = {-2: "closed", -3: "token", -4: "address"}
+takes no vote after: KEYS are the session, the round's answers (token → answer), its changes by token, the
+address's votes in the window and the session's seats; ARGV the round's key, the token, the answer, the two
+limits, the session's lifetime, the window and the time. The votes in the round after it, or -1 (no
+session), -5 (the token holds no seat), -2 (not open), -3 (the token's limit), -4 (the address's)."""
+REFUSED = {-2: "closed", -3: "token", -4: "address", -5: "seat"}
 
 
 class Breaker:
@@ -163,6 +216,8 @@ class RedisHub:
         self.redis = redis.Redis.from_pool(pool)
         self.admit_script = self.redis.register_script(ADMIT)
         self.vote_script = self.redis.register_script(VOTE)
+        self.seats_script = self.redis.register_script(SEATS)
+        self.counted_script = self.redis.register_script(COUNTED)
         self.clock = clock
         self.breaker = Breaker(BREAKER_SECONDS)
         self.fanout = Fanout()
@@ -221,7 +276,7 @@ class RedisHub:
                     except WatchError:
                         continue
 
-    async def admit(self, code: str, client: str, room: Room | None = None) -> Queue:
+    async def admit(self, code: str, client: str, room: Room | None = None, token: str = "") -> Queue:
         """A follower's queue, checked against `room` over every worker and counted, in one script.
 
         Returned once this worker's listener is subscribed, so a version written after the follower's
@@ -229,15 +284,18 @@ class RedisHub:
         and the listener catches up once it is back).
         """
         self._ensure_started()
+        room = room or UNLIMITED
         async with self.counting:
-            queue = self.fanout.add(code, client)
+            self.fanout.check(code, client, token)
+            queue = self.fanout.add(code, client, token)
             try:
                 with self._guard():
-                    kept = f"{PREFIX}{code}:followers"
-                    limits = (room.size, room.per_address) if room else (2**31, 2**31)
-                    args = (self.worker, self.clock(), STALE_SECONDS, self.fanout.count(code), limits[0],
-                            self.fanout.count(code, client), limits[1], LIFETIME_SECONDS)  # fmt: skip
-                    refused, followers = await self.admit_script(keys=[kept, _from(code, client)], args=args)
+                    keys = [f"{PREFIX}{code}:followers", _from(code, client), *_seats(code)]
+                    now = self.clock()
+                    args = (self.worker, now, STALE_SECONDS, self.fanout.count(code), room.size,
+                            self.fanout.count(code, client), room.per_address, LIFETIME_SECONDS, token,
+                            now + SEAT_GRACE_SECONDS, client)  # fmt: skip
+                    refused, followers = await self.admit_script(keys=keys, args=args)
             except BaseException:
                 self.fanout.remove(code, queue)
                 raise
@@ -251,12 +309,12 @@ class RedisHub:
 
     async def leave(self, code: str, queue: Queue) -> None:
         """A follower gone: counted out here at once, and in Redis if it answers (else the heartbeat does)."""
-        client = self.fanout.owners.get(queue)
+        owner = self.fanout.owners.get(queue)
         self.fanout.remove(code, queue)  # at once, even if the write below is cancelled
-        if client is not None and not self.breaker.open:  # while open, the heartbeat writes it later
+        if owner is not None and not self.breaker.open:  # while open, the heartbeat writes it later
             async with self.counting:
                 try:
-                    await self._count(code, [client])
+                    await self._count(code, [owner[0]], [owner[1]] if owner[1] else [])
                 except RedisError:
                     self.breaker.trip()
 
@@ -272,13 +330,33 @@ class RedisHub:
                 total += int(count)
         return total
 
+    async def seats(self, code: str, client: str | None = None) -> tuple[int, int]:
+        """The seats held over every worker, and the most one address holds (or `client`), in one script."""
+        with self._guard():
+            held, most = await self.seats_script(keys=_seats(code), args=[self.clock(), int(client is not None),
+                                                                             client or ""])  # fmt: skip
+        return int(held), int(most)
+
+    async def holds(self, code: str, token: str) -> bool:
+        """Whether `token`'s seat is held now, over every worker."""
+        with self._guard():
+            until = await self.redis.zscore(_seats(code)[0], token)
+        return until is not None and float(until) > self.clock()
+
     async def missed(self, client: str) -> int:
         """Count a wrong code from `client`, over every worker."""
-        key = f"{PREFIX}misses:{client}"
+        return await self._note(f"{PREFIX}misses:{client}", MISS_WINDOW_SECONDS)
+
+    async def started(self, client: str) -> int:
+        """Count a session started from `client`, over every worker."""
+        return await self._note(f"{PREFIX}starts:{client}", START_WINDOW_SECONDS)
+
+    async def _note(self, key: str, window: int) -> int:
+        # A window from the first event: one counter and its expiry, the same on every worker.
         with self._guard():
             async with self.redis.pipeline(transaction=True) as pipe:
                 pipe.incr(key)
-                pipe.expire(key, MISS_WINDOW_SECONDS, nx=True)
+                pipe.expire(key, window, nx=True)
                 count, _ = await pipe.execute()
         return int(count)
 
@@ -291,8 +369,9 @@ class RedisHub:
     async def vote(self, code: str, key: str, token: str, answer: str, client: str, per_address: int) -> int | None:
         """Keep the answer in the round's hash, checked against the session as stored, in one script."""
         keys = [PREFIX + code, f"{PREFIX}{code}:votes:{key}", f"{PREFIX}{code}:changes:{key}",
-                f"{PREFIX}votes-from:{client}"]  # fmt: skip
-        args: list[str | int] = [key, token, answer, VOTE_CHANGES, per_address, LIFETIME_SECONDS, VOTE_WINDOW_SECONDS]
+                f"{PREFIX}votes-from:{client}", _seats(code)[0]]  # fmt: skip
+        args: list[str | int | float] = [key, token, answer, VOTE_CHANGES, per_address, LIFETIME_SECONDS,
+                                         VOTE_WINDOW_SECONDS, self.clock()]  # fmt: skip
         with self._guard():
             votes = int(await self.vote_script(keys=keys, args=args))
         if votes == -1:
@@ -302,15 +381,15 @@ class RedisHub:
         return votes
 
     async def ballots(self, code: str, key: str) -> list[str]:
-        """The round's answers, from its hash."""
+        """The round's answers of the seats held, from its hash, in one script."""
         with self._guard():
-            values = await self.redis.hvals(f"{PREFIX}{code}:votes:{key}")
+            values = await self.counted_script(keys=[f"{PREFIX}{code}:votes:{key}", _seats(code)[0]],
+                                               args=[self.clock()])  # fmt: skip
         return [v.decode() if isinstance(v, bytes) else v for v in values]
 
     async def answered(self, code: str, key: str) -> int:
-        """The round's count: its hash's length."""
-        with self._guard():
-            return int(await self.redis.hlen(f"{PREFIX}{code}:votes:{key}"))
+        """The round's count, of the seats held."""
+        return len(await self.ballots(code, key))
 
     async def own(self, code: str, key: str, token: str) -> str | None:
         """The token's answer, from the round's hash."""
@@ -330,16 +409,20 @@ class RedisHub:
                 await task
         await self.redis.aclose()
 
-    async def _count(self, code: str, clients: Iterable[str]) -> None:
-        # Under `counting`: the counts written are this worker's now, and no admission writes between.
-        now = self.clock()
+    async def _count(self, code: str, clients: Iterable[str], tokens: Iterable[str]) -> None:
+        # Under `counting`: the counts written are this worker's now, and no admission writes between. A
+        # session Redis no longer keeps (it restarted empty) gets no counts or seats written back.
+        now, kept = self.clock(), bool(await self.redis.exists(PREFIX + code))
         for key, count in [(f"{PREFIX}{code}:followers", self.fanout.count(code)),
                            *((_from(code, c), self.fanout.count(code, c)) for c in clients)]:  # fmt: skip
-            if count:
+            if count and kept:
                 await self.redis.hset(key, self.worker, f"{count} {now}")
                 await self.redis.expire(key, LIFETIME_SECONDS)
             else:
                 await self.redis.hdel(key, self.worker)
+        if kept and (seats := dict.fromkeys(tokens, now + SEAT_GRACE_SECONDS)):
+            # Held from now for their grace: refreshed while a stream is open here, counted from its end after.
+            await self.redis.zadd(_seats(code)[0], seats, xx=True)
 
     async def _heartbeat(self) -> None:
         while True:
@@ -351,7 +434,7 @@ class RedisHub:
         # Every count of this worker written again, with the time: a worker that stops, stops counting.
         async with self.counting:
             for code in list(self.fanout.queues):
-                await self._count(code, list(self.fanout.clients[code]))
+                await self._count(code, list(self.fanout.clients[code]), self.fanout.tokens(code))
 
     async def _listen(self) -> None:
         tries = 0
@@ -383,6 +466,11 @@ class RedisHub:
         for code in list(self.fanout.queues):
             text = await self.redis.get(PREFIX + code)
             self.fanout.deliver(code, GONE if text is None else Session.from_json(text))
+
+
+def _seats(code: str) -> list[str]:
+    """The keys of a session's seats (token → until when held) and of their addresses (token → address)."""
+    return [f"{PREFIX}{code}:seats", f"{PREFIX}{code}:seat-from"]
 
 
 def _from(code: str, client: str) -> str:

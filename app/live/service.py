@@ -7,13 +7,17 @@ with no status and no sentence, which are the web's.
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
+from fractions import Fraction
 
 from app.domain.questions import BadAnswer, Question, Spread, normal_answer, spread
 from app.live.hub import (
+    ADDRESS_SHARE,
     MISSES_ALLOWED,
+    STARTS_ALLOWED,
     VOTES_PER_PLACE,
     Full,
     Hub,
@@ -46,7 +50,15 @@ class SessionEnded(Refusal):
 
 
 class TooManyTries(Refusal):
-    """The visitor's address tried too many wrong codes lately: every code is refused alike."""
+    """The visitor's address tried too many wrong codes lately: every code is refused alike (but its own sessions')."""
+
+
+class TooManyStarts(Refusal):
+    """The visitor's address started as many sessions lately as one may (hub.py STARTS_ALLOWED)."""
+
+
+class Crowded(Refusal):
+    """The server keeps as many sessions, or the visitor's address holds as many streams, as it may."""
 
 
 class NotTheTeacher(Refusal):
@@ -70,7 +82,7 @@ class ShareTaken(Refusal):
 
 
 class NotAFollower(Refusal):
-    """A vote without a follower's token of this session: only those who follow it answer."""
+    """A vote without a seat of this session's (a token admitted with its stream): only those who follow it answer."""
 
 
 class VoteClosed(Refusal):
@@ -104,18 +116,29 @@ def hub_for(redis_url: str) -> Hub:
     return RedisHub(redis_url) if redis_url else MemoryHub()
 
 
+def origin(address: str) -> str:
+    """What a session keeps of the address it was started from: a digest, enough to know it again."""
+    return hashlib.sha256(address.encode()).hexdigest()[:16]
+
+
 @dataclass(frozen=True)
 class Sessions:
     """The live sessions kept in `hub`, under their rules.
 
     `on` is whether sessions can be kept here at all (one worker, or Redis); `room` is how many may
-    follow one session.
+    follow one session, and `share` the part of it one client address may take.
     """
 
     hub: Hub
     on: bool
     room: int
+    share: Fraction = ADDRESS_SHARE
     clock: Callable[[], float] = time.time
+
+    @property
+    def places(self) -> Room:
+        """The room, and one address's share of it."""
+        return Room(self.room, self.share)
 
     def _kept(self) -> Hub:
         if not self.on:
@@ -129,28 +152,35 @@ class Sessions:
     async def find(self, code: str, visitor: Visitor) -> Session:
         """The session `code` names, as typed; else NoSuchSession, SessionEnded, or TooManyTries (wrong codes).
 
-        Past the wrong codes allowed, every code is refused alike, a right one too (a guesser learns
-        nothing), but for the teacher of the session named. Only `join` counts a wrong code: a page or
-        a stream of a session that ended or was lost is asked for again and again, and is no guess.
+        Every code that names no session counts as a wrong one, on every route (the join form, a page, a
+        stream, the QR code, the count): a script guesses through any of them. Past the wrong codes allowed,
+        every code is refused alike, a right one too (a guesser learns nothing), but for a session this
+        address already knows: its teacher's, one it started, or one it follows (a seat held from it). So a
+        class behind one school address is never locked out of its own session by one student's guesses.
         """
         hub, normal = self._kept(), normal_code(code)
         session = await hub.get(normal) if normal else None
-        teacher = session is not None and session.is_teacher(visitor.secret)
-        if not teacher and await hub.misses(visitor.address) >= MISSES_ALLOWED:
-            raise TooManyTries
+        throttled = await hub.misses(visitor.address) >= MISSES_ALLOWED
         if session is None:
+            if throttled:
+                raise TooManyTries
+            await hub.missed(visitor.address)
             raise NoSuchSession
+        if throttled and not await self._known(session, visitor):
+            raise TooManyTries
         if session.ended:
             raise SessionEnded
         return session
 
+    async def _known(self, session: Session, visitor: Visitor) -> bool:
+        """Whether the visitor may reach `session` whatever its wrong codes: it teaches, started or follows it."""
+        if session.is_teacher(visitor.secret) or session.origin == origin(visitor.address):
+            return True
+        return (await self._kept().seats(session.code, visitor.address))[1] > 0
+
     async def join(self, code: str, visitor: Visitor) -> Session:
-        """The session `code` names, found as `find` does, from the join form: a code naming none counts as wrong."""
-        try:
-            return await self.find(code, visitor)
-        except NoSuchSession:
-            await self._kept().missed(visitor.address)
-            raise
+        """The session `code` names, found as `find` does (the join form: a code naming none counts as wrong)."""
+        return await self.find(code, visitor)
 
     async def teach(self, code: str, visitor: Visitor) -> Session:
         """The session, found as `find` does, if the visitor is its teacher; NotTheTeacher if not."""
@@ -160,44 +190,67 @@ class Sessions:
         return session
 
     async def follow(self, code: str, visitor: Visitor) -> Session:
-        """The session, found as `find` does, if there is room for one more follower (a page's check: `admit` counts).
+        """The session, found as `find` does, if it has a seat for the visitor (a page's check: `admit` takes it).
 
-        RoomFull if the room is full; ShareTaken if the visitor's address has its share of it.
+        RoomFull if every seat is held; ShareTaken if the visitor's address holds its share of them. A
+        visitor whose token holds a seat already has its place.
         """
-        session = await self.find(code, visitor)
-        if (n := await self.followers(session)) >= self.room:
+        session, hub = await self.find(code, visitor), self._kept()
+        if visitor.token and session.is_voter(visitor.token) and await hub.holds(session.code, visitor.token):
+            return session
+        # The room counts both seats and streams: a stream with no token (none on this page) takes a place too.
+        held, from_here = await hub.seats(session.code, visitor.address)
+        if (n := max(held, await hub.followers(session.code))) >= self.room:
             raise RoomFull(n)
-        if await self._kept().followers(session.code, visitor.address) >= (share := Room(self.room).per_address):
+        if max(from_here, await hub.followers(session.code, visitor.address)) >= (share := self.places.per_address):
             raise ShareTaken(share)
         return session
 
-    async def admit(self, code: str, visitor: Visitor) -> tuple[Session, Queue]:
-        """The session, found as `find` does, and a follower's queue counted in it (until `leave`).
+    async def admit(self, code: str, visitor: Visitor) -> tuple[Session, Queue, str]:
+        """The session, found as `find` does, a follower's queue counted in it (until `leave`), and its token.
 
-        The room is checked and the follower counted in one step (the hub's `admit`): RoomFull when the
-        room is full, ShareTaken when the visitor's address has its share of it.
+        The follower's token is the visitor's if it is one of the session's, else a new one, handed out here
+        with the seat and never with a bare page (app/web/live.py sets it as the stream's cookie). The room
+        is checked and the seat taken in one step (the hub's `admit`): RoomFull when the room is full,
+        ShareTaken when the visitor's address holds its share, Crowded past the streams one may hold.
         """
         session = await self.find(code, visitor)
+        token = visitor.token if visitor.token and session.is_voter(visitor.token) else session.voter()
         try:
-            return session, await self._kept().admit(session.code, visitor.address, Room(self.room))
+            return session, await self._kept().admit(session.code, visitor.address, self.places, token), token
         except Full as full:
-            raise ShareTaken(Room(self.room).per_address) if full.address else RoomFull(full.followers) from None
+            if full.streams:
+                raise Crowded from None
+            raise ShareTaken(self.places.per_address) if full.address else RoomFull(full.followers) from None
 
     async def leave(self, code: str, queue: Queue) -> None:
         """The follower of `queue` is gone (a second call changes nothing)."""
         await self._kept().leave(code, queue)
 
     async def followers(self, session: Session) -> int:
-        """Followers of `session`, over every worker."""
+        """Followers of `session` (their streams open now), over every worker."""
         return await self._kept().followers(session.code)
 
-    async def start(self, view: str) -> tuple[Session, str]:
-        """A new session showing `view`, kept; and the teacher's secret."""
+    async def seats(self, session: Session) -> tuple[int, int]:
+        """Seats held in `session` (the followers whose votes count), and the most one address holds."""
+        return await self._kept().seats(session.code)
+
+    async def start(self, view: str, visitor: Visitor) -> tuple[Session, str]:
+        """A new session showing `view`, kept; and the teacher's secret.
+
+        TooManyStarts past the sessions one address may start in the window; Crowded when the server keeps
+        as many sessions as it may.
+        """
         hub = self._kept()
-        session, secret = new_session(view, self.clock())
-        while not await hub.add(session):  # a code already in use: draw another
-            session, secret = new_session(view, self.clock())
-        return session, secret
+        if await hub.started(visitor.address) > STARTS_ALLOWED:
+            raise TooManyStarts
+        try:
+            while True:
+                session, secret = new_session(view, self.clock(), origin(visitor.address))
+                if await hub.add(session):  # else a code already in use: draw another
+                    return session, secret
+        except Full:
+            raise Crowded from None
 
     async def show(self, session: Session, view: str) -> Session | None:
         """The teacher moved to `view`; the session as changed (None: no longer kept)."""
@@ -222,8 +275,8 @@ class Sessions:
     async def vote(self, code: str, visitor: Visitor, key: str, given: list[str]) -> tuple[Session, str]:
         """Keep a follower's answer to round `key`; the session and the answer as kept.
 
-        NotAFollower without a token of the session's, BadVote for what cannot be an answer, VoteClosed
-        when the round takes no votes, TooManyVotes past a limit (app/live/hub.py).
+        NotAFollower without a token of the session's holding its seat, BadVote for what cannot be an answer,
+        VoteClosed when the round takes no votes, TooManyVotes past a limit (app/live/hub.py).
         """
         session = await self.find(code, visitor)
         if not session.is_voter(visitor.token):
@@ -235,11 +288,11 @@ class Sessions:
             answer = normal_answer(poll.question, given)
         except BadAnswer as bad:
             raise BadVote(str(bad)) from None
-        per_address = Room(self.room).per_address * VOTES_PER_PLACE
+        per_address = self.places.per_address * VOTES_PER_PLACE
         try:
             kept = await self._kept().vote(session.code, key, visitor.token or "", answer, visitor.address, per_address)
         except VoteRefused as refused:
-            raise VoteClosed if refused.why == "closed" else TooManyVotes from None
+            raise {"seat": NotAFollower, "closed": VoteClosed}.get(refused.why, TooManyVotes) from None
         if kept is None:
             raise NoSuchSession
         return session, answer

@@ -17,8 +17,9 @@ from app.domain.questions import AnswerKind, Question
 
 ALPHABET = "ACDEFHJKMNPRTWXY3479"
 """Join codes' characters: none that looks like another (0 O Q, 1 I L, 2 Z, 5 S, 6 G, 8 B, U V)."""
-CODE_LENGTH = 6
-"""20**6 = 64 million codes: a guess finds a session about once in a million tries with 64 running."""
+CODE_LENGTH = 8
+"""20**8 = 25.6 billion codes: with 1,000 sessions running, a guess finds one once in 25.6 million tries
+(docs/security.md works out how long that takes at the fastest rate the server allows)."""
 LIFETIME_SECONDS = 4 * 3600
 """A session ends four hours after the teacher's last action."""
 
@@ -110,6 +111,8 @@ class Session:
     ended: bool = False
     polls: tuple[Poll, ...] = field(default=())
     """The questions asked, the last the one now (unless done)."""
+    origin: str = ""
+    """A digest of the address the session was started from (app/live/service.py `origin`): never locked out."""
 
     @property
     def poll(self) -> Poll | None:
@@ -180,7 +183,8 @@ class Session:
         return cls(**{**data, "polls": tuple(Poll.from_dict(p) for p in data.get("polls", ()))})
 
 
-def start(view: str, now: float) -> tuple[Session, str]:
+def start(view: str, now: float, origin: str = "") -> tuple[Session, str]:
     """A new session showing `view`, and the teacher's secret (kept in the teacher's cookie, never stored)."""
     secret = secrets.token_urlsafe(32)
-    return Session(code=new_code(), secret_digest=digest(secret), view=view, shown=view, touched=now), secret
+    session = Session(code=new_code(), secret_digest=digest(secret), view=view, shown=view, touched=now, origin=origin)
+    return session, secret

@@ -6,7 +6,10 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from urllib.parse import urlsplit
+
+from app.live.hub import ADDRESS_SHARE
 
 FRAME_ANCESTORS_ENV = "ZERO_BANDS_FRAME_ANCESTORS"
 DEFAULT_FRAME_ANCESTORS = "* file:"
@@ -26,6 +29,10 @@ REDIS_SCHEMES = ("redis://", "rediss://", "unix://")
 FOLLOWERS_ENV = "ZERO_BANDS_LIVE_FOLLOWERS"
 DEFAULT_FOLLOWERS = 500
 """A session's followers past which the next is told the session is full: a large lecture hall."""
+SHARE_ENV = "ZERO_BANDS_LIVE_ADDRESS_SHARE"
+"""The percentage of a session's places one client address may hold: 80 by default (app/live/hub.py
+ADDRESS_SHARE), so a class behind one school address fits; lower it where every student has an address of
+their own, and one script can then hold less of the room."""
 STREAM_ENV = "ZERO_BANDS_LIVE_STREAM_SECONDS"
 DEFAULT_STREAM_SECONDS = 60
 """How long one follower's event stream lasts before the server ends it and the browser opens the next
@@ -69,6 +76,8 @@ class Settings:
     redis_url: str = ""
     """Live sessions in Redis; empty: in this process's memory."""
     live_followers: int = DEFAULT_FOLLOWERS
+    live_address_share: Fraction = ADDRESS_SHARE
+    """The part of a session's places one client address may hold."""
     live_stream_seconds: float = DEFAULT_STREAM_SECONDS
     workers: int = 1
     """Worker processes serving this address: more than one needs Redis for live sessions."""
@@ -91,6 +100,8 @@ class Settings:
             check_public_url(self.public_url)
         if self.live_followers < 1:
             raise SettingsError(f"{FOLLOWERS_ENV} must be a whole number of at least 1")
+        if not 0 < self.live_address_share <= 1:
+            raise SettingsError(f"{SHARE_ENV} must be a percentage from 1 to 100")
         if not self.live_stream_seconds > 0:
             raise SettingsError(f"{STREAM_ENV} must be a number of seconds above 0")
         if self.limit_concurrency is not None and self.limit_concurrency < 1:
@@ -141,6 +152,9 @@ class Settings:
         followers = environ.get(FOLLOWERS_ENV, str(DEFAULT_FOLLOWERS)).strip()
         if not (followers.isdigit() and len(followers) < 7):
             raise SettingsError(f"{FOLLOWERS_ENV}={quoted(followers)} is not a whole number of followers")
+        share = environ.get(SHARE_ENV, str(ADDRESS_SHARE * 100)).strip()
+        if not (share.isdigit() and 1 <= int(share) <= 100):
+            raise SettingsError(f"{SHARE_ENV}={quoted(share)} is not a percentage from 1 to 100")
         stream = environ.get(STREAM_ENV, str(DEFAULT_STREAM_SECONDS)).strip()
         if not (stream.replace(".", "", 1).isdigit() and len(stream) < 10):
             raise SettingsError(f"{STREAM_ENV}={quoted(stream)} is not a number of seconds")
@@ -152,6 +166,7 @@ class Settings:
             cache_bytes=int(cache) * 2**20,
             redis_url=environ.get(REDIS_ENV, "").strip(),
             live_followers=int(followers),
+            live_address_share=Fraction(int(share), 100),
             live_stream_seconds=float(stream),
             workers=int(workers) if workers.isdigit() and len(workers) < 7 else 1,
             public_url=public_url.rstrip("/"),

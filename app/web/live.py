@@ -52,6 +52,8 @@ from app.web.live_view import (
     LiveView,
     Problem,
     canonical_view,
+    count_words,
+    crowd_words,
     follower_bar,
     follower_view,
     join_qr,
@@ -99,6 +101,8 @@ async def problem_page(request: Request, problem: Exception) -> Response:
     page = LivePage(title=f"{problem.heading} · ZeRO Bands", heading=problem.heading, message=problem.message,
                     live_href=path_for(request, "live_home"))  # fmt: skip
     response = render(request, "live.html", "live", page, status_code=problem.status)
+    # Whether a code is refused depends on who asks (an address's wrong codes) and on now: never kept.
+    response.headers["Cache-Control"] = "no-store"
     if problem.status == 429:
         response.headers["Retry-After"] = "600"
     return response
@@ -170,9 +174,9 @@ TEACHERS_PAGE = [Depends(from_this_origin)]
 
 
 @router.post("/live", name="live_start", dependencies=TEACHERS_PAGE)
-async def live_start(request: Request, sessions: LiveSessions, form: LiveForm) -> Response:
+async def live_start(request: Request, sessions: LiveSessions, who: Who, form: LiveForm) -> Response:
     """A new session showing the view the teacher was on (`view`, else the default page); 303 to the teacher's page."""
-    session, secret = await sessions.start(canonical_view(_valid(request, _field(form, "view"))))
+    session, secret = await sessions.start(canonical_view(_valid(request, _field(form, "view"))), who)
     response = RedirectResponse(path_for(request, "live_teach", code=session.code), status_code=303)
     return _with_cookie(request, response, session.code, secret)
 
@@ -202,18 +206,20 @@ async def live_join(
 async def live_follow(
     request: Request, code: str, sessions: LiveSessions, who: Who, theme: Annotated[Theme, Query()] = Theme.DEFAULT
 ) -> Response:
-    """A follower's page: the teacher's view now, in the follower's own theme, and the stream that keeps it so."""
+    """A follower's page: the teacher's view now, in the follower's own theme, and the stream that keeps it so.
+
+    No token here: a follower's is handed out with its seat, by its stream (`live_events`).
+    """
     session = await sessions.follow(code, who)
     bar = follower_bar(request, session, path_for(request, "page"), theme=theme)
-    response = live_page(request, follower_view(session.shown, theme), LiveView(follower=bar))
-    return with_voter(request, response, bar)
+    return live_page(request, follower_view(session.shown, theme), LiveView(follower=bar))
 
 
 @router.api_route("/live/{code}/teach", methods=["GET", "HEAD"], name="live_teach", response_class=HTMLResponse)
 async def live_teach(request: Request, code: str, sessions: LiveSessions, who: Who) -> HTMLResponse:
     """The teacher's page: the view the teacher is on, with the session's bar."""
     session = await sessions.teach(code, who)
-    bar = teacher_bar(request, session, await sessions.followers(session))
+    bar = teacher_bar(request, session, await sessions.followers(session), await _crowd(sessions, session))
     return live_page(
         request, session.view, LiveView(teacher=bar, poll=await _teachers_panel(request, sessions, session))
     )
@@ -237,8 +243,13 @@ async def live_pause(request: Request, code: str, sessions: LiveSessions, who: W
     changed = await sessions.pause(session, _field(form, "paused") == "1")
     if request.headers.get("HX-Request") != "true" or changed is None:
         return _with_cookie(request, _back(request, code), code, who.secret)
-    bar = teacher_bar(request, changed, await sessions.followers(changed))
+    bar = teacher_bar(request, changed, await sessions.followers(changed), await _crowd(sessions, changed))
     return _with_cookie(request, HTMLResponse(macro_html("_live.html", "teacher_bar", bar)), code, who.secret)
+
+
+async def _crowd(sessions: Sessions, session: Session) -> str:
+    """How many places one address holds, when that is a large part of the room: the teacher's bar says it."""
+    return crowd_words((await sessions.seats(session))[1], sessions.room)
 
 
 @router.post("/live/{code}/end", name="live_end", dependencies=TEACHERS_PAGE)
@@ -364,7 +375,9 @@ async def _teachers_panel(request: Request, sessions: Sessions, session: Session
     code = session.code
     hrefs = (path_for(request, "live_poll", code=code), path_for(request, "live_poll_edit", code=code),
              path_for(request, "live_results", code=code))  # fmt: skip
-    return poll_panel(poll, await sessions.answered(session), await sessions.followers(session), spreads, hrefs)
+    # Answers are counted of the seats held, so "N of M have answered" never has N past M.
+    seats, _ = await sessions.seats(session)
+    return poll_panel(poll, await sessions.answered(session), seats, spreads, hrefs)
 
 
 async def _teachers_answer(
@@ -403,7 +416,8 @@ async def live_followers(request: Request, code: str, sessions: LiveSessions, wh
     except (NoSuchSession, SessionEnded):
         # The last answer: the count says so, and the bar's notice shows, before the teacher's next click.
         return HTMLResponse(macro_html("_live.html", "gone_count", path_for(request, "live_home")), status_code=286)
-    return HTMLResponse(macro_html("_live.html", "followers", request.url.path, await sessions.followers(session)))
+    words = count_words(await sessions.followers(session), await _crowd(sessions, session))
+    return HTMLResponse(macro_html("_live.html", "followers", request.url.path, words))
 
 
 @router.get("/live/{code}/qr.svg", name="live_qr")
@@ -421,13 +435,15 @@ async def live_events(
 ) -> EventSourceResponse:  # fmt: skip
     """A follower's stream: the current version first (unless Last-Event-ID has it), then each new one in order.
 
+    Its admission takes the follower's seat, and hands out its token (its cookie) if it had none.
+
     The embed's options (`controls`, `calculator`) with `live`: the events name the embed's address.
     A session ended or no longer kept (the server restarted) is said so in a stream that the page
     closes, rather than a 404 its browser would ask again and again. The follower is counted from its
     admission (app/live/service.py `admit`) until its stream ends, after the stream's lifetime at most.
     """
     try:
-        session, queue = await sessions.admit(code, who)
+        session, queue, token = await sessions.admit(code, who)
     except (NoSuchSession, SessionEnded):
         return EventSourceResponse(_ended(), ping=0, send_timeout=SEND_TIMEOUT_SECONDS)
     base, options = (path_for(request, "embed"), query.options()) if query.live else (path_for(request, "page"), ())
@@ -435,8 +451,10 @@ async def live_events(
     lifetime = request.app.state.settings.live_stream_seconds
     question = path_for(request, "live_question", code=session.code)
     stream = _events(sessions, session.code, queue, last, (base, question), options, lifetime, query.theme)
-    return Following(stream, lambda: sessions.leave(session.code, queue), ping=PING_SECONDS,
-                     send_timeout=SEND_TIMEOUT_SECONDS)  # fmt: skip
+    following = Following(stream, lambda: sessions.leave(session.code, queue), ping=PING_SECONDS,
+                          send_timeout=SEND_TIMEOUT_SECONDS)  # fmt: skip
+    # The token is handed out with the seat, here, never with a bare page: only an admitted follower votes.
+    return following if token == who.token else with_voter(request, following, session.code, token)
 
 
 class Following(EventSourceResponse):

@@ -24,7 +24,9 @@ SAME_SITE_REFUSED = (
 def sessions_of(request: Request) -> Sessions:
     """The app's live sessions under its settings: kept or not (several workers, no Redis), and the room cap."""
     settings: Settings = request.app.state.settings
-    return Sessions(request.app.state.hub, on=settings.live, room=settings.live_followers)
+    return Sessions(
+        request.app.state.hub, on=settings.live, room=settings.live_followers, share=settings.live_address_share
+    )
 
 
 def visitor_of(request: Request) -> Visitor:

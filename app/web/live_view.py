@@ -9,6 +9,7 @@ import io
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import segno
@@ -18,6 +19,7 @@ from starlette.responses import Response
 
 from app.live.service import (
     BadVote,
+    Crowded,
     LiveOff,
     NoSuchSession,
     NotAFollower,
@@ -26,6 +28,7 @@ from app.live.service import (
     RoomFull,
     SessionEnded,
     ShareTaken,
+    TooManyStarts,
     TooManyTries,
     TooManyVotes,
     VoteClosed,
@@ -52,6 +55,7 @@ class TeacherBar:
     qr_href: str
     followers_href: str
     followers: int
+    """Streams open now, over every worker."""
     show_href: str
     pause_href: str
     end_href: str
@@ -64,6 +68,30 @@ class TeacherBar:
     """Where to start another, should this one be lost."""
     warning: str = ""
     """Why students cannot open the address the teacher opened, and what they can open: empty when they can."""
+    crowd: str = ""
+    """How many places one address holds, when that is a large part of the room (`crowd_words`)."""
+
+    @property
+    def count_words(self) -> str:
+        """The bar's count: "12 following", and how many from one address when that is many."""
+        return count_words(self.followers, self.crowd)
+
+
+def count_words(followers: int, crowd: str = "") -> str:
+    """The teacher's count: "12 following", or "400 following (312 of them from one address)"."""
+    return f"{followers:,} following" + (f" ({crowd})" if crowd else "")
+
+
+CROWD_PART = 4
+"""One address holding a CROWD_PARTth of the room's places or more is said on the teacher's bar."""
+
+
+def crowd_words(most: int, room: int) -> str:
+    """The bar's words when one address holds a large part of the room ("312 of them from one address").
+
+    A school's network (the teacher knows) or one person's script (the teacher ends the session, starts another).
+    """
+    return f"{most:,} of them from one address" if most > 1 and most * CROWD_PART >= room else ""
 
 
 @dataclass(frozen=True)
@@ -74,8 +102,6 @@ class FollowerBar:
     events_href: str
     back_href: str
     state: StateView
-    voter: str = ""
-    """A new anonymous token this screen answers questions with (its cookie, `with_voter`); empty: it has one."""
 
 
 @dataclass(frozen=True)
@@ -131,16 +157,26 @@ class Problem(Exception):
         self.status, self.heading, self.message = status, heading, message
 
 
-NOT_FOUND = "There is no live session with that code. Check the code with your teacher: it has six letters and digits."
+NOT_FOUND = (
+    "There is no live session with that code. Check the code with your teacher: it has eight letters and digits."
+)
 ENDED = "The teacher has ended this session. Ask your teacher for the code of the next one."
 NOT_TEACHER = "Only the teacher who started this session can drive it, from the browser that started it."
-TOO_MANY = "Too many wrong codes from this address. Wait ten minutes, then try again."
+TOO_MANY = (
+    "Too many wrong codes from this address. Wait ten minutes, then try again; a session this address "
+    "already follows, or started, still opens."
+)
+TOO_MANY_STARTS = "This address has started as many sessions as one may in an hour. Use one of them, or wait."
+CROWDED = "Too many at once: this server, or this address, holds as many live sessions or screens as it may."
 FULL = "This session is full: {n:,} are following already. Ask the teacher to start another for the rest of the room."
 SHARE = (
     "{n:,} screens from this address follow this session already, the most one address may. "
     "Ask the teacher to start another session for the rest of the room."
 )
-NOT_FOLLOWER = "Only screens following this session answer its questions: open the session's page, then answer."
+NOT_FOLLOWER = (
+    "Only screens following this session answer its questions: open the session's page, wait for it to say "
+    '"Following the teacher.", then answer.'
+)
 CLOSED = "The teacher has closed this vote, or asked another question. Your screen shows the one now."
 TOO_MANY_VOTES = "Too many answers from this screen or this address just now. Wait a minute, then answer again."
 AWAY = "The sessions' store cannot be reached just now. Try again in a moment."
@@ -155,6 +191,8 @@ WORDING: dict[type[Refusal], tuple[int, str, str]] = {
     NoSuchSession: (404, "No such session", NOT_FOUND),
     SessionEnded: (410, "The session has ended", ENDED),
     TooManyTries: (429, "Too many tries", TOO_MANY),
+    TooManyStarts: (429, "Too many sessions", TOO_MANY_STARTS),
+    Crowded: (429, "Too many at once", CROWDED),
     NotTheTeacher: (403, "Only the teacher can drive", NOT_TEACHER),
     RoomFull: (429, "This session is full", FULL),
     ShareTaken: (429, "This session is full for this address", SHARE),
@@ -210,8 +248,7 @@ def follower_bar(
     back = path_for(request, "live_follow", code=session.code)
     if theme is not Theme.DEFAULT and not embedded:
         back += "?" + urlencode({"theme": theme.value})
-    voter = "" if session.is_voter(request.cookies.get(VOTER)) else session.voter()
-    return FollowerBar(session.code, events, back, state_view(session, base, options, theme), voter)
+    return FollowerBar(session.code, events, back, state_view(session, base, options, theme))
 
 
 @dataclass(frozen=True)
@@ -277,22 +314,28 @@ ASKABLE_CARDS = (0, 1, 2, 3)
 """The cards "Ask the class" offers a cells question about: drawn in every grid of four cards or more."""
 
 
-def with_voter(request: Request, response: Response, bar: FollowerBar | None) -> Response:
-    """`response` giving a follower's screen its new token (`bar.voter`), if it needs one.
+R = TypeVar("R", bound=Response)
+
+
+def with_voter(request: Request, response: R, code: str, token: str) -> R:
+    """`response` giving a follower's screen its token, handed out with its seat (app/web/live.py `live_events`).
 
     HttpOnly, sent only to the session's addresses. In a course page's iframe on another site, only a
-    cookie marked SameSite=None and Secure is sent back, kept apart per site (Partitioned); over plain
-    http (a laptop on the room's network) Lax, which a same-site iframe sends.
+    cookie marked SameSite=None and Secure is sent back, kept apart per top-level site (Partitioned,
+    CHIPS); over plain http (a laptop on the room's network) Lax, which a same-site iframe sends.
+    Partitioned is written by hand: Starlette refuses it below Python 3.14, and the project runs 3.11.
     """
-    if bar is not None and bar.voter:
-        https = request.url.scheme == "https"
-        where = path_for(request, "live_follow", code=bar.code)
-        response.set_cookie(VOTER, bar.voter, max_age=LIFETIME_SECONDS, path=where, secure=https, httponly=True,
-                            samesite="none" if https else "lax", partitioned=https)  # fmt: skip
+    https = request.url.scheme == "https"
+    where = path_for(request, "live_follow", code=code)
+    response.set_cookie(VOTER, token, max_age=LIFETIME_SECONDS, path=where, secure=https, httponly=True,
+                        samesite="none" if https else "lax")  # fmt: skip
+    if https:
+        name, value = response.raw_headers[-1]
+        response.raw_headers[-1] = (name, value + b"; Partitioned")
     return response
 
 
-def teacher_bar(request: Request, session: Session, followers: int) -> TeacherBar:
+def teacher_bar(request: Request, session: Session, followers: int, crowd: str = "") -> TeacherBar:
     """The teacher's bar for `session`, with its count of followers now, and the address students open."""
     code = session.code
     join = join_address(request, code)
@@ -302,7 +345,7 @@ def teacher_bar(request: Request, session: Session, followers: int) -> TeacherBa
         followers=followers, show_href=path_for(request, "live_show", code=code),
         pause_href=path_for(request, "live_pause", code=code), end_href=path_for(request, "live_end", code=code),
         paused=session.paused, live_href=path_for(request, "live_home"),
-        ask_href=path_for(request, "live_ask", code=code), cards=ASKABLE_CARDS,
+        ask_href=path_for(request, "live_ask", code=code), cards=ASKABLE_CARDS, crowd=crowd,
     )  # fmt: skip
 
 

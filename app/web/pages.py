@@ -19,7 +19,6 @@ from app.web.errors import describe
 from app.web.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery, SetAside, set_aside
 from app.web.links import Links, absolute_links, absolute_url_for, embed_links, page_links, path_for
 from app.web.live_access import follower_embed
-from app.web.live_view import with_voter
 from app.web.measured_view import measured_view, theme_of
 from app.web.page_view import PageView, compare_href, error_view, page_view, with_problems
 from app.web.set_aside_view import set_aside_view, with_drawn
@@ -220,7 +219,6 @@ async def embed(request: Request, kept: EmbedRead) -> Response:
     response = replace_history(render(request, "index.html", "widget", embedded, push_url=link(query.stage)))
     if live:
         response.headers["Cache-Control"] = "no-store"  # one session's now: never kept (app/serving/cache.py)
-        with_voter(request, response, live.follower)
     return response
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app.live.hub import MISSES_ALLOWED, MemoryHub, Room
+from app.live.hub import MISSES_ALLOWED, STARTS_ALLOWED, MemoryHub, Room
 from app.live.service import (
     LiveOff,
     NoSuchSession,
@@ -23,6 +23,7 @@ from app.live.service import (
     SessionEnded,
     Sessions,
     ShareTaken,
+    TooManyStarts,
     TooManyTries,
     Visitor,
 )
@@ -39,7 +40,7 @@ def _absent(code: str) -> str:
 
 
 async def _started(sessions: Sessions, view: str = "stage=zero1") -> tuple[Session, Visitor]:
-    session, secret = await sessions.start(view)
+    session, secret = await sessions.start(view, Visitor("192.0.2.99"))
     return session, Visitor(STUDENT.address, secret)
 
 
@@ -85,20 +86,41 @@ LOOKS: list[tuple[str, Callable[[Sessions, str], Awaitable[object]]]] = [
 
 
 @pytest.mark.parametrize(("name", "look"), LOOKS, ids=[name for name, _ in LOOKS])
-def test_a_page_or_stream_of_a_session_no_longer_kept_is_refused_but_no_wrong_code(
+def test_every_lookup_of_a_code_naming_no_session_counts_as_a_wrong_one(
     hub: MakeHub, name: str, look: Callable[[Sessions, str], Awaitable[object]]
 ) -> None:
-    # A class's tabs asking again and again for the session a restart lost: never a lockout.
+    # A script guesses through any route: a page, a stream, the teacher's page, not only the join form.
     async def scenario() -> None:
         clock = Clock()
         async with opened(hub, clock) as h:
             sessions = Sessions(h, on=True, room=10, clock=clock)
             session, _ = await _started(sessions)
-            for _ in range(MISSES_ALLOWED + 1):
+            for _ in range(MISSES_ALLOWED):
                 with pytest.raises(NoSuchSession):
                     await look(sessions, _absent(session.code))
-            assert await h.misses(STUDENT.address) == 0
-            assert await sessions.join(session.code, STUDENT) == session
+            with pytest.raises(TooManyTries):
+                await look(sessions, _absent(session.code))
+            assert await h.misses(STUDENT.address) == MISSES_ALLOWED
+
+    run(scenario())
+
+
+def test_a_class_whose_lost_session_counted_wrong_codes_joins_the_teachers_next_one(hub: MakeHub) -> None:
+    """A restart lost the session: 300 tabs behind the school's address ask for it once each, then the next one."""
+
+    async def scenario() -> None:
+        clock = Clock()
+        school = "198.51.100.1"
+        async with opened(hub, clock) as h:
+            sessions = Sessions(h, on=True, room=500, clock=clock)
+            lost = _absent((await _started(sessions))[0].code)
+            for _ in range(300):
+                with pytest.raises((NoSuchSession, TooManyTries)):
+                    await sessions.admit(lost, Visitor(school))
+            assert await h.misses(school) >= MISSES_ALLOWED
+            nxt, _ = await sessions.start("stage=zero2", Visitor(school))  # the teacher behind the same address
+            admitted = [await sessions.admit(nxt.code, Visitor(school)) for _ in range(300)]
+            assert len(admitted) == 300 == await sessions.followers(nxt)
 
     run(scenario())
 
@@ -119,12 +141,17 @@ def test_an_ended_session_is_refused_as_ended_even_to_its_teacher(hub: MakeHub) 
     run(scenario())
 
 
-def test_past_the_wrong_codes_allowed_every_code_is_refused_alike_but_for_the_sessions_teacher(hub: MakeHub) -> None:
+def test_past_the_wrong_codes_allowed_every_code_is_refused_alike_but_for_sessions_the_address_knows(
+    hub: MakeHub,
+) -> None:
     async def scenario() -> None:
         clock = Clock()
         async with opened(hub, clock) as h:
             sessions = Sessions(h, on=True, room=10, clock=clock)
             session, teacher = await _started(sessions)
+            followed, _ = await _started(sessions)
+            _, _, token = await sessions.admit(followed.code, STUDENT)  # the guesser's classmate follows this one
+            own, _ = await sessions.start("stage=zero3", STUDENT)  # and this one was started from the address
             wrong = _absent(session.code)
             for _ in range(MISSES_ALLOWED):
                 with pytest.raises(NoSuchSession):
@@ -138,7 +165,25 @@ def test_past_the_wrong_codes_allowed_every_code_is_refused_alike_but_for_the_se
             assert await sessions.find(session.code, teacher) == session
             assert await sessions.teach(session.code, teacher) == session
             assert await sessions.find(session.code, ELSEWHERE) == session  # another address is not held back
+            # The sessions this address already knows stay open to it: a class is never locked out by one guesser.
+            assert await sessions.follow(followed.code, STUDENT) == followed
+            assert (await sessions.admit(followed.code, Visitor(STUDENT.address, token=token)))[0] == followed
+            assert await sessions.join(own.code, STUDENT) == own
             assert await h.misses(STUDENT.address) == MISSES_ALLOWED  # a refusal when held back is not counted
+
+    run(scenario())
+
+
+def test_starting_sessions_is_limited_per_address(hub: MakeHub) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(hub, clock) as h:
+            sessions = Sessions(h, on=True, room=10, clock=clock)
+            for _ in range(STARTS_ALLOWED):
+                await sessions.start("stage=dp", STUDENT)
+            with pytest.raises(TooManyStarts):
+                await sessions.start("stage=dp", STUDENT)
+            assert (await sessions.start("stage=dp", ELSEWHERE))[0].code  # another teacher is not held back
 
     run(scenario())
 
@@ -200,7 +245,7 @@ def test_a_burst_of_followers_fills_the_room_and_not_one_more(hub: MakeHub) -> N
             assert (len(admitted), len(refused)) == (30, 15)
             assert {r.followers for r in refused} == {30}
             assert await sessions.followers(session) == 30
-            for _, queue in admitted:
+            for _, queue, _ in admitted:
                 await sessions.leave(session.code, queue)
                 await sessions.leave(session.code, queue)  # twice: counted out once
             assert await sessions.followers(session) == 0
@@ -261,7 +306,7 @@ ASKS: list[tuple[str, Callable[[Sessions, Session], Awaitable[object]]]] = [
     ("admit", lambda s, session: s.admit(session.code, STUDENT)),
     ("leave", lambda s, session: s.leave(session.code, asyncio.Queue())),
     ("followers", lambda s, session: s.followers(session)),
-    ("start", lambda s, session: s.start("stage=dp")),
+    ("start", lambda s, session: s.start("stage=dp", STUDENT)),
     ("show", lambda s, session: s.show(session, "stage=dp")),
     ("pause", lambda s, session: s.pause(session, True)),
     ("end", lambda s, session: s.end(session)),

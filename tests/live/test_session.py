@@ -33,9 +33,9 @@ def test_the_alphabet_is_capitals_and_digits_each_once() -> None:
 
 
 @pytest.mark.parametrize("draw", range(50))
-def test_a_new_code_is_six_characters_of_the_alphabet(draw: int) -> None:
+def test_a_new_code_is_eight_characters_of_the_alphabet(draw: int) -> None:
     code = new_code()
-    assert len(code) == CODE_LENGTH == 6
+    assert len(code) == CODE_LENGTH == 8
     assert set(code) <= set(ALPHABET)
     assert normal_code(code) == code
 
@@ -43,34 +43,35 @@ def test_a_new_code_is_six_characters_of_the_alphabet(draw: int) -> None:
 @pytest.mark.parametrize(
     ("typed", "stored"),
     [
-        ("ACDEFH", "ACDEFH"),
-        ("acdefh", "ACDEFH"),
-        ("AcDeFh", "ACDEFH"),
-        ("ACD EFH", "ACDEFH"),
-        ("  acd efh ", "ACDEFH"),
-        ("ACD-EFH", "ACDEFH"),
-        ("a-c-d-e-f-h", "ACDEFH"),
-        ("379 XY4", "379XY4"),
-        ("acd\u2013efh", "ACDEFH"),  # a phone's keyboard turns "-" into an en dash
-        ("ACD\u2014EFH", "ACDEFH"),
-        ("ACD\u2212EFH", "ACDEFH"),
-        ("ACD.EFH", "ACDEFH"),
-        ("ACD\u00a0EFH", "ACDEFH"),
-        ("ACDEF", None),
+        ("ACDEFHJK", "ACDEFHJK"),
+        ("acdefhjk", "ACDEFHJK"),
+        ("AcDeFhJk", "ACDEFHJK"),
+        ("ACDE FHJK", "ACDEFHJK"),
+        ("  acde fhjk ", "ACDEFHJK"),
+        ("ACDE-FHJK", "ACDEFHJK"),
+        ("a-c-d-e-f-h-j-k", "ACDEFHJK"),
+        ("3797 XY4K", "3797XY4K"),
+        ("acde\u2013fhjk", "ACDEFHJK"),  # a phone's keyboard turns "-" into an en dash
+        ("ACDE\u2014FHJK", "ACDEFHJK"),
+        ("ACDE\u2212FHJK", "ACDEFHJK"),
+        ("ACDE.FHJK", "ACDEFHJK"),
+        ("ACDE\u00a0FHJK", "ACDEFHJK"),
         ("ACDEFHJ", None),
+        ("ACDEFHJKM", None),
+        ("ACDEFH", None),
         ("", None),
-        ("------", None),
-        ("ACDEF0", None),
-        ("ACDEFO", None),
-        ("ACDEF1", None),
-        ("ACDEFI", None),
-        ("ACDEFS", None),
-        ("ACDEFB", None),
-        ("ACDEFU", None),
-        ("acdefv", None),
-        ("ACD_EFH", None),
-        ("ACDEF\u0397", None),
-        ("ACD\tEFH", None),
+        ("--------", None),
+        ("ACDEFHJ0", None),
+        ("ACDEFHJO", None),
+        ("ACDEFHJ1", None),
+        ("ACDEFHJI", None),
+        ("ACDEFHJS", None),
+        ("ACDEFHJB", None),
+        ("ACDEFHJU", None),
+        ("acdefhjv", None),
+        ("ACDE_FHJK", None),
+        ("ACDEFHJ\u0397", None),
+        ("ACDE\tFHJK", None),
     ],
 )
 def test_normal_code(typed: str, stored: str | None) -> None:

@@ -91,7 +91,7 @@ def test_the_teachers_page_draws_the_view_it_started_on_with_the_bar(live: TestC
     assert one(bar, "#live-qr-box").has_attr("open")
     # Students can open http://testserver: no warning.
     assert tree.select("#live-warning") == []
-    assert text(bar, ".live-code") == f"{code[:3]} {code[3:]}"
+    assert text(bar, ".live-code") == f"{code[:4]} {code[4:]}"  # in halves, as it is read aloud
     assert one(bar, "#live-qr")["src"] == f"/live/{code}/qr.svg"
     assert text(bar, "#live-count") == "0 following"
     assert one(bar, "form[action$='/pause'] input[name=paused]")["value"] == "1"
@@ -265,34 +265,93 @@ def assert_refused_stream(client: TestClient, url: str, words: str, retry: int =
     assert words in state.get_text(strip=True)
 
 
-def test_a_stream_of_a_session_no_longer_kept_says_it_ended_and_counts_no_wrong_code(live: TestClient) -> None:
-    # As after a restart: every tab of the class asks again for the session the server lost.
+def test_a_stream_of_a_session_no_longer_kept_says_it_ended_and_the_class_joins_the_teachers_next_one(
+    live: TestClient,
+) -> None:
+    # As after a restart: every tab of the class asks again for the session the server lost. Each counts as a
+    # wrong code (a script guesses through streams too), yet the class joins the next session its teacher
+    # starts from the same school address.
     student = follower(live)
-    for _ in range(MISSES_ALLOWED + 1):
-        assert_ended_stream(student, "/live/AAAAAA/events")
-    assert [student.get(url).status_code for url in ("/live/AAAAAA", "/live/AAAAAA/qr.svg")] == [404, 404]
+    for _ in range(MISSES_ALLOWED):
+        assert_ended_stream(student, "/live/AAAAAAAA/events")
+    assert_refused_stream(student, "/live/AAAAAAAA/events", "Too many wrong codes")
+    assert [student.get(url).status_code for url in ("/live/AAAAAAAA", "/live/AAAAAAAA/qr.svg")] == [429, 429]
     code = started(live)
     assert student.get(f"/live/join?code={code}", follow_redirects=False).status_code == 303
 
 
+GUESSER = ("203.0.113.9", 50000)
+
+
+@pytest.mark.parametrize(
+    "url", ["/live/join?code={c}", "/live/{c}", "/live/{c}/qr.svg", "/live/{c}/followers", "/embed?live={c}",
+            "/live/{c}/question"],
+)  # fmt: skip
+def test_every_route_counts_a_code_naming_no_session_as_a_wrong_one(live: TestClient, url: str) -> None:
+    code = started(live)
+    guesser = TestClient(live.app, client=GUESSER)
+    statuses = [guesser.get(url.format(c="AAAAAAAA")).status_code for _ in range(MISSES_ALLOWED + 1)]
+    assert statuses[-1] == 429
+    assert 429 not in statuses[:-1]
+    assert guesser.get(f"/live/{code}").status_code == 429  # a right code, refused alike
+
+
 def test_guessing_codes_is_limited_per_client_address_and_then_a_right_code_is_refused_alike(live: TestClient) -> None:
     code = started(live)
-    student = follower(live)
-    statuses = [student.get("/live/join?code=AAAAAA").status_code for _ in range(MISSES_ALLOWED + 2)]
+    student = TestClient(live.app, client=GUESSER)
+    statuses = [student.get("/live/join?code=AAAAAAAA").status_code for _ in range(MISSES_ALLOWED + 2)]
     assert statuses == [404] * MISSES_ALLOWED + [429, 429]
     assert_refused_stream(student, f"/live/{code}/events", "Too many wrong codes")
-    for url in ("/live/join?code=AAAAAC", f"/live/join?code={code}", f"/live/{code}", f"/embed?live={code}"):
+    for url in ("/live/join?code=AAAAAAAC", f"/live/join?code={code}", f"/live/{code}", f"/embed?live={code}"):
         response = student.get(url)
         assert (response.status_code, response.headers["retry-after"]) == (429, "600"), url
         assert "Too many wrong codes" in text(dom(response.text), ".notice-message")
-    # The session's teacher, from the same address, still drives it.
+    # The session's teacher still drives it.
     assert live.get(f"/live/{code}/teach").status_code == 200
+
+
+def test_forty_classmates_behind_a_guessers_address_still_follow_the_teacher_within_five_seconds() -> None:
+    school = "198.51.100.20"
+    app = create_app(Settings(live_stream_seconds=0.2))
+    with TestClient(app, client=("192.0.2.50", 50000)) as teacher:  # the teacher on the staff network
+        code = started(teacher, "/?stage=zero2")
+        classmates = [TestClient(app, client=(school, 50000 + i)) for i in range(40)]
+        for phone in classmates[:20]:  # half the class follows before the guesser starts
+            assert phone.get(f"/live/{code}").status_code == 200
+            assert phone.get(f"/live/{code}/events").status_code == 200
+        guesser = TestClient(app, client=(school, 60000))
+        guesses = [guesser.get(f"/live/{_absent(code, i)}").status_code for i in range(MISSES_ALLOWED + 100)]
+        assert guesses.count(404) == MISSES_ALLOWED
+        assert guesses.count(429) == 100
+        assert guesser.get("/live/AAAAAAAA").status_code == 429  # the guesser is held back
+        other = started(TestClient(app, client=("192.0.2.77", 50000)))
+        assert guesser.get(f"/live/{other}").status_code == 429  # another school's session: refused alike
+        teacher.post(f"/live/{code}/show", data={"view": "/?stage=zero1&phase=2"}, headers=LIVE)
+
+        def hears(phone: TestClient) -> float:
+            """The seconds from the teacher's move until this phone's page and stream have it."""
+            began = time.monotonic()
+            assert phone.get(f"/live/{code}").status_code == 200
+            events = phone.get(f"/live/{code}/events").text
+            assert "stage=zero1" in events
+            assert "phase=2" in events
+            return time.monotonic() - began
+
+        # The first half reconnecting, the rest arriving late behind the same address: all at once.
+        with ThreadPoolExecutor(max_workers=len(classmates)) as pool:
+            assert max(pool.map(hears, classmates)) < 5
+
+
+def _absent(code: str, i: int) -> str:
+    """The `i`th well-formed code that is not `code`."""
+    drawn = "".join(ALPHABET[(i // len(ALPHABET) ** k) % len(ALPHABET)] for k in range(CODE_LENGTH))
+    return drawn if drawn != code else drawn[::-1]
 
 
 @pytest.mark.parametrize("typed", ["{}", "{lower}", "{a}-{b}", " {a} {b} "])
 def test_joining_takes_the_code_as_a_person_types_it(live: TestClient, typed: str) -> None:
     code = started(live)
-    written = typed.format(code, lower=code.lower(), a=code[:3].lower(), b=code[3:])
+    written = typed.format(code, lower=code.lower(), a=code[:4].lower(), b=code[4:])
     response = follower(live).get("/live/join", params={"code": written}, follow_redirects=False)
     assert (response.status_code, response.headers["location"]) == (303, f"/live/{code}")
 

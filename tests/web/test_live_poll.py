@@ -28,18 +28,24 @@ from tests.web.test_live import started
 HTMX = {"HX-Request": "true"}
 
 
+STREAM_SECONDS = 0.2
+"""The streams' lifetime here: TestClient reads a stream whole, so a follower's ends soon (its seat is held after)."""
+
+
 @pytest.fixture
 def live() -> Iterator[TestClient]:
     """A teacher's browser on an app of its own."""
-    with TestClient(create_app()) as client:
+    with TestClient(create_app(Settings(live_stream_seconds=STREAM_SECONDS))) as client:
         yield client
 
 
 def joined(teacher: TestClient, code: str, address: str = "testclient") -> TestClient:
-    """A follower's browser that opened the session's page, with its token."""
+    """A follower's browser that opened the session's page, then its stream, which hands out its token."""
     client = TestClient(teacher.app, client=(address, 50000))
     response = client.get(f"/live/{code}")
     assert response.status_code == 200
+    assert not client.cookies.get(VOTER)  # a bare page hands out no token
+    assert client.get(f"/live/{code}/events").status_code == 200
     assert client.cookies.get(VOTER)
     return client
 
@@ -89,7 +95,7 @@ def test_a_choice_is_counted_once_per_follower_changed_until_closed_and_the_spre
     vote(students[2], code, key, "1")  # changed its mind: still one vote
     panel = one(dom(live.get(f"/live/{code}/poll").text), "#live-poll")
     # None follows by a stream here (a page's script opens it): the answers are counted all the same.
-    assert text(panel, "#poll-count") == "4 have answered · 0 following now"
+    assert text(panel, "#poll-count") == "4 of 4 following have answered"  # counted of the seats held
     shown = act(live, code, "show")
     assert not shown.has_attr("hx-get")
     counts = [(text(li, ".poll-label"), text(li, ".poll-n")) for li in shown.select(".poll-bars li")]
@@ -261,26 +267,72 @@ def test_a_followers_stream_brings_the_question_panel_when_asked() -> None:
     assert loader.has_attr("data-hides")
 
 
-def test_the_followers_token_is_httponly_and_kept_to_the_sessions_addresses(live: TestClient) -> None:
+@pytest.mark.parametrize(
+    ("base_url", "same_site", "partitioned"),
+    [("http://testserver", "SameSite=lax", False), ("https://testserver", "SameSite=none", True)],
+)
+def test_the_followers_token_comes_with_its_stream_httponly_and_kept_to_the_sessions_addresses(
+    live: TestClient, base_url: str, same_site: str, partitioned: bool
+) -> None:
     code = started(live)
-    response = TestClient(live.app).get(f"/live/{code}")
+    phone = TestClient(live.app, base_url=base_url)
+    page = phone.get(f"/live/{code}")
+    assert page.status_code == 200  # over https too: Partitioned is written by hand, never a 500
+    assert not [v for k, v in page.headers.multi_items() if k == "set-cookie"]  # a bare page hands out no token
+    response = phone.get(f"/live/{code}/events")
     cookie = next(v for k, v in response.headers.multi_items() if k == "set-cookie" and v.startswith(VOTER))
     assert f"Path=/live/{code}" in cookie
     assert "HttpOnly" in cookie
-    assert "SameSite=lax" in cookie
+    assert same_site in cookie
+    assert ("; Partitioned" in cookie, "; Secure" in cookie) == (partitioned, partitioned)
+    again = phone.get(f"/live/{code}/events")  # its token is kept: no new one, the same seat
+    assert not [v for k, v in again.headers.multi_items() if k == "set-cookie"]
+
+
+def test_two_hundred_cookie_less_loads_and_votes_from_one_address_count_none(live: TestClient) -> None:
+    """The ballot stuffed by reloading without the cookie: a bare page hands out no token, so no vote counts."""
+    code = started(live)
+    key = ask(live, code, "choice")
+    refused = 0
+    for _ in range(200):
+        phone = TestClient(live.app, client=("203.0.113.7", 50000))
+        assert phone.get(f"/live/{code}").status_code == 200
+        refused += phone.post(f"/live/{code}/vote", data={"key": key, "answer": "1"}, headers=HTMX).status_code == 403
+    assert refused == 200
+    assert one(dom(live.get(f"/live/{code}/poll").text), "#poll-count")["data-answered"] == "0"
+
+
+def test_cookie_less_streams_from_one_address_count_at_most_its_share_of_the_room() -> None:
+    """The same with each load's stream opened: every stream a new token, each seat held after, to its share."""
+    app = create_app(Settings(live_stream_seconds=0.05, live_followers=20))
+    with TestClient(app) as teacher:
+        code = started(teacher)
+        key = ask(teacher, code, "choice")
+        statuses = []
+        for _ in range(60):
+            phone = TestClient(app, client=("203.0.113.7", 50000))
+            phone.get(f"/live/{code}/events")
+            sent = phone.post(f"/live/{code}/vote", data={"key": key, "answer": "1"}, follow_redirects=False)
+            statuses.append(sent.status_code)
+        share = 16  # four fifths of 20 places
+        assert (statuses.count(303), statuses.count(403)) == (share, 60 - share)
+        panel = one(dom(teacher.get(f"/live/{code}/poll").text), "#poll-count")
+        assert panel["data-answered"] == str(share)
+        count = text(dom(teacher.get(f"/live/{code}/followers").text), "#live-count")
+        assert count == f"0 following ({share} of them from one address)"  # the streams ended, the seats held
 
 
 def test_over_redis_votes_count_across_workers_and_a_restarted_redis_ends_the_round_with_a_clear_message(
     tmp_path: Path,
 ) -> None:
     with running_redis(tmp_path) as server:
-        settings = Settings(redis_url=server.url)
+        settings = Settings(redis_url=server.url, live_stream_seconds=STREAM_SECONDS)
         with TestClient(create_app(settings)) as teacher, TestClient(create_app(settings)) as phones:
             code = started(teacher, "/?stage=zero1")
             key = ask(teacher, code, "choice")
             for answer in ("1", "2"):  # two phones, one after the other, on the other worker
                 phones.cookies.clear()
-                assert phones.get(f"/live/{code}").status_code == 200
+                assert phones.get(f"/live/{code}/events").status_code == 200  # its seat, and its token
                 vote(phones, code, key, answer)
             assert one(dom(teacher.get(f"/live/{code}/poll").text), "#poll-count")["data-answered"] == "2"
             server.restart()  # without persistence: the session and its votes are gone, as after a crash
