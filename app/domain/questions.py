@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
 
+from app.domain.bounded import MAX_CHARS, MAX_EXPONENT, read_decimal, read_whole
 from app.domain.recipes import Band
 from app.domain.report import RunReport
 from app.domain.sharding import CellState, layout
@@ -101,24 +102,33 @@ def normal_answer(question: Question, given: list[str]) -> str:
     """
     if question.kind is AnswerKind.CELLS:
         known = question.cells
+        # Each of the card's cells once at most: a longer list is no one's tapping, and each is searched for.
+        if len(given) > len(known):
+            raise BadAnswer(f"That answer names more cells than the card has ({len(known)}).")
         if any(cell not in known for cell in given):
             raise BadAnswer("That answer names a cell the card does not have.")
         tapped = set(given)
         return ",".join(cell for cell in known if cell in tapped)
     if len(given) != 1:
         raise BadAnswer("Give one answer.")
-    text = given[0].strip().replace(",", "")
     if question.kind is AnswerKind.CHOICE:
-        if not text.isdecimal() or int(text) >= len(question.choices):
+        choice = read_whole(given[0].strip(), len(question.choices) - 1)
+        if choice is None:
             raise BadAnswer("Choose one of the answers offered.")
-        return str(int(text))
-    try:
-        value = float(text)
-    except ValueError:
-        raise BadAnswer(f"Give a number of {question.unit}, for example 12.5.") from None
-    if not math.isfinite(value) or not 0 <= value <= MAX_NUMBER:
-        raise BadAnswer(f"Give a number of {question.unit} from 0 to {MAX_NUMBER:,}.")
-    return _decimal(Fraction(text))
+        return str(choice)
+    # Read within bounds (app/domain/bounded.py): "1e-9999999" is refused before any number is built.
+    value = read_decimal(given[0])
+    if value is None or not 0 <= value <= MAX_NUMBER:
+        raise BadAnswer(number_wanted(question.unit))
+    return _decimal(value)
+
+
+def number_wanted(unit: str) -> str:
+    """What a number question takes, for the person whose answer it refused."""
+    return (
+        f"Give a number of {unit} from 0 to {MAX_NUMBER:,}, such as 12.5, 1,234.5 or 1.5e3: "
+        f"at most {MAX_CHARS} characters, and an exponent from -{MAX_EXPONENT} to {MAX_EXPONENT}."
+    )
 
 
 def _decimal(value: Fraction) -> str:

@@ -8,7 +8,7 @@ model or cluster), and builds the page's links and paste box.
 
 from __future__ import annotations
 
-import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -17,6 +17,7 @@ from typing import Annotated, Any
 from fastapi import Depends
 from fastapi.responses import JSONResponse, PlainTextResponse, Response
 from pydantic import Field, ValidationError
+from pydantic_core import from_json
 from starlette.requests import Request
 
 from app.domain.configs import (
@@ -67,19 +68,54 @@ FormBody = Annotated[CappedBody, Depends(capped(MAX_FORM_BYTES))]
 """The paste box's form, read by a dependency up to its cap."""
 
 
+# pydantic's parser's reasons (jiter's, fixed words with a place, never the text), said for a person;
+# one not here is said in the parser's words.
+_NOT_JSON = {
+    "number out of range": "a number of thousands of digits",
+    "unexpected end of hex escape": "a lone surrogate (half a character, \\ud800 to \\udfff)",
+    "lone leading surrogate in hex escape": "a lone surrogate (half a character, \\ud800 to \\udfff)",
+    "invalid unicode code point": "bytes that are not UTF-8 text",
+    "recursion limit exceeded": "brackets nested too deep",
+}
+_PLACE = re.compile(r"(?P<reason>.+) at line (?P<line>[0-9]+) column (?P<column>[0-9]+)")
+_BOM = b"\xef\xbb\xbf"
+"""UTF-8's byte order mark, which a config saved by some editors starts with: no part of the JSON."""
+
+
 def config_object(raw: bytes | str) -> Mapping[str, Any]:
-    """The body read as a JSON object."""
+    r"""The body read as a JSON object.
+
+    pydantic's JSON parser, not the standard library's: it refuses what no config holds and what
+    would fail later, in the answer. A lone surrogate (a `\ud800` escape) would pass `json.loads`
+    and then fail to encode (a 500); an integer of over 4,300 digits would be a ValueError of Python's
+    int limit; brackets nested past 200 deep would be a RecursionError.
+    """
     if not raw.strip():
         raise NotAConfig(
             'No config was given: paste a DeepSpeed config, a JSON object such as {"zero_optimization": …}.'
         )
     try:
-        config = json.loads(raw)
-    except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
-        raise NotAConfig("The config is not JSON: a DeepSpeed config is a JSON object, {…}.") from None
+        data = raw.encode() if isinstance(raw, str) else raw
+    except UnicodeEncodeError:  # a str of a lone surrogate: no text a form sends, but the reader's callers vary
+        raise NotAConfig("The config is not text: a DeepSpeed config is a JSON object, {…}.") from None
+    try:
+        config = from_json(data.removeprefix(_BOM))
+    except ValueError as exc:
+        raise NotAConfig(
+            f"The config is not JSON: {_why(str(exc))}. A DeepSpeed config is a JSON object, {{…}}."
+        ) from None
     if not isinstance(config, dict):
         raise NotAConfig("The config is not a JSON object: a DeepSpeed config starts with { and ends with }.")
     return config
+
+
+def _why(error: str) -> str:
+    """The parser's reason and place, in words: "a number of thousands of digits at line 1, column 4308"."""
+    place = _PLACE.fullmatch(error)
+    if place is None:
+        return _NOT_JSON.get(error, error)
+    reason = _NOT_JSON.get(place["reason"], place["reason"])
+    return f"{reason} at line {place['line']}, column {place['column']}"
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
+from app.domain.bounded import read_whole
 from app.domain.questions import (
     AnswerKind,
     Question,
@@ -30,6 +31,7 @@ from app.domain.questions import (
     memory_question,
     next_phase_question,
 )
+from app.domain.run import MAX_GPUS
 from app.domain.scenario import resolve
 from app.live import service
 from app.live.hub import GONE, Hub, Queue, Unavailable
@@ -287,7 +289,9 @@ async def live_ask(request: Request, code: str, sessions: LiveSessions, who: Who
     try:
         if kind not in ASKED:
             raise ValueError("that is not one of the questions offered")
-        question = question_for(session.view, AnswerKind(kind), int(card) if card.isdecimal() else -1)
+        # Read within bounds (a card of 5,000 digits is no card): what is no card is one the grid does not draw.
+        number = read_whole(card, MAX_GPUS)
+        question = question_for(session.view, AnswerKind(kind), -1 if number is None else number)
     except ValueError as error:
         why = f"{str(error)[:1].upper()}{str(error)[1:]}: ask another."
         if wants_fragment(request):  # in the panel's place, which stays for the next question
