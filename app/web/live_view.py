@@ -9,6 +9,7 @@ import io
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlencode, urlsplit
 
 import segno
@@ -278,18 +279,29 @@ ASKABLE_CARDS = (0, 1, 2, 3)
 
 
 def with_voter(request: Request, response: Response, bar: FollowerBar | None) -> Response:
-    """`response` giving a follower's screen its new token (`bar.voter`), if it needs one.
+    """`response` giving a follower's screen its new token (`bar.voter`), if it needs one (`voter_cookie`)."""
+    if bar is not None and bar.voter:
+        voter_cookie(request, response, bar.code, bar.voter)
+    return response
+
+
+def voter_cookie(request: Request, response: Response, code: str, token: str) -> None:
+    """Add to `response` the cookie giving a follower of session `code` its anonymous `token`.
 
     HttpOnly, sent only to the session's addresses. In a course page's iframe on another site, only a
     cookie marked SameSite=None and Secure is sent back, kept apart per site (Partitioned); over plain
     http (a laptop on the room's network) Lax, which a same-site iframe sends.
     """
-    if bar is not None and bar.voter:
-        https = request.url.scheme == "https"
-        where = path_for(request, "live_follow", code=bar.code)
-        response.set_cookie(VOTER, bar.voter, max_age=LIFETIME_SECONDS, path=where, secure=https, httponly=True,
-                            samesite="none" if https else "lax", partitioned=https)  # fmt: skip
-    return response
+    https = request.url.scheme == "https"
+    cookie = SimpleCookie()
+    cookie[VOTER] = token
+    morsel = cookie[VOTER]
+    morsel["max-age"], morsel["path"] = LIFETIME_SECONDS, path_for(request, "live_follow", code=code)
+    morsel["httponly"], morsel["secure"], morsel["samesite"] = True, https, "none" if https else "lax"
+    value = morsel.OutputString()
+    # Written here, not with Starlette's set_cookie(partitioned=...): Starlette refuses that below
+    # Python 3.14, whose http.cookies first knows the attribute, and every follower over https was a 500.
+    response.headers.append("set-cookie", value + ("; Partitioned" if https else ""))
 
 
 def teacher_bar(request: Request, session: Session, followers: int) -> TeacherBar:
