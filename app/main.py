@@ -91,7 +91,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(HeaderCheck, allowed_hosts=settings.allowed_hosts)
     # An address longer than any the app builds: refused before anything splits or keeps it.
     app.add_middleware(AddressLimit)
-    app.add_middleware(SecurityHeadersMiddleware, settings=settings)
+    # Another site's page may frame the embed (and a follower's embed, `/embed?live=CODE`), nothing else.
+    embedded = frozenset({app.url_path_for("embed")})
+    app.add_middleware(SecurityHeadersMiddleware, settings=settings, embedded=embedded)
     return app
 
 
