@@ -15,7 +15,8 @@ from app.serving.address import AddressLimit
 from app.serving.assets import StaticAssets
 from app.serving.cache import ResponseCache
 from app.serving.config import Settings
-from app.serving.overload import ConcurrencyLimit
+from app.serving.headers import HeaderCheck
+from app.serving.overload import Busy, ConcurrencyLimit, busy_page
 from app.serving.security import SecurityHeadersMiddleware, server_error
 from app.web import api, errors, live, pages
 
@@ -60,6 +61,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     live.install(app)
     # Redis away, wherever a route asked it: one 503 page, not a try at every call.
     app.add_exception_handler(Unavailable, live.unavailable_page)
+    # No render slot for a live route's own render (the QR code): the busy page, as for any other.
+    app.add_exception_handler(Busy, busy_page)
     # Any other failure: Starlette's outermost ServerErrorMiddleware answers it, so the 500 brings its own headers.
     app.add_exception_handler(Exception, server_error(settings))
     # The one compression layer. 256 labelled cells make an 80 kB page that compresses about tenfold:
@@ -83,9 +86,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         pure = frozenset({"/", "/embed", "/compare", "/measured", "/share", "/openapi.json", "/favicon.ico"})
         prefixes = ("/api/", "/static/")
         app.add_middleware(ResponseCache, paths=pure, prefixes=prefixes, max_bytes=settings.cache_bytes)
+    # A key header sent twice, or a Host not allowed or no host at all: refused before the cache keys on it
+    # or a snippet is written with it.
+    app.add_middleware(HeaderCheck, allowed_hosts=settings.allowed_hosts)
     # An address longer than any the app builds: refused before anything splits or keeps it.
     app.add_middleware(AddressLimit)
-    app.add_middleware(SecurityHeadersMiddleware, settings=settings)
+    # Another site's page may frame the embed (and a follower's embed, `/embed?live=CODE`), nothing else.
+    embedded = frozenset({app.url_path_for("embed")})
+    app.add_middleware(SecurityHeadersMiddleware, settings=settings, embedded=embedded)
     return app
 
 

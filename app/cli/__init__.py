@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from app.serving.config import (
+    ALLOWED_HOSTS_ENV,
     DEFAULT_LIMIT,
     LIMIT_ENV,
     LISTEN_HOST_ENV,
@@ -18,6 +19,7 @@ from app.serving.config import (
     WORKERS_ENV,
     Settings,
     SettingsError,
+    allowed_hosts,
     check_public_url,
     quoted,
 )
@@ -64,6 +66,15 @@ def _public_url(text: str) -> str:
     return text.strip().rstrip("/")
 
 
+def _allowed_hosts(text: str) -> str:
+    """Host names, comma-separated, as the settings take them."""
+    try:
+        allowed_hosts(text)
+    except SettingsError as error:
+        raise argparse.ArgumentTypeError(str(error).replace(f"{ALLOWED_HOSTS_ENV}: ", "")) from None
+    return text.strip()
+
+
 def parser() -> argparse.ArgumentParser:
     """The command line: serving options, and the `table` subcommand."""
     p = argparse.ArgumentParser(prog="zero-bands", description="Serve ZeRO Bands, the ZeRO sharding grid.")
@@ -96,6 +107,12 @@ def parser() -> argparse.ArgumentParser:
         f"a live session's join address and QR code, and the embed snippets, use it (default: ${PUBLIC_URL_ENV}, "
         f"else the address the page was opened at; a teacher on 127.0.0.1 or localhost is told students cannot "
         f"reach it)",
+    )  # fmt: skip
+    p.add_argument(
+        "--allowed-hosts", type=_allowed_hosts, default=None, metavar="HOSTS",
+        help=f"the host names people open the app at, comma-separated, e.g. zero.example.edu or *.example.edu: "
+        f"a request naming another Host is refused, so no snippet or join address is written on it "
+        f"(default: ${ALLOWED_HOSTS_ENV}, else any valid host name: a laptop on the room's network)",
     )  # fmt: skip
     p.add_argument("--access-log", action="store_true", help="log every request (off by default: it costs time)")
     commands = p.add_subparsers(dest="command", metavar="{table,export,measure}")
@@ -244,6 +261,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         os.environ[REDIS_ENV] = args.redis_url
     if args.public_url is not None:
         os.environ[PUBLIC_URL_ENV] = args.public_url
+    if args.allowed_hosts is not None:
+        os.environ[ALLOWED_HOSTS_ENV] = args.allowed_hosts
     os.environ[LISTEN_HOST_ENV] = args.host
     workers = workers_for(args.workers, os.environ.get(REDIS_ENV, ""))
     os.environ[WORKERS_ENV] = str(workers)

@@ -43,6 +43,12 @@ PUBLIC_URL_ENV = "ZERO_BANDS_PUBLIC_URL"
 """The address students and course pages reach the app at: a live session's join address and QR code,
 and the snippets' absolute addresses, are built on it rather than on the address the request came to."""
 MAX_PUBLIC_URL = 512
+ALLOWED_HOSTS_ENV = "ZERO_BANDS_ALLOWED_HOSTS"
+"""The host names the app answers to, comma-separated (`*.example.edu` for any name below): a request with
+another Host is refused, so that no snippet or join address is ever written on a host the operator did not name."""
+MAX_ALLOWED_HOSTS = 2048
+_ALLOWED_HOST = re.compile(r"(?:\*\.)?[a-z0-9](?:[a-z0-9_.-]*[a-z0-9])?|\[[0-9a-f:.]+\]", re.IGNORECASE)
+"""A name or an address (IPv6 in brackets), no port; or `*.` and a domain."""
 LISTEN_HOST_ENV = "ZERO_BANDS_LISTEN_HOST"
 """Set by `zero-bands` for its workers: the address it listens on (--host), so that a teacher on a loopback
 address can be told whether students can reach this machine at all."""
@@ -85,6 +91,8 @@ class Settings:
     """Where students reach the app (scheme, host, port, prefix; no trailing slash); empty: the request's own."""
     listen_host: str = ""
     """The address the server listens on, when `zero-bands` started it; empty: not known."""
+    allowed_hosts: tuple[str, ...] = ()
+    """The host names a request's Host may name (`*.example.edu`: any below it); empty: any valid host."""
 
     @property
     def live(self) -> bool:
@@ -98,6 +106,7 @@ class Settings:
             )
         if self.public_url:
             check_public_url(self.public_url)
+        check_allowed_hosts(self.allowed_hosts)
         if self.live_followers < 1:
             raise SettingsError(f"{FOLLOWERS_ENV} must be a whole number of at least 1")
         if not 0 < self.live_address_share <= 1:
@@ -171,6 +180,7 @@ class Settings:
             workers=int(workers) if workers.isdigit() and len(workers) < 7 else 1,
             public_url=public_url.rstrip("/"),
             listen_host=environ.get(LISTEN_HOST_ENV, "").strip(),
+            allowed_hosts=allowed_hosts(environ.get(ALLOWED_HOSTS_ENV, "")),
         )
 
 
@@ -199,6 +209,25 @@ def check_public_url(url: str) -> None:
         raise SettingsError(f"{PUBLIC_URL_ENV}={shown} has a query, fragment or user name: give the address alone")
     if port == 0:
         raise SettingsError(f"{PUBLIC_URL_ENV}={shown} has no valid port (1-65535)")
+
+
+def allowed_hosts(text: str) -> tuple[str, ...]:
+    """The host names in a comma-separated list, in lower case; a SettingsError for one that is no host name."""
+    if len(text) > MAX_ALLOWED_HOSTS:
+        raise SettingsError(f"{ALLOWED_HOSTS_ENV} is {len(text):,} characters long; at most {MAX_ALLOWED_HOSTS:,}")
+    hosts = tuple(host.strip().lower() for host in text.split(",") if host.strip())
+    check_allowed_hosts(hosts)
+    return hosts
+
+
+def check_allowed_hosts(hosts: tuple[str, ...]) -> None:
+    """Raise a SettingsError naming the first of `hosts` that is no host name, or has a port."""
+    for host in hosts:
+        if not _ALLOWED_HOST.fullmatch(host):
+            raise SettingsError(
+                f"{ALLOWED_HOSTS_ENV}: {quoted(host)} is not a host name without a port "
+                "(examples: zero.example.edu, *.example.edu, 192.168.1.20, [::1])"
+            )
 
 
 _PORT = re.compile(r"^(?:[a-z][a-z0-9+.-]*://)?[^/:]*:(\d+|\*)(?:/|$)", re.IGNORECASE)

@@ -12,15 +12,26 @@ a hall of kept-alive browsers would be refused pages the cache holds (docs/archi
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any
 
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.paths import is_live_path, route_path
-from app.serving.plain import send_plain
+from app.serving.plain import plain, send_plain
 
 RETRY_AFTER_SECONDS = 1
 BUSY = "Busy"
 BUSY_MESSAGE = "ZeRO Bands is busy: many people are using it at this moment. Please try again in a second."
+SLOT = "zero_bands.render_slots"
+"""Where a live route finds the limit (in its scope), to count in a render of its own: the QR code."""
+
+
+class Busy(Exception):
+    """No render slot is free: answered 503, as the middleware answers (`busy_page`)."""
 
 
 class ConcurrencyLimit:
@@ -38,6 +49,8 @@ class ConcurrencyLimit:
         # and every live route may wait on Redis, which must not hold a slot that `/` and the API need
         # (a hung Redis once made them answer 503). Their pages are one per follower, made cheap.
         if scope["type"] != "http" or self.limit is None or is_live_path(route_path(scope)):
+            if self.limit is not None and scope["type"] == "http":
+                scope[SLOT] = self  # a live route's own render counts in with `slot`, once past Redis
             await self.app(scope, receive, send)
             return
         if self.active >= self.limit:
@@ -54,6 +67,31 @@ class ConcurrencyLimit:
             await self.app(scope, receive, send)
         finally:
             self.active -= 1
+
+    @contextmanager
+    def slot(self) -> Iterator[None]:
+        """Count a render in for as long as it runs, or raise Busy: for a route this middleware does not count."""
+        if self.limit is not None and self.active >= self.limit:
+            self.refused += 1
+            raise Busy
+        self.active += 1
+        try:
+            yield
+        finally:
+            self.active -= 1
+
+
+def render_slot(scope: Mapping[str, Any]) -> AbstractContextManager[None]:
+    """A render slot for a live route's CPU work, or Busy; no limit when the app has none."""
+    limit: ConcurrencyLimit | None = scope.get(SLOT)
+    return limit.slot() if limit is not None else nullcontext()
+
+
+async def busy_page(request: Request, exc: Exception) -> Response:
+    """The 503 for Busy raised in a route: the same as the middleware's."""
+    body, media = plain(request.scope, BUSY, BUSY_MESSAGE, detail="busy")
+    headers = {"Retry-After": str(RETRY_AFTER_SECONDS), "Cache-Control": "no-store"}
+    return Response(body, 503, headers=headers, media_type=media.decode())
 
 
 async def _busy(scope: Scope, send: Send) -> None:

@@ -6,7 +6,6 @@ The messages word each refusal of the live rules (app/live/service.py) with its 
 from __future__ import annotations
 
 import io
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TypeVar
@@ -35,6 +34,8 @@ from app.live.service import (
 )
 from app.live.session import LIFETIME_SECONDS, Session
 from app.serving import reach
+from app.serving.headers import valid_host
+from app.serving.overload import render_slot
 from app.web.inputs import EmbedQuery, PageQuery, Theme
 from app.web.links import Links, absolute_url_for, path_for
 from app.web.poll_view import PollPanel
@@ -381,29 +382,31 @@ def state_view(
     return StateView(session.version, href, session.paused, session.ended)
 
 
-MAX_HOST = 255
-"""The longest Host drawn into a QR code: a DNS name is at most 253 characters, and a port."""
-_HOST = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::[0-9]{1,5})?")
-"""A name or an address, IPv6 in brackets, and perhaps a port: what a browser sends as Host."""
+MAX_QR_HOST = 100
+"""The longest Host drawn into a QR code when no public URL is set: a QR of version 8 that any phone scans."""
 BAD_HOST = "This address's host name is not one a phone could open: use the address the teacher's screen shows."
 
 
 def join_qr(request: Request, code: str) -> bytes:
-    """The follower's page as a QR code; a Problem (400) when the Host is no host[:port] to draw.
+    """The follower's page as a QR code, drawn in a render slot; a Problem (400) for a Host too long to scan.
 
-    The address is built from the request's Host: a long one would cost a QR of its size (100 ms
-    of CPU at 2,300 characters) or one too large for any QR (segno raises, a 500).
+    On the public URL when one is set; else built from the request's Host (app/serving/headers.py has
+    checked that it is a host[:port]), which may be at most MAX_QR_HOST characters: each distinct one
+    is a render, 4 ms for a usual address, 11.5 ms at 100 characters, 21 ms at 255 (measured, this
+    2-core machine). The render takes one of the worker's render slots (app/serving/overload.py), as a
+    page does: the live routes are not counted by the limit, since they may wait on Redis.
     """
     join = join_address(request, code)
     # The header as sent: Starlette draws the server's own address for one it cannot parse, which no phone opens.
     host = request.headers.get("host", request.base_url.netloc)
-    if join.from_request and (len(host) > MAX_HOST or not _HOST.fullmatch(host)):
+    if join.from_request and not valid_host(host, MAX_QR_HOST):
         raise Problem(400, "Not a host name", BAD_HOST)
-    return qr_svg(join.url)
+    with render_slot(request.scope):
+        return qr_svg(join.url)
 
 
-# A teacher's screen asks for its QR on each load: drawn once (3.6 ms for a usual address, 18 ms for the
-# longest host allowed), and 256 of the largest SVGs (7.7 kB each) hold 2 MB.
+# A teacher's screen asks for its QR on each load: drawn once, and 256 of the largest SVGs (a public
+# URL of 512 characters, 12 kB each) hold 3 MB at most.
 @lru_cache(maxsize=256)
 def qr_svg(url: str) -> bytes:
     """The join address as a QR code, in SVG (segno): dark modules on white, with the quiet zone."""

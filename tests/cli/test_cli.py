@@ -162,3 +162,17 @@ def test_a_public_url_students_could_not_open_is_refused(
 def test_the_help_names_the_public_url() -> None:
     assert "--public-url URL" in cli.parser().format_help()
     assert "ZERO_BANDS_PUBLIC_URL" in cli.parser().format_help()
+
+
+def test_the_allowed_hosts_are_an_option_and_no_host_name_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.parser().parse_args([]).allowed_hosts is None
+    assert cli.parser().parse_args(["--allowed-hosts", "zero.example.edu,*.school.example"]).allowed_hosts == (
+        "zero.example.edu,*.school.example"
+    )
+    assert "ZERO_BANDS_ALLOWED_HOSTS" in cli.parser().format_help()
+    with pytest.raises(SystemExit) as exit_info:
+        cli.parser().parse_args(["--allowed-hosts", "zero.example.edu:8000"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    assert "argument --allowed-hosts" in err
+    assert "'zero.example.edu:8000' is not a host name without a port" in err

@@ -6,16 +6,11 @@ where nginx is not installed (apt-get install nginx-light).
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import socket
-import subprocess
 import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -25,9 +20,8 @@ from app.web.config_view import MAX_CONFIG_BYTES, MAX_FORM_BYTES
 from tests.browser.conftest import serving, zero_bands_command
 from tests.conftest import dom, one
 from tests.serving.clients import get, slowloris
+from tests.serving.nginx import NGINX, blocks, free_port, running_nginx
 
-GUIDE = Path(__file__).resolve().parents[2] / "docs" / "deploying.md"
-NGINX = shutil.which("nginx") or shutil.which("nginx", path="/usr/sbin")
 HEADER_TIMEOUT = 5
 
 
@@ -39,16 +33,11 @@ def _nginx_installed() -> None:
 
 
 def _block(language: str) -> str:
-    found = re.search(rf"```{language}\n(.*?)```", GUIDE.read_text(), re.S)
-    assert found, f"docs/deploying.md has no {language} block"
-    return found.group(1)
+    return blocks(language)[0]
 
 
 def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
+    return free_port()
 
 
 def test_the_guide_sets_a_deadline_for_headers_in_both_proxies() -> None:
@@ -59,39 +48,14 @@ def test_the_guide_sets_a_deadline_for_headers_in_both_proxies() -> None:
 @pytest.fixture(scope="module")
 def proxy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The app, and nginx in front of it with the guide's server block; yields nginx's address."""
-    assert NGINX is not None
     prefix = tmp_path_factory.mktemp("nginx")
     port = _free_port()
     with serving(lambda app_port: [zero_bands_command(), "--port", str(app_port), "--workers", "1"]) as app_url:
         app_port = app_url.rpartition(":")[2]
         server = _block("nginx").replace("server 127.0.0.1:8000;", f"server 127.0.0.1:{app_port};")
         server = server.replace("listen 80;", f"listen 127.0.0.1:{port};")
-        temp = " ".join(f"{kind}_temp_path {prefix}/{kind};" for kind in ("client_body", "proxy", "fastcgi", "uwsgi",
-                                                                            "scgi"))  # fmt: skip
-        user = "user root;\n" if os.geteuid() == 0 else ""
-        (prefix / "nginx.conf").write_text(
-            f"{user}worker_processes 1;\npid {prefix}/nginx.pid;\nerror_log {prefix}/error.log;\n"
-            f"events {{ worker_connections 512; }}\nhttp {{\naccess_log off;\n{temp}\n{server}\n}}\n"
-        )
-        process = subprocess.Popen(
-            [NGINX, "-p", str(prefix), "-c", str(prefix / "nginx.conf"), "-g", "daemon off;"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        try:
-            deadline = time.monotonic() + 10
-            while True:
-                assert process.poll() is None, (prefix / "error.log").read_text()
-                try:
-                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/stages", timeout=1) as response:
-                        response.read()
-                    break
-                except OSError:
-                    assert time.monotonic() < deadline, "nginx did not answer within 10 s"
-                    time.sleep(0.05)
+        with running_nginx(prefix, server, f"http://127.0.0.1:{port}/api/stages"):
             yield f"http://127.0.0.1:{port}"
-        finally:
-            process.terminate()
-            process.wait(timeout=10)
 
 
 def _get(url: str, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:

@@ -276,9 +276,9 @@ def test_the_followers_token_comes_with_its_stream_httponly_and_kept_to_the_sess
 ) -> None:
     code = started(live)
     phone = TestClient(live.app, base_url=base_url)
-    page = phone.get(f"/live/{code}")
-    assert page.status_code == 200  # over https too: Partitioned is written by hand, never a 500
-    assert not [v for k, v in page.headers.multi_items() if k == "set-cookie"]  # a bare page hands out no token
+    for page in (phone.get(f"/live/{code}"), phone.get(f"/embed?live={code}")):
+        assert page.status_code == 200  # over https too: Partitioned is written by hand, never a 500
+        assert not [v for k, v in page.headers.multi_items() if k == "set-cookie"]  # a bare page hands out no token
     response = phone.get(f"/live/{code}/events")
     cookie = next(v for k, v in response.headers.multi_items() if k == "set-cookie" and v.startswith(VOTER))
     assert f"Path=/live/{code}" in cookie

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any, TypeVar
+
 import pytest
 from fastapi.testclient import TestClient
+from httpx2 import Response
 
 from app.live.service import LiveOff, NoSuchSession, NotTheTeacher, Refusal, RoomFull, SessionEnded, TooManyTries
 from app.live.session import Session
 from app.main import create_app
+from app.serving.config import Settings
+from app.serving.headers import NOT_A_HOST
+from app.serving.overload import ConcurrencyLimit
 from app.web.inputs import Theme
 from app.web.live_view import (
+    BAD_HOST,
     WORDING,
     BadView,
     StateView,
@@ -21,6 +28,8 @@ from app.web.live_view import (
     view_query,
 )
 from tests.conftest import dom, one
+
+T = TypeVar("T")
 
 
 @pytest.mark.parametrize(
@@ -123,32 +132,69 @@ def test_every_kind_of_refusal_has_its_words() -> None:
     assert set(WORDING) == set(Refusal.__subclasses__())
 
 
-@pytest.mark.parametrize(
-    ("host", "status"),
-    [
-        ("class.example", 200),
-        ("class.example:8000", 200),
-        ("10.0.0.7:8000", 200),
-        ("[::1]:8000", 200),
-        ("h" * 255, 200),
-        ("h" * 256, 400),
-        ("h" * 2_400, 400),  # segno's DataOverflowError: a 500 before
-        ("a b", 400),
-        ("class.example:8000:9", 400),
-        ("<script>", 400),
-    ],
-)
-def test_the_qr_code_is_drawn_for_a_host_name_and_refused_for_anything_else(host: str, status: int) -> None:
-    with TestClient(create_app()) as client:
+def _qr(settings: Settings, host: str) -> Response:
+    with TestClient(create_app(settings)) as client:
         teach = client.post("/live", data={"view": "/?stage=zero2"}, follow_redirects=False)
         code = teach.headers["location"].split("/")[2]
-        response = client.get(f"/live/{code}/qr.svg", headers={"Host": host})
-    assert response.status_code == status
-    if status == 200:
+        return client.get(f"/live/{code}/qr.svg", headers={"Host": host})
+
+
+@pytest.mark.parametrize(
+    ("host", "said"),
+    [
+        ("class.example", ""),
+        ("class.example:8000", ""),
+        ("10.0.0.7:8000", ""),
+        ("[::1]:8000", ""),
+        ("h" * 100, ""),
+        ("h" * 101, BAD_HOST),  # a host the app answers to, but too long a QR for a phone (and 21 ms at 255)
+        ("h" * 255, BAD_HOST),
+        ("h" * 2_400, NOT_A_HOST),  # segno's DataOverflowError: a 500 before
+        ("a b", NOT_A_HOST),
+        ("class.example:8000:9", NOT_A_HOST),
+        ("<script>", NOT_A_HOST),
+    ],
+)
+def test_the_qr_code_is_drawn_for_a_short_host_name_and_refused_for_anything_else(host: str, said: str) -> None:
+    response = _qr(Settings(), host)
+    if not said:
+        assert response.status_code == 200
         assert one(dom(response.text), "svg")["class"] == ["segno"]
     else:
-        assert "not one a phone could open" in one(dom(response.text), "main").text
-        assert host not in response.text
+        assert response.status_code == 400
+        assert said in " ".join(dom(response.text).get_text(" ").split())
+        assert len(host) < 10 or host not in response.text
+
+
+def test_with_a_public_url_the_qr_code_is_of_it_whatever_the_host() -> None:
+    response = _qr(Settings(public_url="https://zero.example.edu"), "h" * 200)
+    assert response.status_code == 200
+    code = response.url.path.split("/")[2]
+    assert response.content == qr_svg(f"https://zero.example.edu/live/{code}")
+
+
+def test_the_qr_code_is_drawn_in_a_render_slot_and_is_busy_when_none_is_free() -> None:
+    with TestClient(create_app(Settings(limit_concurrency=1))) as client:
+        teach = client.post("/live", data={"view": "/?stage=zero2"}, follow_redirects=False)
+        qr = teach.headers["location"].replace("/teach", "/qr.svg")
+        limit = _layer(client.app, ConcurrencyLimit)
+        assert client.get(qr).status_code == 200
+        assert (limit.active, limit.refused) == (0, 0)
+        limit.active = 1  # another request renders
+        busy = client.get(qr, headers={"Host": "other.example"})
+        limit.active = 0
+    assert busy.status_code == 503
+    assert busy.headers["retry-after"] == "1"
+    assert one(dom(busy.text), "h1").text == "Busy"
+    assert limit.refused == 1
+
+
+def _layer(app: object, kind: type[T]) -> T:
+    """The middleware of `kind` in a built app's stack."""
+    layer: Any = getattr(app, "middleware_stack", None) or app
+    while not isinstance(layer, kind):
+        layer = layer.app
+    return layer
 
 
 def test_the_qr_code_of_an_address_is_drawn_once() -> None:
