@@ -5,12 +5,19 @@
 (function () {
   const address = () => (byId("widget") && byId("widget").dataset.address) || "";
   if (byId("live-teach")) {
-    let sent = address(), queue = Promise.resolve();
-    const send = (view) => (queue = queue.then(() => fetch(byId("live-teach").dataset.show, {
+    // The latest view, until the server takes it: after a 5xx or no answer, again in Retry-After or 0.5, 1, 2 s (a
+    // newer view in its place), the bar saying the class is not hearing. The class may then be on either: none is heard.
+    let sent = address(), latest = sent, heard = sent, queue = Promise.resolve();
+    const post = (wait, view = latest) => (view === heard ? null : fetch(byId("live-teach").dataset.show, {
       method: "POST", headers: { "ZB-Live": "1" }, body: new URLSearchParams({ view }), credentials: "same-origin",
-    })).then((response) => {
-      if ([404, 410].includes(response.status)) { byId("live-lost").hidden = false; }  // ended elsewhere, or lost
-    }).catch(() => {}));
+    }).then((r) => (r.status < 500 ? r : Promise.reject(r))).then((r) => {
+      [heard, byId("live-deaf").hidden] = [view, true];
+      if ([404, 410].includes(r.status)) { byId("live-lost").hidden = false; }  // ended elsewhere, or lost
+    }, (r) => {
+      [heard, byId("live-deaf").hidden] = [null, false];
+      return new Promise((go) => setTimeout(go, 1000 * (Number(r.headers?.get("Retry-After")) || wait))).then(() => post(Math.min(2 * wait, 2)));
+    }));
+    const send = (view) => { latest = view; return (queue = queue.then(() => post(0.5))); };
     document.addEventListener("htmx:afterSettle", () => { if (address() && address() !== sent) { sent = address(); send(sent); } });
     // The QR code, open over the page as the session starts, folds away as a pop-up does: a click elsewhere or on it, Escape.
     const fold = (event) => { const box = byId("live-qr-box"); if (box && !event.target.closest("#live-qr-box summary")) { box.open = false; } };
@@ -44,6 +51,16 @@
     htmx.ajax("get", shown, { source: "#widget", target: "#widget", swap: "morph", headers: { [FOLLOWING]: "1" } }).catch(() => {});
   }
   document.addEventListener("htmx:sseMessage", apply);
+  // A fetch of the teacher's view that failed (offline, a 5xx) is not applied: asked for again in 1, 2, 4 s, or at once
+  // back online (the stream may have nothing new to say), the bar saying so until a request is answered.
+  let retry = 0, wait = 500;
+  ["htmx:sendError", "htmx:responseError"].forEach((name) => document.addEventListener(name, ({ detail: d }) => {
+    if (!d.requestConfig.following || (d.xhr.status > 0 && d.xhr.status < 500)) { return; }
+    [applied, shown, byId("live-reconnecting").hidden] = [0, "", false];
+    clearTimeout(retry); retry = setTimeout(apply, (wait = Math.min(2 * wait, 4000)));
+  }));
+  document.addEventListener("htmx:afterRequest", ({ detail: d }) => d.successful && ([wait, byId("live-reconnecting").hidden] = [500, true]));
+  window.addEventListener("online", apply);
   function leave() {
     away = true;
     follow.classList.add("away");  // the bar then says exploring, not following (app.css)
