@@ -1,5 +1,7 @@
-"""No move lost (issue 43, item 7): a view the teacher's page could not send, or a follower could not fetch, is
-asked for again until it gets through, and each bar says so meanwhile.
+"""No move lost (issue 43, item 7): what could not be sent or fetched is asked for again, and each bar says so.
+
+A view the teacher's page could not send, or a follower could not fetch, is asked for again until it gets
+through; meanwhile the teacher's bar says the class is not hearing, and the follower's that it reconnects.
 
 A follower's phone goes offline (Chromium's own offline mode) while the teacher moves, then comes back; a
 teacher's `show` is answered 503 while the session's Redis hangs (SIGSTOP), then Redis comes back (SIGCONT).
@@ -12,6 +14,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from urllib.parse import parse_qs
 
@@ -80,7 +83,7 @@ def test_a_follower_back_online_shows_the_teachers_latest_view_within_5_s(
     # Offline, the phone's stream still hears each move (Chromium keeps it open), but cannot fetch the view.
     phone_context.set_offline(True)
     for move in moves:
-        teacher_moves(teacher, lambda: teacher.click(move))
+        teacher_moves(teacher, partial(teacher.click, move))
     want = fingerprint(teacher)
     assert want["stage"] == "zero1"
     expect(reconnecting).to_be_visible()
@@ -169,12 +172,15 @@ def test_a_show_refused_while_redis_hangs_is_sent_again_once_it_is_back_and_the_
             want = fingerprint(teacher)
             assert (want["stage"], want["phase"]) == ("zero1", "1")
             latest = teacher.locator("#widget").get_attribute("data-address")
-            assert latest and "phase=1" in latest
+            assert latest
+            assert "phase=1" in latest
             # Sent again, the latest view in place of the first, and refused again: still said.
             with teacher.expect_event("requestfinished", lambda r: r.url.endswith("/show") and _view(r) == latest,
                                       timeout=1000 * HEARD_SECONDS) as again:  # fmt: skip
                 pass
-            assert again.value.response().status == 503  # type: ignore[union-attr]
+            refused_again = again.value.response()
+            assert refused_again is not None
+            assert refused_again.status == 503
             expect(deaf).to_be_visible()
             assert fingerprint(student) == held
             resume()
