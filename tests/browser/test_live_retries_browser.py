@@ -21,7 +21,7 @@ from urllib.parse import parse_qs
 import pytest
 from playwright.sync_api import BrowserContext, Page, Request, expect
 
-from tests.browser.conftest import Watch, serving, settled, watching, zero_bands_command
+from tests.browser.conftest import Watch, screenshot, serving, settled, watching, zero_bands_command
 from tests.browser.test_live_browser import (
     DESKTOP,
     PHONE,
@@ -95,6 +95,7 @@ def test_a_follower_back_online_shows_the_teachers_latest_view_within_5_s(
     with phone.expect_event("requestfailed", lambda r: "stage=zero1" in r.url, timeout=6000) as failed_again:
         pass
     assert OFFLINE in (failed_again.value.failure or "")
+    screenshot(phone, f"live-follower-reconnecting-{len(moves)}-390")
     expect(bar).not_to_contain_text(FOLLOWING, use_inner_text=True)
     assert fingerprint(phone) == before
 
@@ -182,6 +183,7 @@ def test_a_show_refused_while_redis_hangs_is_sent_again_once_it_is_back_and_the_
             assert refused_again is not None
             assert refused_again.status == 503
             expect(deaf).to_be_visible()
+            screenshot(teacher, "live-teacher-not-heard-1280")
             assert fingerprint(student) == held
             resume()
             back = time.monotonic()
