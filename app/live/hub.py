@@ -45,12 +45,13 @@ STREAMS_PER_SEAT = 4
 """Streams open at once with one follower's token: its tabs. Past them, a reconnecting tab waits its turn."""
 STREAMS_PER_ADDRESS = 600
 """Streams open at once from one client address, over every session, in one worker: two full lectures
-behind one school address. Each costs the worker about 40 kB (bench.live, "Memory"): 24 MB at most."""
-STARTS_ALLOWED = 20
+behind one school address. Each costs the worker about 55 kB (bench.memory, "live"): 33 MB at most."""
+STARTS_ALLOWED = 60
 START_WINDOW_SECONDS = 3600
-"""Sessions one client address may start in an hour: a teacher starts a handful; a script, no flood."""
+"""Sessions one client address may start in an hour: one a minute for a whole lecture, more than any teacher
+starts (a course's staff behind one address included); a script, no flood (240 kept at most, 4 hours each)."""
 SESSIONS_KEPT = 10_000
-"""Sessions one worker keeps in memory at once (MemoryHub): each a few kB, so 10,000 hold tens of MB."""
+"""Sessions one worker keeps in memory at once (MemoryHub): about 1 kB each (bench.memory, "live"), 10 MB."""
 
 
 VOTE_CHANGES = 30

@@ -39,6 +39,7 @@ from app.live.redis_hub import BREAKER_SECONDS
 from app.live.service import BadVote, NoSuchSession, Refusal, SessionEnded, Sessions, Visitor
 from app.live.session import LIFETIME_SECONDS, Session
 from app.serving.body import CappedBody, capped
+from app.serving.cache import CACHEABLE_STATUS
 from app.serving.config import Settings
 from app.web.errors import describe
 from app.web.inputs import EmbedQuery, PageQuery, Theme
@@ -103,8 +104,10 @@ async def problem_page(request: Request, problem: Exception) -> Response:
     page = LivePage(title=f"{problem.heading} · ZeRO Bands", heading=problem.heading, message=problem.message,
                     live_href=path_for(request, "live_home"))  # fmt: skip
     response = render(request, "live.html", "live", page, status_code=problem.status)
-    # Whether a code is refused depends on who asks (an address's wrong codes) and on now: never kept.
-    response.headers["Cache-Control"] = "no-store"
+    if problem.status in CACHEABLE_STATUS:
+        # Whether a code is found depends on who asks (an address's wrong codes) and on now: never kept. (The
+        # cache keeps no other status; a 503 marked no-store keeps Chromium from reading a body no script reads.)
+        response.headers["Cache-Control"] = "no-store"
     if problem.status == 429:
         response.headers["Retry-After"] = "600"
     return response

@@ -104,12 +104,12 @@ def start_from_page(teacher: Page, server: str, path: str) -> str:
     """The teacher, on `path`, presses "Teach this live"; the session's code."""
     teacher.goto(server + path)
     teacher.click("#teach-live")
-    expect(teacher).to_have_url(re.compile(re.escape(server) + r"/live/[A-Z0-9]{6}/teach$"))
+    expect(teacher).to_have_url(re.compile(re.escape(server) + r"/live/[A-Z0-9]{8}/teach$"))
     # The QR code opens over the page as the session starts; the class has scanned it, and the teacher folds it.
     expect(teacher.locator("#live-qr")).to_be_visible()
     teacher.keyboard.press("Escape")
     expect(teacher.locator("#live-qr")).to_be_hidden()
-    match = re.search(r"/live/([A-Z0-9]{6})/teach$", teacher.url)
+    match = re.search(r"/live/([A-Z0-9]{8})/teach$", teacher.url)
     assert match
     return match.group(1)
 
@@ -408,7 +408,7 @@ def test_axe_finds_no_violations_on_the_live_pages(
     expect(teacher.locator("#live-start")).to_be_visible()
     check(teacher, "home")
     teacher.click("#live-start")
-    expect(teacher).to_have_url(re.compile(r"/live/[A-Z0-9]{6}/teach$"))
+    expect(teacher).to_have_url(re.compile(r"/live/[A-Z0-9]{8}/teach$"))
     expect(teacher.locator("#live-qr")).to_have_js_property("complete", True)
     assert teacher.locator("#live-qr").evaluate("img => img.naturalWidth") > 0
     code = teacher.url.split("/")[-2]
@@ -598,7 +598,7 @@ def test_a_session_starts_from_the_projector_view_at_any_height_with_a_qr_code_t
     teacher.goto(f"{server}/?stage=zero3&model=llama-3-8b&phase=4&theme=projector")
     _inside(teacher, "#teach-live")
     teacher.click("#teach-live")
-    expect(teacher).to_have_url(re.compile(r"/live/[A-Z0-9]{6}/teach$"))
+    expect(teacher).to_have_url(re.compile(r"/live/[A-Z0-9]{8}/teach$"))
     expect(teacher.locator("html")).to_have_class("theme-projector")
     assert fingerprint(teacher)["stage"] == "zero3"
     expect(teacher.locator("#widget")).to_have_attribute(
@@ -627,7 +627,7 @@ def test_the_start_page_starts_from_the_view_the_teacher_came_from(
     teacher.goto(f"{server}/live", referer=f"{server}/?stage=zero2&gpus=16&phase=7")
     expect(teacher.locator("#live-from")).to_be_visible()
     teacher.click("#live-start")
-    expect(teacher).to_have_url(re.compile(r"/live/[A-Z0-9]{6}/teach$"))
+    expect(teacher).to_have_url(re.compile(r"/live/[A-Z0-9]{8}/teach$"))
     expect(teacher.locator("#widget")).to_have_attribute("data-address", "/?stage=zero2&gpus=16&phase=7")
     # On 127.0.0.1 the bar says students cannot open it.
     expect(teacher.locator("#live-warning")).to_contain_text("Students cannot open 127.0.0.1: it is this computer only")

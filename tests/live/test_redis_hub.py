@@ -457,3 +457,21 @@ def test_the_breaker_refuses_for_its_pause_after_a_failure_then_lets_a_call_try(
             breaker.check()
     else:
         breaker.check()
+
+
+def test_a_heartbeat_after_redis_restarted_empty_writes_no_counts_or_seats_back(redis_server: RedisServer) -> None:
+    """Counts and seats of a session Redis lost are not written back by the worker still holding its streams."""
+
+    async def scenario() -> None:
+        clock = Clock()
+        async with workers(redis_server, clock) as (a, _):
+            session, _ = await started(a, clock)
+            queue = await a.admit(session.code, "10.0.0.2", Room(10), "token")
+            assert await a.redis.keys(f"{PREFIX}{session.code}:*")  # counted, with its seat
+            await a.redis.flushall()  # as a restart without persistence, before the listener notices
+            await a._beat()  # the heartbeat's round, at once rather than in five seconds
+            assert await a.redis.keys(f"{PREFIX}*") == []
+            await a.leave(session.code, queue)
+            assert await a.redis.keys(f"{PREFIX}*") == []
+
+    run(scenario())

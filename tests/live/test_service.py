@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app.live.hub import MISSES_ALLOWED, STARTS_ALLOWED, MemoryHub, Room
+from app.live.hub import MISS_WINDOW_SECONDS, MISSES_ALLOWED, STARTS_ALLOWED, MemoryHub, Room
 from app.live.service import (
     LiveOff,
     NoSuchSession,
@@ -27,7 +27,7 @@ from app.live.service import (
     TooManyTries,
     Visitor,
 )
-from app.live.session import ALPHABET, Session
+from app.live.session import ALPHABET, CODE_LENGTH, Session
 from tests.live.conftest import Clock, MakeHub, following, opened, run
 
 STUDENT = Visitor("10.0.0.2")
@@ -334,6 +334,15 @@ def test_with_live_sessions_off_every_ask_is_refused_and_the_hub_untouched(
     run(scenario())
 
 
+def test_one_address_guessing_at_the_fastest_rate_allowed_takes_more_than_a_year_to_find_one_of_a_thousand() -> None:
+    # docs/security.md works this out from the same constants; here, by hand: 20^8 codes, 1,000 open, 100 per 600 s.
+    assert (len(ALPHABET), CODE_LENGTH, MISSES_ALLOWED, MISS_WINDOW_SECONDS) == (20, 8, 100, 600)
+    guesses_per_find = 20**8 // 1000  # 25,600,000
+    seconds = guesses_per_find / (100 / 600)  # 153,600,000 s
+    assert seconds / (365.25 * 86400) == pytest.approx(4.867, abs=0.001)
+    assert seconds > 365.25 * 86400
+
+
 def test_the_security_docs_figures_are_the_codes() -> None:
     # docs/security.md states the allowance, the share and the stream's lifetime as cog writes them.
     root = Path(__file__).resolve().parents[2]
@@ -341,3 +350,4 @@ def test_the_security_docs_figures_are_the_codes() -> None:
                              capture_output=True, text=True, check=False)  # fmt: skip
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert f"| {MISSES_ALLOWED} in 10 minutes |" in (root / "docs/security.md").read_text()
+    assert "finding one takes 4.9 years on average" in (root / "docs/security.md").read_text()
