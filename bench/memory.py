@@ -97,7 +97,8 @@ a worker holding every session it keeps and one address's every stream is its wa
 
 def start_sessions(port: int, count: int) -> tuple[list[str], dict[int, int]]:
     """`count` sessions started, each from an address of its own: their codes, and how many got each status."""
-    codes, statuses = [], {}
+    codes: list[str] = []
+    statuses: dict[int, int] = {}
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     for i in range(count):
         address = f"10.{i >> 16 & 255}.{i >> 8 & 255}.{i & 255}"
