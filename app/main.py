@@ -14,21 +14,13 @@ from app.paths import EVENT_STREAM, STATIC_DIR
 from app.serving.address import AddressLimit
 from app.serving.assets import StaticAssets
 from app.serving.cache import ResponseCache
+from app.serving.codings import BROTLI_QUALITY, BROTLI_WINDOW, GZIP_LEVEL, MINIMUM_SIZE, STATIC_BROTLI_QUALITY
 from app.serving.config import Settings
 from app.serving.headers import HeaderCheck
 from app.serving.overload import Busy, ConcurrencyLimit, busy_page
 from app.serving.security import SecurityHeadersMiddleware, server_error
 from app.web import api, errors, live, pages
 
-# Compression: brotli for browsers (brotli-asgi), gzip for other clients (Starlette's own), with one
-# threshold: below it a compressed body saves less than its headers cost. Fast levels for what is
-# made on a click (a never-seen fragment in 0.1 ms of gzip, about 1 ms of brotli); brotli's densest
-# for the static files, made once per worker and then kept by the cache. docs/architecture.md
-# ("Serving") has the figures.
-MINIMUM_SIZE = 500
-BROTLI_QUALITY = 5
-GZIP_LEVEL = 3
-STATIC_BROTLI_QUALITY = 11
 
 DESCRIPTION = (
     "Which GPU holds which band of training state under data parallelism and ZeRO stages 1, 2 "
@@ -53,7 +45,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The static files at brotli's densest (and zlib's, for gzip): with the cache on, made once per
     # worker on the first request (htmx in 50 ms), 2.4 kB fewer on every first load.
     static_quality = STATIC_BROTLI_QUALITY if settings.cache_bytes else BROTLI_QUALITY
-    static = BrotliMiddleware(app.state.assets, quality=static_quality, lgwin=18, minimum_size=MINIMUM_SIZE)
+    static = BrotliMiddleware(app.state.assets, quality=static_quality, lgwin=BROTLI_WINDOW, minimum_size=MINIMUM_SIZE)
     app.mount("/static", static, name="static")
     # A request for /static alone is a 404, not a redirect built from the Host header.
     app.router.redirect_slashes = False
@@ -72,7 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # A live session's event stream is sent as it goes, uncompressed (Starlette's gzip leaves
     # text/event-stream alone by itself): its events are a few hundred bytes each.
     app.add_middleware(
-        BrotliMiddleware, quality=BROTLI_QUALITY, lgwin=18, minimum_size=MINIMUM_SIZE, gzip_fallback=False,
+        BrotliMiddleware, quality=BROTLI_QUALITY, lgwin=BROTLI_WINDOW, minimum_size=MINIMUM_SIZE, gzip_fallback=False,
         excluded_handlers=[EVENT_STREAM.pattern],
     )  # fmt: skip
     app.add_middleware(GZipMiddleware, minimum_size=MINIMUM_SIZE, compresslevel=GZIP_LEVEL)

@@ -45,7 +45,7 @@ from app.web.errors import describe
 from app.web.inputs import EmbedQuery, PageQuery, Theme
 from app.web.links import path_for
 from app.web.live_access import LiveSessions, Who, from_this_origin
-from app.web.live_page import live_page
+from app.web.live_page import follower_page, live_page
 from app.web.live_view import (
     ASKABLE_CARDS,
     AWAY,
@@ -217,7 +217,7 @@ async def live_follow(
     """
     session = await sessions.follow(code, who)
     bar = follower_bar(request, session, path_for(request, "page"), theme=theme)
-    return live_page(request, follower_view(session.shown, theme), LiveView(follower=bar))
+    return follower_page(request, follower_view(session.shown, theme), LiveView(follower=bar))
 
 
 @router.api_route("/live/{code}/teach", methods=["GET", "HEAD"], name="live_teach", response_class=HTMLResponse)

@@ -24,9 +24,11 @@ VIEW = "/?stage=zero3&model=llama-3-70b&gpus=64&phase=5"
 def live() -> Iterator[TestClient]:
     """A client of its own, and no view drawn before the test."""
     live_page._drawn.clear()
+    live_page._pages.clear()
     with TestClient(create_app()) as client:
         yield client
     live_page._drawn.clear()
+    live_page._pages.clear()
 
 
 @pytest.fixture
@@ -70,3 +72,18 @@ def test_each_host_gets_its_own_drawing_and_the_kept_views_are_bounded(live: Tes
     assert len(draws) == live_page.VIEWS_KEPT + 8
     assert len(live_page._drawn) == live_page.VIEWS_KEPT
     assert all(len(key) == 32 for key in live_page._drawn)
+
+
+@pytest.mark.parametrize("coding", ["gzip, deflate, br, zstd", "gzip, deflate", "identity"])
+def test_a_followers_page_is_kept_whole_per_coding_and_changes_with_the_session(live: TestClient, coding: str) -> None:
+    code = started(live, VIEW)
+    plain = follower(live).get(f"/live/{code}", headers={"Accept-Encoding": "identity"})
+    pages = [follower(live).get(f"/live/{code}", headers={"Accept-Encoding": coding}) for _ in range(3)]
+    expected = {"gzip, deflate, br, zstd": "br", "gzip, deflate": "gzip"}.get(coding)  # over https, and http
+    assert {p.headers.get("content-encoding") for p in pages} == {expected}
+    assert {p.text for p in pages} == {plain.text}  # decoded: the same page, whatever the coding
+    assert len(live_page._pages) == 1 + (expected is not None)
+    live.post(f"/live/{code}/show", data={"view": "/?stage=zero1"}, headers={"ZB-Live": "1"})
+    moved = follower(live).get(f"/live/{code}", headers={"Accept-Encoding": coding})
+    assert one(dom(moved.text), "#widget")["data-stage"] == "zero1"
+    assert one(dom(moved.text), "#live-state")["data-version"] == "2"
