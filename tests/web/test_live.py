@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+from fractions import Fraction
 import re
 import signal
 import threading
@@ -26,7 +27,7 @@ from app.live.redis_hub import RedisHub
 from app.live.session import ALPHABET, CODE_LENGTH
 from app.main import create_app
 from app.serving import reach
-from app.serving.config import PUBLIC_URL_ENV, STREAM_ENV, Settings, SettingsError
+from app.serving.config import PUBLIC_URL_ENV, SHARE_ENV, STREAM_ENV, Settings, SettingsError
 from app.web.live import REFUSED_RETRY_MS, RETRY_MS
 from app.web.live_view import qr_svg
 from tests.conftest import dom, one, text
@@ -681,3 +682,27 @@ def test_a_public_url_students_could_not_open_is_refused(value: str, said: str) 
         Settings.from_env({PUBLIC_URL_ENV: value})
     assert said in str(error.value)
     assert "\x1b" not in str(error.value)
+
+
+@pytest.mark.parametrize(("value", "share"), [(None, Fraction(4, 5)), ("10", Fraction(1, 10)), (" 100 ", Fraction(1))])
+def test_one_addresss_share_of_the_room_is_a_setting(value: str | None, share: Fraction) -> None:
+    environ = {} if value is None else {SHARE_ENV: value}
+    assert Settings.from_env(environ).live_address_share == share
+
+
+@pytest.mark.parametrize("value", ["0", "101", "50%", "0.5", "", "-1"])
+def test_a_share_that_is_no_percentage_is_refused(value: str) -> None:
+    with pytest.raises(SettingsError, match=SHARE_ENV):
+        Settings.from_env({SHARE_ENV: value})
+
+
+def test_a_low_share_holds_one_address_to_its_part_of_the_room() -> None:
+    app = create_app(Settings(live_stream_seconds=0.05, live_followers=20, live_address_share=Fraction(1, 10)))
+    with TestClient(app) as teacher:
+        code = started(teacher)
+        statuses = [TestClient(app).get(f"/live/{code}/events").status_code for _ in range(3)]
+        assert statuses == [200, 200, 200]
+        cookies = [TestClient(app).get(f"/live/{code}/events").cookies.get("zb-voter") for _ in range(3)]
+        assert cookies == [None, None, None]  # two seats (a tenth of 20) held already: no third token
+        assert TestClient(app).get(f"/live/{code}").status_code == 429
+        assert TestClient(app, client=("198.51.100.3", 5000)).get(f"/live/{code}").status_code == 200
