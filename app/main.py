@@ -21,7 +21,6 @@ from app.serving.overload import Busy, ConcurrencyLimit, busy_page
 from app.serving.security import SecurityHeadersMiddleware, server_error
 from app.web import api, errors, live, pages
 
-
 DESCRIPTION = (
     "Which GPU holds which band of training state under data parallelism and ZeRO stages 1, 2 "
     "and 3: 8 cards, 8 weights, 4 bands (bf16 weights, bf16 gradients, fp32 master copy, Adam moments)."

@@ -26,7 +26,6 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 
 from app.serving.codings import MINIMUM_SIZE, chosen, encoded
-
 from app.web.live_view import LiveView, view_query
 from app.web.page_view import PageView
 from app.web.pages import stage_page
@@ -40,7 +39,7 @@ PAGES_KEPT = 32
 
 _drawn: OrderedDict[bytes, tuple[PageView, Markup]] = OrderedDict()
 _pages: OrderedDict[bytes, tuple[bytes, str]] = OrderedDict()
-"""Each page's bytes, and their coding ("" for a page too short to be worth compressing, or a client that takes none)."""
+"""Each page's bytes and their coding ("": a page too short to compress, or a client that takes none)."""
 
 
 def _key(request: Request, shown: str) -> bytes:

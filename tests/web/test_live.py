@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 import os
-from fractions import Fraction
 import re
 import signal
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from fractions import Fraction
 from http.cookies import SimpleCookie
 from pathlib import Path
 
