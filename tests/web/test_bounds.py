@@ -20,11 +20,12 @@ from hypothesis import strategies as st
 from app.domain.bounded import MAX_CHARS, MAX_EXPONENT
 from app.main import create_app
 from app.serving.body import CappedBody
+from app.serving.config import Settings
 from app.web.config_view import NotAConfig, Refused, config_object, read_body
 from app.web.inputs import RunQuery
 from tests.conftest import dom, one, text
 from tests.web.test_live import started
-from tests.web.test_live_poll import HTMX, ask, joined
+from tests.web.test_live_poll import HTMX, STREAM_SECONDS, ask, joined
 
 QUICK_SECONDS = 0.5
 """Well under a second: the 1e-9999999 vote took 11.5 s on the development machine before its bound.
@@ -45,8 +46,8 @@ def client() -> Iterator[TestClient]:
 
 @pytest.fixture
 def live() -> Iterator[TestClient]:
-    """A teacher's browser on an app of its own."""
-    with TestClient(create_app()) as test_client:
+    """A teacher's browser on an app of its own, whose streams end soon (TestClient reads a stream whole)."""
+    with TestClient(create_app(Settings(live_stream_seconds=STREAM_SECONDS))) as test_client:
         yield test_client
 
 
