@@ -22,7 +22,7 @@ import pytest
 from bs4 import Tag
 from fastapi.testclient import TestClient
 
-from app.live.hub import MISSES_ALLOWED, MemoryHub, Unavailable
+from app.live.hub import MISSES_ALLOWED, STARTS_ALLOWED, MemoryHub, Unavailable
 from app.live.redis_hub import RedisHub
 from app.live.session import ALPHABET, CODE_LENGTH
 from app.main import create_app
@@ -706,3 +706,15 @@ def test_a_low_share_holds_one_address_to_its_part_of_the_room() -> None:
         assert cookies == [None, None, None]  # two seats (a tenth of 20) held already: no third token
         assert TestClient(app).get(f"/live/{code}").status_code == 429
         assert TestClient(app, client=("198.51.100.3", 5000)).get(f"/live/{code}").status_code == 200
+
+
+def test_a_flood_of_sessions_from_one_address_is_refused_past_its_allowance_and_another_teacher_starts() -> None:
+    app = create_app()
+    with TestClient(app, client=("203.0.113.40", 5000)) as flooder:
+        statuses = [flooder.post("/live", data={"view": "/"}, follow_redirects=False).status_code
+                    for _ in range(STARTS_ALLOWED + 5)]  # fmt: skip
+        assert statuses == [303] * STARTS_ALLOWED + [429] * 5
+        refused = flooder.post("/live", data={"view": "/"}, follow_redirects=False)
+        assert "started as many sessions as one may" in text(dom(refused.text), ".notice-message")
+        teacher = TestClient(app, client=("192.0.2.8", 5000))
+        assert teacher.post("/live", data={"view": "/"}, follow_redirects=False).status_code == 303
