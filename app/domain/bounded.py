@@ -35,16 +35,40 @@ def read_whole(text: str, most: int) -> int | None:
     return value if value <= most else None
 
 
-def read_decimal(text: str) -> Fraction | None:
-    """`text` as an exact number, plain (12.5, 1,234.5) or scientific (1.5e3); None for anything else.
+_THOUSANDS = re.compile(r"[+-]?[1-9][0-9]{0,2}(?:[,.][0-9]{3})+")
+"""Digits grouped in threes after a first group of one to three: 1,234 or 1.234.567 (never 0,125)."""
 
-    Within MAX_CHARS characters, spaces around it and commas included (as typed), and an exponent of
-    at most MAX_EXPONENT either way. Commas are dropped wherever they stand, as a person's thousands.
+
+def _point(mantissa: str) -> str:
+    """`mantissa` with one decimal point and no grouping: as a person in any country writes it.
+
+    With both marks, the last is the decimal one (1,234.5 and 1.234,5 are 1234.5). With commas alone,
+    they group thousands where they fall every three digits after a first group (1,234 and 1,234,567),
+    else one comma is the decimal mark, as a phone's keypad in most of Europe writes it (12,5 and 0,125).
+    """
+    if "," in mantissa and "." in mantissa:
+        mark = max(mantissa.rfind(","), mantissa.rfind("."))
+        whole, fraction = mantissa[:mark], mantissa[mark + 1 :]
+        grouped = _THOUSANDS.fullmatch(whole) or (whole.lstrip("+-").isdigit() and len(whole.lstrip("+-")) <= 3)
+        return whole.replace(",", "").replace(".", "") + "." + fraction if grouped else "?"
+    if "," in mantissa:
+        if _THOUSANDS.fullmatch(mantissa):
+            return mantissa.replace(",", "")
+        return mantissa.replace(",", ".") if mantissa.count(",") == 1 else "?"
+    return mantissa
+
+
+def read_decimal(text: str) -> Fraction | None:
+    """`text` as an exact number, plain (12.5, 1,234.5, 12,5) or scientific (1.5e3); None for anything else.
+
+    Within MAX_CHARS characters, spaces around it and marks included (as typed), and an exponent of at
+    most MAX_EXPONENT either way. A comma is read as a person meant it (`_point`): 12,5 is 12.5, not 125.
     """
     text = text.strip()
     if len(text) > MAX_CHARS:
         return None
-    written = text.replace(",", "")
+    mantissa, e, exponent = text.replace("E", "e").partition("e")
+    written = _point(mantissa) + e + exponent
     match = _DECIMAL.fullmatch(written)
     if match is None or abs(int(match["exponent"] or 0)) > MAX_EXPONENT:
         return None

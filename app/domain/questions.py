@@ -126,7 +126,7 @@ def normal_answer(question: Question, given: list[str]) -> str:
 def number_wanted(unit: str) -> str:
     """What a number question takes, for the person whose answer it refused."""
     return (
-        f"Give a number of {unit} from 0 to {MAX_NUMBER:,}, such as 12.5, 1,234.5 or 1.5e3: "
+        f"Give a number of {unit} from 0 to {MAX_NUMBER:,}, such as 12.5, 12,5, 1,234.5 or 1.5e3: "
         f"at most {MAX_CHARS} characters, and an exponent from -{MAX_EXPONENT} to {MAX_EXPONENT}."
     )
 

@@ -224,7 +224,7 @@ async def live_follow(
 async def live_teach(request: Request, code: str, sessions: LiveSessions, who: Who) -> HTMLResponse:
     """The teacher's page: the view the teacher is on, with the session's bar."""
     session = await sessions.teach(code, who)
-    bar = teacher_bar(request, session, await sessions.followers(session), await _crowd(sessions, session))
+    bar = teacher_bar(request, session, *await _count(sessions, session))
     return live_page(
         request, session.view, LiveView(teacher=bar, poll=await _teachers_panel(request, sessions, session))
     )
@@ -248,13 +248,16 @@ async def live_pause(request: Request, code: str, sessions: LiveSessions, who: W
     changed = await sessions.pause(session, _field(form, "paused") == "1")
     if request.headers.get("HX-Request") != "true" or changed is None:
         return _with_cookie(request, _back(request, code), code, who.secret)
-    bar = teacher_bar(request, changed, await sessions.followers(changed), await _crowd(sessions, changed))
+    bar = teacher_bar(request, changed, *await _count(sessions, changed))
     return _with_cookie(request, HTMLResponse(macro_html("_live.html", "teacher_bar", bar)), code, who.secret)
 
 
-async def _crowd(sessions: Sessions, session: Session) -> str:
-    """How many places one address holds, when that is a large part of the room: the teacher's bar says it."""
-    return crowd_words((await sessions.seats(session))[1], sessions.room)
+async def _count(sessions: Sessions, session: Session) -> tuple[int, str]:
+    """The teacher's count: the seats held (the class, a phone locked a moment included), the number the
+    question's panel counts answers of; and how many one address holds, when they are many.
+    """
+    held, most = await sessions.seats(session)
+    return held, crowd_words(most)
 
 
 @router.post("/live/{code}/end", name="live_end", dependencies=TEACHERS_PAGE)
@@ -423,7 +426,7 @@ async def live_followers(request: Request, code: str, sessions: LiveSessions, wh
     except (NoSuchSession, SessionEnded):
         # The last answer: the count says so, and the bar's notice shows, before the teacher's next click.
         return HTMLResponse(macro_html("_live.html", "gone_count", path_for(request, "live_home")), status_code=286)
-    words = count_words(await sessions.followers(session), await _crowd(sessions, session))
+    words = count_words(*await _count(sessions, session))
     return HTMLResponse(macro_html("_live.html", "followers", request.url.path, words))
 
 

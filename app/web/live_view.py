@@ -56,7 +56,7 @@ class TeacherBar:
     qr_href: str
     followers_href: str
     followers: int
-    """Streams open now, over every worker."""
+    """Seats held now, over every worker: the followers whose answers count."""
     show_href: str
     pause_href: str
     end_href: str
@@ -83,16 +83,16 @@ def count_words(followers: int, crowd: str = "") -> str:
     return f"{followers:,} following" + (f" ({crowd})" if crowd else "")
 
 
-CROWD_PART = 4
-"""One address holding a CROWD_PARTth of the room's places or more is said on the teacher's bar."""
+CROWD = 10
+"""One address holding this many places or more is said on the teacher's bar."""
 
 
-def crowd_words(most: int, room: int) -> str:
-    """The bar's words when one address holds a large part of the room ("312 of them from one address").
+def crowd_words(most: int) -> str:
+    """The bar's words when one address holds many places ("312 of them from one address").
 
     A school's network (the teacher knows) or one person's script (the teacher ends the session, starts another).
     """
-    return f"{most:,} of them from one address" if most > 1 and most * CROWD_PART >= room else ""
+    return f"{most:,} of them from one address" if most >= CROWD else ""
 
 
 @dataclass(frozen=True)

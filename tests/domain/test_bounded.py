@@ -27,6 +27,18 @@ CELLS = Question(AnswerKind.CELLS, "Which cells?", "0.weights,1.moments", "zero1
     [
         ("12.5", Fraction(25, 2)),
         (" 1,234.5 ", Fraction(2469, 2)),  # spaces around and thousands' commas, as typed
+        # A comma as people in most of Europe write a decimal point: 12,5 is 12.5, not 125 (a phone's keypad).
+        ("12,5", Fraction(25, 2)),
+        ("0,5", Fraction(1, 2)),
+        ("0,125", Fraction(1, 8)),  # not 125: a first group of 0 groups no thousands
+        ("1,5e3", Fraction(1500)),
+        ("1.000,5", Fraction(2001, 2)),  # with both marks, the last is the decimal one
+        ("1.234.567,5", Fraction(2469135, 2)),
+        ("1,234", Fraction(1234)),  # groups of three: thousands
+        ("1,234,567", Fraction(1234567)),
+        ("12,34,5", None),  # neither grouped in threes nor one decimal comma
+        ("1,2,3", None),
+        ("1,23.4", None),
         (".5", Fraction(1, 2)),
         ("5.", Fraction(5)),
         ("1.5e3", Fraction(1500)),
@@ -82,7 +94,7 @@ def test_a_whole_number_is_read_within_its_bounds(text: str, most: int, value: i
         (NUMBER, ["1e-9999999"], f"an exponent from -{MAX_EXPONENT} to {MAX_EXPONENT}"),
         pytest.param(NUMBER, [DIGITS_5001], f"at most {MAX_CHARS} characters", id="number-5001 digits"),
         pytest.param(NUMBER, ["0." + "0" * 5000 + "1"], f"at most {MAX_CHARS} characters", id="number-5000 decimals"),
-        (NUMBER, ["1_000"], "such as 12.5, 1,234.5 or 1.5e3"),
+        (NUMBER, ["1_000"], "such as 12.5, 12,5, 1,234.5 or 1.5e3"),
         (NUMBER, ["-3"], "Give a number of GiB from 0 to 1,000,000,000,000,000"),
         (NUMBER, ["1e16"], "from 0 to 1,000,000,000,000,000"),
         pytest.param(CHOICE, [DIGITS_5001], "Choose one of the answers offered.", id="choice-5001 digits"),

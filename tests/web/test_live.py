@@ -22,7 +22,7 @@ import pytest
 from bs4 import Tag
 from fastapi.testclient import TestClient
 
-from app.live.hub import MISSES_ALLOWED, STARTS_ALLOWED, MemoryHub, Unavailable
+from app.live.hub import MISSES_ALLOWED, STARTS_ALLOWED, MemoryHub, Seat, Unavailable
 from app.live.redis_hub import RedisHub
 from app.live.session import ALPHABET, CODE_LENGTH
 from app.main import create_app
@@ -362,7 +362,7 @@ def test_a_full_session_says_so(live: TestClient) -> None:
         code = started(client)
         hub = client.app.state.hub  # type: ignore[attr-defined]
         assert isinstance(hub, MemoryHub)
-        hub.fanout.add(code)  # one follower's stream, open
+        hub.seats_by_code[code]["token"] = Seat("10.0.0.2", float("inf"))  # one follower's seat, held
         response = follower(client).get(f"/live/{code}")
         assert response.status_code == 429
         assert "This session is full: 1 are following" in text(dom(response.text), ".notice-message")
