@@ -253,8 +253,9 @@ async def live_pause(request: Request, code: str, sessions: LiveSessions, who: W
 
 
 async def _count(sessions: Sessions, session: Session) -> tuple[int, str]:
-    """The teacher's count: the seats held (the class, a phone locked a moment included), the number the
-    question's panel counts answers of; and how many one address holds, when they are many.
+    """The teacher's count: the seats held, and how many one address holds when they are many.
+
+    Seats, not streams: the class with a phone locked a moment, the number the question's answers are counted of.
     """
     held, most = await sessions.seats(session)
     return held, crowd_words(most)
