@@ -109,6 +109,8 @@ class Visitor:
     secret: str | None = None
     token: str | None = None
     """The follower's anonymous token (its cookie), if it carries one."""
+    key: str | None = None
+    """The join key of the address it opened (the QR code's `?k=`), if any."""
 
 
 def hub_for(redis_url: str) -> Hub:
@@ -154,9 +156,10 @@ class Sessions:
 
         Every code that names no session counts as a wrong one, on every route (the join form, a page, a
         stream, the QR code, the count): a script guesses through any of them. Past the wrong codes allowed,
-        every code is refused alike, a right one too (a guesser learns nothing), but for a session this
-        address already knows: its teacher's, one it started, or one it follows (a seat held from it). So a
-        class behind one school address is never locked out of its own session by one student's guesses.
+        every code is refused alike, a right one too (a guesser learns nothing), but for a session the
+        visitor knows other than by its code: its teacher's, one its address started or follows (a seat
+        held from it), or one whose QR code it scanned (its join key). So a class behind one school address
+        is never locked out of its own session by one student's guesses.
         """
         hub, normal = self._kept(), normal_code(code)
         session = await hub.get(normal) if normal else None
@@ -174,7 +177,9 @@ class Sessions:
 
     async def _known(self, session: Session, visitor: Visitor) -> bool:
         """Whether the visitor may reach `session` whatever its wrong codes: it teaches, started or follows it."""
-        if session.is_teacher(visitor.secret) or session.origin == origin(visitor.address):
+        if session.is_teacher(visitor.secret) or session.is_join_key(visitor.key):
+            return True
+        if session.origin == origin(visitor.address):
             return True
         return (await self._kept().seats(session.code, visitor.address))[1] > 0
 

@@ -169,6 +169,18 @@ class Session:
         nonce, _, signature = (token or "").partition(".")
         return bool(nonce) and hmac.compare_digest(signature, self._sign(nonce))
 
+    def join_key(self) -> str:
+        """The key the session's QR code carries (`?k=`): a screen that scanned it is no guesser.
+
+        Signed as a token is: no one without the teacher's screen makes it, so the wrong-code limit of an
+        address spares it (app/live/service.py `find`), and a class scanning the code is never locked out.
+        """
+        return self._sign("join")[:16]
+
+    def is_join_key(self, key: str | None) -> bool:
+        """Whether `key` is this session's `join_key`."""
+        return bool(key) and hmac.compare_digest(key or "", self.join_key())
+
     def _sign(self, nonce: str) -> str:
         return hmac.new(self.secret_digest.encode(), f"{self.code}.{nonce}".encode(), "sha256").hexdigest()[:32]
 

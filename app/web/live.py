@@ -435,7 +435,7 @@ async def live_followers(request: Request, code: str, sessions: LiveSessions, wh
 async def live_qr(request: Request, code: str, sessions: LiveSessions, who: Who) -> Response:
     """The QR code of the follower's page, as SVG."""
     session = await sessions.find(code, who)
-    svg = join_qr(request, session.code)
+    svg = join_qr(request, session)
     return Response(svg, media_type="image/svg+xml", headers={"Cache-Control": "private, max-age=3600"})
 
 

@@ -13,7 +13,7 @@ from starlette.requests import Request
 from app.live.service import Sessions, Visitor
 from app.serving.config import Settings
 from app.web.inputs import EmbedQuery
-from app.web.live_view import COOKIE, VOTER, LiveView, Problem, followed_embed
+from app.web.live_view import COOKIE, KEY, VOTER, LiveView, Problem, followed_embed
 
 SAME_SITE_REFUSED = (
     "This request came from another page than this site's own, so it was not carried out. "
@@ -30,9 +30,9 @@ def sessions_of(request: Request) -> Sessions:
 
 
 def visitor_of(request: Request) -> Visitor:
-    """Who asks: the client's address, and the teacher's cookie and the follower's token if it carries them."""
-    cookies = request.cookies
-    return Visitor(request.client.host if request.client else "unknown", cookies.get(COOKIE), cookies.get(VOTER))
+    """Who asks: the client's address, and the teacher's cookie, the follower's token and the join key it carries."""
+    cookies, key = request.cookies, request.query_params.get(KEY)
+    return Visitor(request.client.host if request.client else "unknown", cookies.get(COOKIE), cookies.get(VOTER), key)
 
 
 def from_this_origin(request: Request) -> None:

@@ -42,6 +42,8 @@ from app.web.poll_view import PollPanel
 
 COOKIE = "zb-teacher"
 """The teacher's secret: HttpOnly, SameSite=Strict, sent only to the session's own addresses."""
+KEY = "k"
+"""The join key's parameter, on the address the QR code carries (app/live/session.py `join_key`)."""
 VOTER = "zb-voter"
 """A follower's anonymous token (app/live/session.py `voter`): HttpOnly, sent only to the session's own addresses."""
 
@@ -241,8 +243,13 @@ def follower_bar(
     """A follower's bar: the stream to listen to (its views in the follower's `theme`), the state now, the way back."""
     events = path_for(request, "live_events", code=session.code)
     embedded = bool(options) or base.endswith("/embed")
-    params = ((("live", session.code), *options) if embedded else ()) + (
-        (("theme", theme.value),) if theme is not Theme.DEFAULT else ()
+    # The join key the page was opened with goes on to its stream: scanned, it is no guess (`join_key`).
+    key = request.query_params.get(KEY, "")
+    keyed = ((KEY, key),) if session.is_join_key(key) else ()
+    params = (
+        ((("live", session.code), *options) if embedded else ())
+        + ((("theme", theme.value),) if theme is not Theme.DEFAULT else ())
+        + keyed
     )
     if params:
         events += "?" + urlencode(params)
@@ -257,22 +264,30 @@ class JoinAddress:
     """The address students open to follow a session, and, when they cannot open the teacher's, why."""
 
     url: str
+    """The address to read aloud or type: without the join key."""
     warning: str = ""
     from_request: bool = True
     """Built on the request's Host header (neither the public URL nor this machine's own address)."""
+    key: str = ""
+    """The session's join key, which the QR code's address carries (`scanned`)."""
+
+    @property
+    def scanned(self) -> str:
+        """The address the QR code carries: `url` with the join key, so a scanning phone is no guesser."""
+        return f"{self.url}?{urlencode({KEY: self.key})}" if self.key else self.url
 
 
-def join_address(request: Request, code: str) -> JoinAddress:
-    """Where students follow session `code`, and a warning when they cannot open the teacher's own address.
+def join_address(request: Request, session: Session) -> JoinAddress:
+    """Where students follow `session`, and a warning when they cannot open the teacher's own address.
 
     The public URL's, else this request's address, unless that is this machine only (127.0.0.1, ::1,
     localhost): then this machine's address on the network if the server listens there, or what to do.
     """
-    settings = request.app.state.settings
+    settings, code, key = request.app.state.settings, session.code, session.join_key()
     url = absolute_url_for(request, "live_follow", code=code)
     host = request.url.hostname or ""
     if settings.public_url or not reach.is_loopback(host):
-        return JoinAddress(url, from_request=not settings.public_url)
+        return JoinAddress(url, from_request=not settings.public_url, key=key)
     shown = reach.bare_host(host)
     listening = settings.listen_host
     own = listening if listening and not reach.is_everywhere(listening) and not reach.is_loopback(listening) else None
@@ -283,14 +298,14 @@ def join_address(request: Request, code: str) -> JoinAddress:
     )
     if where and listening and not reach.is_loopback(listening):
         # Served on the network: students open this machine's own address, which the bar and QR code show.
-        return JoinAddress(where, UNREACHABLE_LISTENING.format(host=shown), from_request=False)
+        return JoinAddress(where, UNREACHABLE_LISTENING.format(host=shown), from_request=False, key=key)
     if listening and reach.is_loopback(listening):
         advice = UNREACHABLE_LOOPBACK.format(host=shown, then=f" and they can open {where}" if where else "")
     elif where:
         advice = UNREACHABLE_MAYBE.format(host=shown, where=where)
     else:
         advice = UNREACHABLE_OFFLINE.format(host=shown)
-    return JoinAddress(url, advice)
+    return JoinAddress(url, advice, key=key)
 
 
 UNREACHABLE_LISTENING = (
@@ -339,7 +354,7 @@ def with_voter(request: Request, response: R, code: str, token: str) -> R:
 def teacher_bar(request: Request, session: Session, followers: int, crowd: str = "") -> TeacherBar:
     """The teacher's bar for `session`, with its count of followers now, and the address students open."""
     code = session.code
-    join = join_address(request, code)
+    join = join_address(request, session)
     return TeacherBar(
         code=code, join_url=join.url, warning=join.warning,
         qr_href=path_for(request, "live_qr", code=code), followers_href=path_for(request, "live_followers", code=code),
@@ -387,7 +402,7 @@ MAX_QR_HOST = 100
 BAD_HOST = "This address's host name is not one a phone could open: use the address the teacher's screen shows."
 
 
-def join_qr(request: Request, code: str) -> bytes:
+def join_qr(request: Request, session: Session) -> bytes:
     """The follower's page as a QR code, drawn in a render slot; a Problem (400) for a Host too long to scan.
 
     On the public URL when one is set; else built from the request's Host (app/serving/headers.py has
@@ -396,13 +411,13 @@ def join_qr(request: Request, code: str) -> bytes:
     2-core machine). The render takes one of the worker's render slots (app/serving/overload.py), as a
     page does: the live routes are not counted by the limit, since they may wait on Redis.
     """
-    join = join_address(request, code)
+    join = join_address(request, session)
     # The header as sent: Starlette draws the server's own address for one it cannot parse, which no phone opens.
     host = request.headers.get("host", request.base_url.netloc)
     if join.from_request and not valid_host(host, MAX_QR_HOST):
         raise Problem(400, "Not a host name", BAD_HOST)
     with render_slot(request.scope):
-        return qr_svg(join.url)
+        return qr_svg(join.scanned)
 
 
 # A teacher's screen asks for its QR on each load: drawn once, and 256 of the largest SVGs (a public

@@ -28,6 +28,7 @@ from app.web.live_view import (
     view_query,
 )
 from tests.conftest import dom, one
+from tests.web.test_live import join_key, started
 
 T = TypeVar("T")
 
@@ -167,10 +168,11 @@ def test_the_qr_code_is_drawn_for_a_short_host_name_and_refused_for_anything_els
 
 
 def test_with_a_public_url_the_qr_code_is_of_it_whatever_the_host() -> None:
-    response = _qr(Settings(public_url="https://zero.example.edu"), "h" * 200)
-    assert response.status_code == 200
-    code = response.url.path.split("/")[2]
-    assert response.content == qr_svg(f"https://zero.example.edu/live/{code}")
+    with TestClient(create_app(Settings(public_url="https://zero.example.edu"))) as client:
+        code = started(client, "/?stage=zero2")
+        response = client.get(f"/live/{code}/qr.svg", headers={"Host": "h" * 200})
+        assert response.status_code == 200
+        assert response.content == qr_svg(f"https://zero.example.edu/live/{code}?k={join_key(client, code)}")
 
 
 def test_the_qr_code_is_drawn_in_a_render_slot_and_is_busy_when_none_is_free() -> None:
