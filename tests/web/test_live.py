@@ -749,7 +749,7 @@ def test_a_class_scanning_the_qr_code_follows_though_a_guesser_behind_its_addres
             assert page.status_code == 200
             stream = one(dom(page.text), "[sse-connect]")["sse-connect"]
             assert f"k={key}" in stream  # the page's stream carries the key on
-            events = phone.get(stream).text
+            events = phone.get(str(stream)).text
             assert "stage=zero1" in events
             assert "phase=2" in events
             assert phone.get(f"/live/{code}/question").status_code == 200  # its seat: no key needed past it
