@@ -7,7 +7,7 @@ Two parts, on servers started here by `python -m app.cli` (bench/live.py's helpe
 
 - Load: one worker with sessions in memory. 300 followers hold their event streams (bench/live.py's
   clients, in processes of their own); the teacher asks which cells GPU 1 stores under ZeRO-3 on 8
-  cards; each follower, with the token its page gave it, votes once within 5 s, and a tenth of them
+  cards; each follower, with the token its stream gave it, votes once within 5 s, and a tenth of them
   change their minds a second later. The teacher's panel asks for the count every 500 ms, as its page
   does. The answers are the bench's own: a third are right (GPU 1 holds weight 1's four bands, worked
   out by hand), the rest a mix of cells, so the class's taps per cell are known here before any is sent.
@@ -120,11 +120,21 @@ def call(port: int, method: str, path: str, body: str | None = None, **headers: 
 
 
 def token(port: int, code: str) -> str:
-    """Open the session's page, as a student's phone does: the token it sets."""
-    status, _, cookie = call(port, "GET", f"/live/{code}")
-    found = re.search(VOTER + r"=([^;]+)", cookie)
-    if status != 200 or not found:
-        raise SystemExit(f"bench.votes: GET /live/{code} answered {status} without a token")
+    """Open the session's page, then its stream, as a student's phone does: the token the stream hands out.
+
+    The stream is let go once its headers are read: the follower's seat, and so its vote, is held for its
+    grace after (app/live/hub.py SEAT_GRACE_SECONDS), far longer than a part of this bench.
+    """
+    status, _, _ = call(port, "GET", f"/live/{code}")
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        connection.request("GET", f"/live/{code}/events")
+        response = connection.getresponse()
+        found = re.search(VOTER + r"=([^;]+)", response.getheader("set-cookie") or "")
+    finally:
+        connection.close()
+    if status != 200 or response.status != 200 or not found:
+        raise SystemExit(f"bench.votes: /live/{code}, then its stream, answered {status}, {response.status}: no token")
     return found.group(1)
 
 
@@ -291,6 +301,7 @@ def load(size: Size) -> Section:
         Check("a vote to the teacher's count", f"{_spread([t * 1e3 for t in times])} (the panel asks every "
               f"{POLL_SECONDS * 1e3:.0f} ms)", f"p95 <= {TARGET_P95_S * 1e3:.0f} ms", p95 <= TARGET_P95_S),
         Note("a vote, sent to answered", f"{_spread(answer_ms)}; statuses {statuses}"),
+        # Seats: each voter's, and each listener's (bench.live's streams carry no voter's cookie), so twice the class.
         Note("the teacher's count at the end", words.group(1).strip() if words else "(none)"),
         Check("streams told the session ended", f"{ended} of {size.followers}", "all of them",
               ended == size.followers),

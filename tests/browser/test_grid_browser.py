@@ -165,10 +165,10 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def course_page(tmp_path: Path, server: str) -> Iterator[str]:
-    """A page on another origin that embeds the app, as a course site would."""
+    """A page on another origin that embeds the app, as a course site would: the embed, the route made for it."""
     (tmp_path / "lesson.html").write_text(
         f"<!doctype html><title>Lesson</title><h1>Lesson 4</h1>"
-        f'<iframe title="ZeRO Bands" src="{server}/?stage=zero1" width="1200" height="900"></iframe>'
+        f'<iframe title="ZeRO Bands" src="{server}/embed?stage=zero1" width="1200" height="900"></iframe>'
     )
     port = _free_port()
     httpd = http.server.ThreadingHTTPServer(("127.0.0.1", port), partial(_Quiet, directory=str(tmp_path)))

@@ -94,10 +94,11 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def lesson(tmp_path: Path, server: str) -> Iterator[str]:
-    """A course page on another origin with the app in a frame shorter than the app."""
+    """A course page on another origin with the embed (the route made to be framed) in a frame, taller than the window."""
     (tmp_path / "lesson.html").write_text(
         "<!doctype html><title>Lesson</title><h1>Lesson 4</h1>"
-        f'<iframe title="ZeRO Bands" src="{server}/?stage=zero1&phase=4" width="1000" height="600"></iframe>'
+        f'<iframe title="ZeRO Bands" src="{server}/embed?stage=zero1&phase=4&controls=step" width="1000"'
+        ' height="900"></iframe>'
         "<p>After the figure.</p>"
     )
     port = _free_port()
@@ -114,9 +115,17 @@ def test_a_swap_inside_a_frame_moves_neither_the_frame_nor_the_page(page: Page, 
     frame = page.frame(url=lambda url: url.startswith(server))
     assert frame is not None
     frame.wait_for_selector("#step")
+    page.evaluate("scrollTo(0, 60)")  # the course page scrolled a little, the frame part off the screen
     outer = page.evaluate("window.scrollY")
+    assert outer == 60
     for selector in ["#step-next", "#step-prev", "#switch-zero2"]:
-        _swap_in_place(frame, selector, selector)
+        before, grid = frame.evaluate("window.scrollY"), _top(frame, "#grid")
+        frame.evaluate("document.getElementById('widget').dataset.old = 'yes'")
+        frame.click(selector)
+        frame.wait_for_selector("#widget:not([data-old])", state="attached")
+        settled(frame)
+        assert abs(frame.evaluate("window.scrollY") - before) <= 2
+        assert abs(_top(frame, "#grid") - grid) <= 2
     assert page.evaluate("window.scrollY") == outer
 
 
