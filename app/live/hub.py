@@ -194,8 +194,8 @@ class Fanout:
         """Followers here by session, then by client address."""
         self.owners: dict[Queue, tuple[str, str]] = {}
         """Each follower's client address and token."""
-        self.streams: Counter[tuple[str, str]] = Counter()
-        """Streams here by session and token (a follower's tabs)."""
+        self.streams: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        """Streams here by session, then by token (a follower's tabs)."""
         self.per_client: Counter[str] = Counter()
         """Streams here by client address, over every session."""
 
@@ -209,7 +209,8 @@ class Fanout:
 
     def check(self, code: str, client: str, token: str) -> None:
         """Full (`streams`) if `client`, or `token`, has as many streams open here as one may."""
-        if self.per_client[client] >= STREAMS_PER_ADDRESS or (token and self.streams[code, token] >= STREAMS_PER_SEAT):
+        tabs = self.streams[code][token] if token and code in self.streams else 0
+        if self.per_client[client] >= STREAMS_PER_ADDRESS or tabs >= STREAMS_PER_SEAT:
             raise Full(self.count(code), streams=True)
 
     def add(self, code: str, client: str = "", token: str = "") -> Queue:
@@ -220,7 +221,7 @@ class Fanout:
         self.owners[queue] = client, token
         self.per_client[client] += 1
         if token:
-            self.streams[code, token] += 1
+            self.streams[code][token] += 1
         return queue
 
     def admit(self, code: str, client: str, room: Room, token: str = "") -> Queue:
@@ -242,7 +243,9 @@ class Fanout:
         _less(self.clients[code], client)
         _less(self.per_client, client)
         if token:
-            _less(self.streams, (code, token))
+            _less(self.streams[code], token)
+            if not self.streams[code]:
+                del self.streams[code]
         if not self.queues[code]:
             del self.queues[code], self.clients[code]
         return token
@@ -255,7 +258,7 @@ class Fanout:
 
     def tokens(self, code: str) -> set[str]:
         """The tokens with a stream open here: their seats are held."""
-        return {token for c, token in self.streams if c == code}
+        return set(self.streams.get(code, ()))
 
 
 def _less(counter: Counter[K], key: K) -> None:

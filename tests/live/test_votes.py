@@ -9,6 +9,7 @@ import pytest
 from app.domain.questions import AnswerKind, Question
 from app.live.hub import (
     SEAT_GRACE_SECONDS,
+    STREAMS_PER_SEAT,
     VOTE_CHANGES,
     VOTE_WINDOW_SECONDS,
     Full,
@@ -221,5 +222,23 @@ def test_two_hundred_fresh_tokens_from_one_address_take_its_share_of_seats_and_n
             # A classmate behind another address still takes a seat and votes.
             await seated(h, session.code, "classmate", client="198.51.100.2", room=room)
             assert await h.vote(session.code, "1.1", "classmate", "1", "198.51.100.2", PLENTY) == 41
+
+    run(scenario())
+
+
+def test_one_token_holds_a_few_streams_its_tabs_and_no_more(hub: MakeHub) -> None:
+    async def scenario() -> None:
+        clock = Clock()
+        async with opened(hub, clock) as h:
+            session = await asked(h, clock)
+            tabs = [await h.admit(session.code, "10.0.0.1", Room(50), "tabs") for _ in range(STREAMS_PER_SEAT)]
+            with pytest.raises(Full) as refused:
+                await h.admit(session.code, "10.0.0.1", Room(50), "tabs")
+            assert refused.value.streams
+            assert (await h.seats(session.code))[0] == 4  # a, b, c and the one seat of all its tabs
+            await h.leave(session.code, tabs[0])
+            tabs[0] = await h.admit(session.code, "10.0.0.1", Room(50), "tabs")  # a tab closed: another opens
+            for queue in tabs:
+                await h.leave(session.code, queue)
 
     run(scenario())
