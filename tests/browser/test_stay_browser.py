@@ -94,7 +94,7 @@ class _Quiet(http.server.SimpleHTTPRequestHandler):
 
 @pytest.fixture
 def lesson(tmp_path: Path, server: str) -> Iterator[str]:
-    """A course page on another origin with the embed (the route made to be framed) in a frame, taller than the window."""
+    """A course page on another origin with the embed in a frame taller than its window."""
     (tmp_path / "lesson.html").write_text(
         "<!doctype html><title>Lesson</title><h1>Lesson 4</h1>"
         f'<iframe title="ZeRO Bands" src="{server}/embed?stage=zero1&phase=4&controls=step" width="1000"'
