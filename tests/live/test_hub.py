@@ -10,7 +10,7 @@ from typing import cast
 import pytest
 
 from app.live import hub as hub_module
-from app.live.hub import GONE, QUEUE_SIZE, Fanout, MemoryHub, Unavailable
+from app.live.hub import GONE, QUEUE_SIZE, Fanout, Full, MemoryHub, Unavailable
 from app.live.session import LIFETIME_SECONDS, Session, start
 from tests.live.conftest import (
     Clock,
@@ -406,5 +406,21 @@ def test_a_stream_that_lost_touch_sends_the_session_again_once_the_hub_answers()
         changed = await h.update(session.code, shows(VIEWS[1], clock))
         assert await follower.next() == changed
         await follower.close()
+
+    run(scenario())
+
+
+def test_memory_keeps_so_many_sessions_and_refuses_the_next_until_one_expires(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(hub_module, "SESSIONS_KEPT", 3)
+
+    async def scenario() -> None:
+        clock = Clock()
+        h = MemoryHub(clock)
+        kept = [start(f"stage=zero{i}", clock())[0] for i in range(1, 4)]
+        assert [await h.add(session) for session in kept] == [True, True, True]
+        with pytest.raises(Full):
+            await h.add(start("stage=dp", clock())[0])
+        clock.now += LIFETIME_SECONDS + 1  # the three expire: forgotten as the next is added
+        assert await h.add(start("stage=dp", clock())[0])
 
     run(scenario())
