@@ -5,6 +5,7 @@ from __future__ import annotations
 import pkgutil
 import subprocess
 import sys
+from pathlib import Path
 
 import app.domain
 
@@ -22,7 +23,10 @@ print(",".join(loaded))
 
 
 def test_the_domain_is_all_there() -> None:
-    assert {"app.domain.step", "app.domain.sizing", "app.domain.sharding"} <= set(DOMAIN)
+    # Found again another way, from the files in the folder: pkgutil's list misses none of them.
+    files = sorted(f"app.domain.{path.stem}" for path in Path(app.domain.__file__).parent.glob("*.py"))
+    assert [name for name in files if not name.endswith(".__init__")] == DOMAIN
+    assert len(DOMAIN) > 20
 
 
 def test_domain_imports_no_web_code() -> None:

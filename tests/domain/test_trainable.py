@@ -85,7 +85,13 @@ def test_a_frozen_weight_keeps_its_weights_band_only() -> None:
 def test_lora_on_a_bare_count_says_why_there_are_no_adapters() -> None:
     scenario = resolve(Inputs(model=ModelName.ZERO_7_5B, lora_rank=8))
     assert scenario.adapters == 0
-    assert any("LoRA" in note for note in scenario.notes)
+    assert scenario.notes == (
+        "LoRA's adapters are counted from the layers' shapes, which a bare weight count has not: drawn without LoRA.",
+    )
+    # The same rank on a model with shapes draws its adapters, and says nothing of the kind.
+    shaped = resolve(Inputs(model=ModelName.LLAMA_3_8B, lora_rank=8))
+    assert shaped.adapters > 0
+    assert not [note for note in shaped.notes if "bare weight count" in note]
 
 
 @settings(max_examples=60, deadline=None)
