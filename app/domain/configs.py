@@ -243,6 +243,11 @@ def _fully_shard(stage: Stage, run: Run, title: str) -> list[str]:
         options.append("mp_policy=mp_policy")
     else:
         notes.append(f"# {run.recipe.trained.name} weights: no MixedPrecisionPolicy.")
+    if (matmul := run.recipe.matmul) is not None:  # fp8 training: the multiplies' format, not the weights'
+        notes.append(
+            f"# {matmul.name} inside the matrix multiplies only: convert the model first (torchao's "
+            "float8.convert_to_float8_training); the weights, gradients and optimizer state keep the recipe's formats."
+        )
     if placement.moved(stage):
         imports.append("CPUOffloadPolicy")
         policies.append(f"offload_policy = CPUOffloadPolicy(pin_memory={placement.pin_memory})")

@@ -758,6 +758,8 @@ def disagreements(recipe: Recipe, stage: Stage) -> list[str]:
         policy = "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)" in snippet
         if policy is not bf16:
             found.append(f"FSDP2's MixedPrecisionPolicy {'written' if policy else 'left out'} for {recipe.name}")
+        if ("# fp8 inside the matrix multiplies only" in snippet) is not (recipe.matmul == FP8):
+            found.append(f"FSDP2's snippet and the multiplies' format, {recipe.matmul}, disagree")
     if stage is Stage.ZERO1 and f"optimizer_class={TORCH_CLASS[recipe.optimizer]})" not in snippet:
         found.append(f"ZeRO-1's optimizer_class is not {TORCH_CLASS[recipe.optimizer]}")
     return found
