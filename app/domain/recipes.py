@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
-from typing import Any
 
 from app.domain.units import per_weight
 
@@ -208,19 +207,24 @@ MIXED_ADAM = Recipe(
 
 
 def _recipe(
-    name: str, title: str, optimizer: Optimizer, *specs: tuple[str, Dtype, int, str, str], **more: Any
+    name: str,
+    title: str,
+    optimizer: Optimizer,
+    *specs: tuple[str, Dtype, int, str, str],
+    note: str = "",
+    matmul: Dtype | None = None,
+    adapters: Dtype | None = None,
 ) -> Recipe:
+    """A recipe from its optimizer and, for each band in order, its label, format, count, description and noun."""
     bands = tuple(BandSpec(band, *spec) for band, spec in zip(Band, specs, strict=True))
-    return Recipe(name, title, optimizer, bands, **more)
+    return Recipe(name, title, optimizer, bands, note, matmul, adapters)
 
 
+# One member for each recipe of `RECIPES`, in its order: `RECIPES` is built through this enum, so a
+# recipe without a member cannot be declared, and `tests/domain/test_recipes.py` fails for a member
+# without a recipe. (The docstring is the API schema's description.)
 class RecipeName(StrEnum):
-    """The recipes a person can pick; CUSTOM means 'enter the bytes of each band'.
-
-    One member for each recipe of `RECIPES`, in its order: `RECIPES` is built through this enum, so a
-    recipe without a member cannot be declared, and `tests/domain/test_recipes.py` fails for a member
-    without a recipe.
-    """
+    """The recipes a person can pick; CUSTOM means 'enter the bytes of each band'."""
 
     MIXED_ADAM = "mixed-adam"
     FP32_ADAM = "fp32-adam"
