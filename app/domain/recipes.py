@@ -42,7 +42,7 @@ INT8_BLOCKWISE = Dtype("int8", 8 + Fraction(32, 256))
 
 bitsandbytes/optim/optimizer.py (bitsandbytes-foundation/bitsandbytes), `Optimizer2State.init_state`:
 `blocks = n // 256` (plus one for a remainder), then `absmax1` and `absmax2`, each `blocks` fp32
-values, beside the uint8 `state1` and `state2`. (Releases before 0.45 used blocks of 2048.) A tensor
+values, beside the uint8 `state1` and `state2` (commit 51294d9; an older one, 06029dd, had blocks of 2048). A tensor
 under `min_8bit_size` (4,096) elements keeps fp32 state: norms and biases, left out here.
 """
 NF4_DOUBLE_QUANT = Dtype("nf4", 4 + Fraction(8, 64) + Fraction(32, 64 * 256))
