@@ -13,10 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from fractions import Fraction
 from functools import lru_cache
 
 from app.domain.placement import NO_OFFLOAD, Device, Home, Offload, Placement
 from app.domain.recipes import Band, Recipe
+from app.domain.recipes import bytes_a_weight as _b
 from app.domain.stages import Stage
 from app.domain.terms import ACTIVATIONS, Law, Pass, Place, Term, TermKind, layer_in_hand, model_state
 
@@ -99,13 +101,13 @@ class Fsdp2Dtypes:
     the sharded parameter keeps its original dtype, the master's where there is one.
     """
 
-    param: int
+    param: Fraction
     """`param_dtype`: the all-gathered weights and the gradients autograd computes from them."""
-    reduce: int
+    reduce: Fraction
     """`reduce_dtype`: the reduce-scatter's input (defaults to `param_dtype`)."""
-    orig: int
+    orig: Fraction
     """The sharded parameter's own dtype: what the optimizer updates, and its gradient's slice."""
-    moments: int
+    moments: Fraction
 
 
 def fsdp2_dtypes(recipe: Recipe) -> Fsdp2Dtypes:
@@ -120,7 +122,12 @@ def _fsdp2(recipe: Recipe, stage: Stage) -> tuple[Term, ...]:
     dtypes = fsdp2_dtypes(recipe)
     # The sharded parameter stays in its original dtype and the optimizer updates it: no master copy.
     # Its gradient's slice is cast back to that dtype after the reduce-scatter.
-    sizes = {Band.WEIGHTS: dtypes.orig, Band.GRADIENTS: dtypes.orig, Band.MASTER: 0, Band.MOMENTS: dtypes.moments}
+    sizes = {
+        Band.WEIGHTS: dtypes.orig,
+        Band.GRADIENTS: dtypes.orig,
+        Band.MASTER: Fraction(0),
+        Band.MOMENTS: dtypes.moments,
+    }
     split = frozenset(FSDP_STAGES)
     state = tuple(replace(t, nbytes=sizes[t.band], split_by=split) for t in model_state(recipe) if t.band)
     passes = frozenset({Pass.FORWARD, Pass.BACKWARD})
@@ -146,13 +153,13 @@ def _fsdp2(recipe: Recipe, stage: Stage) -> tuple[Term, ...]:
     return (*state, gathered, kept, computed, ACTIVATIONS)
 
 
-def megatron_gradients(recipe: Recipe) -> int:
+def megatron_gradients(recipe: Recipe) -> Fraction:
     """Bytes per weight of Megatron-LM's `main_grad` buffer: fp32 where a master copy trains narrower weights.
 
     With bf16 Megatron accumulates and all-reduces gradients in fp32 (`accumulate_allreduce_grads_in_fp32`);
     without a master copy the recipe's own gradients are the buffer's.
     """
-    return max(4, recipe.nbytes(Band.GRADIENTS)) if recipe.has_master else recipe.nbytes(Band.GRADIENTS)
+    return max(Fraction(4), recipe.nbytes(Band.GRADIENTS)) if recipe.has_master else recipe.nbytes(Band.GRADIENTS)
 
 
 def _megatron(recipe: Recipe, stage: Stage) -> tuple[Term, ...]:
@@ -270,12 +277,15 @@ def _deepspeed_differences(stage: Stage, recipe: Recipe, padded: bool, hosted: b
     if fp32 and stage is Stage.ZERO3:
         narrow = recipe.nbytes(Band.GRADIENTS)
         said.append(
-            f"DeepSpeed keeps the gradients' fp32 copy for the update instead of the {narrow}-byte one: "
-            f"+{fp32 - narrow} B per weight, sharded{host}."
+            f"DeepSpeed keeps the gradients' fp32 copy for the update instead of the {_b(narrow)}-byte one: "
+            f"+{_b(fp32 - narrow)} B per weight, sharded{host}."
         )
     elif fp32:
         where = "on every card" if stage is Stage.DP else "sharded"
-        said.append(f"DeepSpeed keeps the gradients' fp32 copy for the update: +{fp32} B per weight, {where}{host}.")
+        said.append(
+            f"DeepSpeed keeps the gradients' fp32 copy for the update: +{_b(Fraction(fp32))} B per weight, "
+            f"{where}{host}."
+        )
     if stage is Stage.ZERO1:
         said.append("DeepSpeed has no estimator for ZeRO-1: counted as ZeRO-2's, with the gradients kept whole.")
     if stage is Stage.ZERO2:
@@ -308,25 +318,27 @@ def _fsdp2_differences(stage: Stage, recipe: Recipe, placement: Placement) -> li
     if recipe.has_master:
         extra = dtypes.orig - recipe.nbytes(Band.WEIGHTS)
         said.append(
-            f"FSDP2 keeps each weight's slice in its own {dtypes.orig}-byte dtype and updates it there: no separate "
-            f"master copy. MixedPrecisionPolicy casts only the gathered copy to the {dtypes.param}-byte param_dtype."
+            f"FSDP2 keeps each weight's slice in its own {_b(dtypes.orig)}-byte dtype and updates it there: no "
+            "separate master copy. MixedPrecisionPolicy casts only the gathered copy to the "
+            f"{_b(dtypes.param)}-byte param_dtype."
         )
         said.append(
-            f"FSDP2 reduce-scatters the gradients in reduce_dtype ({dtypes.reduce} B here, the recipe's gradients) "
-            f"and casts each slice back to the weights' {dtypes.orig}-byte dtype: +{extra} B per weight each for "
-            f"the weights' and the gradients' slices, −{recipe.nbytes(Band.MASTER)} B for the master copy, sharded."
+            f"FSDP2 reduce-scatters the gradients in reduce_dtype ({_b(dtypes.reduce)} B here, the recipe's gradients) "
+            f"and casts each slice back to the weights' {_b(dtypes.orig)}-byte dtype: +{_b(extra)} B per weight "
+            f"each for the weights' and the gradients' slices, −{_b(recipe.nbytes(Band.MASTER))} B for the master "
+            "copy, sharded."
         )
     if stage is Stage.ZERO3:
         said.append(
-            f"FSDP2 holds two layers' weights in param_dtype ({dtypes.param} B) while it works on one: the layer "
+            f"FSDP2 holds two layers' weights in param_dtype ({_b(dtypes.param)} B) while it works on one: the layer "
             "and an all-gather's flat output (its own until the next copy-in, or the next layer's, prefetched); in "
-            f"the backward also the layer's gradients ({dtypes.param} B) and a reduce-scatter input "
-            f"({dtypes.reduce} B)."
+            f"the backward also the layer's gradients ({_b(dtypes.param)} B) and a reduce-scatter input "
+            f"({_b(dtypes.reduce)} B)."
         )
     else:
         said.append(
             "FSDP2's ZeRO-2 is fully_shard with reshard_after_forward=False: the weights it gathers stay "
-            f"whole, in param_dtype ({dtypes.param} B), from the forward to the backward, and only the slice "
+            f"whole, in param_dtype ({_b(dtypes.param)} B), from the forward to the backward, and only the slice "
             "stays between steps."
         )
     said.append(
@@ -353,14 +365,14 @@ def _megatron_differences(stage: Stage, recipe: Recipe, padded: bool, placement:
     wide = grads - recipe.nbytes(Band.GRADIENTS)
     if wide:
         said.append(
-            f"Megatron-LM accumulates and reduces the gradients in an fp32 main_grad buffer: +{wide} B per weight, "
+            f"Megatron-LM accumulates and reduces the gradients in an fp32 main_grad buffer: +{_b(wide)} B per weight, "
             "on every card."
         )
     whole = recipe.nbytes(Band.WEIGHTS) + grads
-    split = sum(recipe.nbytes(band) for band in MEGATRON_SHARDED)
+    split = sum((recipe.nbytes(band) for band in MEGATRON_SHARDED), Fraction(0))
     if stage is Stage.DP:
         said.append(
-            f"Data parallelism is Megatron-LM without its distributed optimizer: {whole + split} B per weight on "
+            f"Data parallelism is Megatron-LM without its distributed optimizer: {_b(whole + split)} B per weight on "
             "every card."
         )
         return said
@@ -370,9 +382,9 @@ def _megatron_differences(stage: Stage, recipe: Recipe, padded: bool, placement:
             "arrangement (Megatron-FSDP, which splits more, is not in that count)."
         )
     said.append(
-        f"Megatron-LM's distributed optimizer splits only the master copy and the moments: {whole} + {split}/N B "
-        "per weight. The weights' and main gradients' buffers stay whole on every card; the reduce-scatter and "
-        "the all-gather write into them, with no buffer of a layer's own."
+        "Megatron-LM's distributed optimizer splits only the master copy and the moments: "
+        f"{_b(whole)} + {_b(split)}/N B per weight. The weights' and main gradients' buffers stay whole on every "
+        "card; the reduce-scatter and the all-gather write into them, with no buffer of a layer's own."
     )
     if padded:
         said.append(

@@ -24,7 +24,7 @@ from typing import Any, TypeGuard
 
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Home
-from app.domain.recipes import Band, RecipeName
+from app.domain.recipes import BF16, FP32, Band, RecipeName
 from app.domain.run import MAX_GPUS
 from app.domain.sizing import MAX_BATCH, Run
 from app.domain.stages import Stage
@@ -34,8 +34,6 @@ STAGE_OF = {number: stage for stage, number in ZERO_STAGE.items()}
 
 NVME_PATH = "/local_nvme"
 """DeepSpeed refuses NVMe offload without a path; its documentation's example, to be edited."""
-ADAM_RECIPES = frozenset({RecipeName.MIXED_ADAM, RecipeName.FP32_ADAM, RecipeName.BF16_ADAM})
-"""Recipes whose optimizer DeepSpeed has a type for; SGD and 8-bit Adam are the user's own optimizer."""
 ADAM_TYPES = frozenset({"adam", "adamw"})
 """DeepSpeed's optimizer types (case-insensitive) that keep Adam's two moments, as the recipes draw them."""
 MAX_ELEMENTS = 10**16
@@ -131,8 +129,9 @@ def deepspeed_config(stage: Stage, run: Run) -> dict[str, Any]:
         "bf16": {"enabled": _bf16(run)},
         "zero_optimization": zero,
     }
-    if RecipeName(run.recipe.name) in ADAM_RECIPES:
-        config["optimizer"] = {"type": "Adam"}
+    # The optimizer and the precision are the recipe's properties (recipes.py), never its name.
+    if kind := run.recipe.optimizer.deepspeed:
+        config["optimizer"] = {"type": kind}
     elif stage is not Stage.DP:
         # ZeRO refuses an optimizer of the user's own unless told it may (DeepSpeed's engine asserts).
         config["zero_allow_untested_optimizer"] = True
@@ -159,8 +158,12 @@ def _offload(device: str, pin_memory: bool) -> dict[str, Any]:
 
 
 def _bf16(run: Run) -> bool:
-    # Two-byte weights are bf16 here (the recipes' weights band); four are fp32, no mixed precision.
-    return run.recipe.nbytes(Band.WEIGHTS) == 2
+    """Whether the weights that train compute in bf16: DeepSpeed's `bf16.enabled`, FSDP2's `param_dtype`.
+
+    Read from the recipe's format of those weights (`Recipe.trained`): bf16 weights, or QLoRA's bf16
+    adapters beside its NF4 ones; fp8 training's weights are bf16 too, fp8 being inside the multiplies.
+    """
+    return run.recipe.trained.torch == BF16.torch
 
 
 def fsdp2_snippet(stage: Stage, run: Run) -> str:
@@ -181,10 +184,13 @@ def fsdp2_snippet(stage: Stage, run: Run) -> str:
     elif stage is Stage.ZERO1:
         hybrid = _hybrid(run)
         group = ', process_group=mesh["shard"].get_group()' if hybrid else ""
+        optimizer = run.recipe.optimizer.torch  # the recipe's optimizer: AdamW, SGD, bitsandbytes' 8-bit AdamW
+        package = optimizer.split(".")[0]
         lines = [
             title,
             "# ZeRO-1 has no fully_shard: FSDP2 shards the gradients too (ZeRO-2) or everything (ZeRO-3).",
             "# PyTorch's ZeRO-1 is DDP with ZeroRedundancyOptimizer, which splits the optimizer state alone.",
+            *([f"import {package}"] if package != "torch" else []),
             "import torch",
             *([MESH_IMPORT] if hybrid else []),
             "from torch.distributed.optim import ZeroRedundancyOptimizer",
@@ -192,7 +198,7 @@ def fsdp2_snippet(stage: Stage, run: Run) -> str:
             "",
             *(_mesh(run, "the optimizer state") if hybrid else []),
             "model = DistributedDataParallel(model)",
-            f"optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class=torch.optim.AdamW{group})",
+            f"optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class={optimizer}{group})",
         ]
     else:
         lines = _fully_shard(stage, run, title)
@@ -229,12 +235,19 @@ def _fully_shard(stage: Stage, run: Run, title: str) -> list[str]:
             f"data_parallel_shard_degree={run.shards}.",
         ]
         options.insert(0, "mesh=mesh")
+    param_dtype = run.recipe.trained.torch
     if _bf16(run):
         imports.append("MixedPrecisionPolicy")
-        policies.append("mp_policy = MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)")
+        # Gradients are reduced in fp32 whatever the weights: FSDP2's documented choice for bf16 training.
+        policies.append(f"mp_policy = MixedPrecisionPolicy(param_dtype={param_dtype}, reduce_dtype={FP32.torch})")
         options.append("mp_policy=mp_policy")
     else:
-        notes.append("# fp32 weights: no MixedPrecisionPolicy.")
+        notes.append(f"# {run.recipe.trained.name} weights: no MixedPrecisionPolicy.")
+    if (matmul := run.recipe.matmul) is not None:  # fp8 training: the multiplies' format, not the weights'
+        notes.append(
+            f"# {matmul.name} inside the matrix multiplies only: convert the model first (torchao's "
+            "float8.convert_to_float8_training); the weights, gradients and optimizer state keep the recipe's formats."
+        )
     if placement.moved(stage):
         imports.append("CPUOffloadPolicy")
         policies.append(f"offload_policy = CPUOffloadPolicy(pin_memory={placement.pin_memory})")

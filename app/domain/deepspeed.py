@@ -11,6 +11,9 @@ tests/domain/test_deepspeed.py checks it against the estimators' printed outputs
 
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 from app.domain.placement import Home, Offload, Placement
 from app.domain.stages import Stage
 
@@ -77,9 +80,9 @@ def cpu_bytes_per_node(
     return cpu_rule(stage, params, largest_layer, nodes, gpus_per_node, placement, zero_init, buffer_factor)[0]
 
 
-def nvme_swap_buffers(slice_weights: int, weights_on_nvme: bool, weight_bytes: int) -> int:
+def nvme_swap_buffers(slice_weights: int, weights_on_nvme: bool, weight_bytes: Fraction | int) -> int:
     """One process's pinned buffers for ZeRO-Infinity: the weights' (when on NVMe) and the optimizer's."""
-    weights = PARAM_SWAP_BUFFERS * PARAM_SWAP_BUFFER_SIZE * weight_bytes if weights_on_nvme else 0
+    weights = math.ceil(PARAM_SWAP_BUFFERS * PARAM_SWAP_BUFFER_SIZE * weight_bytes) if weights_on_nvme else 0
     return weights + OPTIMIZER_SWAP_BUFFERS * min(SUB_GROUP_SIZE, slice_weights) * 4
 
 

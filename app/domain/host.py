@@ -9,6 +9,8 @@ with the weights offloaded, each card fetches its slice for every gather instead
 
 from __future__ import annotations
 
+import math
+
 from app.domain import deepspeed
 from app.domain.accounting import Accounting
 from app.domain.figures import HostReport
@@ -33,12 +35,13 @@ def _pcie(stage: Stage, run: Run) -> tuple[int, int]:
     by_band = {t.band: t.nbytes for t in run.terms(stage) if t.band is not None}
     gradient = by_band[Band.GRADIENTS] if fsdp else run.recipe.nbytes(Band.GRADIENTS)
     trains = shard_weights(run.params - run.frozen, run.shards)
-    down = trains * gradient
+    # Whole bytes, rounded up, as `terms.term_bytes` counts a band's on the card.
+    down = math.ceil(trains * gradient)
     if Band.WEIGHTS in moved:  # each gather, forward and backward, starts from the slice on the host
         # FSDP2's ZeRO-2 keeps what it gathered from the forward to the backward: fetched once.
         gathers = 1 if fsdp and stage is Stage.ZERO2 else 2
-        return down, gathers * shard_weights(run.params, run.shards) * by_band[Band.WEIGHTS]
-    return down, trains * by_band[Band.WEIGHTS]
+        return down, math.ceil(gathers * shard_weights(run.params, run.shards) * by_band[Band.WEIGHTS])
+    return down, math.ceil(trains * by_band[Band.WEIGHTS])
 
 
 def host_report(stage: Stage, run: Run) -> HostReport:

@@ -25,7 +25,9 @@ communicator, no buckets, nothing prefetched; the context and the margin remain.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields
+from fractions import Fraction
 
 from app.domain.stages import Stage
 
@@ -94,8 +96,8 @@ def overhead_items(
     stage: Stage,
     params: int,
     gpus: int,
-    weight_bytes: int,
-    gradient_bytes: int,
+    weight_bytes: Fraction | int,
+    gradient_bytes: Fraction | int,
     theory_bytes: int,
     layer_in_hand: int | None,
     settings: Overheads = DEFAULTS,
@@ -128,14 +130,14 @@ def overhead_items(
         nccl = settings.nccl_per_group * settings.process_groups
         outside.append(OverheadItem("NCCL buffers", nccl, NCCL_SOURCE, "nccl_per_group"))
         if stage is Stage.DP:
-            buckets = 0 if settings.gradient_as_bucket_view else params * gradient_bytes
+            buckets = 0 if settings.gradient_as_bucket_view else math.ceil(params * gradient_bytes)
             inside.append(OverheadItem("DDP gradient buckets", buckets, DDP_BUCKETS_SOURCE, "gradient_as_bucket_view"))
         else:
-            bucket = settings.reduce_bucket_size * gradient_bytes
+            bucket = math.ceil(settings.reduce_bucket_size * gradient_bytes)
             inside.append(OverheadItem("Reduce bucket", bucket, REDUCE_BUCKET_SOURCE, "reduce_bucket_size"))
         if stage is Stage.ZERO3:
             beyond = max(0, settings.max_live_parameters - (layer_in_hand or 0))
-            prefetched = min(settings.prefetch_bucket_size, beyond) * weight_bytes
+            prefetched = math.ceil(min(settings.prefetch_bucket_size, beyond) * weight_bytes)
             inside.append(OverheadItem("Prefetched weights", prefetched, PREFETCH_SOURCE, "prefetch_bucket_size"))
     # Rounded up, as a shard is: a margin is never smaller than its percent.
     margin = -(-(theory_bytes + total(tuple(inside))) * settings.fragmentation // 100)

@@ -6,6 +6,7 @@ imports the other.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cached_property
@@ -193,8 +194,9 @@ class Run:
         if self.largest_layer is None:
             return None
         weights, gradients = self.recipe.nbytes(Band.WEIGHTS), self.recipe.nbytes(Band.GRADIENTS)
+        # Whole bytes, rounded up: a part byte of a blockwise format is a whole one on the card.
         return max(
-            layer.params * weights + layer.trained * gradients
+            math.ceil(layer.params * weights + layer.trained * gradients)
             for layer in self.model_layers
             if layer.params is not None
         )

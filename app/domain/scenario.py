@@ -122,7 +122,7 @@ def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, Model
 
 def _recipe(inputs: Inputs, notes: list[str]) -> Recipe:
     if inputs.recipe is RecipeName.CUSTOM:
-        defaults = [MIXED_ADAM.nbytes(band) for band in Band]
+        defaults = [int(MIXED_ADAM.nbytes(band)) for band in Band]  # whole: mixed precision's 2/2/4/8
         weights, gradients, master, moments = (
             given if given is not None else default for given, default in zip(inputs.band_bytes, defaults, strict=True)
         )
@@ -131,6 +131,8 @@ def _recipe(inputs: Inputs, notes: list[str]) -> Recipe:
     entered = [(band, given) for band, given in zip(Band, inputs.band_bytes, strict=True) if given is not None]
     if any(given != recipe.nbytes(band) for band, given in entered):
         notes.append(f"{recipe.title} sets the bytes of each band; choose a custom recipe to enter your own.")
+    if recipe.note:  # what the recipe's own declaration says of it: fp8's small saving, QLoRA's frozen weights
+        notes.append(recipe.note)
     return recipe
 
 

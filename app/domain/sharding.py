@@ -92,7 +92,7 @@ class Layout:
     """The cards each sharded band is split across: a hybrid run's shard group; 0: all `gpus`."""
     # Every view walks the grid card by card, so the cells are grouped once.
     _by_card: dict[int, tuple[Cell, ...]] = field(init=False, repr=False, compare=False)
-    _held: dict[int, int] = field(init=False, repr=False, compare=False)
+    _held: dict[int, Fraction] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         grouped: dict[int, list[Cell]] = {}
@@ -100,7 +100,7 @@ class Layout:
             grouped.setdefault(cell.card, []).append(cell)
         object.__setattr__(self, "_by_card", {card: tuple(cells) for card, cells in grouped.items()})
         held = {
-            card: sum(self.recipe.nbytes(c.band) for c in cells if c.state is CellState.SOLID)
+            card: sum((self.recipe.nbytes(c.band) for c in cells if c.state is CellState.SOLID), Fraction(0))
             for card, cells in self._by_card.items()
         }
         object.__setattr__(self, "_held", held)
@@ -119,12 +119,12 @@ class Layout:
         """One card's cells, weight by weight, bands in order."""
         return self._by_card.get(card, ())
 
-    def held_bytes(self, card: int) -> int:
+    def held_bytes(self, card: int) -> Fraction:
         """Bytes a card stores for the drawn weights: the sum of its solid cells."""
-        return self._held.get(card, 0)
+        return self._held.get(card, Fraction(0))
 
     @property
-    def full_bytes(self) -> int:
+    def full_bytes(self) -> Fraction:
         """Bytes a card would store for the drawn weights if it kept everything."""
         return len(self.shown) * self.recipe.total
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
+from fractions import Fraction
 
-from app.domain.recipes import Band, Recipe
+from app.domain.recipes import Band, Recipe, bytes_a_weight
 
 
 class Stage(StrEnum):
@@ -61,7 +62,7 @@ def stage_explanation(stage: Stage, recipe: Recipe, gpus: int) -> str:
             "parallelism does, and nothing moves between cards."
         )
     optimizer = recipe.phrase(OPTIMIZER_STATE)
-    k = sum(recipe.nbytes(band) for band in OPTIMIZER_STATE)
+    k = bytes_a_weight(sum((recipe.nbytes(band) for band in OPTIMIZER_STATE), Fraction(0)))
     if stage is Stage.DP:
         return (
             "Every card holds a full copy of all the bands for every weight. After the backward pass the "
@@ -70,8 +71,8 @@ def stage_explanation(stage: Stage, recipe: Recipe, gpus: int) -> str:
         )
     if stage is Stage.ZERO1:
         return (
-            f"The optimizer state ({optimizer}, {k} of the {recipe.total} bytes) is split: each card keeps it "
-            "only for the slice of weights it is responsible for and updates only that slice. The updated "
+            f"The optimizer state ({optimizer}, {k} of the {bytes_a_weight(recipe.total)} bytes) is split: each card "
+            "keeps it only for the slice of weights it is responsible for and updates only that slice. The updated "
             "weights are then all-gathered so every card has the current weights for the next forward pass."
         )
     if stage is Stage.ZERO2:

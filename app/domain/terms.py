@@ -15,8 +15,10 @@ step and the API.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum, StrEnum
+from fractions import Fraction
 from functools import lru_cache
 
 from app.domain.recipes import Band, Recipe
@@ -262,8 +264,9 @@ class Term:
 
     kind: TermKind
     law: Law
-    nbytes: int
-    """Bytes per unit of its law (per weight, per weight of the layer, per token, or in all)."""
+    nbytes: Fraction | int
+    """Bytes per unit of its law (per weight, per weight of the layer, per token, or in all): a band's
+    may be a fraction (a blockwise format's constants spread over its weights); `term_bytes` is whole."""
     split_by: frozenset[Stage] = frozenset()
     """Stages that split it across the cards (a per-weight term); each card then keeps a padded 1/N."""
     under: frozenset[Stage] = frozenset(Stage)
@@ -341,21 +344,26 @@ ACTIVATIONS = Term(TermKind.ACTIVATIONS, Law.PER_TOKEN, 1, during=frozenset({Pas
 
 
 def term_bytes(term: Term, stage: Stage, params: int, gpus: int, moment: Moment = AT_REST, frozen: int = 0) -> int:
-    """Bytes of one term on one card at one moment of the step; `frozen` weights keep no trainable term."""
+    """Bytes of one term on one card at one moment of the step; `frozen` weights keep no trainable term.
+
+    A count of weights times a band's bytes a weight is rounded up to whole bytes here, the one place
+    a fraction meets a count: a blockwise format keeps a whole block's constant for a part block
+    (bitsandbytes rounds its blocks up), and a card holds no part of a byte.
+    """
     if stage not in term.under or moment.part not in term.during:
         return 0
     if term.law is Law.PER_WEIGHT:
         count = params - frozen if term.trains else params
-        return term.nbytes * (shard_weights(count, term.group or gpus) if stage in term.split_by else count)
+        return math.ceil(term.nbytes * (shard_weights(count, term.group or gpus) if stage in term.split_by else count))
     if term.law is Law.PER_LAYER:
         # One card has nobody to gather from or send to: its layer is already whole, in its buffers.
         if moment.layer is None or not (gpus > 1 or term.one_card):
             return 0
         # Gradients are computed for the layer's weights that train, and only those.
-        return term.nbytes * (moment.trained if term.trains and moment.trained is not None else moment.layer)
+        return math.ceil(term.nbytes * (moment.trained if term.trains and moment.trained is not None else moment.layer))
     if term.law is Law.PER_TOKEN:
-        return term.nbytes * moment.activation
-    return term.nbytes
+        return math.ceil(term.nbytes * moment.activation)
+    return math.ceil(term.nbytes)
 
 
 def card_bytes(

@@ -15,6 +15,7 @@ The dataclasses are also the JSON of `/api/measured` (its `offload` field), fiel
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -348,7 +349,7 @@ def _compute_agreement(
         found.append(
             OffloadDifference(
                 OffloadReason.FIRST_REDUCE,
-                -dtypes.reduce * layer,
+                -math.ceil(dtypes.reduce * layer),
                 f"Backward {point.layer} is the first layer to reduce: no earlier layer's reduce-scatter input "
                 f"({dtypes.reduce} B × {layer:,} weights, reduce_dtype) is held yet; its own comes after its "
                 "gradients, once the hook has fired.",
@@ -360,7 +361,7 @@ def _compute_agreement(
         found.append(
             OffloadDifference(
                 OffloadReason.NOTHING_TO_PREFETCH,
-                -dtypes.param * layer,
+                -math.ceil(dtypes.param * layer),
                 f"Backward 0 is the last layer: nothing is left to prefetch, so no second all-gather output "
                 f"({dtypes.param} B × {layer:,} weights, param_dtype) sits beside it.",
             )

@@ -22,7 +22,7 @@ from app.domain.architecture import ModelName
 from app.domain.hardware import H100_FABRIC
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload
-from app.domain.recipes import MAX_CUSTOM_BAND_BYTES, Band, RecipeName
+from app.domain.recipes import MAX_CUSTOM_BAND_BYTES, Band, RecipeName, bytes_a_weight, recipes_help
 from app.domain.scenario import Inputs, Scenario
 from app.domain.sizing import MAX_BATCH, MAX_GPUS
 from app.domain.state_bytes import DEFAULT_GPUS
@@ -178,7 +178,7 @@ def _size_or_none(size: int | None, scenario: Scenario) -> str | None:
 
 
 def _band(band: Band) -> Drawn:
-    return lambda s: f"{s.recipe.spec(band).nbytes} B"
+    return lambda s: f"{bytes_a_weight(s.recipe.nbytes(band))} B"
 
 
 def _setting(name: str) -> Drawn:
@@ -275,8 +275,7 @@ FIELDS: tuple[RunField, ...] = (
     RunField(
         "recipe", "Recipe", Group.SHOWN, Kind.CHOICE, RecipeName.MIXED_ADAM, "Precision and optimizer recipe.",
         lambda s: s.recipe.title,
-        "`mixed-adam` 2/2/4/8 (K = 12), `fp32-adam` 4/4/0/8, `bf16-adam` 2/2/0/4, `mixed-sgd` 2/2/4/4, "
-        "`adam-8bit` 2/2/4/2, or `custom` with the four `*_bytes` below",
+        recipes_help(),
         "`mixed-adam`",
         choices=RecipeName, echo="recipe",
     ),

@@ -9,7 +9,7 @@ from app.domain.activations import Recompute
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.hardware import CARDS
 from app.domain.placement import Device, Offload
-from app.domain.recipes import RECIPES, Recipe, RecipeName
+from app.domain.recipes import RECIPES, RecipeName, bytes_a_weight
 from app.domain.scenario import Inputs, Scenario
 from app.domain.stages import Stage
 from app.domain.trainable import LoraTargets
@@ -32,7 +32,8 @@ class BandField:
 
     name: str
     label: str
-    value: int
+    value: str
+    """Bytes a weight as the legend says them: '2', or a fraction to three figures, '2.03'."""
     readonly: bool
 
 
@@ -165,7 +166,7 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         Option(ModelName.CUSTOM, "Another model: enter its weights", scenario.model is ModelName.CUSTOM),
     )
     recipes = (
-        *(Option(r.name, f"{r.title} ({_sizes(r)} B)", r is scenario.recipe) for r in RECIPES.values()),
+        *(Option(r.name, f"{r.title} ({r.sizes} B)", r is scenario.recipe) for r in RECIPES.values()),
         Option(RecipeName.CUSTOM, "Custom bytes per band", custom_recipe),
     )
     return FormView(
@@ -176,7 +177,7 @@ def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | Non
         gpus=run.gpus,
         recipes=recipes,
         bands=tuple(
-            BandField(f"{spec.band}_bytes", spec.label, spec.nbytes, not custom_recipe)
+            BandField(f"{spec.band}_bytes", spec.label, bytes_a_weight(spec.nbytes), not custom_recipe)
             for spec in scenario.recipe.specs
         ),
         bands_readonly=not custom_recipe,
@@ -231,10 +232,6 @@ _RECOMPUTE_LABELS = {
     Recompute.SELECTIVE: "Selective: recompute the attention core",
     Recompute.FULL: "Full: keep each layer's input only",
 }
-
-
-def _sizes(recipe: Recipe) -> str:
-    return "/".join(str(spec.nbytes) for spec in recipe.specs)
 
 
 def _capacity_text(capacity: int) -> str:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from functools import lru_cache
 
-from app.domain.recipes import Band, Recipe
+from app.domain.recipes import Band, Recipe, bytes_a_weight
 from app.domain.report import Change, Holding, Place, StageReport
 from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, layout
@@ -114,7 +116,7 @@ NO_COPY = Secondary("", ())
 """hpZ's strip under a stage that keeps no second copy: its room, kept empty (an embed keeps one height)."""
 
 
-def secondary(run_gpus: int, hpz: int, shown: tuple[int, ...], card: int, nbytes: int) -> Secondary:
+def secondary(run_gpus: int, hpz: int, shown: tuple[int, ...], card: int, nbytes: Fraction) -> Secondary:
     """A card's slots of hpZ's copy: a weight's slice lives on the card of its place among each hpz cards."""
     slots: list[SecondarySlot | None] = []
     for position, weight in enumerate(shown):
@@ -122,7 +124,7 @@ def secondary(run_gpus: int, hpz: int, shown: tuple[int, ...], card: int, nbytes
             slots.append(None)
         holder = card - card % hpz + weight % hpz
         solid = holder == card
-        where = f"GPU {card:,}, weight {weight:,}, hpZ's second copy of its weights ({nbytes} B)"
+        where = f"GPU {card:,}, weight {weight:,}, hpZ's second copy of its weights ({bytes_a_weight(nbytes)} B)"
         slots.append(
             SecondarySlot(
                 solid,
@@ -153,10 +155,25 @@ class CardGap:
     label: str
 
 
+def band_height(nbytes: Fraction) -> int:
+    """A band's height in the grid, in whole bytes (the CSS classes nb-1 to nb-16).
+
+    Its bytes a weight rounded to the nearest, half up, and at least 1 where it has any. A blockwise
+    format's fraction of a byte (8-bit Adam's 2.03 B) would not show at a cell's size, and NF4's
+    0.516 B still gets a cell.
+    """
+    return 0 if nbytes == 0 else max(1, math.floor(nbytes + Fraction(1, 2)))
+
+
+def column_height(recipe: Recipe) -> int:
+    """A column's height in the grid: its bands' drawn heights together."""
+    return sum(band_height(spec.nbytes) for spec in recipe.specs)
+
+
 def cell_label(cell: Cell, recipe: Recipe, sharded: bool) -> str:
     """What a person hovering, focusing or listening to a cell is told; `sharded`: whether the stage shards its band."""
     spec = recipe.spec(cell.band)
-    where = f"GPU {cell.card}, weight {cell.weight}, {spec.label} ({spec.precision}, {spec.nbytes} B)"
+    where = f"GPU {cell.card}, weight {cell.weight}, {spec.label} ({spec.precision}, {spec.shown} B)"
     if cell.state is CellState.DASHED:
         return f"{where}: not stored here. GPU {cell.holder} holds it on this weight's behalf."
     if cell.replica:
@@ -204,7 +221,7 @@ def _columns(
                 weight=weight,
                 responsible=responsible,
                 axis_label=str(weight) if labelled else "",
-                missing=recipe.total - recipe.nbytes(Band.WEIGHTS) if weight in frozen else 0,
+                missing=column_height(recipe) - band_height(recipe.nbytes(Band.WEIGHTS)) if weight in frozen else 0,
                 cells=tuple(
                     CellView(
                         card=c.card,
@@ -212,7 +229,7 @@ def _columns(
                         band=c.band,
                         state=c.state,
                         holder=c.holder,
-                        nbytes=recipe.nbytes(c.band),
+                        nbytes=band_height(recipe.nbytes(c.band)),
                         label=cell_label(c, recipe, c.band in grid.stage.sharded)
                         + (" Frozen: it has no gradient and needs no optimizer state." if c.weight in frozen else ""),
                         # One tab stop for the whole grid; the arrow keys move within it.
@@ -281,8 +298,8 @@ def split_host(
     if not away:
         return columns, None
     where = f" Offloaded: it lives in {title.removeprefix('Host: ')}, not on the card."
-    moved_bytes = sum(recipe.nbytes(b) for b in away)
-    kept_bytes = recipe.total - moved_bytes if rest is None else recipe.total
+    moved_bytes = sum(band_height(recipe.nbytes(b)) for b in away)
+    kept_bytes = column_height(recipe) - moved_bytes if rest is None else column_height(recipe)
     on_card: list[ColumnView] = []
     hosted: list[ColumnView] = []
     for index, column in enumerate(columns):
@@ -298,14 +315,16 @@ def split_host(
             if c.band in away
         )
         lacks = tuple(  # a frozen weight has no optimizer state to offload: its place stays blank
-            recipe.nbytes(b) for b in Band if b in away and recipe.nbytes(b) and all(c.band is not b for c in gone)
+            band_height(recipe.nbytes(b))
+            for b in Band
+            if b in away and band_height(recipe.nbytes(b)) and all(c.band is not b for c in gone)
         )
         # A frozen column's blank is what it lacks on the card: the card's bytes less its cells'.
         missing = moved_bytes and column.missing and kept_bytes - sum(c.nbytes for c in here)
         blanks = () if rest is None else tuple(c.nbytes for c in gone if all(h.band is not c.band for h in here))
         on_card.append(replace(column, cells=here, missing=missing, away=blanks))
         hosted.append(replace(column, cells=gone, away=lacks, missing=0))
-    share = round(48 * moved_bytes / recipe.total)
+    share = round(48 * moved_bytes / column_height(recipe))
     return tuple(on_card), Host(title, tuple(hosted), share, shrinks=rest is None)
 
 

@@ -117,7 +117,7 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
         # The note under the cards says it too; on the projector that note is off the screen.
         ring = ": just changed by a switch"
         states.append(KeyEntry("Ringed", ring, "neutral solid active", "ring-entry"))
-    bands = tuple(KeyEntry(k.label, f" · {k.precision}, {k.nbytes} B", _band_swatch(k)) for k in legend)
+    bands = tuple(KeyEntry(k.label, f" · {k.precision}, {k.shown} B", _band_swatch(k)) for k in legend)
     more += [f"{k.label}: {k.description}" for k in legend]
     bars = [KeyEntry("Bar", ": at rest, one scale", "bar-rest")]
     if d.capacity:
@@ -131,7 +131,7 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
     if d.step:
         bars.append(KeyEntry("Pale", ": peak so far", "bar-peak"))
     first = "A column is an eighth of the model, in forward order" if d.step else "A column is a weight"
-    ratio = " : ".join(str(k.nbytes) for k in legend)
+    ratio = " : ".join(k.shown for k in legend)
     area = f"{'Column: an eighth of the model' if d.step else 'Column: a weight'}; height: bytes ({ratio})."
     more.insert(0, f"{first}, its bands stacked top to bottom, each as tall as the bytes it costs: area is memory.")
     more.append(
@@ -156,7 +156,7 @@ def _compact(legend: tuple[BandSpec, ...], d: _Drawn, ring_key: bool) -> Key:
         states.append(KeyEntry("Ringed", ": this phase's work", "neutral solid active"))
     elif ring_key:
         states.append(KeyEntry("Ringed", ", for a moment: changed by a switch", "neutral solid active"))
-    bands = tuple(KeyEntry(k.label, f" {k.precision}, {k.nbytes} B", _band_swatch(k)) for k in legend)
+    bands = tuple(KeyEntry(k.label, f" {k.precision}, {k.shown} B", _band_swatch(k)) for k in legend)
     # What the bars draw besides their bands (app/web/bars.py), said in a phrase where the page has a line each.
     scale = ": at rest, one scale for all four"
     if d.hand:

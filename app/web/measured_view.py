@@ -32,6 +32,7 @@ from app.measure.snapshots import (
     parse,
 )
 from app.web.bars import legend
+from app.web.grid_view import band_height
 from app.web.inputs import Theme
 from app.web.stage_view import StageLink
 
@@ -219,10 +220,10 @@ def _share(share: Fraction) -> str:
 
 
 def _cell(cell: CellMeasure, spec: BandSpec, *, measured: bool) -> MeasuredCell:
-    where = f"GPU {cell.card}, layer {cell.weight}, {spec.label} ({spec.precision}, {spec.nbytes} B)"
+    where = f"GPU {cell.card}, layer {cell.weight}, {spec.label} ({spec.precision}, {spec.shown} B)"
     state = cell.state if measured else cell.model
     share = cell.share if measured else Fraction(int(cell.model is CellState.SOLID))
-    css = f"cell band-{cell.band} {state} nb-{spec.nbytes}"
+    css = f"cell band-{cell.band} {state} nb-{band_height(spec.nbytes)}"
     if state is CellState.PARTIAL:
         start = cell.start * STRIP_STEPS
         end = (cell.start + cell.share) * STRIP_STEPS
@@ -448,7 +449,7 @@ def measured_view(
         impl_note=FSDP1_DIFFERENCES.get(stage, ""),
         precision=(
             f"Measured in {snap.precision} on {snap.world_size} CPU ranks (gloo, torch {snap.torch}), so the model "
-            f"beside it is {snap.recipe.title} ({'/'.join(str(s.nbytes) for s in snap.recipe.specs)} B per weight): "
+            f"beside it is {snap.recipe.title} ({snap.recipe.sizes} B per weight): "
             f"a toy of {snap.model.layers} layers of {snap.model.rows} × {snap.model.columns} weights. bf16 mixed "
             "precision runs on gloo under FSDP, but DDP and ZeroRedundancyOptimizer have no bf16 master copy, so "
             "every arrangement here is measured in fp32 to be drawn against one recipe (the CPU offload, below "

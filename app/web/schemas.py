@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 from pydantic import (
@@ -93,18 +94,26 @@ class StageRow(BaseModel):
         )
 
 
+def _exact(nbytes: Fraction) -> int | float:
+    """Bytes a weight for JSON: an int where whole, as before; else the float (exact: a power of two below)."""
+    return nbytes.numerator if nbytes.denominator == 1 else float(nbytes)
+
+
 class BandOut(BaseModel):
     """One band of the recipe."""
 
     band: Band
     label: str
     precision: str
-    bytes: int
+    bytes: int | float = Field(
+        description="Bytes a weight: whole for most formats, a blockwise format's exact fraction as a decimal "
+        "(8-bit Adam's moments 2.03125, NF4's weights 0.515869140625)."
+    )
 
     @classmethod
     def all_of(cls, recipe: Recipe) -> list[BandOut]:
         """Every band of a recipe, in grid order."""
-        return [cls(band=s.band, label=s.label, precision=s.precision, bytes=s.nbytes) for s in recipe.specs]
+        return [cls(band=s.band, label=s.label, precision=s.precision, bytes=_exact(s.nbytes)) for s in recipe.specs]
 
 
 class CellOut(BaseModel):

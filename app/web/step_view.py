@@ -23,7 +23,9 @@ from app.web.grid_view import (
     CardView,
     CellView,
     ColumnView,
+    band_height,
     card_total,
+    column_height,
     host_title,
     split_host,
 )
@@ -223,7 +225,7 @@ def _between(a: TransferNode, b: TransferNode, per_node: int) -> bool:
 
 
 def _step_label(phase: Phase, card: int, column: Column, spec: BandSpec, holding: Holding, part: Share | None) -> str:
-    where = f"GPU {card:,}, column {column.index} ({column.label}), {spec.label} ({spec.precision}, {spec.nbytes} B)"
+    where = f"GPU {card:,}, column {column.index} ({column.label}), {spec.label} ({spec.precision}, {spec.shown} B)"
     start, held = card - card % phase.group, holders(column.index, phase.group)  # the card's own shard group
     owning = range(start + held.start, start + held.stop)
     owners = cards_text(owning)
@@ -255,7 +257,7 @@ def _step_cell(phase: Phase, card: int, column: Column, spec: BandSpec, focusabl
         band=spec.band,
         state=holding.state,
         holder=card - card % phase.group + holders(column.index, phase.group)[0],
-        nbytes=spec.nbytes,
+        nbytes=band_height(spec.nbytes),
         label=_step_label(phase, card, column, spec, holding, part),
         focusable=focusable,
         holding=holding,
@@ -273,7 +275,9 @@ def _step_columns(phase: Phase, scenario: Scenario, card: int, mine: set[int], f
             weight=column.index,
             responsible=column.index in mine,
             axis_label=str(column.index),
-            missing=recipe.total - recipe.nbytes(Band.WEIGHTS) if run.frozen_column(column.index) else 0,
+            missing=column_height(recipe) - band_height(recipe.nbytes(Band.WEIGHTS))
+            if run.frozen_column(column.index)
+            else 0,
             cells=tuple(
                 _step_cell(phase, card, column, spec, first and column.index == 0 and spec is specs[0])
                 for spec in specs

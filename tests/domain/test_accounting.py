@@ -43,7 +43,7 @@ BANDS = [
     ("fp32-adam", 4, 4, 0, 8),
     ("bf16-adam", 2, 2, 0, 4),
     ("mixed-sgd", 4, 4, 0, 4),
-    ("adam-8bit", 4, 4, 0, 2),
+    ("adam-8bit", 4, 4, 0, Fraction(65, 32)),  # bitsandbytes: 2 int8 moments + 2 fp32 absmax per 256
     ("wide-reduce", 4, 4, 0, 8),
 ]
 
@@ -51,7 +51,7 @@ BANDS = [
 @pytest.mark.parametrize(("recipe", "weights", "gradients", "master", "moments"), BANDS)
 @pytest.mark.parametrize("stage", sorted(FSDP_STAGES))
 def test_each_band_is_a_slice_in_the_sharded_parameters_dtype(
-    recipe: str, weights: int, gradients: int, master: int, moments: int, stage: Stage
+    recipe: str, weights: int, gradients: int, master: int, moments: int | Fraction, stage: Stage
 ) -> None:
     # 10**9 weights on 8 cards: slices of 125,000,000 weights, at rest.
     expected = {Band.WEIGHTS: weights, Band.GRADIENTS: gradients, Band.MASTER: master, Band.MOMENTS: moments}
@@ -73,7 +73,7 @@ DTYPES = [
 @pytest.mark.parametrize(("recipe", "param", "reduce", "orig"), DTYPES)
 def test_the_recipe_names_fsdp2s_dtypes(recipe: str, param: int, reduce: int, orig: int) -> None:
     dtypes = fsdp2_dtypes(_recipe(recipe))
-    assert (dtypes.param, dtypes.reduce, dtypes.orig) == (param, reduce, orig)
+    assert (dtypes.param, dtypes.reduce, dtypes.orig) == (Fraction(param), Fraction(reduce), Fraction(orig))
 
 
 # (stage, params, gpus, bytes at rest on one card), mixed-adam: 16 B per weight of the slice, which is
@@ -254,7 +254,7 @@ MEGATRON_BANDS = [
     ("fp32-adam", 4 + 4, 0 + 8),
     ("bf16-adam", 2 + 2, 0 + 4),
     ("mixed-sgd", 2 + 4, 4 + 4),
-    ("adam-8bit", 2 + 4, 4 + 2),
+    ("adam-8bit", 2 + 4, 4 + Fraction(65, 32)),
     ("wide-reduce", 2 + 4, 4 + 8),
 ]
 
@@ -262,7 +262,7 @@ MEGATRON_BANDS = [
 @pytest.mark.parametrize(("recipe", "whole", "split"), MEGATRON_BANDS)
 @pytest.mark.parametrize(("stage", "gpus"), [(Stage.DP, 8), (Stage.ZERO1, 8), (Stage.ZERO3, 8), (Stage.ZERO1, 1)])
 def test_megatron_keeps_its_buffers_whole_and_splits_the_optimizer_state(
-    recipe: str, whole: int, split: int, stage: Stage, gpus: int
+    recipe: str, whole: int, split: int | Fraction, stage: Stage, gpus: int
 ) -> None:
     # 10**9 weights: a slice of 125,000,000 on 8 cards; data parallelism splits nothing.
     slice_ = 10**9 if stage is Stage.DP else 10**9 // gpus

@@ -20,7 +20,8 @@ from app.domain.configs import (
 )
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload, Placement
-from app.domain.recipes import RECIPES, RecipeName
+from app.domain.recipes import BF16 as BF16_TYPE
+from app.domain.recipes import FP8, RECIPES, Band, BandSpec, Optimizer, Recipe, RecipeName, custom_recipe
 from app.domain.sizing import Run
 from app.domain.stages import Stage
 
@@ -716,3 +717,104 @@ def test_mics_is_read_as_hybrid_sharding_and_says_so() -> None:
 )
 def test_no_mics_no_note(config: dict[str, Any]) -> None:
     assert read_notes(config) == ()
+
+
+# --- every recipe's exports against its bands --------------------------------------------------------
+
+# What each optimizer keeps a weight in the moments band, and its class in PyTorch: written here by hand,
+# from the optimizers' own documentation, not read from the app. A new optimizer fails until it is added.
+MOMENT_VALUES = {Optimizer.ADAM: 2, Optimizer.SGD_MOMENTUM: 1, Optimizer.ADAM_8BIT: 2, Optimizer.OWN: None}
+TORCH_CLASS = {
+    Optimizer.ADAM: "torch.optim.AdamW",
+    Optimizer.SGD_MOMENTUM: "torch.optim.SGD",
+    Optimizer.ADAM_8BIT: "bitsandbytes.optim.AdamW8bit",
+    Optimizer.OWN: "torch.optim.AdamW",
+}
+
+
+def disagreements(recipe: Recipe, stage: Stage) -> list[str]:
+    """Where a recipe's DeepSpeed config or FSDP2 snippet under `stage` says otherwise than its bands."""
+    run = Run(recipe=recipe)
+    config, snippet = deepspeed_config(stage, run), fsdp2_snippet(stage, run)
+    found = []
+    # Autograd makes a weight's gradient in that weight's dtype: bf16 gradients are bf16 weights that train.
+    bf16 = recipe.spec(Band.GRADIENTS).dtype.torch == "torch.bfloat16"
+    if config["bf16"]["enabled"] is not bf16:
+        found.append(
+            f"bf16.enabled is {config['bf16']['enabled']}, the gradients band is {recipe.spec(Band.GRADIENTS)}"
+        )
+    if recipe.has_master and not bf16:
+        found.append("a master copy beside weights that train in fp32: no mixed precision to keep it for")
+    adam = recipe.optimizer is Optimizer.ADAM
+    if (config.get("optimizer") == {"type": "Adam"}) is not adam:
+        found.append(f"optimizer {config.get('optimizer')} for {recipe.optimizer}")
+    if config.get("zero_allow_untested_optimizer", False) is not (not adam and stage is not Stage.DP):
+        found.append(f"zero_allow_untested_optimizer for {recipe.optimizer} at {stage}")
+    if adam and recipe.spec(Band.MOMENTS).dtype.torch == "":
+        found.append(f"DeepSpeed's Adam keeps its moments in a torch dtype, not {recipe.spec(Band.MOMENTS).dtype}")
+    if (values := MOMENT_VALUES[recipe.optimizer]) is not None and recipe.spec(Band.MOMENTS).copies != values:
+        found.append(f"{recipe.optimizer} keeps {values} values a weight, the moments band {recipe.spec(Band.MOMENTS)}")
+    if stage in (Stage.ZERO2, Stage.ZERO3):
+        policy = "MixedPrecisionPolicy(param_dtype=torch.bfloat16, reduce_dtype=torch.float32)" in snippet
+        if policy is not bf16:
+            found.append(f"FSDP2's MixedPrecisionPolicy {'written' if policy else 'left out'} for {recipe.name}")
+        if ("# fp8 inside the matrix multiplies only" in snippet) is not (recipe.matmul == FP8):
+            found.append(f"FSDP2's snippet and the multiplies' format, {recipe.matmul}, disagree")
+    if stage is Stage.ZERO1 and f"optimizer_class={TORCH_CLASS[recipe.optimizer]})" not in snippet:
+        found.append(f"ZeRO-1's optimizer_class is not {TORCH_CLASS[recipe.optimizer]}")
+    return found
+
+
+# Custom recipes whose weights and gradients are one size: 1 B weights with 2 B gradients name no
+# precision a framework trains in, and their exports take the weights' (no mixed precision).
+EVERY_RECIPE = [*RECIPES.values(), custom_recipe(2, 2, 4, 4), custom_recipe(4, 4, 0, 8), custom_recipe(2, 2, 0, 4)]
+
+
+@pytest.mark.parametrize("recipe", EVERY_RECIPE, ids=lambda r: r.title)
+@pytest.mark.parametrize("stage", list(Stage))
+def test_every_recipes_exports_agree_with_its_bands(recipe: Recipe, stage: Stage) -> None:
+    assert disagreements(recipe, stage) == []
+
+
+# The issue's fp8-adam as first declared: weights 1 B, named fp8, where fp8 is only inside the multiplies.
+WRONG_FP8 = Recipe(
+    "fp8-adam",
+    "fp8 Adam, wrongly",
+    Optimizer.ADAM,
+    (
+        BandSpec(Band.WEIGHTS, "Weights", FP8, 1, "used"),
+        BandSpec(Band.GRADIENTS, "Gradients", BF16_TYPE, 1, "made"),
+        *RECIPES[RecipeName.MIXED_ADAM].specs[2:],
+    ),
+)
+# SGD declared with Adam's two moments: its exports would say SGD while the page draws Adam's state.
+WRONG_SGD = replace(RECIPES[RecipeName.MIXED_ADAM], name="sgd", optimizer=Optimizer.SGD_MOMENTUM)
+
+
+@pytest.mark.parametrize(
+    ("recipe", "stage", "first"),
+    [
+        (WRONG_FP8, Stage.ZERO3, "bf16.enabled is False"),
+        (WRONG_SGD, Stage.ZERO1, "SGD with momentum keeps 1 values a weight"),
+    ],
+)
+def test_a_recipe_whose_exports_disagree_with_its_bands_is_caught(recipe: Recipe, stage: Stage, first: str) -> None:
+    assert disagreements(recipe, stage)[0].startswith(first)
+
+
+@pytest.mark.parametrize("stage", [Stage.ZERO2, Stage.ZERO3])
+def test_fp8_and_qlora_export_as_bf16_adam(stage: Stage) -> None:
+    for name in (RecipeName.FP8_ADAM, RecipeName.QLORA_NF4):
+        config = deepspeed_config(stage, Run(recipe=RECIPES[name]))
+        assert (config["bf16"], config["optimizer"], "zero_allow_untested_optimizer" in config) == (
+            {"enabled": True},
+            {"type": "Adam"},
+            False,
+        )
+        assert "MixedPrecisionPolicy(param_dtype=torch.bfloat16," in fsdp2_snippet(stage, Run(recipe=RECIPES[name]))
+
+
+def test_8bit_adams_zero1_snippet_imports_bitsandbytes() -> None:
+    snippet = fsdp2_snippet(Stage.ZERO1, Run(recipe=RECIPES[RecipeName.ADAM_8BIT]))
+    assert "import bitsandbytes\n" in snippet
+    assert "optimizer_class=bitsandbytes.optim.AdamW8bit)" in snippet

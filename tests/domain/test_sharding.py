@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from fractions import Fraction
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -85,7 +87,7 @@ def test_owner_wraps_around() -> None:
 def test_a_card_not_drawn_holds_nothing_drawn() -> None:
     # 1,024 cards: the grid draws cards 0-3 and 1,020-1,023; card 500 has no cell, and no bytes, in it.
     grid = layout(Stage.ZERO3, 1024)
-    assert (grid.stage, grid.card_cells(500), grid.held_bytes(500)) == (Stage.ZERO3, (), 0)
+    assert (grid.stage, grid.card_cells(500), grid.held_bytes(500)) == (Stage.ZERO3, (), Fraction(0))
 
 
 @pytest.mark.parametrize("gpus", [0, -1])

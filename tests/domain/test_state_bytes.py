@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.domain.recipes import MIXED_ADAM
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, RecipeName
 from app.domain.stages import Stage
-from app.domain.state_bytes import bytes_per_weight, per_gpu_bytes
+from app.domain.state_bytes import band_bytes, bytes_per_weight, per_gpu_bytes
 from app.domain.units import ByteUnit, per_weight
 
 GIB = ByteUnit.GIB.size
@@ -72,3 +72,27 @@ def test_each_stage_keeps_no_more_than_the_one_before(gpus: int) -> None:
 def test_a_card_of_impossible_inputs_is_refused_in_words(params: int, gpus: int, message: str) -> None:
     with pytest.raises(ValueError, match=rf"^{message}$"):
         per_gpu_bytes(Stage.DP, params, gpus)
+
+
+# The three recipes with fractions or notes, by hand: 10**9 weights on 8 cards, slices of 125,000,000.
+# adam-8bit: 2 + 2 + 4 + 2 * (1 + 4/256) B (bitsandbytes' int8 moments, an fp32 absmax per 256 each);
+# qlora-nf4: (4 + 8/64 + 32/16384) / 8 = 2113/4096 B of NF4 weights (QLoRA, section 3), 2 + 0 + 8 after.
+# fp8-adam: mixed-precision Adam's 2 + 2 + 4 + 8, fp8 being only inside the multiplies.
+NEW_RECIPES = [
+    (RecipeName.ADAM_8BIT, Stage.DP, 2 * 10**9 + 2 * 10**9 + 4 * 10**9 + 2_031_250_000),
+    (RecipeName.ADAM_8BIT, Stage.ZERO3, 250_000_000 + 250_000_000 + 500_000_000 + 253_906_250),
+    (RecipeName.QLORA_NF4, Stage.DP, 515_869_141 + 2 * 10**9 + 0 + 8 * 10**9),  # 515,869,140.625 rounded up
+    (RecipeName.QLORA_NF4, Stage.ZERO3, 64_483_643 + 250_000_000 + 1_000_000_000),  # 64,483,642.578125 up
+    (RecipeName.FP8_ADAM, Stage.DP, 16 * 10**9),
+    (RecipeName.FP8_ADAM, Stage.ZERO3, 2 * 10**9),
+]
+
+
+@pytest.mark.parametrize(("name", "stage", "expected"), NEW_RECIPES)
+def test_a_fraction_a_weight_is_whole_bytes_on_a_card(name: RecipeName, stage: Stage, expected: int) -> None:
+    assert per_gpu_bytes(stage, 10**9, 8, RECIPES[name]) == expected
+
+
+def test_a_part_byte_is_a_whole_one_on_the_card() -> None:
+    # 1,000 weights on 3 cards: slices of 334; 334 * 2113/4096 = 172.30 B of NF4 weights, kept as 173.
+    assert band_bytes(Stage.ZERO3, Band.WEIGHTS, 1000, 3, RECIPES[RecipeName.QLORA_NF4]) == 173

@@ -99,3 +99,46 @@ def test_the_key_at_rest_reads_in_sixty_words_with_more_one_click_away(
     said = more.get_text(" ")
     assert "used by the forward and backward passes" in said
     assert "scale of its own" in said
+
+
+# The new recipes' key, as their declarations say it: a band's bytes a weight to three figures where they
+# are a fraction (8-bit Adam's 2 + 2 * 4/256 = 2.03125; NF4's 2113/4096 = 0.515869...), whole ones as
+# they are, and no line for a band not kept (QLoRA's master copy).
+@pytest.mark.parametrize(
+    ("recipe", "bands"),
+    [
+        (
+            "adam-8bit",
+            [
+                "Weights · bf16, 2 B",
+                "Gradients · bf16, 2 B",
+                "Master copy · fp32, 4 B",
+                "Adam moments · int8 ×2, 2.03 B",
+            ],
+        ),
+        ("qlora-nf4", ["Weights · nf4, 0.516 B", "Gradients · bf16, 2 B", "Adam moments · fp32 ×2, 8 B"]),
+        (
+            "fp8-adam",
+            ["Weights · bf16, 2 B", "Gradients · bf16, 2 B", "Master copy · fp32, 4 B", "Adam moments · fp32 ×2, 8 B"],
+        ),
+    ],
+)
+def test_the_key_says_a_recipes_fraction_of_a_byte(client: TestClient, recipe: str, bands: list[str]) -> None:
+    key = one(dom(client.get(f"/?recipe={recipe}").text), ".legend")
+    assert [li.get_text(" ", strip=True) for li in key.select("ul.key.bands li")] == bands
+
+
+@pytest.mark.parametrize(
+    ("recipe", "said"),
+    [
+        ("fp8-adam", "so the state is mixed-precision Adam's 16 B a weight"),
+        ("qlora-nf4", "1.48 B an adapter weight left out"),
+        ("adam-8bit", None),
+    ],
+)
+def test_the_page_says_what_a_recipe_saves_from_its_declaration(
+    client: TestClient, recipe: str, said: str | None
+) -> None:
+    notes = [li.get_text() for li in dom(client.get(f"/?recipe={recipe}").text).select("ul.notes li")]
+    assert [note for note in notes if said and said in note] == ([notes[0]] if said else [])
+    assert len(notes) == (1 if said else 0)
