@@ -16,7 +16,6 @@ from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
 from app.paths import TEMPLATES_DIR
-from app.web.fields import BY_NAME
 from app.web.links import template_url_for
 
 # htmx settings that keep it inside a strict CSP and make back/forward ask the server. (Requests
@@ -74,8 +73,6 @@ templates.env.loader = _Unindented(TEMPLATES_DIR)
 # Templates do not change while the app runs: no stat of the file on every render.
 templates.env.auto_reload = False
 templates.env.globals["url_for"] = template_url_for
-# The run form's limits (a number input's min and max) are each field's declaration's, named nowhere else.
-templates.env.globals["run_fields"] = BY_NAME
 HTMX_CONFIG_JSON = json.dumps(HTMX_CONFIG, separators=(",", ":"))
 templates.env.globals["htmx_config"] = HTMX_CONFIG_JSON
 # A live session's pages keep their own address while the widget changes under them: reloaded, the
