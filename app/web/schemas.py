@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
     BaseModel,
@@ -11,6 +11,7 @@ from pydantic import (
     GetJsonSchemaHandler,
     RootModel,
     SerializerFunctionWrapHandler,
+    create_model,
     model_serializer,
 )
 from pydantic.json_schema import JsonSchemaValue
@@ -42,6 +43,7 @@ from app.domain.stages import Stage
 from app.domain.step_text import explanation
 from app.domain.units import ByteUnit
 from app.measure.snapshots import Comparison
+from app.web.fields import FIELDS, Kind, RunField
 
 
 class TransferOut(BaseModel):
@@ -336,7 +338,7 @@ class MemoryRow(BaseModel):
         )
 
 
-class ResolvedInputs(BaseModel):
+class _ResolvedByHand(BaseModel):
     """The run as computed: presets resolved and defaults filled in."""
 
     model: ModelName
@@ -382,6 +384,24 @@ class ResolvedInputs(BaseModel):
     network: int = Field(description="Gb/s one GPU sends between nodes.")
     tflops: int = Field(description="The card's dense bf16 peak, TFLOP/s.")
     mfu: int = Field(description="Percent of the peak the step reaches.")
+
+
+def _echoed(field: RunField) -> Any:
+    """The echo's type for a declared field: its enumeration, a switch's bool, else a whole number."""
+    return field.choices or {Kind.SWITCH: bool}.get(field.kind, int)
+
+
+# The inputs whose declaration says how the run used them (`RunField.used`) are echoed from it: a new
+# input needs no line here.
+if TYPE_CHECKING:
+    ResolvedInputs = _ResolvedByHand
+else:
+    ResolvedInputs = create_model(
+        "ResolvedInputs",
+        __base__=_ResolvedByHand,
+        __doc__=_ResolvedByHand.__doc__,
+        **{f.echo: (_echoed(f), Field(description=f.help)) for f in FIELDS if f.used is not None and f.echo},
+    )
 
 
 class MemoryOut(BaseModel):
@@ -434,6 +454,7 @@ class MemoryOut(BaseModel):
                 network=run.links.network,
                 tflops=run.links.tflops,
                 mfu=run.links.mfu,
+                **{f.echo: f.used(scenario) for f in FIELDS if f.used is not None and f.echo},
             ),
             stages=[MemoryRow.of(row, run) for row in scenario.report],
             notes=list(scenario.notes),
