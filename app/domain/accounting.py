@@ -18,7 +18,7 @@ from functools import lru_cache
 from app.domain.placement import NO_OFFLOAD, Device, Home, Offload, Placement
 from app.domain.recipes import Band, Recipe
 from app.domain.stages import Stage
-from app.domain.terms import ACTIVATIONS, Law, Pass, Place, Term, layer_in_hand, model_state
+from app.domain.terms import ACTIVATIONS, Law, Pass, Place, Term, TermKind, layer_in_hand, model_state
 
 
 class Accounting(StrEnum):
@@ -65,8 +65,6 @@ PAPER = Setup()
 _SHARDING = frozenset({Stage.ZERO1, Stage.ZERO2, Stage.ZERO3})
 FSDP_STAGES = frozenset({Stage.ZERO2, Stage.ZERO3})
 """What `fully_shard` does: ZeRO-3, and with `reshard_after_forward=False`, ZeRO-2's memory."""
-FP32_GRADIENTS = "fp32 gradients"
-KEPT_GATHERED = "kept gathered"
 MEGATRON_SHARDED = frozenset({Band.MASTER, Band.MOMENTS})
 """What Megatron-LM's distributed optimizer splits: the optimizer's own state, 12/d of the 18 B."""
 
@@ -82,7 +80,7 @@ def _deepspeed(recipe: Recipe, stage: Stage) -> tuple[Term, ...]:
         if term.band is Band.GRADIENTS:  # ZeRO-3 turns each gradient slice into fp32 as it arrives
             term = replace(term, under=term.under - {Stage.ZERO3})
         state.append(term)
-    extra = Term(FP32_GRADIENTS, Law.PER_WEIGHT, _fp32_gradients(recipe), split_by=_SHARDING, trains=True)
+    extra = Term(TermKind.FP32_GRADIENTS, Law.PER_WEIGHT, _fp32_gradients(recipe), split_by=_SHARDING, trains=True)
     gathered, computed = layer_in_hand(recipe)
     # ZeRO-2 reduces through its buckets (an overhead); ZeRO-3 allocates its layer on one card too.
     layer = (
@@ -129,14 +127,15 @@ def _fsdp2(recipe: Recipe, stage: Stage) -> tuple[Term, ...]:
     # Two layers' worth in param_dtype: the layer's unsharded copy, and beside it an all-gather's flat
     # output (in forward the layer's own, kept until the next copy-in; in backward the next one's, prefetched).
     gathered = Term(
-        "gathered", Law.PER_LAYER, 2 * dtypes.param, under=frozenset({Stage.ZERO3}), during=passes, one_card=True
+        TermKind.GATHERED, Law.PER_LAYER, 2 * dtypes.param, under=frozenset({Stage.ZERO3}), during=passes, one_card=True
     )
-    # reshard_after_forward=False: every layer stays unsharded, in param_dtype, until its backward.
-    kept = Term(KEPT_GATHERED, Law.PER_WEIGHT, dtypes.param, under=frozenset({Stage.ZERO2}), during=passes)
+    # reshard_after_forward=False: every layer stays unsharded, in param_dtype, until its backward: gathered
+    # weights still, held as long as a pass lasts.
+    kept = Term(TermKind.GATHERED, Law.PER_WEIGHT, dtypes.param, under=frozenset({Stage.ZERO2}), during=passes)
     # The backward's layer: its unsharded gradients in param_dtype, and a reduce-scatter input in
     # reduce_dtype (the previous layer's, held until this one reduces, then this layer's own).
     computed = Term(
-        "computed",
+        TermKind.COMPUTED,
         Law.PER_LAYER,
         dtypes.param + dtypes.reduce,
         under=split,
@@ -186,7 +185,8 @@ def _place(home: Home, placement: Placement) -> Place:
 
 def _homed(term: Term, stage: Stage, setup: Setup) -> Term:
     placement = setup.placement
-    if not placement.offloads or term.law is not Law.PER_WEIGHT or term.name in (KEPT_GATHERED, SECONDARY_WEIGHTS):
+    band = term.kind.moves_with
+    if not placement.offloads or term.law is not Law.PER_WEIGHT or band is None:
         return term
     if setup.accounting is Accounting.MEGATRON:  # its count has no offload: everything stays on the card
         return term
@@ -196,7 +196,6 @@ def _homed(term: Term, stage: Stage, setup: Setup) -> Term:
         if term.band is Band.MOMENTS:
             return replace(term, place=Place.CPU_PAGEABLE)
         return replace(term, place=_place(Home.CPU, placement))
-    band = term.band or Band.MASTER  # DeepSpeed's fp32 gradients go with the optimizer state
     return replace(term, place=_place(placement.band_home(stage, band), placement))
 
 
@@ -215,16 +214,13 @@ def terms(recipe: Recipe, stage: Stage, setup: Setup = PAPER) -> tuple[Term, ...
     return tuple(_homed(term, stage, setup) for term in built)
 
 
-SECONDARY_WEIGHTS = "secondary weights"
-
-
 def secondary_weights(recipe: Recipe, hpz: int) -> Term:
     """The secondary partition of ZeRO++'s hpZ: ZeRO-3's weights again, split across `hpz` cards, kept through the step.
 
     The ZeRO++ paper's 2Ψ/hpz more per card, at the weights' own bytes (bf16 in mixed precision).
     """
     return Term(
-        SECONDARY_WEIGHTS,
+        TermKind.SECONDARY_WEIGHTS,
         Law.PER_WEIGHT,
         recipe.nbytes(Band.WEIGHTS),
         split_by=frozenset({Stage.ZERO3}),

@@ -15,6 +15,7 @@ from app.domain.figures import StageReport
 from app.domain.recipes import Band, Recipe
 from app.domain.sharding import owner
 from app.domain.stages import Stage
+from app.domain.terms import TermKind
 from app.domain.units import per_weight
 
 
@@ -73,11 +74,11 @@ _PLAIN = {
 }
 
 
-def _kept(report: StageReport) -> dict[str, int]:
-    """Each of a card's terms, by name, and its bytes on that card at rest, wherever it lives."""
-    kept: dict[str, int] = {}
+def _kept(report: StageReport) -> dict[TermKind, int]:
+    """Each kind of a card's terms and its bytes on that card at rest, wherever it lives."""
+    kept: dict[TermKind, int] = {}
     for term in report.terms:
-        kept[term.name] = kept.get(term.name, 0) + term.nbytes
+        kept[term.kind] = kept.get(term.kind, 0) + term.nbytes
     return kept
 
 
@@ -89,12 +90,11 @@ def _moved(was: StageReport, now: StageReport, recipe: Recipe) -> tuple[str, str
     """
     before, after = _kept(was), _kept(now)
     plain = bool(was.differences or now.differences)
-    bands = {band.value: band for band in Band}
 
-    def named(names: list[str]) -> str:
-        stored = frozenset(bands[n] for n in names if n in bands)
-        words = [_PLAIN[bands[n]] for n in names if n in bands] if plain else [recipe.phrase(stored)] if stored else []
-        words += [f"the {n}" for n in names if n not in bands]
+    def named(kinds: list[TermKind]) -> str:
+        bands = [k.band for k in kinds if k.band is not None]
+        words = [_PLAIN[b] for b in bands] if plain else [recipe.phrase(frozenset(bands))] if bands else []
+        words += [f"the {k.noun}" for k in kinds if k.band is None]
         return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
 
     fewer = [n for n in before if after.get(n, 0) < before[n]]

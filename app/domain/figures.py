@@ -6,6 +6,7 @@ Computed in `sizing` (`stage_report`) and `host` (`host_report`), gathered per r
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -13,28 +14,51 @@ from app.domain.communication import Transfer
 from app.domain.overheads import OverheadItem
 from app.domain.recipes import Band
 from app.domain.stages import Stage
-from app.domain.terms import AT_REST, Moment, Place
+from app.domain.terms import AT_REST, Moment, Place, TermKind
 from app.domain.wire import NO_TIME, LinkBytes, StepTime
 
 
 @dataclass(frozen=True)
 class LayerExtra:
-    """What a card holds beyond its state while it works on one layer."""
+    """What a card holds beyond its state while it works on one layer: each kind's bytes, in the kinds' order.
 
-    gathered: int
-    """The layer's whole weights, assembled from their owners (ZeRO-3)."""
-    computed: int
-    """The layer's whole gradients, computed here before they are reduce-scattered (ZeRO-2 and 3)."""
-    activations: int = 0
-    """The micro-batch's activations kept at that moment."""
+    Built with `held`; a kind held in hand that is new is carried like the rest, and drawn from its kind.
+    """
+
+    parts: tuple[tuple[TermKind, int], ...] = ()
+    """Each kind held and its bytes, none of 0 bytes, in `TermKind`'s order."""
+
+    @classmethod
+    def held(cls, nbytes: Mapping[TermKind, int]) -> LayerExtra:
+        """From each kind's bytes: those of 0 left out, in the kinds' order (so that equal holdings are equal)."""
+        return cls(tuple((kind, nbytes[kind]) for kind in TermKind if nbytes.get(kind, 0)))
+
+    def of(self, kind: TermKind) -> int:
+        """The bytes of one kind held; 0 where none."""
+        return next((n for k, n in self.parts if k is kind), 0)
+
+    @property
+    def gathered(self) -> int:
+        """The layer's whole weights, assembled from their owners (ZeRO-3), or FSDP2's kept gathered weights."""
+        return self.of(TermKind.GATHERED)
+
+    @property
+    def computed(self) -> int:
+        """The layer's whole gradients, computed here before they are reduce-scattered (ZeRO-2 and 3)."""
+        return self.of(TermKind.COMPUTED)
+
+    @property
+    def activations(self) -> int:
+        """The micro-batch's activations kept at that moment."""
+        return self.of(TermKind.ACTIVATIONS)
 
     @property
     def total(self) -> int:
         """All of it together."""
-        return self.gathered + self.computed + self.activations
+        return sum(n for _, n in self.parts)
 
 
-NOTHING_IN_HAND = LayerExtra(0, 0)
+NOTHING_IN_HAND = LayerExtra()
 """Nothing held beyond the state: at rest, with no activations."""
 
 
@@ -73,11 +97,14 @@ class HostReport:
 class TermBytes:
     """One term a card keeps all through the step, and its bytes on one card at rest."""
 
-    name: str
-    band: Band | None
-    """The band of model state it is; None for a term that is no band (DeepSpeed's fp32 gradients)."""
+    kind: TermKind
     place: Place
     nbytes: int
+
+    @property
+    def band(self) -> Band | None:
+        """The band of model state it is; None for a term that is no band (DeepSpeed's fp32 gradients)."""
+        return self.kind.band
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from app.domain.run import MAX_BATCH, Run
 from app.domain.sizing import UNKNOWN_LAYER_RULE, layer_exceeds_card, stage_report
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE, Holding, InFlight, Part, Phase, step
-from app.domain.terms import Place
+from app.domain.terms import Look, Place, TermKind
 from app.domain.timeline import POINTS, Instant, Point, timeline
 from app.domain.wire import LinkBytes, Span, StepTime
 
@@ -43,6 +43,7 @@ __all__ = [
     "Instant",
     "LayerExtra",
     "LinkBytes",
+    "Look",
     "OverheadItem",
     "Part",
     "Phase",
@@ -55,6 +56,7 @@ __all__ = [
     "StageReport",
     "StepTime",
     "TermBytes",
+    "TermKind",
     "Transfer",
     "Whose",
     "run_report",

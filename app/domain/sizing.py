@@ -13,7 +13,7 @@ from fractions import Fraction
 from math import ceil
 
 from app.domain import terms
-from app.domain.accounting import KEPT_GATHERED, differences
+from app.domain.accounting import differences
 from app.domain.communication import Transfer
 from app.domain.figures import LayerExtra, StageReport, TermBytes
 from app.domain.host import host_report
@@ -22,7 +22,7 @@ from app.domain.recipes import Band
 from app.domain.run import MAX_BATCH, MAX_GPUS, Run
 from app.domain.stages import Stage
 from app.domain.state_bytes import per_gpu_bytes
-from app.domain.terms import Law, Moment, Place, term_bytes
+from app.domain.terms import Law, Moment, Place, TermKind, term_bytes
 from app.domain.units import LARGEST_COUNT
 from app.domain.wire import link_bytes, step_time, wire_bytes
 
@@ -74,12 +74,12 @@ def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
     has nobody to share with. An unknown layer adds nothing: model states only. The activations
     are the moment's.
     """
-    held = {"gathered": 0, "computed": 0, "activations": 0}
+    held: dict[TermKind, int] = {}
     for term in run.terms(stage):
         if term.place is Place.GPU and (term.during != terms.ALL_PASSES or term.law is Law.PER_LAYER):
-            name = "gathered" if term.name == KEPT_GATHERED else term.name
-            held[name] += term_bytes(term, stage, run.params, run.shards, moment, run.frozen)
-    return LayerExtra(held["gathered"], held["computed"], held["activations"])
+            nbytes = term_bytes(term, stage, run.params, run.shards, moment, run.frozen)
+            held[term.kind] = held.get(term.kind, 0) + nbytes
+    return LayerExtra.held(held)
 
 
 def peak_moment(stage: Stage, run: Run) -> Moment:
@@ -243,7 +243,7 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         peak_moment=moment,
         extra=extra,
         terms=tuple(
-            TermBytes(t.name, t.band, t.place, term_bytes(t, stage, run.params, run.shards, frozen=run.frozen))
+            TermBytes(t.kind, t.place, term_bytes(t, stage, run.params, run.shards, frozen=run.frozen))
             for t in stage_terms
             if t.law is Law.PER_WEIGHT and t.during == terms.ALL_PASSES
         ),

@@ -6,8 +6,9 @@ Every figure of memory the app shows is a sum of these terms at some moment of t
 - what a card holds for the layer in hand (ZeRO-3's gathered weights, ZeRO-2 and 3's gradients
   before their reduce-scatter) are per-layer terms, there only while that layer is worked on.
 
-A new kind of state (activations, a fixed overhead, state offloaded to the CPU) is one more term:
-see docs/architecture.md for the walk-through. The fit test is `card_bytes` at the highest moment
+Each term is of a `TermKind`, one declaration that says what it is and how every view shows it (its
+label, its key entry, its colour's CSS name); a new kind of state is one more member of it and the
+terms of that kind: see docs/architecture.md for the walk-through. The fit test is `card_bytes` at the highest moment
 of the step (`peak_bytes`), the one function behind the verdict, the largest model that fits, the
 step and the API.
 """
@@ -15,7 +16,7 @@ step and the API.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import StrEnum
+from enum import Enum, StrEnum
 from functools import lru_cache
 
 from app.domain.recipes import Band, Recipe
@@ -71,10 +72,191 @@ ALL_PASSES = frozenset(Pass)
 
 
 @dataclass(frozen=True)
+class Look:
+    """How every view shows one kind of term: the bar's tooltip, the key's line and the colour's CSS name.
+
+    The colour itself is in static/app.css, under `.bar rect.<css>` (a test holds every kind to one). A band's
+    bar and key say its recipe's words instead ("bf16 weights · bf16, 2 B", `TermKind.label`), as its bytes
+    and dtype are the recipe's.
+    """
+
+    label: str
+    """What the bar's stretch is called in its tooltip ("fp32 gradients, DeepSpeed's copy for the update")."""
+    css: str
+    """The class of its stretch of a bar; the key's swatch is `bar-<css>` (a band's is `<css> solid`)."""
+    colour: str
+    """The key's name for its colour ("Pale amber"), which the key's line starts with."""
+    short: str
+    """The key's few words after the colour ("fp32 gradients")."""
+    long: str
+    """The key's longer words, one click away, after the colour."""
+    compact: str | None = None
+    """An embed's compact key's words; None: the compact key leaves it out (it keeps to what most runs draw)."""
+
+
+class TermKind(Enum):
+    """What a term is, each said once: its plain noun, its band, where it goes when offloaded, and its `Look`.
+
+    A term of a new kind is drawn and keyed by the views from this declaration alone; the key lists the kinds
+    in this order. `OVERHEADS` is no term (a share of the rest, `sizing.overheads`) but is drawn as one.
+    """
+
+    noun: str
+    """The kind in a sentence, after "the" ("the fp32 gradients")."""
+    band: Band | None
+    """The band of model state it is, for the four bands; the grid draws those, the bars the rest."""
+    moves_with: Band | None
+    """Offloaded, it goes where this band goes (`accounting._homed`); None: it stays on the card."""
+    in_hand: bool
+    """Drawn in the second bar, what a card holds for the layer in hand, rather than the bar at rest."""
+    look: Look
+
+    def __init__(self, noun: str, band: Band | None, moves_with: Band | None, in_hand: bool, look: Look) -> None:
+        self.noun, self.band, self.moves_with, self.in_hand, self.look = noun, band, moves_with, in_hand, look
+
+    WEIGHTS = (
+        "weights",
+        Band.WEIGHTS,
+        Band.WEIGHTS,
+        False,
+        Look("weights", "band-weights", "Blue", "weights", "the weights the passes compute with.", "weights"),
+    )
+    GRADIENTS = (
+        "gradients",
+        Band.GRADIENTS,
+        Band.GRADIENTS,
+        False,
+        Look(
+            "gradients",
+            "band-gradients",
+            "Orange",
+            "gradients",
+            "the gradients the backward pass computes.",
+            "gradients",
+        ),
+    )
+    MASTER = (
+        "master",
+        Band.MASTER,
+        Band.MASTER,
+        False,
+        Look(
+            "master copy",
+            "band-master",
+            "Bluish green",
+            "master copy",
+            "the copy of the weights the optimizer updates.",
+            "master copy",
+        ),
+    )
+    MOMENTS = (
+        "moments",
+        Band.MOMENTS,
+        Band.MOMENTS,
+        False,
+        Look("moments", "band-moments", "Reddish purple", "moments", "the optimizer's moments.", "moments"),
+    )
+    FP32_GRADIENTS = (
+        "fp32 gradients",
+        None,
+        Band.MASTER,  # DeepSpeed's fp32 gradients go with the optimizer state
+        False,
+        Look(
+            "fp32 gradients, DeepSpeed's copy for the update",
+            "fp32-gradients",
+            "Pale amber",
+            "fp32 gradients",
+            "fp32 gradients, DeepSpeed's copy for the update.",
+        ),
+    )
+    SECONDARY_WEIGHTS = (
+        "secondary weights",
+        None,
+        None,  # hpZ keeps its copy on the card, to gather from inside the node
+        False,
+        Look(
+            "hpZ's second copy of the weights, split inside the node",
+            "secondary-weights",
+            "Pale blue",
+            "hpZ's copy",
+            "ZeRO++'s hpZ, a second copy of the weights split across the node's cards.",
+        ),
+    )
+    GATHERED = (
+        "gathered",
+        None,
+        None,  # a working copy on the card, whatever is offloaded (FSDP2's kept ones too)
+        True,
+        Look(
+            "one layer's weights, assembled from their owners",
+            "gathered",
+            "Grey",
+            "gathered weights",
+            "one layer's weights, assembled from the cards that own them.",
+            "a layer's weights, assembled",
+        ),
+    )
+    COMPUTED = (
+        "computed",
+        None,
+        None,
+        True,
+        Look(
+            "one layer's gradients, computed here before they are reduce-scattered",
+            "sent",
+            "Dark amber",
+            "its gradients",
+            "one layer's gradients, computed before the reduce-scatter.",
+            "a layer's gradients",
+        ),
+    )
+    ACTIVATIONS = (
+        "activations",
+        None,
+        None,
+        True,
+        Look(
+            "activations kept for the backward pass",
+            "activations",
+            "Violet",
+            "activations",
+            "activations, kept from each layer's forward pass for its backward.",
+            "activations",
+        ),
+    )
+    OVERHEADS = (
+        "overheads",
+        None,
+        None,
+        False,
+        Look(
+            "overheads: CUDA context, NCCL buffers, buckets and fragmentation",
+            "overheads",
+            "Hatched",
+            "overheads",
+            "overheads, kept all through the step (the list under the table says what each is).",
+            "overheads",
+        ),
+    )
+
+    @classmethod
+    def of_band(cls, band: Band) -> TermKind:
+        """The kind that is `band` of model state."""
+        return _BAND_KINDS[band]
+
+    def label(self, recipe: Recipe) -> str:
+        """What a bar calls it: a band as `recipe` names it ("bf16 weights"), else its own label."""
+        return recipe.spec(self.band).label if self.band is not None else self.look.label
+
+
+_BAND_KINDS = {kind.band: kind for kind in TermKind if kind.band is not None}
+
+
+@dataclass(frozen=True)
 class Term:
     """One kind of state on a card."""
 
-    name: str
+    kind: TermKind
     law: Law
     nbytes: int
     """Bytes per unit of its law (per weight, per weight of the layer, per token, or in all)."""
@@ -85,14 +267,17 @@ class Term:
     during: frozenset[Pass] = ALL_PASSES
     """The parts of the step during which it is there."""
     place: Place = Place.GPU
-    band: Band | None = None
-    """The band of state it is, for the four bands of model state."""
     trains: bool = False
     """Only trainable weights have it (gradients, master copy, moments); a frozen weight does not."""
     one_card: bool = False
     """A per-layer term allocated even on one card (DeepSpeed's and FSDP2's gather buffers)."""
     group: int | None = None
     """The cards a split term is split across, where not the shard group's (hpZ's secondary partition)."""
+
+    @property
+    def band(self) -> Band | None:
+        """The band of state it is, for the four bands of model state (its kind's)."""
+        return self.kind.band
 
 
 def shard_weights(params: int, gpus: int) -> int:
@@ -110,11 +295,10 @@ def model_state(recipe: Recipe) -> tuple[Term, ...]:
     """The four bands of model state: bytes per weight each, split by the stages that shard them."""
     return tuple(
         Term(
-            spec.band.value,
+            TermKind.of_band(spec.band),
             Law.PER_WEIGHT,
             spec.nbytes,
             split_by=_stages_splitting(spec.band),
-            band=spec.band,
             trains=spec.band is not Band.WEIGHTS,
         )
         for spec in recipe.specs
@@ -131,14 +315,14 @@ def layer_in_hand(recipe: Recipe) -> tuple[Term, ...]:
     """
     return (
         Term(
-            "gathered",
+            TermKind.GATHERED,
             Law.PER_LAYER,
             recipe.nbytes(Band.WEIGHTS),
             under=_stages_splitting(Band.WEIGHTS),
             during=frozenset({Pass.FORWARD, Pass.BACKWARD}),
         ),
         Term(
-            "computed",
+            TermKind.COMPUTED,
             Law.PER_LAYER,
             recipe.nbytes(Band.GRADIENTS),
             under=_stages_splitting(Band.GRADIENTS),
@@ -148,7 +332,7 @@ def layer_in_hand(recipe: Recipe) -> tuple[Term, ...]:
     )
 
 
-ACTIVATIONS = Term("activations", Law.PER_TOKEN, 1, during=frozenset({Pass.FORWARD, Pass.BACKWARD}))
+ACTIVATIONS = Term(TermKind.ACTIVATIONS, Law.PER_TOKEN, 1, during=frozenset({Pass.FORWARD, Pass.BACKWARD}))
 """Kept from a layer's forward to its backward, then freed: none at rest or after the backward."""
 
 

@@ -20,12 +20,12 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from app.domain.accounting import KEPT_GATHERED, Accounting, Setup, fsdp2_dtypes, terms
+from app.domain.accounting import Accounting, Setup, fsdp2_dtypes, terms
 from app.domain.placement import Offload, Placement
 from app.domain.recipes import RECIPES, Band, Recipe, RecipeName
 from app.domain.stages import Stage
 from app.domain.state_bytes import band_bytes, per_gpu_bytes
-from app.domain.terms import AT_REST, Moment, Pass, Place, Term, term_bytes
+from app.domain.terms import AT_REST, Moment, Pass, Place, TermKind, term_bytes
 from app.measure.phases import phase_of
 
 SETUP = Setup(Accounting.FSDP2, Placement(Offload.OPTIMIZER_PARAMS))
@@ -318,11 +318,6 @@ def _rank_agreement(offload: OffloadSnapshot, rank: OffloadRankHeld, params: int
     return OffloadRankAgreement(rank.rank, rank.placed_bytes, pinned, pageable, categories, differences, unexplained)
 
 
-def _gpu_term(all_terms: tuple[Term, ...], name: str) -> Term | None:
-    found = [t for t in all_terms if t.place is Place.GPU and t.name == name]
-    return found[0] if found else None
-
-
 def _label(point: ComputeBytes) -> str:
     if point.layer is not None:
         return f"{point.part.capitalize()} {point.layer}"
@@ -335,13 +330,16 @@ def _compute_agreement(
     all_terms = terms(offload.recipe, offload.stage, SETUP)
     moment = Moment(Pass(point.part), layer) if point.layer is not None else AT_REST
 
-    def model(name: str) -> int:
-        term = _gpu_term(all_terms, name)
-        return 0 if term is None else term_bytes(term, offload.stage, params, gpus, moment)
+    def model(kind: TermKind) -> int:
+        return sum(
+            term_bytes(t, offload.stage, params, gpus, moment)
+            for t in all_terms
+            if t.place is Place.GPU and t.kind is kind
+        )
 
-    # ZeRO-2's kept weights would be gathered too; under ZeRO-3 the term is 0.
-    model_gathered = model("gathered") + model(KEPT_GATHERED)
-    model_backward = model("computed")
+    # ZeRO-2's kept weights would be gathered too; under ZeRO-3 that term is 0.
+    model_gathered = model(TermKind.GATHERED)
+    model_backward = model(TermKind.COMPUTED)
     dtypes = fsdp2_dtypes(offload.recipe)
     found = []
     # The model's backward counts a reduce-scatter input held at every layer; the first layer of the

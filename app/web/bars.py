@@ -15,7 +15,7 @@ from fractions import Fraction
 from app.domain.activations import Recompute
 from app.domain.eighths import COLUMNS
 from app.domain.recipes import BandSpec, Recipe
-from app.domain.report import LayerExtra, Run, StageReport
+from app.domain.report import LayerExtra, Run, StageReport, TermKind
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
 from app.domain.units import percent
@@ -74,9 +74,8 @@ def rest_bar(
     scale = rest_scale(scenario)
     parts = [*state_on_card(row, run)]
     if row.overhead_bytes:  # kept all through the step, as the state is
-        parts.append(
-            ("overheads", row.overhead_bytes, "overheads: CUDA context, NCCL buffers, buckets and fragmentation")
-        )
+        look = TermKind.OVERHEADS.look
+        parts.append((look.css, row.overhead_bytes, look.label))
     capacity = run.capacity
     label = (
         f"At rest on one card: {units.show(row.rest_bytes)}, "
@@ -105,15 +104,7 @@ def hand_bar(scenario: Scenario, stage: Stage, extra: LayerExtra, peak: int | No
     if not top:  # drawn empty all the same, so that a card is as tall under every stage
         return BarView((), None, "Nothing in hand: every layer's weights and gradients are kept whole at rest")
     scale = BarScale(top)
-    parts = [
-        (css, nbytes, text)
-        for css, nbytes, text in (
-            ("gathered", extra.gathered, "one layer's weights, assembled from their owners"),
-            ("sent", extra.computed, "one layer's gradients, computed here before they are reduce-scattered"),
-            ("activations", extra.activations, "activations kept for the backward pass"),
-        )
-        if nbytes
-    ]
+    parts = [(kind.look.css, nbytes, kind.label(scenario.run.recipe)) for kind, nbytes in extra.parts]
     so_far = 0 if peak is None else min(top, peak - row.rest_bytes)
     if so_far > extra.total:
         parts.append(("peak", so_far - extra.total, "peak so far, above now"))
@@ -139,26 +130,13 @@ def _stacked(parts: list[tuple[str, int, str]], scale: BarScale, scenario: Scena
     return tuple(segments)
 
 
-FP32_GRADIENTS_LABEL = "fp32 gradients, DeepSpeed's copy for the update"
-SECONDARY_LABEL = "hpZ's second copy of the weights, split inside the node"
-_NO_BAND = {
-    # A term that is no band of the grid: its css (static/app.css) and its name in the bar's tooltip.
-    "fp32 gradients": ("fp32-gradients", FP32_GRADIENTS_LABEL),
-    "secondary weights": ("secondary-weights", SECONDARY_LABEL),
-}
-
-
 def state_on_card(row: StageReport, run: Run) -> tuple[tuple[str, int, str], ...]:
-    """The state a card keeps on its GPU all through the step, band by band: css, bytes and label.
+    """The state a card keeps on its GPU all through the step, term by term: css, bytes and label, from its kind.
 
-    Offloaded bands are the host's, not the card's; DeepSpeed's fp32 gradients are a stretch of their own.
+    Offloaded bands are the host's, not the card's; a term that is no band (DeepSpeed's fp32 gradients, hpZ's
+    copy) is a stretch of its own.
     """
-    return tuple(
-        (f"band-{t.band}", t.nbytes, run.recipe.spec(t.band).label)
-        if t.band is not None
-        else (_NO_BAND[t.name][0], t.nbytes, _NO_BAND[t.name][1])
-        for t in row.on_gpu
-    )
+    return tuple((t.kind.look.css, t.nbytes, t.kind.label(run.recipe)) for t in row.on_gpu)
 
 
 def bar_note(scenario: Scenario, stage: Stage) -> str:
@@ -240,12 +218,16 @@ _RECOMPUTED = {
 
 
 def bar_keys(row: StageReport) -> tuple[str, ...]:
-    """What of one layer a stage's bars draw: its largest layer's, at the peak, has the most."""
-    extra = row.extra
-    return (
-        *(_NO_BAND[t.name][0] for t in row.on_gpu if t.band is None),
-        *(("gathered",) if extra.gathered else ()),
-        *(("sent",) if extra.computed else ()),
-        *(("activations",) if extra.activations else ()),
-        *(("overheads",) if row.overhead_bytes else ()),
-    )
+    """The css of each kind a stage's bars draw beyond the bands, which the grid's key has.
+
+    What it keeps at rest, what it holds in hand (its largest layer's, at the peak, has the most), the overheads.
+    """
+    return tuple(kind.look.css for kind in bar_kinds(row))
+
+
+def bar_kinds(row: StageReport) -> tuple[TermKind, ...]:
+    """Each kind a stage's bars draw beyond the bands, once, in `TermKind`'s order (the key's)."""
+    drawn = {t.kind for t in row.on_gpu if t.band is None} | {kind for kind, _ in row.extra.parts}
+    if row.overhead_bytes:
+        drawn.add(TermKind.OVERHEADS)
+    return tuple(kind for kind in TermKind if kind in drawn)

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from app.domain.recipes import BandSpec
+from app.domain.report import TermKind
 from app.web.grid_view import CardView
 
 if TYPE_CHECKING:
@@ -56,7 +57,8 @@ class _Drawn:
     hosted: bool
     hand: bool
     capacity: bool
-    bar_keys: tuple[str, ...]
+    kinds: tuple[TermKind, ...]
+    """The kinds the bars draw beyond the bands (`bars.bar_kinds`), in the key's order."""
     replicas: bool = False
     """Whether cells are kept because hybrid sharding replicates them (grid_view.CellView.replica)."""
 
@@ -64,17 +66,23 @@ class _Drawn:
     def of(cls, s: StageView) -> _Drawn:
         card = s.cards[0]
         bar = card.bar if isinstance(card, CardView) else None
+        kinds = tuple(kind for kind in TermKind if kind.look.css in s.bar_keys)
         return cls(
             step=s.step is not None,
             partial=s.step.partial if s.step else False,
             hosted=isinstance(card, CardView) and card.host is not None,
             # The stage's, not the phase's: whether it holds anything in hand at any moment of the step, so
             # that the key (and all under it) stays put from phase to phase.
-            hand=bool({"gathered", "sent", "activations"} & set(s.bar_keys)),
+            hand=any(kind.in_hand for kind in kinds),
             capacity=bar is not None and bar.capacity_x is not None,
-            bar_keys=s.bar_keys,
+            kinds=kinds,
             replicas=s.replicated and s.step is None,  # the step's columns draw no replicas' mark
         )
+
+
+def _band_swatch(spec: BandSpec) -> str:
+    """A band's swatch: its kind's colour, filled; its words are the recipe's (its dtype and bytes)."""
+    return f"{TermKind.of_band(spec.band).look.css} solid"
 
 
 def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
@@ -109,31 +117,17 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
         # The note under the cards says it too; on the projector that note is off the screen.
         ring = ": just changed by a switch"
         states.append(KeyEntry("Ringed", ring, "neutral solid active", "ring-entry"))
-    bands = tuple(KeyEntry(k.label, f" · {k.precision}, {k.nbytes} B", f"band-{k.band} solid") for k in legend)
+    bands = tuple(KeyEntry(k.label, f" · {k.precision}, {k.nbytes} B", _band_swatch(k)) for k in legend)
     more += [f"{k.label}: {k.description}" for k in legend]
     bars = [KeyEntry("Bar", ": at rest, one scale", "bar-rest")]
     if d.capacity:
         bars.append(KeyEntry("Line", ": card size", "bar-capacity"))
     if d.hand:
         bars.append(KeyEntry("Second bar", ": in hand, own scale", "bar-hand"))
-    if "fp32-gradients" in d.bar_keys:
-        bars.append(KeyEntry("Pale amber", ": fp32 gradients", "bar-fp32-gradients"))
-        more.append("Pale amber: fp32 gradients, DeepSpeed's copy for the update.")
-    if "secondary-weights" in d.bar_keys:
-        bars.append(KeyEntry("Pale blue", ": hpZ's copy", "bar-secondary-weights"))
-        more.append("Pale blue: ZeRO++'s hpZ, a second copy of the weights split across the node's cards.")
-    if "gathered" in d.bar_keys:
-        bars.append(KeyEntry("Grey", ": gathered weights", "bar-gathered"))
-        more.append("Grey: one layer's weights, assembled from the cards that own them.")
-    if "sent" in d.bar_keys:
-        bars.append(KeyEntry("Dark amber", ": its gradients", "bar-sent"))
-        more.append("Dark amber: one layer's gradients, computed before the reduce-scatter.")
-    if "activations" in d.bar_keys:
-        bars.append(KeyEntry("Violet", ": activations", "bar-activations"))
-        more.append("Violet: activations, kept from each layer's forward pass for its backward.")
-    if "overheads" in d.bar_keys:
-        bars.append(KeyEntry("Hatched", ": overheads", "bar-overheads"))
-        more.append("Hatched: overheads, kept all through the step (the list under the table says what each is).")
+    for kind in d.kinds:  # each kind drawn, in its own words (app/domain/terms.py)
+        look = kind.look
+        bars.append(KeyEntry(look.colour, f": {look.short}", f"bar-{look.css}"))
+        more.append(f"{look.colour}: {look.long}")
     if d.step:
         bars.append(KeyEntry("Pale", ": peak so far", "bar-peak"))
     first = "A column is an eighth of the model, in forward order" if d.step else "A column is a weight"
@@ -162,7 +156,7 @@ def _compact(legend: tuple[BandSpec, ...], d: _Drawn, ring_key: bool) -> Key:
         states.append(KeyEntry("Ringed", ": this phase's work", "neutral solid active"))
     elif ring_key:
         states.append(KeyEntry("Ringed", ", for a moment: changed by a switch", "neutral solid active"))
-    bands = tuple(KeyEntry(k.label, f" {k.precision}, {k.nbytes} B", f"band-{k.band} solid") for k in legend)
+    bands = tuple(KeyEntry(k.label, f" {k.precision}, {k.nbytes} B", _band_swatch(k)) for k in legend)
     # What the bars draw besides their bands (app/web/bars.py), said in a phrase where the page has a line each.
     scale = ": at rest, one scale for all four"
     if d.hand:
@@ -170,14 +164,10 @@ def _compact(legend: tuple[BandSpec, ...], d: _Drawn, ring_key: bool) -> Key:
     if d.capacity:
         scale += "; the line, the card's size"
     bars = [KeyEntry("Bar", scale, css="bar-scale")]
-    if "gathered" in d.bar_keys:
-        bars.append(KeyEntry("Bar, grey", ": a layer's weights, assembled", "bar-gathered"))
-    if "sent" in d.bar_keys:
-        bars.append(KeyEntry("Bar, dark amber", ": a layer's gradients", "bar-sent"))
-    if "activations" in d.bar_keys:
-        bars.append(KeyEntry("Bar, violet", ": activations", "bar-activations"))
-    if "overheads" in d.bar_keys:
-        bars.append(KeyEntry("Bar, hatched", ": overheads", "bar-overheads"))
+    for kind in d.kinds:
+        look = kind.look
+        if look.compact is not None:
+            bars.append(KeyEntry(f"Bar, {look.colour.lower()}", f": {look.compact}", f"bar-{look.css}"))
     if d.step:
         bars.append(KeyEntry("Bar, pale", ": peak so far", "bar-peak"))
     first = "A column is an eighth of the model" if d.step else "A column is one weight"

@@ -24,7 +24,7 @@ from app.domain.sizing import (
 )
 from app.domain.stages import Stage
 from app.domain.step import step
-from app.domain.terms import Moment, Pass
+from app.domain.terms import Moment, Pass, TermKind
 from app.domain.units import ByteUnit
 
 recipes = st.sampled_from(list(RECIPES.values()))
@@ -139,10 +139,12 @@ def test_the_layer_in_hand_counts_the_gradients_at_their_own_size() -> None:
     run = Run(params=800, gpus=8, recipe=custom_recipe(2, 4, 4, 8), largest_layer=100)
     # ZeRO-3, backward: the layer's whole weights gathered, 100 × 2 = 200 B, and its whole gradients
     # computed, 100 × 4 = 400 B. Forward: the weights only.
-    assert layer_extra(Stage.ZERO3, run, Moment(Pass.BACKWARD, 100)) == LayerExtra(gathered=200, computed=400)
-    assert layer_extra(Stage.ZERO3, run, Moment(Pass.FORWARD, 100)) == LayerExtra(gathered=200, computed=0)
+    assert layer_extra(Stage.ZERO3, run, Moment(Pass.BACKWARD, 100)) == LayerExtra.held(
+        {TermKind.GATHERED: 200, TermKind.COMPUTED: 400}
+    )
+    assert layer_extra(Stage.ZERO3, run, Moment(Pass.FORWARD, 100)) == LayerExtra.held({TermKind.GATHERED: 200})
     # ZeRO-2 keeps its weights whole, so it gathers nothing; it computes the 400 B of gradients.
-    assert layer_extra(Stage.ZERO2, run, Moment(Pass.BACKWARD, 100)) == LayerExtra(gathered=0, computed=400)
+    assert layer_extra(Stage.ZERO2, run, Moment(Pass.BACKWARD, 100)) == LayerExtra.held({TermKind.COMPUTED: 400})
     # The peaks. ZeRO-3: a slice of 100 weights × (2 + 4 + 4 + 8) = 1,800 B, + 200 + 400 = 2,400 B.
     # ZeRO-2: the whole weights, 800 × 2 = 1,600 B, a slice of the rest, 100 × 16 = 1,600 B, + 400 = 3,600 B.
     assert peak_bytes(Stage.ZERO3, run) == 2_400

@@ -14,6 +14,7 @@ from app.domain.terms import (
     Pass,
     Place,
     Term,
+    TermKind,
     card_bytes,
     peak_bytes,
     term_bytes,
@@ -26,14 +27,14 @@ PAPER = card_terms_of(MIXED_ADAM, Stage.DP)
 
 def test_a_card_is_four_bands_of_state_two_terms_for_the_layer_in_hand_and_activations() -> None:
     terms = PAPER
-    assert [(t.name, t.law, t.nbytes) for t in terms] == [
-        ("weights", Law.PER_WEIGHT, 2),
-        ("gradients", Law.PER_WEIGHT, 2),
-        ("master", Law.PER_WEIGHT, 4),
-        ("moments", Law.PER_WEIGHT, 8),
-        ("gathered", Law.PER_LAYER, 2),
-        ("computed", Law.PER_LAYER, 2),
-        ("activations", Law.PER_TOKEN, 1),
+    assert [(t.kind, t.law, t.nbytes) for t in terms] == [
+        (TermKind.WEIGHTS, Law.PER_WEIGHT, 2),
+        (TermKind.GRADIENTS, Law.PER_WEIGHT, 2),
+        (TermKind.MASTER, Law.PER_WEIGHT, 4),
+        (TermKind.MOMENTS, Law.PER_WEIGHT, 8),
+        (TermKind.GATHERED, Law.PER_LAYER, 2),
+        (TermKind.COMPUTED, Law.PER_LAYER, 2),
+        (TermKind.ACTIVATIONS, Law.PER_TOKEN, 1),
     ]
     assert all(t.place is Place.GPU for t in terms)
     # The seed's list of what each stage splits: ZeRO-1 the optimizer state, ZeRO-2 the gradients too,
@@ -80,7 +81,7 @@ def test_a_split_term_is_a_padded_slice_and_one_card_has_nobody_to_gather_from()
 
 
 def test_a_fixed_term_counts_once_and_activations_are_the_moments() -> None:
-    assert term_bytes(Term("context", Law.FIXED, 500_000_000), Stage.DP, SEED, 8) == 500_000_000
+    assert term_bytes(Term(TermKind.OVERHEADS, Law.FIXED, 500_000_000), Stage.DP, SEED, 8) == 500_000_000
     activations = PAPER[-1]
     assert term_bytes(activations, Stage.ZERO3, SEED, 8, Moment(Pass.BACKWARD, LAYER, 123)) == 123
     assert term_bytes(activations, Stage.ZERO3, SEED, 8, AT_REST) == 0
