@@ -5,12 +5,11 @@ The seed's view is the default: the 30B example on 8 GPUs with mixed-precision A
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from app.domain.accounting import Accounting, Setup
+from app.domain.accounting import Accounting, Setup, TermsRule
 from app.domain.activations import Activations, Recompute, for_one_sequence
 from app.domain.architecture import PRESETS, Architecture, ModelName, ModelPreset
 from app.domain.eighths import COLUMNS, Column, model_columns
@@ -29,11 +28,6 @@ DEFAULT_MODEL = ModelName.SEED_30B
 DEFAULT_SEQ = 4096
 """The sequence length of a model without a context of its own."""
 NO_SHAPE = "A weight count alone has no layer shapes: its activations are not counted."
-
-SetupRule = Callable[[Setup, Any], Setup]
-"""An input's meaning to the domain, where `Inputs` has no attribute of its own for it: the value put
-into the run's `Setup` (its accounting, placement and what it keeps). One function beside what it
-changes, named for the input (`accounting.grad_accum`), is all the domain needs of a new input."""
 
 
 @dataclass(frozen=True)
@@ -111,9 +105,9 @@ class Inputs:
     network: int = H100_FABRIC.network
     tflops: int = H100_FABRIC.tflops
     mfu: int = H100_FABRIC.mfu
-    ruled: tuple[tuple[SetupRule, Any], ...] = ()
+    ruled: tuple[tuple[TermsRule, Any], ...] = ()
     """The inputs declared with a rule of their own (app/web/fields.py `RunField.rule`), each with its
-    value, applied in their order to the run's `Setup`."""
+    value: the run's `Setup` applies them to the terms it counts."""
 
 
 def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, ModelPreset | None]:
@@ -168,9 +162,7 @@ def resolve(inputs: Inputs) -> Scenario:
         raise ValueError("offload=nvme puts the state on NVMe: offload_device=cpu says otherwise.")
     cluster = cluster_of(inputs.gpus, inputs.nodes, inputs.gpus_per_node)
     placement = Placement(inputs.offload, inputs.offload_device or Device.CPU, inputs.pin_memory)
-    setup = Setup(inputs.accounting, placement, inputs.hpz)
-    for rule, value in inputs.ruled:
-        setup = rule(setup, value)
+    setup = Setup(inputs.accounting, placement, inputs.hpz, inputs.ruled)
     run = Run(
         params=params + adapters,
         frozen=frozen,

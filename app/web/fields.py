@@ -16,14 +16,14 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Any
 
-from app.domain.accounting import Accounting
+from app.domain.accounting import Accounting, TermsRule
 from app.domain.activations import MAX_SEQ, Recompute
 from app.domain.architecture import ModelName
 from app.domain.hardware import CARDS, H100_FABRIC
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload
 from app.domain.recipes import MAX_CUSTOM_BAND_BYTES, Band, RecipeName
-from app.domain.scenario import Inputs, Scenario, SetupRule
+from app.domain.scenario import Inputs, Scenario
 from app.domain.sizing import MAX_BATCH, MAX_GPUS
 from app.domain.state_bytes import DEFAULT_GPUS
 from app.domain.trainable import MAX_LORA_RANK, LoraTargets
@@ -128,9 +128,10 @@ class RunField:
     """The band whose bytes a custom recipe's field sets: its label comes from the recipe drawn."""
     zero: bool = False
     """Whether a count or a size of 0 is a value: "none of it" (a whole number says so with `low`)."""
-    rule: SetupRule | None = None
+    rule: TermsRule | None = None
     """The field's domain meaning, where `Inputs` has no attribute of its own for it: the domain's function
-    that puts the value into the run's `Setup` (`Inputs.ruled`). A new input needs no other domain record."""
+    that changes a card's terms by the value (`Inputs.ruled`, `Setup.ruled`). A new input needs no other
+    domain record."""
     used: Callable[[Scenario], Any] | None = None
     """The value the run used, echoed by the API under `echo`; None: `schemas.ResolvedInputs` says it by hand."""
     form_label: str = ""
