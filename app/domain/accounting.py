@@ -70,6 +70,10 @@ class Setup:
     """The inputs declared with a rule of their own (app/web/fields.py `RunField.rule`), each with its value,
     applied in their order to the terms the accounting counts."""
 
+    def ruled_value(self, rule: TermsRule, default: Any) -> Any:
+        """The value the input declared with `rule` was given; `default` where it was not."""
+        return next((value for given, value in self.ruled if given is rule), default)
+
 
 PAPER = Setup()
 

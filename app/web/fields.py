@@ -133,7 +133,8 @@ class RunField:
     that changes a card's terms by the value (`Inputs.ruled`, `Setup.ruled`). A new input needs no other
     domain record."""
     used: Callable[[Scenario], Any] | None = None
-    """The value the run used, echoed by the API under `echo`; None: `schemas.ResolvedInputs` says it by hand."""
+    """The value the run used, echoed by the API under `echo`; None: a field with a `rule` echoes the value its
+    rule was given, the others are said by hand in `schemas.ResolvedInputs`."""
     form_label: str = ""
     """The form's label, where it says more than `label` (the unit typed in); empty: `label`."""
     labels: tuple[tuple[str, str], ...] = ()
@@ -166,6 +167,17 @@ class RunField:
     def field_id(self) -> str:
         """The run form's id for the field (templates/_widget.html run_form)."""
         return "f-layer" if self.name == "largest_layer" else f"f-{self.name}"
+
+    def applied(self, scenario: Scenario) -> Any:
+        """The value the run used, as the API echoes it (`used`, else the value its rule was given)."""
+        if self.used is not None:
+            return self.used(scenario)
+        return scenario.run.setup.ruled_value(self.rule, self.default) if self.rule is not None else None
+
+    @property
+    def echoed(self) -> bool:
+        """Whether the API's echo of the inputs takes the field from its declaration (`applied`)."""
+        return bool(self.echo) and (self.used is not None or self.rule is not None)
 
     @property
     def list_id(self) -> str:

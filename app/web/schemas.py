@@ -391,7 +391,7 @@ def _echoed(field: RunField) -> Any:
     return field.choices or {Kind.SWITCH: bool}.get(field.kind, int)
 
 
-# The inputs whose declaration says how the run used them (`RunField.used`) are echoed from it: a new
+# The inputs whose declaration says how the run used them (`RunField.applied`) are echoed from it: a new
 # input needs no line here.
 if TYPE_CHECKING:
     ResolvedInputs = _ResolvedByHand
@@ -400,7 +400,7 @@ else:
         "ResolvedInputs",
         __base__=_ResolvedByHand,
         __doc__=_ResolvedByHand.__doc__,
-        **{f.echo: (_echoed(f), Field(description=f.help)) for f in FIELDS if f.used is not None and f.echo},
+        **{f.echo: (_echoed(f), Field(description=f.help)) for f in FIELDS if f.echoed},
     )
 
 
@@ -454,7 +454,7 @@ class MemoryOut(BaseModel):
                 network=run.links.network,
                 tflops=run.links.tflops,
                 mfu=run.links.mfu,
-                **{f.echo: f.used(scenario) for f in FIELDS if f.used is not None and f.echo},
+                **{str(f.echo): f.applied(scenario) for f in FIELDS if f.echoed},
             ),
             stages=[MemoryRow.of(row, run) for row in scenario.report],
             notes=list(scenario.notes),
