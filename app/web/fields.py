@@ -26,6 +26,7 @@ from app.domain.recipes import MAX_CUSTOM_BAND_BYTES, Band, RecipeName
 from app.domain.scenario import Inputs, Scenario
 from app.domain.sizing import MAX_BATCH, MAX_GPUS
 from app.domain.state_bytes import DEFAULT_GPUS
+from app.domain.terms import GradAccum, grad_accum
 from app.domain.trainable import MAX_LORA_RANK, LoraTargets
 from app.domain.units import (
     BYTES_PATTERN,
@@ -481,6 +482,18 @@ FIELDS: tuple[RunField, ...] = (
         form_label="Largest layer (weights)", inputmode="decimal",
         placeholder=lambda s: "unknown" if s.run.largest_layer is None else "derived",
         tip="Weights ZeRO-3 gathers at once; blank for the model's own",
+    ),
+    RunField(
+        "grad_accum", "Gradients kept in", Group.MORE, Kind.CHOICE, GradAccum.BF16,
+        "The gradients between the backward and the update: bf16, the recipe's band, or fp32, 4 B a trainable weight "
+        "(Megatron-LM's main_grad, nanotron's fp32 accumulator).",
+        lambda s: f"gradients kept in {s.run.setup.ruled_value(grad_accum, GradAccum.BF16)}",
+        "`bf16`, the recipe's gradients band, or `fp32`: the gradients accumulated and kept in fp32, 4 B a trainable "
+        "weight, as Megatron-LM's main_grad (`--accumulate-allreduce-grads-in-fp32`) and nanotron's fp32 "
+        "accumulator keep them; with mixed-precision Adam, Megatron-LM's 18 B a weight",
+        "`bf16`",
+        choices=GradAccum, echo="grad_accum", rule=grad_accum,
+        labels=((GradAccum.BF16, "The recipe's (bf16 in mixed precision)"), (GradAccum.FP32, "fp32 (main gradients)")),
     ),
     RunField(
         "offload", "Offload", Group.HOST, Kind.CHOICE, Offload.NONE,
