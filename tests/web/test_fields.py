@@ -380,7 +380,9 @@ FP32_BY_HAND = {
 def test_gradients_kept_in_fp32_in_the_form_and_the_page(client: TestClient) -> None:
     tree = dom(client.get(f"/?{FP32_GRADIENTS}&stage=zero2").text)
     assert one(tree, "#f-grad_accum option[selected]")["value"] == "fp32"
-    assert one(tree, "#f-grad_accum").find_parent("details").has_attr("open")
+    fold = one(tree, "#f-grad_accum").find_parent("details")
+    assert fold is not None
+    assert fold.has_attr("open")
     assert [c.get_text(strip=True) for c in tree.select("td.bpw")] == [
         f"{float(bpw):.2f}" for bpw, _ in FP32_BY_HAND.values()
     ]
