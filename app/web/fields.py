@@ -3,8 +3,9 @@
 A field's line says its name, its label, where it sits in the form (always shown, or in which fold),
 its kind and limits, how its text is read, its help, what the form says of a bad value, how the
 picture describes what it draws instead of a value set aside, which key of the API's `inputs` echoes
-it, and its row of docs/url-options.md. From this list come the query models (`app/web/inputs.py`),
-the folds of the form (`form_view.py`), the set-aside wording (`set_aside_view.py`), the options of
+it, its row of docs/url-options.md, the form's words, and, for an input `Inputs` has no attribute for,
+its domain rule. From this list come the query models (`app/web/inputs.py`),
+every part of the form (`form_view.py`), the set-aside wording (`set_aside_view.py`), the options of
 `zero-bands table` (`app/cli`), the OpenAPI schema and the option table of the docs (cog). The field
 walk (tests/web/test_fields.py) takes every field through every one of those places.
 """
