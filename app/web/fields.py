@@ -699,15 +699,14 @@ def read(inputs: Inputs, field: RunField) -> Any:
     return getattr(value, key) if key else value
 
 
-_NOTHING_GIVEN = Inputs()
+_DEFAULTS = tuple((f, read(Inputs(), f)) for f in FIELDS)
+"""Each field with its value when nothing is given: read once, as every form asks which were given."""
 
 
 def given(inputs: Inputs) -> frozenset[str]:
     """The fields given a value other than their default; a preset recipe's bands are its own, not given."""
     custom = inputs.recipe is RecipeName.CUSTOM
-    return frozenset(
-        f.name for f in FIELDS if read(inputs, f) != read(_NOTHING_GIVEN, f) and (custom or f.band is None)
-    )
+    return frozenset(f.name for f, default in _DEFAULTS if read(inputs, f) != default and (custom or f.band is None))
 
 
 def unfolded(given: Iterable[str], custom_recipe: bool, problems: Iterable[str] = ()) -> frozenset[Group]:

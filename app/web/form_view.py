@@ -9,15 +9,16 @@ recipe's bands) says so in `_SPECIAL`, the one place that names a field here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
-from typing import Literal
+from functools import lru_cache
+from typing import Any, Literal
 
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.recipes import RECIPES, Recipe, RecipeName
 from app.domain.scenario import Inputs, Scenario
 from app.domain.stages import Stage
-from app.web.fields import FOLDS, Group, Kind, RunField, given, in_group, read, unfolded
+from app.web.fields import BY_NAME, FIELDS, FOLDS, Group, Kind, RunField, given, in_group, read, unfolded
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,9 @@ class Control:
     """A text field's datalist, `list_id`."""
     list_id: str = ""
     problem: FieldProblem | None = None
+    attributes: tuple[tuple[str, str], ...] = ()
+    """Its input's or select's attributes, in the order written, from the rest (`_finished`): the template
+    writes them as they are."""
 
     @property
     def kind(self) -> Literal["select", "input"]:
@@ -156,8 +160,8 @@ class FormView:
 
         def marked(part: FormPart) -> FormPart:
             if isinstance(part, Bands):
-                return replace(part, controls=tuple(replace(c, problem=said.problem(c.field)) for c in part.controls))
-            return replace(part, problem=said.problem(part.field))
+                return replace(part, controls=tuple(_marked(c, said.problem(c.field)) for c in part.controls))
+            return _marked(part, said.problem(part.field))
 
         opened = said.unfolded
         return replace(
@@ -167,6 +171,39 @@ class FormView:
                 replace(f, parts=tuple(marked(p) for p in f.parts), open=f.group in opened) for f in self.folds
             ),
         )
+
+
+def _marked(control: Control, problem: FieldProblem | None) -> Control:
+    return control if problem is None else _finished(replace(control, problem=problem))
+
+
+def _finished(c: Control) -> Control:
+    """The control with its attributes written out.
+
+    A number's limits or a text's keyboard, what it shows, its grey text and tooltip, and, where its value
+    was set aside, its error's id.
+    """
+    pairs = [("id", c.field_id)]
+    if c.name:
+        pairs.append(("name", c.name))
+    if not c.options:
+        if c.number:
+            pairs += [("type", "number"), ("min", str(c.low)), ("max", str(c.high)), ("step", "1")]
+        else:
+            pairs.append(("autocomplete", "off"))
+        pairs.append(("value", c.shown))
+        optional = (
+            ("placeholder", c.placeholder),
+            ("title", c.title),
+            ("inputmode", c.inputmode or None),
+            ("list", c.list_id or None),
+            ("required", "" if c.required else None),
+            ("readonly", "" if c.readonly else None),
+        )
+        pairs += [(name, value) for name, value in optional if value is not None]
+    if c.problem is not None:
+        pairs += [("aria-invalid", "true"), ("aria-describedby", f"{c.field_id}-error")]
+    return replace(c, attributes=tuple(pairs))
 
 
 def _capacity_text(capacity: int) -> str:
@@ -195,32 +232,49 @@ def _options(field: RunField, chosen: object) -> tuple[Option, ...]:
 
 def control(field: RunField, scenario: Scenario, inputs: Inputs) -> Control:
     """A field as its declaration says, showing the value given (blank: the default)."""
-    value = read(inputs, field)
     placeholder = field.placeholder(scenario) if callable(field.placeholder) else field.placeholder
-    built = Control(
-        field=field.name,
-        field_id=field.field_id,
-        label=field.form_label or field.label,
-        options=_options(field, value) if field.kind in (Kind.CHOICE, Kind.SWITCH) else (),
-        value=_text(field, value),
-        number=field.kind is Kind.WHOLE,
-        low=field.low,
-        high=field.high,
-        placeholder=placeholder,
-        title=field.help if field.tip is None else field.tip or None,
-        inputmode=field.inputmode,
-        required=field.required,
-        suggestions=tuple(Option(value, label) for value, label in field.suggestions),
-        list_id=field.list_id if field.suggestions else "",
-    )
+    value = read(inputs, field)
     special = _SPECIAL.get(field.name)
-    return built if special is None else special(built, scenario)
+    if special is None:
+        return _declared(field.name, value, placeholder)
+    return _shaped(field.name, value, placeholder, special[0](scenario))
 
 
-def _model(built: Control, scenario: Scenario) -> Control:
+@lru_cache(maxsize=2048)
+def _shaped(name: str, value: object, placeholder: str | None, key: Hashable) -> Control:
+    """A field the run shapes (`_SPECIAL`), once for each value and what of the run shapes it (`key`)."""
+    return _finished(_SPECIAL[name][1](_declared(name, value, placeholder), key))
+
+
+# A field shows one of few values, run after run: built once for each, the same object each time, so
+# its markup is rendered once too (templates/_form.html `form_part`, app/web/templating.py).
+@lru_cache(maxsize=2048)
+def _declared(name: str, value: object, placeholder: str | None) -> Control:
+    field = BY_NAME[name]
+    return _finished(
+        Control(
+            field=field.name,
+            field_id=field.field_id,
+            label=field.form_label or field.label,
+            options=_options(field, value) if field.kind in (Kind.CHOICE, Kind.SWITCH) else (),
+            value=_text(field, value),
+            number=field.kind is Kind.WHOLE,
+            low=field.low,
+            high=field.high,
+            placeholder=placeholder,
+            title=field.help if field.tip is None else field.tip or None,
+            inputmode=field.inputmode,
+            required=field.required,
+            suggestions=tuple(Option(value, label) for value, label in field.suggestions),
+            list_id=field.list_id if field.suggestions else "",
+        )
+    )
+
+
+def _model(built: Control, model: Any) -> Control:
     options = (
-        *(Option(p.name, p.title, p.name == scenario.model) for p in PRESETS.values()),
-        Option(ModelName.CUSTOM, "Another model: enter its weights", scenario.model is ModelName.CUSTOM),
+        *(Option(p.name, p.title, p.name == model) for p in PRESETS.values()),
+        Option(ModelName.CUSTOM, "Another model: enter its weights", model is ModelName.CUSTOM),
     )
     return replace(built, options=options)
 
@@ -228,47 +282,53 @@ def _model(built: Control, scenario: Scenario) -> Control:
 _PARAMS_EXAMPLES = "e.g. 7.5B, 7.5e9 or 7,500,000,000"
 
 
-def _params(built: Control, scenario: Scenario) -> Control:
+def _params(built: Control, model_and_count: Any) -> Control:
     # A preset's count is the model's: shown read-only and not sent, so choosing another model does not
     # send the last one's count back as if it had been typed. With JavaScript the field is editable, and
     # typing a count in it chooses "Another model" (static/tools.js).
-    preset = scenario.model is not ModelName.CUSTOM
+    model, count = model_and_count
+    preset = model is not ModelName.CUSTOM
     title = "Set by the model: choose “Another model” to type a count" if preset else _PARAMS_EXAMPLES
-    return replace(built, value=str(scenario.run.params), readonly=preset, title=title)
+    return replace(built, value=str(count), readonly=preset, title=title)
 
 
 def _sizes(recipe: Recipe) -> str:
     return "/".join(str(spec.nbytes) for spec in recipe.specs)
 
 
-def _recipe(built: Control, scenario: Scenario) -> Control:
-    custom = scenario.recipe.name == RecipeName.CUSTOM
+def _recipe(built: Control, recipe: Any) -> Control:
+    custom = recipe.name == RecipeName.CUSTOM
     options = (
-        *(Option(r.name, f"{r.title} ({_sizes(r)} B)", r is scenario.recipe) for r in RECIPES.values()),
+        *(Option(r.name, f"{r.title} ({_sizes(r)} B)", r is recipe) for r in RECIPES.values()),
         Option(RecipeName.CUSTOM, "Custom bytes per band", custom),
     )
     return replace(built, options=options)
 
 
-def _offload_device(built: Control, scenario: Scenario) -> Control:
+def _offload_device(built: Control, target: Any) -> Control:
     # Blank is the CPU, or NVMe for offload=nvme: the form shows where the state went.
-    target = scenario.run.setup.placement.target
     return replace(built, options=tuple(replace(o, selected=o.value == target) for o in built.options))
 
 
-def _band(built: Control, scenario: Scenario, field: RunField) -> Control:
-    assert field.band is not None
-    spec = scenario.recipe.spec(field.band)
-    return replace(built, label=spec.label, value=str(spec.nbytes), readonly=scenario.recipe.name != RecipeName.CUSTOM)
+def _band(built: Control, recipe: Any) -> Control:
+    band = BY_NAME[built.field].band
+    assert band is not None
+    spec = recipe.spec(band)
+    return replace(built, label=spec.label, value=str(spec.nbytes), readonly=recipe.name != RecipeName.CUSTOM)
 
 
-_SPECIAL: Mapping[str, Callable[[Control, Scenario], Control]] = {
-    "model": _model,
-    "params": _params,
-    "recipe": _recipe,
-    "offload_device": _offload_device,
+Shaping = tuple[Callable[[Scenario], Hashable], Callable[[Control, Any], Control]]
+"""What of the run shapes a field's control (a hashable key), and how."""
+
+_SPECIAL: Mapping[str, Shaping] = {
+    "model": (lambda s: s.model, _model),
+    "params": (lambda s: (s.model, s.run.params), _params),
+    "recipe": (lambda s: s.recipe, _recipe),
+    "offload_device": (lambda s: s.run.setup.placement.target, _offload_device),
+    # A recipe's bands: its own bytes, read-only unless it is the custom one.
+    **{f.name: (lambda s: s.recipe, _band) for f in FIELDS if f.band is not None},
 }
-"""The fields whose control the run shapes beyond their declaration."""
+"""The fields whose control the run shapes beyond their declaration, each with what of the run shapes it."""
 
 
 def _parts(group: Group, scenario: Scenario, inputs: Inputs) -> tuple[FormPart, ...]:
@@ -277,7 +337,7 @@ def _parts(group: Group, scenario: Scenario, inputs: Inputs) -> tuple[FormPart, 
     bands: list[Control] = []
     for field in in_group(group):
         if field.band is not None:
-            bands.append(_band(control(field, scenario, inputs), scenario, field))
+            bands.append(control(field, scenario, inputs))
             continue
         if bands:
             parts.append(Bands(bands[0].readonly, tuple(bands)))
