@@ -66,14 +66,6 @@ def change(was: StageReport, now: StageReport, recipe: Recipe, gpus: int) -> Cha
     return Change(before, after, split, whole, old, new, said)
 
 
-_PLAIN = {
-    Band.WEIGHTS: "the weights",
-    Band.GRADIENTS: "the gradients",
-    Band.MASTER: "the master copy",
-    Band.MOMENTS: "the optimizer's moments",
-}
-
-
 def _kept(report: StageReport) -> dict[TermKind, int]:
     """Each kind of a card's terms and its bytes on that card at rest, wherever it lives."""
     kept: dict[TermKind, int] = {}
@@ -92,8 +84,11 @@ def _moved(was: StageReport, now: StageReport, recipe: Recipe) -> tuple[str, str
     plain = bool(was.differences or now.differences)
 
     def named(kinds: list[TermKind]) -> str:
-        bands = [k.band for k in kinds if k.band is not None]
-        words = [_PLAIN[b] for b in bands] if plain else [recipe.phrase(frozenset(bands))] if bands else []
+        bands = frozenset(k.band for k in kinds if k.band is not None)
+        if plain:  # each band by its kind's plain noun
+            words = [f"the {k.noun}" for k in kinds if k.band is not None]
+        else:
+            words = [recipe.phrase(bands)] if bands else []
         words += [f"the {k.noun}" for k in kinds if k.band is None]
         return ", ".join(words[:-1]) + " and " + words[-1] if len(words) > 1 else "".join(words)
 

@@ -104,7 +104,7 @@ class TermKind(Enum):
     noun: str
     """The kind in a sentence, after "the" ("the fp32 gradients")."""
     band: Band | None
-    """The band of model state it is, for the four bands; the grid draws those, the bars the rest."""
+    """The band of model state it is, for the four bands (the grid draws them as cells too); None for the rest."""
     moves_with: Band | None
     """Offloaded, it goes where this band goes (`accounting._homed`); None: it stays on the card."""
     in_hand: bool
@@ -136,7 +136,7 @@ class TermKind(Enum):
         ),
     )
     MASTER = (
-        "master",
+        "master copy",
         Band.MASTER,
         Band.MASTER,
         False,
@@ -150,7 +150,7 @@ class TermKind(Enum):
         ),
     )
     MOMENTS = (
-        "moments",
+        "optimizer's moments",
         Band.MOMENTS,
         Band.MOMENTS,
         False,
@@ -178,7 +178,7 @@ class TermKind(Enum):
             "fp32 gradients, accumulated and kept for the update (grad_accum=fp32)",
             "main-gradients",
             "Dark orange",
-            "fp32 gradients",
+            "fp32 main gradients",
             "the gradients accumulated and kept in fp32, 4 B a trainable weight, in place of the recipe's "
             "(Megatron-LM's main_grad, nanotron's fp32 accumulator).",
         ),
@@ -252,6 +252,10 @@ class TermKind(Enum):
             "overheads",
         ),
     )
+
+    def __repr__(self) -> str:
+        # The value is the whole declaration: a failing test's message names the member alone.
+        return f"TermKind.{self.name}"
 
     @classmethod
     def of_band(cls, band: Band) -> TermKind:

@@ -67,11 +67,13 @@ class Point:
     activations: int
     overheads: int
     """The overheads counted (`Phase.overhead_bytes`): the same at every instant."""
+    in_hand: int = 0
+    """All a card holds beyond its state: the three above and any other kind held in hand (`LayerExtra.total`)."""
 
     @property
     def nbytes(self) -> int:
         """All of it together."""
-        return self.state + self.gathered + self.computed + self.activations + self.overheads
+        return self.state + self.in_hand + self.overheads
 
 
 def _point(phase: Phase, instant: Instant, extra: LayerExtra) -> Point:
@@ -83,6 +85,7 @@ def _point(phase: Phase, instant: Instant, extra: LayerExtra) -> Point:
         extra.computed,
         extra.activations,
         phase.overhead_bytes,
+        extra.total,
     )
 
 

@@ -59,7 +59,8 @@ def total_line(scenario: Scenario, row: StageReport) -> TotalLine | None:
     extra = row.extra
     parts = [
         (row.rest_bytes - row.overhead_bytes, "of state"),
-        (extra.gathered + extra.computed, "for the layer in hand"),
+        # Whatever is held for the layer besides its activations, of any kind (a new one too), so the sum holds.
+        (extra.total - extra.activations, "for the layer in hand"),
         (extra.activations, "of activations"),
         (row.overhead_bytes, "of overheads"),
     ]
@@ -110,7 +111,7 @@ class StageView:
     bar_note: str = ""
     """What the bars under the cards are drawn to."""
     bar_keys: tuple[str, ...] = ()
-    """What of one layer the bars draw: "gathered" (weights assembled), "sent" (gradients computed)."""
+    """The css of each kind the bars draw beyond the bands (`bars.bar_keys`), e.g. "gathered", "sent", "overheads"."""
     narration: Narration | None = None
     """What the polite live region says after a swap."""
     host: HostView | None = None

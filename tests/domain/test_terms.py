@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.accounting import Setup
+from app.domain.accounting import Accounting, Setup
 from app.domain.accounting import terms as card_terms_of
-from app.domain.recipes import MIXED_ADAM, RECIPES, Band, RecipeName
+from app.domain.placement import Device, Offload, Placement
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, RecipeName, custom_recipe
 from app.domain.stages import Stage
 from app.domain.state_bytes import per_gpu_bytes
 from app.domain.terms import (
+    ALL_PASSES,
     AT_REST,
     GradAccum,
     Law,
@@ -163,3 +165,80 @@ def test_gradients_kept_in_fp32_are_a_term_of_their_own_in_place_of_the_band() -
     )
     fp32 = RECIPES[RecipeName.FP32_ADAM]
     assert card_terms_of(fp32, Stage.DP, FP32_KEPT) == card_terms_of(fp32, Stage.DP)
+
+
+# Every term the domain makes: every recipe, stage, accounting and placement, with and without hpZ's
+# secondary copy, as `accounting.terms` builds a card's list. Overheads are no term (a share of the rest,
+# `sizing.overheads`) and are drawn as their kind; the runs that draw them are the web's test
+# (tests/web/test_bars.py, `test_every_kind_a_run_draws_is_drawn_and_keyed_from_its_declaration`).
+PLACEMENTS = tuple(Placement(offload, device, pin) for offload in Offload for device in Device for pin in (True, False))
+SETUPS = tuple(
+    Setup(accounting, placement, hpz, ruled)
+    for accounting in Accounting
+    for placement in PLACEMENTS
+    for hpz in (1, 8)
+    if not (hpz > 1 and accounting in (Accounting.FSDP2, Accounting.MEGATRON))  # ZeRO++ is DeepSpeed's
+    for ruled in ((), ((grad_accum, GradAccum.FP32),))  # the inputs with a rule of their own: grad_accum
+)
+EVERY_TERM: frozenset[Term] = frozenset(
+    term
+    for recipe in (*RECIPES.values(), custom_recipe(2, 4, 4, 8), custom_recipe(4, 4, 0, 8))
+    for stage in Stage
+    for setup in SETUPS
+    for term in card_terms_of(recipe, stage, setup)
+)
+
+
+def test_every_kind_but_the_overheads_is_a_term_the_domain_makes() -> None:
+    # Exhaustive: a kind declared that no term has is a kind this enumeration does not reach (extend it
+    # with the input that makes it); a term of no declared kind cannot be built (`Term.kind`).
+    assert {term.kind for term in EVERY_TERM} == set(TermKind) - {TermKind.OVERHEADS}
+
+
+def _order(term: Term) -> str:
+    """A term's fields in an order of their own: its sets' order, and so `repr`'s, changes with the hash seed."""
+    sets = (term.split_by, term.under, term.during)
+    fields = (term.place, term.trains, term.one_card, term.group or 0)
+    return repr((term.kind.name, term.law.name, term.nbytes, *(sorted(s) for s in sets), *fields))
+
+
+IN_ORDER = sorted(EVERY_TERM, key=_order)
+
+
+@pytest.mark.parametrize("term", IN_ORDER, ids=lambda t: f"{t.kind.name}-{t.law.name}-{t.place}")
+def test_every_term_is_drawn_and_placed_as_its_kind_says(term: Term) -> None:
+    kind = term.kind
+    # The bar in hand draws what `sizing.layer_extra` counts as held for the layer: a per-layer term, or one
+    # there only in the passes; the bar at rest the rest.
+    assert kind.in_hand is (term.law is Law.PER_LAYER or term.during != ALL_PASSES)
+    # A term off the card went with a band's home; one whose kind stays on the card never leaves it.
+    if term.place is not Place.GPU:
+        assert kind.moves_with is not None
+    if kind.moves_with is None:
+        assert term.place is Place.GPU
+    assert term.band is kind.band
+
+
+@pytest.mark.parametrize("kind", list(TermKind), ids=lambda k: k.name)
+def test_each_kind_is_declared_whole(kind: TermKind) -> None:
+    look = kind.look
+    assert all(words.strip() for words in (kind.noun, look.label, look.css, look.colour, look.short, look.long))
+    assert look.compact is None or look.compact.strip()
+    assert look.long.endswith(".")
+    if kind.band is not None:
+        assert TermKind.of_band(kind.band) is kind
+        assert kind.moves_with is kind.band
+        assert look.css == f"band-{kind.band}"  # the grid's cells and the key's swatches share the class
+
+
+def test_the_kinds_are_told_apart_by_their_css_colour_and_noun() -> None:
+    for field in ("css", "colour", "short"):
+        said = [getattr(kind.look, field) for kind in TermKind]
+        assert len(set(said)) == len(said), field
+    assert len({kind.noun for kind in TermKind}) == len(TermKind)
+    assert [TermKind.of_band(band) for band in Band] == [
+        TermKind.WEIGHTS,
+        TermKind.GRADIENTS,
+        TermKind.MASTER,
+        TermKind.MOMENTS,
+    ]

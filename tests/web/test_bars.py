@@ -2,10 +2,21 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from fastapi.testclient import TestClient
 
+from app.domain.architecture import ModelName
+from app.domain.placement import Offload
+from app.domain.report import Accounting, TermKind
+from app.domain.scenario import Inputs, resolve
 from app.domain.stages import Stage
+from app.paths import STATIC_DIR
+from app.web.bars import bar_keys, hand_bar, rest_bar
+from app.web.fields import FIELDS
+from app.web.links import Links
+from app.web.page_view import page_view
 from tests.conftest import cell_facts, dom, one, text
 from tests.web.helpers import run_page, stage_page
 
@@ -151,3 +162,80 @@ def test_the_rings_round_what_a_switch_changed_are_explained_whenever_they_are_d
     assert ringed == [entry]
     assert entry.startswith("Ringed")
     assert "changed by a switch" in entry
+
+
+APP_CSS = (STATIC_DIR / "app.css").read_text()
+
+
+@pytest.mark.parametrize("kind", list(TermKind), ids=lambda k: k.name)
+def test_each_kinds_colour_is_in_the_stylesheet_under_its_css_name(kind: TermKind) -> None:
+    css = kind.look.css
+    assert re.search(rf"\.bar rect\.{re.escape(css)}\b", APP_CSS), f"no colour for .bar rect.{css}"
+    if kind.band is None:  # a band's swatch is its cells' class, `solid`; the rest have the bar's swatch
+        assert re.search(rf"\.swatch\.bar-{re.escape(css)}\b", APP_CSS), f"no swatch for .swatch.bar-{css}"
+
+
+# Every run the inputs can make that changes a card's kinds: each accounting and offload, hpZ's copy and
+# hybrid sharding, overheads counted or not, and a shaped model (activations)
+# beside a bare count (none); ZeRO++ is DeepSpeed's or the paper's, so the others refuse hpZ.
+RUNS = tuple(
+    Inputs(
+        model=model,
+        params=None if model else 10**9,
+        gpus=16,
+        nodes=2,
+        gpus_per_node=8,
+        accounting=accounting,
+        offload=offload,
+        hpz=hpz,
+        shard=shard,
+        count_overheads=overheads,
+    )
+    for accounting in Accounting
+    for offload in Offload
+    for hpz, shard in ((1, None), (8, None), (1, 8))
+    for overheads in (False, True)
+    for model in (ModelName.LLAMA_3_8B, None)
+    if not (hpz > 1 and accounting in (Accounting.FSDP2, Accounting.MEGATRON))
+) + tuple(
+    # The inputs with a rule of their own (app/web/fields.py `RunField.rule`), each value but the default,
+    # under each offload: grad_accum=fp32's main gradients.
+    Inputs(model=ModelName.LLAMA_3_8B, gpus=16, offload=offload, ruled=((field.rule, value),))
+    for field in FIELDS
+    if field.rule is not None
+    for value in field.values
+    if value != field.default
+    for offload in Offload
+)
+
+
+def test_every_kind_a_run_draws_is_drawn_and_keyed_from_its_declaration() -> None:
+    drawn: set[TermKind] = set()
+    keyed: set[tuple[str, ...]] = set()
+    for inputs in RUNS:
+        scenario = resolve(inputs)
+        recipe = scenario.run.recipe
+        for stage in Stage:
+            row = scenario.report[stage]
+            at_rest = [(t.kind, t.nbytes) for t in row.on_gpu]
+            if row.overhead_bytes:
+                at_rest.append((TermKind.OVERHEADS, row.overhead_bytes))
+            in_hand = list(row.extra.parts)
+            drawn |= {kind for kind, _ in at_rest + in_hand}
+            # Each stretch of each bar is its kind's: its class, and its name before its bytes.
+            for bar, parts in ((rest_bar(scenario, stage), at_rest), (hand_bar(scenario, stage, row.extra), in_hand)):
+                assert [s.css for s in bar.segments] == [kind.look.css for kind, _ in parts]
+                for segment, (kind, nbytes) in zip(bar.segments, parts, strict=True):
+                    assert segment.label == f"{kind.label(recipe)}: {scenario.units.show(nbytes)}"
+            # The key has a line for each kind the bars draw beyond the bands, in its words, and no other.
+            if bar_keys(row) in keyed:  # the key's lines of kinds depend on these alone
+                continue
+            keyed.add(bar_keys(row))
+            key = page_view(stage, Links("/", ()), scenario).key
+            assert key is not None
+            beyond = [kind for kind in TermKind if kind.band is None and kind in {k for k, _ in at_rest + in_hand}]
+            lines = [(e.name, e.words, e.swatch) for e in key.bars if e.swatch.removeprefix("bar-") in bar_keys(row)]
+            assert lines == [(k.look.colour, f": {k.look.short}", f"bar-{k.look.css}") for k in beyond]
+            assert {f"{k.look.colour}: {k.look.long}" for k in beyond} <= set(key.more)
+    # Exhaustive, not a count: every kind declared is drawn by some run (a kind no run reaches needs its input here).
+    assert drawn == set(TermKind)
