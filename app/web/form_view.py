@@ -72,6 +72,11 @@ class Control:
     writes them as they are."""
 
     @property
+    def set_aside(self) -> bool:
+        """Whether it shows a value set aside: what someone typed, kept by no memo."""
+        return self.problem is not None
+
+    @property
     def kind(self) -> Literal["select", "input"]:
         """How the template writes it."""
         return "select" if self.options else "input"
@@ -94,6 +99,11 @@ class Bands:
     readonly: bool
     controls: tuple[Control, ...]
     kind: Literal["bands"] = "bands"
+
+    @property
+    def set_aside(self) -> bool:
+        """Whether one of the bands shows a value set aside."""
+        return any(c.problem is not None for c in self.controls)
 
     @property
     def legend(self) -> str:

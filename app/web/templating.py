@@ -16,6 +16,7 @@ from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
 from app.paths import TEMPLATES_DIR
+from app.web.form_view import FormPart
 from app.web.links import template_url_for
 
 # htmx settings that keep it inside a strict CSP and make back/forward ask the server. (Requests
@@ -130,11 +131,21 @@ templates.env.globals["rendered"] = rendered
 
 
 # A run form's part (app/web/form_view.py) is one of few, run after run: kept by its value, which is
-# cheaper to hash than the part is to render (0.9 ms of a never-seen fragment's form without it).
-@lru_cache(maxsize=1024)
-def form_part(part: object) -> Markup:
-    """The run form's `part` macro (templates/_form.html) applied to a control or the bands, once for each value."""
+# cheaper to hash than the part is to render (docs/architecture.md, "Four memos below the cache").
+def form_part(part: FormPart) -> Markup:
+    """The run form's `part` macro (templates/_form.html) applied to a control or the bands, once for each value.
+
+    A part showing a value set aside holds what someone typed (up to the address's limit): rendered, not kept,
+    so the memo's bound on memory stays one of few short values.
+    """
+    return _form_markup(part) if part.set_aside else _kept_form_part(part)
+
+
+def _form_markup(part: FormPart) -> Markup:
     return Markup(templates.env.get_template("_form.html").module.part(part))  # type: ignore[attr-defined]
+
+
+_kept_form_part = lru_cache(maxsize=1024)(_form_markup)
 
 
 templates.env.globals["form_part"] = form_part
