@@ -134,9 +134,6 @@ class RunField:
     """The field's domain meaning, where `Inputs` has no attribute of its own for it: the domain's function
     that changes a card's terms by the value (`Inputs.ruled`, `Setup.ruled`). A new input needs no other
     domain record."""
-    used: Callable[[Scenario], Any] | None = None
-    """The value the run used, echoed by the API under `echo`; None: a field with a `rule` echoes the value its
-    rule was given, the others are said by hand in `schemas.ResolvedInputs`."""
     form_label: str = ""
     """The form's label, where it says more than `label` (the unit typed in); empty: `label`."""
     labels: tuple[tuple[str, str], ...] = ()
@@ -167,19 +164,20 @@ class RunField:
 
     @property
     def field_id(self) -> str:
-        """The run form's id for the field (templates/_widget.html run_form)."""
+        """The run form's id for the field (app/web/form_view.py, templates/_form.html)."""
         return "f-layer" if self.name == "largest_layer" else f"f-{self.name}"
 
     def applied(self, scenario: Scenario) -> Any:
-        """The value the run used, as the API echoes it (`used`, else the value its rule was given)."""
-        if self.used is not None:
-            return self.used(scenario)
+        """The value the run used, as the API echoes it: the value its rule was given (its default if none)."""
         return scenario.run.setup.ruled_value(self.rule, self.default) if self.rule is not None else None
 
     @property
     def echoed(self) -> bool:
-        """Whether the API's echo of the inputs takes the field from its declaration (`applied`)."""
-        return bool(self.echo) and (self.used is not None or self.rule is not None)
+        """Whether the API's echo of the inputs takes the field from its declaration (`applied`).
+
+        A field with a rule; the others' echo is said in `schemas.ResolvedInputs`, from the run's attributes.
+        """
+        return bool(self.echo) and self.rule is not None
 
     @property
     def list_id(self) -> str:
