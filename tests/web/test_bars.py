@@ -203,7 +203,7 @@ RUNS = tuple(
     Inputs(model=ModelName.LLAMA_3_8B, gpus=16, offload=offload, ruled=((field.rule, value),))
     for field in FIELDS
     if field.rule is not None
-    for value in field.values
+    for value in field.choices or (True, False)  # a choice's values, or a switch's
     if value != field.default
     for offload in Offload
 )
