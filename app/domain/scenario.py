@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
-from app.domain.accounting import Accounting, Setup
+from app.domain.accounting import Accounting, Setup, TermsRule
 from app.domain.activations import Activations, Recompute, for_one_sequence
 from app.domain.architecture import PRESETS, Architecture, ModelName, ModelPreset
 from app.domain.eighths import COLUMNS, Column, model_columns
@@ -104,6 +105,9 @@ class Inputs:
     network: int = H100_FABRIC.network
     tflops: int = H100_FABRIC.tflops
     mfu: int = H100_FABRIC.mfu
+    ruled: tuple[tuple[TermsRule, Any], ...] = ()
+    """The inputs declared with a rule of their own (app/web/fields.py `RunField.rule`), each with its
+    value: the run's `Setup` applies them to the terms it counts."""
 
 
 def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, ModelPreset | None]:
@@ -160,6 +164,7 @@ def resolve(inputs: Inputs) -> Scenario:
         raise ValueError("offload=nvme puts the state on NVMe: offload_device=cpu says otherwise.")
     cluster = cluster_of(inputs.gpus, inputs.nodes, inputs.gpus_per_node)
     placement = Placement(inputs.offload, inputs.offload_device or Device.CPU, inputs.pin_memory)
+    setup = Setup(inputs.accounting, placement, inputs.hpz, inputs.ruled)
     run = Run(
         params=params + adapters,
         frozen=frozen,
@@ -173,7 +178,7 @@ def resolve(inputs: Inputs) -> Scenario:
         batch=inputs.batch,
         overheads=inputs.overheads,
         count_overheads=inputs.count_overheads,
-        setup=Setup(inputs.accounting, placement, inputs.hpz),
+        setup=setup,
         nodes=cluster.nodes,
         zero_init=inputs.zero_init,
         host_memory=inputs.host_memory,

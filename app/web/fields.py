@@ -3,8 +3,9 @@
 A field's line says its name, its label, where it sits in the form (always shown, or in which fold),
 its kind and limits, how its text is read, its help, what the form says of a bad value, how the
 picture describes what it draws instead of a value set aside, which key of the API's `inputs` echoes
-it, and its row of docs/url-options.md. From this list come the query models (`app/web/inputs.py`),
-the folds of the form (`form_view.py`), the set-aside wording (`set_aside_view.py`), the options of
+it, its row of docs/url-options.md, the form's words, and, for an input `Inputs` has no attribute for,
+its domain rule. From this list come the query models (`app/web/inputs.py`),
+every part of the form (`form_view.py`), the set-aside wording (`set_aside_view.py`), the options of
 `zero-bands table` (`app/cli`), the OpenAPI schema and the option table of the docs (cog). The field
 walk (tests/web/test_fields.py) takes every field through every one of those places.
 """
@@ -16,16 +17,17 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Any
 
-from app.domain.accounting import Accounting
+from app.domain.accounting import Accounting, TermsRule
 from app.domain.activations import MAX_SEQ, Recompute
 from app.domain.architecture import ModelName
-from app.domain.hardware import H100_FABRIC
+from app.domain.hardware import CARDS, H100_FABRIC
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload
 from app.domain.recipes import MAX_CUSTOM_BAND_BYTES, Band, RecipeName, bytes_a_weight, recipes_help
 from app.domain.scenario import Inputs, Scenario
 from app.domain.sizing import MAX_BATCH, MAX_GPUS
 from app.domain.state_bytes import DEFAULT_GPUS
+from app.domain.terms import GradAccum, grad_accum
 from app.domain.trainable import MAX_LORA_RANK, LoraTargets
 from app.domain.units import (
     BYTES_PATTERN,
@@ -128,6 +130,24 @@ class RunField:
     """The band whose bytes a custom recipe's field sets: its label comes from the recipe drawn."""
     zero: bool = False
     """Whether a count or a size of 0 is a value: "none of it" (a whole number says so with `low`)."""
+    rule: TermsRule | None = None
+    """The field's domain meaning, where `Inputs` has no attribute of its own for it: the domain's function
+    that changes a card's terms by the value (`Inputs.ruled`, `Setup.ruled`). A new input needs no other
+    domain record."""
+    form_label: str = ""
+    """The form's label, where it says more than `label` (the unit typed in); empty: `label`."""
+    labels: tuple[tuple[str, str], ...] = ()
+    """The form's words for each value of a CHOICE or SWITCH field; empty: the value itself, or On and Off."""
+    placeholder: str | Callable[[Scenario], str] | None = None
+    """The form's grey text in an empty text or number field, or how the run says it; None: none."""
+    tip: str | None = ""
+    """The form's tooltip on a text or number field; None: the help; empty: none."""
+    inputmode: str = ""
+    """The keyboard a phone shows for a text field ("decimal" for a count); empty: the browser's."""
+    required: bool = False
+    """Whether the form's field may not be left empty."""
+    suggestions: tuple[tuple[str, str], ...] = ()
+    """Values the form offers under a text field (a datalist), each with its words."""
 
     @property
     def pattern(self) -> str | None:
@@ -144,8 +164,25 @@ class RunField:
 
     @property
     def field_id(self) -> str:
-        """The run form's id for the field (templates/_widget.html run_form)."""
+        """The run form's id for the field (app/web/form_view.py, templates/_form.html)."""
         return "f-layer" if self.name == "largest_layer" else f"f-{self.name}"
+
+    def applied(self, scenario: Scenario) -> Any:
+        """The value the run used, as the API echoes it: the value its rule was given (its default if none)."""
+        return scenario.run.setup.ruled_value(self.rule, self.default) if self.rule is not None else None
+
+    @property
+    def echoed(self) -> bool:
+        """Whether the API's echo of the inputs takes the field from its declaration (`applied`).
+
+        A field with a rule; the others' echo is said in `schemas.ResolvedInputs`, from the run's attributes.
+        """
+        return bool(self.echo) and self.rule is not None
+
+    @property
+    def list_id(self) -> str:
+        """The id of the form's list of suggestions for the field (`suggestions`)."""
+        return "f-cards" if self.name == "capacity" else f"{self.field_id}-list"
 
     @property
     def target(self) -> str:
@@ -263,6 +300,7 @@ FIELDS: tuple[RunField, ...] = (
         "weights of a custom model: `7.5e9`, `7.5e+09`, `7500000000`, `7,500,000,000` or `7.5B` (K, M, B, T)",
         "30B",
         echo="params",
+        inputmode="decimal",
     ),
     RunField(
         "gpus", "GPUs", Group.SHOWN, Kind.WHOLE, DEFAULT_GPUS, "Number of GPUs (data-parallel cards).",
@@ -271,25 +309,7 @@ FIELDS: tuple[RunField, ...] = (
         "an ellipsis. Totals stay exact.",
         str(DEFAULT_GPUS),
         low=1, high=MAX_GPUS, message=f"Enter a whole number of GPUs between 1 and {MAX_GPUS}.", echo="gpus",
-    ),
-    RunField(
-        "recipe", "Recipe", Group.SHOWN, Kind.CHOICE, RecipeName.MIXED_ADAM, "Precision and optimizer recipe.",
-        lambda s: s.recipe.title,
-        recipes_help(),
-        "`mixed-adam`",
-        choices=RecipeName, echo="recipe",
-    ),
-    _band_field(Band.WEIGHTS, "weights"),
-    _band_field(Band.GRADIENTS, "gradients"),
-    _band_field(Band.MASTER, "master copy"),
-    _band_field(Band.MOMENTS, "moments"),
-    RunField(
-        "largest_layer", "Largest layer", Group.MORE, Kind.COUNT, None,
-        "Weights ZeRO-3 gathers at once. Defaults to the larger of the embedding and one block.",
-        lambda s: None if s.run.largest_layer is None else f"a largest layer of {s.run.largest_layer:,} weights",
-        "weights ZeRO-3 gathers at once",
-        "the larger of the embedding table and one block",
-        none="no largest layer", echo="largest_layer",
+        required=True,
     ),
     RunField(
         "capacity", "Card memory", Group.SHOWN, Kind.SIZE, None, f"One card's memory: {_BYTES_EXAMPLES}.",
@@ -299,6 +319,15 @@ FIELDS: tuple[RunField, ...] = (
         "V100, A100 40/80, H100, H200, MI300X",
         "none: no fit check",
         none="no card memory, so no fit check", echo="capacity",
+        placeholder="e.g. 80GiB", tip="80GB is 80×10⁹ bytes, 80GiB 80×2³⁰; blank for no fit check",
+        suggestions=tuple((card.entry, f"{card.name}, {card.gib} GiB") for card in CARDS),
+    ),
+    RunField(
+        "recipe", "Recipe", Group.SHOWN, Kind.CHOICE, RecipeName.MIXED_ADAM, "Precision and optimizer recipe.",
+        lambda s: s.recipe.title,
+        recipes_help(),
+        "`mixed-adam`",
+        choices=RecipeName, echo="recipe",
     ),
     RunField(
         "units", "Units", Group.SHOWN, Kind.CHOICE, ByteUnit.GIB,
@@ -317,6 +346,7 @@ FIELDS: tuple[RunField, ...] = (
         low=0, high=MAX_BATCH,
         message=f"Enter a whole number of sequences per GPU between 0 and {MAX_BATCH:,} (0: no activations).",
         echo="batch",
+        form_label="Micro-batch per GPU (sequences)", tip="0 counts no activations",
     ),
     RunField(
         "seq", "Sequence length", Group.MORE, Kind.WHOLE, None,
@@ -327,6 +357,7 @@ FIELDS: tuple[RunField, ...] = (
         low=1, high=MAX_SEQ, blank=True,
         message=f"Enter a whole number of tokens between 1 and {MAX_SEQ:,}, or leave it blank for the model's context.",
         echo="seq",
+        form_label="Sequence length (tokens)", placeholder=lambda s: f"{s.seq:,}", tip="Blank for the model's context",
     ),
     RunField(
         "recompute", "Recomputation", Group.MORE, Kind.CHOICE, Recompute.NONE,
@@ -336,6 +367,11 @@ FIELDS: tuple[RunField, ...] = (
         "input kept, the block run again in the backward); [docs/activations.md](activations.md)",
         "`none`",
         choices=Recompute, echo="recompute",
+        labels=(
+            (Recompute.NONE, "None: keep every activation"),
+            (Recompute.SELECTIVE, "Selective: recompute the attention core"),
+            (Recompute.FULL, "Full: keep each layer's input only"),
+        ),
     ),
     RunField(
         "overheads", "Overheads", Group.ADDRESS, Kind.SWITCH, False,
@@ -405,6 +441,7 @@ FIELDS: tuple[RunField, ...] = (
         "all; with LoRA, none of the model's",
         message="{said}: enter a count (1.5B) or a fraction (0.25 or 25%), or leave it blank.",
         echo="trainable_params",
+        placeholder="all", tip="A count (1.5B) or a fraction (0.25 or 25%); the first weights are the frozen ones",
     ),
     RunField(
         "lora_rank", "LoRA rank", Group.MORE, Kind.WHOLE, None, "LoRA's rank r; none: no adapters.", _lora,
@@ -414,6 +451,7 @@ FIELDS: tuple[RunField, ...] = (
         low=1, high=MAX_LORA_RANK, blank=True,
         message=f"Enter a whole LoRA rank between 1 and {MAX_LORA_RANK:,}, or leave it blank for no adapters.",
         echo="adapter_params",
+        placeholder="no LoRA",
     ),
     RunField(
         "lora_targets", "LoRA targets", Group.MORE, Kind.CHOICE, LoraTargets.QKVO,
@@ -422,6 +460,38 @@ FIELDS: tuple[RunField, ...] = (
         "blocks, not the head)",
         "`qkvo`",
         choices=LoraTargets, echo="adapter_params",
+        labels=(
+            (LoraTargets.QV, "Q and V (the LoRA paper's)"),
+            (LoraTargets.QKVO, "Q, K, V and O"),
+            (LoraTargets.ALL_LINEAR, "Every linear layer of the blocks"),
+        ),
+    ),
+    _band_field(Band.WEIGHTS, "weights"),
+    _band_field(Band.GRADIENTS, "gradients"),
+    _band_field(Band.MASTER, "master copy"),
+    _band_field(Band.MOMENTS, "moments"),
+    RunField(
+        "largest_layer", "Largest layer", Group.MORE, Kind.COUNT, None,
+        "Weights ZeRO-3 gathers at once. Defaults to the larger of the embedding and one block.",
+        lambda s: None if s.run.largest_layer is None else f"a largest layer of {s.run.largest_layer:,} weights",
+        "weights ZeRO-3 gathers at once",
+        "the larger of the embedding table and one block",
+        none="no largest layer", echo="largest_layer",
+        form_label="Largest layer (weights)", inputmode="decimal",
+        placeholder=lambda s: "unknown" if s.run.largest_layer is None else "derived",
+        tip="Weights ZeRO-3 gathers at once; blank for the model's own",
+    ),
+    RunField(
+        "grad_accum", "Gradients kept in", Group.MORE, Kind.CHOICE, GradAccum.BF16,
+        "The gradients between the backward and the update: bf16, the recipe's band, or fp32, 4 B a trainable weight "
+        "(Megatron-LM's main_grad, nanotron's fp32 accumulator).",
+        lambda s: f"gradients kept in {s.run.setup.ruled_value(grad_accum, GradAccum.BF16)}",
+        "`bf16`, the recipe's gradients band, or `fp32`: the gradients accumulated and kept in fp32, 4 B a trainable "
+        "weight, as Megatron-LM's main_grad (`--accumulate-allreduce-grads-in-fp32`) and nanotron's fp32 "
+        "accumulator keep them; with mixed-precision Adam, Megatron-LM's 18 B a weight",
+        "`bf16`",
+        choices=GradAccum, echo="grad_accum", rule=grad_accum,
+        labels=((GradAccum.BF16, "The recipe's (bf16 in mixed precision)"), (GradAccum.FP32, "fp32 (main gradients)")),
     ),
     RunField(
         "offload", "Offload", Group.HOST, Kind.CHOICE, Offload.NONE,
@@ -433,6 +503,12 @@ FIELDS: tuple[RunField, ...] = (
         "(ZeRO-Infinity: both, on NVMe). Data parallelism offloads nothing; weights and NVMe need ZeRO-3",
         "`none`",
         choices=Offload, echo="offload",
+        labels=(
+            (Offload.NONE, "Nothing: all on the card"),
+            (Offload.OPTIMIZER, "Optimizer state (ZeRO-Offload)"),
+            (Offload.OPTIMIZER_PARAMS, "Optimizer and weights (ZeRO-3)"),
+            (Offload.NVME, "Both, to NVMe (ZeRO-Infinity)"),
+        ),
     ),
     RunField(
         "offload_device", "Offload to", Group.HOST, Kind.CHOICE, None,
@@ -441,6 +517,7 @@ FIELDS: tuple[RunField, ...] = (
         "`cpu` or `nvme`, for `optimizer` and `optimizer+params`; `cpu` with `offload=nvme` is refused",
         "`cpu`",
         choices=Device, blank=True, echo="offload_device",
+        labels=((Device.CPU, "CPU RAM"), (Device.NVME, "NVMe (ZeRO-3)")),
     ),
     RunField(
         "pin_memory", "Host memory for it", Group.HOST, Kind.SWITCH, True,
@@ -449,6 +526,7 @@ FIELDS: tuple[RunField, ...] = (
         "`1`: offloaded state in page-locked CPU memory (counted as pinned), `0`: pageable",
         "`1`",
         echo="pin_memory",
+        labels=(("1", "Pinned (page-locked)"), ("0", "Pageable")),
     ),
     RunField(
         "nodes", "Nodes", Group.HOST, Kind.WHOLE, None,
@@ -458,6 +536,7 @@ FIELDS: tuple[RunField, ...] = (
         "nodes of 8 where 8 divides `gpus`, else one node",
         low=1, high=MAX_GPUS, blank=True,
         message=f"Enter a whole number between 1 and {MAX_GPUS}, or leave it blank.", echo="nodes",
+        placeholder=lambda s: str(s.run.nodes), tip="Blank: from the GPUs per node",
     ),
     RunField(
         "gpus_per_node", "GPUs per node", Group.HOST, Kind.WHOLE, None,
@@ -466,6 +545,8 @@ FIELDS: tuple[RunField, ...] = (
         "8 where 8 divides `gpus`, else `gpus`",
         low=1, high=MAX_GPUS, blank=True,
         message=f"Enter a whole number between 1 and {MAX_GPUS}, or leave it blank.", echo="gpus_per_node",
+        placeholder=lambda s: str(s.run.gpus_per_node),
+        tip="Blank: nodes of 8 where 8 divides the GPUs, else one node",
     ),
     RunField(
         "host_memory", "CPU RAM per node", Group.HOST, Kind.SIZE, None,
@@ -474,6 +555,7 @@ FIELDS: tuple[RunField, ...] = (
         "one node's CPU RAM, as `capacity` is written (`2TB`, `1.5TiB`): the host's verdict",
         "none: no verdict",
         none="no host memory, so no verdict on it", echo="host_memory",
+        placeholder="e.g. 2TB", tip="Blank for no verdict on the host",
     ),
     # A node may have no NVMe drive (0): ZeRO-Infinity then does not fit, which is a verdict. A node
     # with no CPU RAM, or a card with no memory, is no machine: host_memory and capacity start above 0.
@@ -484,6 +566,7 @@ FIELDS: tuple[RunField, ...] = (
         "one node's NVMe space, for ZeRO-Infinity; `0`, a node without NVMe",
         "none: no verdict",
         none="no NVMe space, so no verdict on it", echo="nvme_space", zero=True,
+        placeholder="e.g. 30TB", tip="Blank for no verdict on the NVMe",
     ),
     RunField(
         "accounting", "Counted as", Group.HOST, Kind.CHOICE, Accounting.PAPER,
@@ -493,6 +576,7 @@ FIELDS: tuple[RunField, ...] = (
         + "; every difference is a sentence on the page. [accounting.md](accounting.md)",
         "`paper`",
         choices=Accounting, echo="accounting",
+        labels=tuple((a, a.label) for a in Accounting),
     ),
     RunField(
         "zero_init", "Building the model (DeepSpeed)", Group.HOST, Kind.SWITCH, True,
@@ -502,6 +586,7 @@ FIELDS: tuple[RunField, ...] = (
         "(DeepSpeed's CPU figure)",
         "`1`",
         echo="zero_init",
+        labels=(("1", "zero.Init: in slices"), ("0", "Whole, then split")),
     ),
     RunField(
         "shard", "Shard group (GPUs)", Group.WIRE, Kind.WHOLE, None,
@@ -515,6 +600,7 @@ FIELDS: tuple[RunField, ...] = (
         low=1, high=MAX_GPUS, blank=True,
         message=f"Enter a whole number of GPUs between 1 and {MAX_GPUS} that divides the GPUs, or leave it blank.",
         echo="shard",
+        placeholder=lambda s: str(s.run.shards), tip=None,
     ),
     RunField(
         "hpz", "hpZ partition (GPUs)", Group.WIRE, Kind.WHOLE, 1,
@@ -526,6 +612,7 @@ FIELDS: tuple[RunField, ...] = (
         "`1`",
         low=1, high=MAX_GPUS, message=f"Enter a whole number of GPUs between 1 and {MAX_GPUS} (1: no hpZ).",
         echo="hpz",
+        placeholder="", tip=None,
     ),
     RunField(
         "qwz", "qwZ: weights gathered in int8", Group.WIRE, Kind.SWITCH, False,
@@ -553,6 +640,7 @@ FIELDS: tuple[RunField, ...] = (
         "450 each way. [wire.md](wire.md)",
         str(H100_FABRIC.nvlink),
         low=1, high=_WIRE_WHOLE, message=f"Enter whole GB/s between 1 and {_WIRE_WHOLE:,}.", echo="nvlink",
+        placeholder="", tip=None,
     ),
     RunField(
         "network", "Link between nodes (Gb/s, bits: 400 = 50 GB/s)", Group.WIRE, Kind.WHOLE, H100_FABRIC.network,
@@ -562,6 +650,7 @@ FIELDS: tuple[RunField, ...] = (
         "port per GPU. [wire.md](wire.md)",
         str(H100_FABRIC.network),
         low=1, high=_WIRE_WHOLE, message=f"Enter whole Gb/s between 1 and {_WIRE_WHOLE:,}.", echo="network",
+        placeholder="", tip=None,
     ),
     RunField(
         "tflops", "Card's bf16 peak (TFLOP/s)", Group.WIRE, Kind.WHOLE, H100_FABRIC.tflops,
@@ -570,6 +659,7 @@ FIELDS: tuple[RunField, ...] = (
         f"the card's dense bf16 peak, TFLOP/s, 1–{_WIRE_WHOLE:,}; H100 SXM's is 989 (1,979 with sparsity)",
         str(H100_FABRIC.tflops),
         low=1, high=_WIRE_WHOLE, message=f"Enter whole TFLOP/s between 1 and {_WIRE_WHOLE:,}.", echo="tflops",
+        placeholder="", tip=None,
     ),
     RunField(
         "mfu", "MFU (%)", Group.WIRE, Kind.WHOLE, H100_FABRIC.mfu,
@@ -578,6 +668,7 @@ FIELDS: tuple[RunField, ...] = (
         "percent of the peak the step's matrix multiplies reach, 1–100; Llama 3's pre-training reports 38–43%",
         str(H100_FABRIC.mfu),
         low=1, high=100, message="Enter a whole percent between 1 and 100.", echo="mfu",
+        placeholder="", tip=None,
     ),
 )  # fmt: skip
 """Every run field, in the order the query models read them: a rule across fields reads the earlier ones."""
@@ -594,26 +685,25 @@ def in_group(group: Group) -> tuple[RunField, ...]:
     return tuple(f for f in FIELDS if f.group is group)
 
 
-def read(inputs: Inputs, target: str) -> Any:
-    """A field's value in `Inputs`, wherever its `into` puts it."""
-    where, _, key = target.partition(".")
+def read(inputs: Inputs, field: RunField) -> Any:
+    """A field's value in `Inputs`, wherever its `into` (or its `rule`) puts it."""
+    if field.rule is not None:
+        return next((value for rule, value in inputs.ruled if rule is field.rule), field.default)
+    where, _, key = field.target.partition(".")
     value = getattr(inputs, where)
     if where == "band_bytes":
         return value[int(key)]
     return getattr(value, key) if key else value
 
 
-_NOTHING_GIVEN = Inputs()
+_DEFAULTS = tuple((f, read(Inputs(), f)) for f in FIELDS)
+"""Each field with its value when nothing is given: read once, as every form asks which were given."""
 
 
 def given(inputs: Inputs) -> frozenset[str]:
     """The fields given a value other than their default; a preset recipe's bands are its own, not given."""
     custom = inputs.recipe is RecipeName.CUSTOM
-    return frozenset(
-        f.name
-        for f in FIELDS
-        if read(inputs, f.target) != read(_NOTHING_GIVEN, f.target) and (custom or f.band is None)
-    )
+    return frozenset(f.name for f, default in _DEFAULTS if read(inputs, f) != default and (custom or f.band is None))
 
 
 def unfolded(given: Iterable[str], custom_recipe: bool, problems: Iterable[str] = ()) -> frozenset[Group]:

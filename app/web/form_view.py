@@ -1,20 +1,24 @@
-"""The run form, showing the run as resolved, and the fields whose value was set aside."""
+"""The run form, showing the run as resolved, and the fields whose value was set aside.
+
+Every field of the form is built here from its declaration (`fields.FIELDS`): its label, its control
+(a choice, or a text or number field), its choices, its value, its help and its error. The template
+(templates/_form.html) only loops over the parts and writes each as its kind says. A field whose
+presentation the run decides (a preset model's count, read-only; the models and recipes offered; a
+recipe's bands) says so in `_SPECIAL`, the one place that names a field here.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Mapping
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from typing import Any, Literal
 
-from app.domain.accounting import Accounting
-from app.domain.activations import Recompute
 from app.domain.architecture import PRESETS, ModelName
-from app.domain.hardware import CARDS
-from app.domain.placement import Device, Offload
 from app.domain.recipes import RECIPES, RecipeName, bytes_a_weight
 from app.domain.scenario import Inputs, Scenario
 from app.domain.stages import Stage
-from app.domain.trainable import LoraTargets
-from app.domain.units import ByteUnit
-from app.web.fields import Group, Kind, given, in_group, read, unfolded
+from app.web.fields import BY_NAME, FIELDS, FOLDS, Group, Kind, RunField, given, in_group, read, unfolded
 
 
 @dataclass(frozen=True)
@@ -24,17 +28,6 @@ class Option:
     value: str
     label: str
     selected: bool = False
-
-
-@dataclass(frozen=True)
-class BandField:
-    """One band's bytes in the recipe form."""
-
-    name: str
-    label: str
-    value: str
-    """Bytes a weight as the legend says them: '2', or a fraction to three figures, '2.03'."""
-    readonly: bool
 
 
 @dataclass(frozen=True)
@@ -49,38 +42,97 @@ class FieldProblem:
 
 
 @dataclass(frozen=True)
-class DeclaredInput:
-    """A field drawn from its declaration alone (`fields.FIELDS`): a whole number, or a yes-or-no choice."""
+class Control:
+    """One field of the form, ready to write: a select where it has options, else an input."""
 
-    name: str
+    field: str
+    """The run field's name: the parameter the form sends, unless `sent` is False."""
+    field_id: str
     label: str
-    value: str
-    placeholder: str = ""
+    value: str = ""
+    """What the field shows: the value given (or the run's), or what was typed where it was set aside."""
+    options: tuple[Option, ...] = ()
+    """A select's choices; empty: an input."""
+    number: bool = False
+    """A number input (with `low`, `high` and a step of 1), else a text one."""
     low: int | None = None
     high: int | None = None
-    title: str = ""
-    options: tuple[Option, ...] = ()
-    """A switch's two choices; empty for a number."""
+    placeholder: str | None = None
+    title: str | None = None
+    inputmode: str = ""
+    required: bool = False
+    readonly: bool = False
+    """Shown and not sent: the run's own value (a preset's count, a preset recipe's bytes)."""
+    suggestions: tuple[Option, ...] = ()
+    """A text field's datalist, `list_id`."""
+    list_id: str = ""
+    problem: FieldProblem | None = None
+    attributes: tuple[tuple[str, str], ...] = ()
+    """Its input's or select's attributes, in the order written, from the rest (`_finished`): the template
+    writes them as they are."""
 
     @property
-    def field_id(self) -> str:
-        """The form's id for it."""
-        return f"f-{self.name}"
+    def set_aside(self) -> bool:
+        """Whether it shows a value set aside: what someone typed, kept by no memo."""
+        return self.problem is not None
+
+    @property
+    def kind(self) -> Literal["select", "input"]:
+        """How the template writes it."""
+        return "select" if self.options else "input"
+
+    @property
+    def name(self) -> str | None:
+        """The name it is sent under; None when read-only, so a value the run set is not sent back as typed."""
+        return None if self.readonly else self.field
+
+    @property
+    def shown(self) -> str:
+        """The value in the field: as typed where it was set aside."""
+        return self.problem.typed if self.problem else self.value
 
 
-def _entries(group: Group, inputs: Inputs, placeholders: dict[str, str]) -> tuple[DeclaredInput, ...]:
-    """The fields of a fold, each as its declaration says, with the value entered (blank: the default)."""
-    entries = []
-    for field in in_group(group):
-        value = read(inputs, field.target)
-        if field.kind is Kind.SWITCH:
-            options = (Option("1", "On", bool(value)), Option("0", "Off", not value))
-            entries.append(DeclaredInput(field.name, field.label, "", title=field.help, options=options))
-        else:
-            text = "" if value is None else str(value)
-            placeholder = placeholders.get(field.name, "")
-            entries.append(DeclaredInput(field.name, field.label, text, placeholder, field.low, field.high, field.help))
-    return tuple(entries)
+@dataclass(frozen=True)
+class Bands:
+    """The recipe's bytes per band, four inputs under one legend."""
+
+    readonly: bool
+    controls: tuple[Control, ...]
+    kind: Literal["bands"] = "bands"
+
+    @property
+    def set_aside(self) -> bool:
+        """Whether one of the bands shows a value set aside."""
+        return any(c.problem is not None for c in self.controls)
+
+    @property
+    def legend(self) -> str:
+        """The fieldset's legend."""
+        if self.readonly:
+            return "Bytes per weight (set by the recipe: choose “Custom bytes per band” to edit)"
+        return "Bytes per weight"
+
+
+FormPart = Control | Bands
+
+
+@dataclass(frozen=True)
+class Fold:
+    """A folded part of the form: its summary, whether it is open, and its fields."""
+
+    group: Group
+    summary: str
+    parts: tuple[FormPart, ...]
+    open: bool = False
+    details_id: str | None = None
+
+
+# The folds' words and ids: presentation of the form, not of a field.
+_FOLDS = {
+    Group.MORE: ("Micro-batch, frozen weights, LoRA, bytes per band and largest layer", None),
+    Group.HOST: ("Offload, nodes and whose accounting", "more-host"),
+    Group.WIRE: ("Across nodes: hybrid sharding, ZeRO++ and the links", "more-wire"),
+}
 
 
 @dataclass(frozen=True)
@@ -88,38 +140,10 @@ class FormView:
     """The run the person describes, as the form shows it."""
 
     stage: Stage
-    models: tuple[Option, ...]
-    params: str
-    params_readonly: bool
-    gpus: int
-    recipes: tuple[Option, ...]
-    bands: tuple[BandField, ...]
-    bands_readonly: bool
-    largest_layer: str
-    largest_layer_placeholder: str
-    capacity: str
-    cards: tuple[Option, ...]
-    units: tuple[Option, ...]
-    batch: int = 1
-    seq: str = ""
-    seq_placeholder: str = ""
-    recomputes: tuple[Option, ...] = ()
-    trainable: str = ""
-    lora_rank: str = ""
-    lora_targets: tuple[Option, ...] = ()
-    offloads: tuple[Option, ...] = ()
-    devices: tuple[Option, ...] = ()
-    pin_memory: tuple[Option, ...] = ()
-    nodes: str = ""
-    nodes_placeholder: str = ""
-    gpus_per_node: str = ""
-    gpus_per_node_placeholder: str = ""
-    host_memory: str = ""
-    nvme_space: str = ""
-    accountings: tuple[Option, ...] = ()
-    zero_init: tuple[Option, ...] = ()
-    wire: tuple[DeclaredInput, ...] = ()
-    """"Across nodes": hybrid sharding, ZeRO++, the links and the card's compute, from their declarations."""
+    shown: tuple[FormPart, ...]
+    """The fields always shown."""
+    folds: tuple[Fold, ...]
+    custom_recipe: bool = False
     given: frozenset[str] = frozenset()
     """The run fields given a value other than their default (`fields.given`): their folds are open."""
     problems: tuple[FieldProblem, ...] = ()
@@ -134,104 +158,62 @@ class FormView:
     @property
     def unfolded(self) -> frozenset[Group]:
         """The folds shown open: each holding a value given, or one set aside (`fields.unfolded`)."""
-        return unfolded(self.given, not self.bands_readonly, (p.name for p in self.problems))
-
-    @property
-    def more_open(self) -> bool:
-        """Whether "Micro-batch, frozen weights, LoRA, bytes per band and largest layer" is open."""
-        return Group.MORE in self.unfolded
-
-    @property
-    def host_open(self) -> bool:
-        """Whether "Offload, nodes and whose accounting" is open."""
-        return Group.HOST in self.unfolded
-
-    @property
-    def wire_open(self) -> bool:
-        """Whether "Across nodes: hybrid sharding, ZeRO++ and the links" is open."""
-        return Group.WIRE in self.unfolded
+        return unfolded(self.given, self.custom_recipe, (p.name for p in self.problems))
 
     def problem(self, name: str) -> FieldProblem | None:
         """The problem with the field `name`, if it has one."""
-        # Asked for each of the form's eleven fields, and there is rarely a problem at all.
         return next((p for p in self.problems if p.name == name), None) if self.problems else None
 
+    def with_problems(self, problems: tuple[FieldProblem, ...]) -> FormView:
+        """The form showing, in each field set aside, what was typed there and why it was set aside."""
+        said = replace(self, problems=problems)
 
-def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | None = None) -> FormView:
-    """The form, showing the run as resolved."""
-    run = scenario.run
-    custom_recipe = scenario.recipe.name == RecipeName.CUSTOM
-    models = (
-        *(Option(p.name, p.title, p.name == scenario.model) for p in PRESETS.values()),
-        Option(ModelName.CUSTOM, "Another model: enter its weights", scenario.model is ModelName.CUSTOM),
-    )
-    recipes = (
-        *(Option(r.name, f"{r.title} ({r.sizes} B)", r is scenario.recipe) for r in RECIPES.values()),
-        Option(RecipeName.CUSTOM, "Custom bytes per band", custom_recipe),
-    )
-    return FormView(
-        stage=stage,
-        models=models,
-        params=str(run.params),
-        params_readonly=scenario.model is not ModelName.CUSTOM,
-        gpus=run.gpus,
-        recipes=recipes,
-        bands=tuple(
-            BandField(f"{spec.band}_bytes", spec.label, bytes_a_weight(spec.nbytes), not custom_recipe)
-            for spec in scenario.recipe.specs
-        ),
-        bands_readonly=not custom_recipe,
-        largest_layer="" if inputs.largest_layer is None else str(inputs.largest_layer),
-        largest_layer_placeholder="derived" if scenario.run.largest_layer is not None else "unknown",
-        capacity="" if run.capacity is None else _capacity_text(run.capacity),
-        cards=tuple(Option(card.entry, f"{card.name}, {card.gib} GiB") for card in CARDS),
-        units=tuple(Option(unit.value, unit.value, unit is scenario.units) for unit in ByteUnit),
-        batch=run.batch,
-        seq="" if inputs.seq is None else str(inputs.seq),
-        seq_placeholder=f"{scenario.seq:,}",
-        recomputes=tuple(Option(r.value, _RECOMPUTE_LABELS[r], r is inputs.recompute) for r in Recompute),
-        trainable=inputs.trainable or "",
-        lora_rank="" if inputs.lora_rank is None else str(inputs.lora_rank),
-        lora_targets=tuple(Option(t.value, _TARGET_LABELS[t], t is inputs.lora_targets) for t in LoraTargets),
-        offloads=tuple(Option(o.value, _OFFLOAD_LABELS[o], o is inputs.offload) for o in Offload),
-        devices=tuple(Option(d.value, _DEVICE_LABELS[d], d is run.setup.placement.target) for d in Device),
-        pin_memory=_yes_no(inputs.pin_memory, "Pinned (page-locked)", "Pageable"),
-        nodes="" if inputs.nodes is None else str(inputs.nodes),
-        nodes_placeholder=str(run.nodes),
-        gpus_per_node="" if inputs.gpus_per_node is None else str(inputs.gpus_per_node),
-        gpus_per_node_placeholder=str(run.gpus_per_node),
-        host_memory="" if run.host_memory is None else _capacity_text(run.host_memory),
-        nvme_space="" if run.nvme_space is None else _capacity_text(run.nvme_space),
-        accountings=tuple(Option(a.value, a.label, a is inputs.accounting) for a in Accounting),
-        zero_init=_yes_no(inputs.zero_init, "zero.Init: in slices", "Whole, then split"),
-        wire=_entries(Group.WIRE, inputs, {"shard": str(run.shards)}),
-        given=given(inputs),
-        phase=phase,
-    )
+        def marked(part: FormPart) -> FormPart:
+            if isinstance(part, Bands):
+                return replace(part, controls=tuple(_marked(c, said.problem(c.field)) for c in part.controls))
+            return _marked(part, said.problem(part.field))
+
+        opened = said.unfolded
+        return replace(
+            said,
+            shown=tuple(marked(p) for p in self.shown),
+            folds=tuple(
+                replace(f, parts=tuple(marked(p) for p in f.parts), open=f.group in opened) for f in self.folds
+            ),
+        )
 
 
-def _yes_no(value: bool, yes: str, no: str) -> tuple[Option, ...]:
-    return (Option("1", yes, value), Option("0", no, not value))
+def _marked(control: Control, problem: FieldProblem | None) -> Control:
+    return control if problem is None else _finished(replace(control, problem=problem))
 
 
-_OFFLOAD_LABELS = {
-    Offload.NONE: "Nothing: all on the card",
-    Offload.OPTIMIZER: "Optimizer state (ZeRO-Offload)",
-    Offload.OPTIMIZER_PARAMS: "Optimizer and weights (ZeRO-3)",
-    Offload.NVME: "Both, to NVMe (ZeRO-Infinity)",
-}
-_DEVICE_LABELS = {Device.CPU: "CPU RAM", Device.NVME: "NVMe (ZeRO-3)"}
-_TARGET_LABELS = {
-    LoraTargets.QV: "Q and V (the LoRA paper's)",
-    LoraTargets.QKVO: "Q, K, V and O",
-    LoraTargets.ALL_LINEAR: "Every linear layer of the blocks",
-}
+def _finished(c: Control) -> Control:
+    """The control with its attributes written out.
 
-_RECOMPUTE_LABELS = {
-    Recompute.NONE: "None: keep every activation",
-    Recompute.SELECTIVE: "Selective: recompute the attention core",
-    Recompute.FULL: "Full: keep each layer's input only",
-}
+    A number's limits or a text's keyboard, what it shows, its grey text and tooltip, and, where its value
+    was set aside, its error's id.
+    """
+    pairs = [("id", c.field_id)]
+    if c.name:
+        pairs.append(("name", c.name))
+    if not c.options:
+        if c.number:
+            pairs += [("type", "number"), ("min", str(c.low)), ("max", str(c.high)), ("step", "1")]
+        else:
+            pairs.append(("autocomplete", "off"))
+        pairs.append(("value", c.shown))
+        optional = (
+            ("placeholder", c.placeholder),
+            ("title", c.title),
+            ("inputmode", c.inputmode or None),
+            ("list", c.list_id or None),
+            ("required", "" if c.required else None),
+            ("readonly", "" if c.readonly else None),
+        )
+        pairs += [(name, value) for name, value in optional if value is not None]
+    if c.problem is not None:
+        pairs += [("aria-invalid", "true"), ("aria-describedby", f"{c.field_id}-error")]
+    return replace(c, attributes=tuple(pairs))
 
 
 def _capacity_text(capacity: int) -> str:
@@ -239,3 +221,147 @@ def _capacity_text(capacity: int) -> str:
         if capacity % unit == 0:
             return f"{capacity // unit}{suffix}"
     return str(capacity)
+
+
+def _text(field: RunField, value: object) -> str:
+    """A value as the form's field shows it."""
+    if value is None:
+        return ""
+    if field.kind is Kind.SIZE and isinstance(value, int):
+        return _capacity_text(value)
+    return str(value)
+
+
+def _options(field: RunField, chosen: object) -> tuple[Option, ...]:
+    """A choice's or a switch's options, worded as its declaration says, the chosen one selected."""
+    labels = {str(value): label for value, label in field.labels}
+    if field.kind is Kind.SWITCH:
+        return (Option("1", labels.get("1", "On"), bool(chosen)), Option("0", labels.get("0", "Off"), not chosen))
+    return tuple(Option(value, labels.get(value, value), value == chosen) for value in field.values)
+
+
+def control(field: RunField, scenario: Scenario, inputs: Inputs) -> Control:
+    """A field as its declaration says, showing the value given (blank: the default)."""
+    placeholder = field.placeholder(scenario) if callable(field.placeholder) else field.placeholder
+    value = read(inputs, field)
+    special = _SPECIAL.get(field.name)
+    if special is None:
+        return _declared(field.name, value, placeholder)
+    return _shaped(field.name, value, placeholder, special[0](scenario))
+
+
+@lru_cache(maxsize=2048)
+def _shaped(name: str, value: object, placeholder: str | None, key: Hashable) -> Control:
+    """A field the run shapes (`_SPECIAL`), once for each value and what of the run shapes it (`key`)."""
+    return _finished(_SPECIAL[name][1](_declared(name, value, placeholder), key))
+
+
+# A field shows one of few values, run after run: built once for each, the same object each time, so
+# its markup is rendered once too (templates/_form.html `form_part`, app/web/templating.py).
+@lru_cache(maxsize=2048)
+def _declared(name: str, value: object, placeholder: str | None) -> Control:
+    field = BY_NAME[name]
+    return _finished(
+        Control(
+            field=field.name,
+            field_id=field.field_id,
+            label=field.form_label or field.label,
+            options=_options(field, value) if field.kind in (Kind.CHOICE, Kind.SWITCH) else (),
+            value=_text(field, value),
+            number=field.kind is Kind.WHOLE,
+            low=field.low,
+            high=field.high,
+            placeholder=placeholder,
+            title=field.help if field.tip is None else field.tip or None,
+            inputmode=field.inputmode,
+            required=field.required,
+            suggestions=tuple(Option(value, label) for value, label in field.suggestions),
+            list_id=field.list_id if field.suggestions else "",
+        )
+    )
+
+
+def _model(built: Control, model: Any) -> Control:
+    options = (
+        *(Option(p.name, p.title, p.name == model) for p in PRESETS.values()),
+        Option(ModelName.CUSTOM, "Another model: enter its weights", model is ModelName.CUSTOM),
+    )
+    return replace(built, options=options)
+
+
+_PARAMS_EXAMPLES = "e.g. 7.5B, 7.5e9 or 7,500,000,000"
+
+
+def _params(built: Control, model_and_count: Any) -> Control:
+    # A preset's count is the model's: shown read-only and not sent, so choosing another model does not
+    # send the last one's count back as if it had been typed. With JavaScript the field is editable, and
+    # typing a count in it chooses "Another model" (static/tools.js).
+    model, count = model_and_count
+    preset = model is not ModelName.CUSTOM
+    title = "Set by the model: choose “Another model” to type a count" if preset else _PARAMS_EXAMPLES
+    return replace(built, value=str(count), readonly=preset, title=title)
+
+
+def _recipe(built: Control, recipe: Any) -> Control:
+    custom = recipe.name == RecipeName.CUSTOM
+    options = (
+        *(Option(r.name, f"{r.title} ({r.sizes} B)", r is recipe) for r in RECIPES.values()),
+        Option(RecipeName.CUSTOM, "Custom bytes per band", custom),
+    )
+    return replace(built, options=options)
+
+
+def _offload_device(built: Control, target: Any) -> Control:
+    # Blank is the CPU, or NVMe for offload=nvme: the form shows where the state went.
+    return replace(built, options=tuple(replace(o, selected=o.value == target) for o in built.options))
+
+
+def _band(built: Control, recipe: Any) -> Control:
+    band = BY_NAME[built.field].band
+    assert band is not None
+    spec = recipe.spec(band)
+    custom = recipe.name == RecipeName.CUSTOM
+    return replace(built, label=spec.label, value=bytes_a_weight(spec.nbytes), readonly=not custom)
+
+
+Shaping = tuple[Callable[[Scenario], Hashable], Callable[[Control, Any], Control]]
+"""What of the run shapes a field's control (a hashable key), and how."""
+
+_SPECIAL: Mapping[str, Shaping] = {
+    "model": (lambda s: s.model, _model),
+    "params": (lambda s: (s.model, s.run.params), _params),
+    "recipe": (lambda s: s.recipe, _recipe),
+    "offload_device": (lambda s: s.run.setup.placement.target, _offload_device),
+    # A recipe's bands: its own bytes, read-only unless it is the custom one.
+    **{f.name: (lambda s: s.recipe, _band) for f in FIELDS if f.band is not None},
+}
+"""The fields whose control the run shapes beyond their declaration, each with what of the run shapes it."""
+
+
+def _parts(group: Group, scenario: Scenario, inputs: Inputs) -> tuple[FormPart, ...]:
+    """A part of the form, in the declaration's order; a recipe's bands, one after the other, under one legend."""
+    parts: list[FormPart] = []
+    bands: list[Control] = []
+    for field in in_group(group):
+        if field.band is not None:
+            bands.append(control(field, scenario, inputs))
+            continue
+        if bands:
+            parts.append(Bands(bands[0].readonly, tuple(bands)))
+            bands = []
+        parts.append(control(field, scenario, inputs))
+    if bands:
+        parts.append(Bands(bands[0].readonly, tuple(bands)))
+    return tuple(parts)
+
+
+def form_view(scenario: Scenario, stage: Stage, inputs: Inputs, phase: int | None = None) -> FormView:
+    """The form, showing the run as resolved."""
+    custom = scenario.recipe.name == RecipeName.CUSTOM
+    entered = given(inputs)
+    opened = unfolded(entered, custom)
+    folds = tuple(
+        Fold(group, _FOLDS[group][0], _parts(group, scenario, inputs), group in opened, _FOLDS[group][1])
+        for group in FOLDS
+    )
+    return FormView(stage, _parts(Group.SHOWN, scenario, inputs), folds, custom, entered, phase=phase)

@@ -183,11 +183,15 @@ class RunQuery(_RunFields):
         direct: dict[str, Any] = {}
         bands: list[int | None] = [None, None, None, None]
         settings: dict[str, Any] = {}
+        ruled = []
         for field in FIELDS:
             value = self.value(field.name)
             read = _READ.get(field.kind)
             if read is not None:  # a blank text is the default
                 value = read(value, zero=field.zero) if value and value.strip() else None
+            if field.rule is not None:
+                ruled.append((field.rule, value))
+                continue
             where, _, key = field.target.partition(".")
             if where == "band_bytes":
                 bands[int(key)] = value
@@ -198,7 +202,10 @@ class RunQuery(_RunFields):
                 direct[where] = value
         weights, gradients, master, moments = bands
         return Inputs(
-            **direct, band_bytes=(weights, gradients, master, moments), overheads=replace(DEFAULTS, **settings)
+            **direct,
+            band_bytes=(weights, gradients, master, moments),
+            overheads=replace(DEFAULTS, **settings),
+            ruled=tuple(ruled),
         )
 
     def canonical(self) -> dict[str, str]:

@@ -113,7 +113,7 @@ def with_problems(view: PageView, problems: tuple[FieldProblem, ...]) -> PageVie
     """The page with the form showing what was typed in fields that were set aside, and why."""
     if view.form is None or not problems:
         return view
-    return replace(view, form=replace(view.form, problems=problems))
+    return replace(view, form=view.form.with_problems(problems))
 
 
 def error_view(

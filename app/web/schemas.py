@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import (
     BaseModel,
@@ -12,6 +12,7 @@ from pydantic import (
     GetJsonSchemaHandler,
     RootModel,
     SerializerFunctionWrapHandler,
+    create_model,
     model_serializer,
 )
 from pydantic.json_schema import JsonSchemaValue
@@ -43,6 +44,7 @@ from app.domain.stages import Stage
 from app.domain.step_text import explanation
 from app.domain.units import ByteUnit
 from app.measure.snapshots import Comparison
+from app.web.fields import FIELDS, Kind, RunField
 
 
 class TransferOut(BaseModel):
@@ -345,7 +347,7 @@ class MemoryRow(BaseModel):
         )
 
 
-class ResolvedInputs(BaseModel):
+class _ResolvedByHand(BaseModel):
     """The run as computed: presets resolved and defaults filled in."""
 
     model: ModelName
@@ -391,6 +393,24 @@ class ResolvedInputs(BaseModel):
     network: int = Field(description="Gb/s one GPU sends between nodes.")
     tflops: int = Field(description="The card's dense bf16 peak, TFLOP/s.")
     mfu: int = Field(description="Percent of the peak the step reaches.")
+
+
+def _echoed(field: RunField) -> Any:
+    """The echo's type for a declared field: its enumeration, a switch's bool, else a whole number."""
+    return field.choices or {Kind.SWITCH: bool}.get(field.kind, int)
+
+
+# The inputs whose declaration says how the run used them (`RunField.applied`) are echoed from it: a new
+# input needs no line here.
+if TYPE_CHECKING:
+    ResolvedInputs = _ResolvedByHand
+else:
+    ResolvedInputs = create_model(
+        "ResolvedInputs",
+        __base__=_ResolvedByHand,
+        __doc__=_ResolvedByHand.__doc__,
+        **{f.echo: (_echoed(f), Field(description=f.help)) for f in FIELDS if f.echoed},
+    )
 
 
 class MemoryOut(BaseModel):
@@ -443,6 +463,7 @@ class MemoryOut(BaseModel):
                 network=run.links.network,
                 tflops=run.links.tflops,
                 mfu=run.links.mfu,
+                **{str(f.echo): f.applied(scenario) for f in FIELDS if f.echoed},
             ),
             stages=[MemoryRow.of(row, run) for row in scenario.report],
             notes=list(scenario.notes),

@@ -16,7 +16,7 @@ from starlette.responses import HTMLResponse
 from starlette.templating import Jinja2Templates
 
 from app.paths import TEMPLATES_DIR
-from app.web.fields import BY_NAME
+from app.web.form_view import FormPart
 from app.web.links import template_url_for
 
 # htmx settings that keep it inside a strict CSP and make back/forward ask the server. (Requests
@@ -74,8 +74,6 @@ templates.env.loader = _Unindented(TEMPLATES_DIR)
 # Templates do not change while the app runs: no stat of the file on every render.
 templates.env.auto_reload = False
 templates.env.globals["url_for"] = template_url_for
-# The run form's limits (a number input's min and max) are each field's declaration's, named nowhere else.
-templates.env.globals["run_fields"] = BY_NAME
 HTMX_CONFIG_JSON = json.dumps(HTMX_CONFIG, separators=(",", ":"))
 templates.env.globals["htmx_config"] = HTMX_CONFIG_JSON
 # A live session's pages keep their own address while the widget changes under them: reloaded, the
@@ -130,6 +128,27 @@ def rendered(macro: str, obj: object) -> Markup:
 
 
 templates.env.globals["rendered"] = rendered
+
+
+# A run form's part (app/web/form_view.py) is one of few, run after run: kept by its value, which is
+# cheaper to hash than the part is to render (docs/architecture.md, "Four memos below the cache").
+def form_part(part: FormPart) -> Markup:
+    """The run form's `part` macro (templates/_form.html) applied to a control or the bands, once for each value.
+
+    A part showing a value set aside holds what someone typed (up to the address's limit): rendered, not kept,
+    so the memo's bound on memory stays one of few short values.
+    """
+    return _form_markup(part) if part.set_aside else _kept_form_part(part)
+
+
+def _form_markup(part: FormPart) -> Markup:
+    return Markup(templates.env.get_template("_form.html").module.part(part))  # type: ignore[attr-defined]
+
+
+_kept_form_part = lru_cache(maxsize=1024)(_form_markup)
+
+
+templates.env.globals["form_part"] = form_part
 
 
 def wants_fragment(request: Request) -> bool:

@@ -9,9 +9,11 @@ from app.domain.accounting import terms as card_terms_of
 from app.domain.placement import Device, Offload, Placement
 from app.domain.recipes import MIXED_ADAM, RECIPES, Band, RecipeName, custom_recipe
 from app.domain.stages import Stage
+from app.domain.state_bytes import per_gpu_bytes
 from app.domain.terms import (
     ALL_PASSES,
     AT_REST,
+    GradAccum,
     Law,
     Moment,
     Pass,
@@ -19,6 +21,7 @@ from app.domain.terms import (
     Term,
     TermKind,
     card_bytes,
+    grad_accum,
     peak_bytes,
     term_bytes,
 )
@@ -114,17 +117,68 @@ def test_a_layers_gradients_are_for_its_weights_that_train() -> None:
     assert term_bytes(computed, Stage.ZERO3, SEED, 8, Moment(Pass.BACKWARD, 100, 0, trained=0)) == 0
 
 
+# grad_accum=fp32, worked out by hand for 8B weights on 8 cards with mixed-precision Adam (2/2/4/8): the
+# gradients kept in fp32 are 4 B a trainable weight, so data parallelism keeps 2 + 4 + 4 + 8 = 18 B a weight
+# (Megatron-LM's count, megatron/training/theoretical_memory_usage.py) and each stage splits what it split.
+FP32_KEPT = Setup(ruled=((grad_accum, GradAccum.FP32),))
+EIGHT_B, EIGHTH = 8 * 10**9, 10**9
+
+
+@pytest.mark.parametrize(
+    ("stage", "by_hand"),
+    [
+        (Stage.DP, 18 * EIGHT_B),  # every band whole: 144 GB
+        (Stage.ZERO1, (2 + 4) * EIGHT_B + (4 + 8) * EIGHTH),  # weights and fp32 gradients whole: 60 GB
+        (Stage.ZERO2, 2 * EIGHT_B + (4 + 4 + 8) * EIGHTH),  # the fp32 gradients split too: 32 GB
+        (Stage.ZERO3, (2 + 4 + 4 + 8) * EIGHTH),  # everything split: 18 GB
+    ],
+)
+def test_gradients_kept_in_fp32_are_4_bytes_a_weight_split_as_the_gradients(stage: Stage, by_hand: int) -> None:
+    assert per_gpu_bytes(stage, EIGHT_B, 8, MIXED_ADAM, setup=FP32_KEPT) == by_hand
+    # The recipe's own bf16 gradients, 2 B less a weight where they are whole, 2/8 less where split.
+    narrower = 2 * EIGHT_B if stage in (Stage.DP, Stage.ZERO1) else 2 * EIGHTH
+    assert per_gpu_bytes(stage, EIGHT_B, 8, MIXED_ADAM) == by_hand - narrower
+
+
+def test_gradients_kept_in_fp32_are_megatrons_18_bytes_for_llama_3_8b() -> None:
+    # Megatron-LM's weight_and_optimizer_memory without its distributed optimizer, 18 B a weight of its
+    # parameter count of Llama 3 8B (tests/domain/test_accounting.py works the count out by hand).
+    assert per_gpu_bytes(Stage.DP, 8_030_261_248, 8, MIXED_ADAM, setup=FP32_KEPT) == 144_544_702_464
+
+
+def test_gradients_kept_in_fp32_are_a_term_of_their_own_in_place_of_the_band() -> None:
+    kept = card_terms_of(MIXED_ADAM, Stage.ZERO2, FP32_KEPT)
+    sizes = {t.kind: t.nbytes for t in kept if t.law is Law.PER_WEIGHT}
+    assert sizes == {
+        TermKind.WEIGHTS: 2,
+        TermKind.GRADIENTS: 0,  # the band stays, empty, as a recipe's 0-byte band does
+        TermKind.MAIN_GRADIENTS: 4,
+        TermKind.MASTER: 4,
+        TermKind.MOMENTS: 8,
+    }
+    (main,) = (t for t in kept if t.kind is TermKind.MAIN_GRADIENTS)
+    assert main.trains
+    assert main.split_by == frozenset({Stage.ZERO2, Stage.ZERO3})
+    # bf16, the default, is the recipe's band; a band already 4 B (fp32-adam) is kept as it is.
+    assert card_terms_of(MIXED_ADAM, Stage.ZERO2, Setup(ruled=((grad_accum, GradAccum.BF16),))) == card_terms_of(
+        MIXED_ADAM, Stage.ZERO2
+    )
+    fp32 = RECIPES[RecipeName.FP32_ADAM]
+    assert card_terms_of(fp32, Stage.DP, FP32_KEPT) == card_terms_of(fp32, Stage.DP)
+
+
 # Every term the domain makes: every recipe, stage, accounting and placement, with and without hpZ's
 # secondary copy, as `accounting.terms` builds a card's list. Overheads are no term (a share of the rest,
 # `sizing.overheads`) and are drawn as their kind; the runs that draw them are the web's test
 # (tests/web/test_bars.py, `test_every_kind_a_run_draws_is_drawn_and_keyed_from_its_declaration`).
 PLACEMENTS = tuple(Placement(offload, device, pin) for offload in Offload for device in Device for pin in (True, False))
 SETUPS = tuple(
-    Setup(accounting, placement, hpz)
+    Setup(accounting, placement, hpz, ruled)
     for accounting in Accounting
     for placement in PLACEMENTS
     for hpz in (1, 8)
     if not (hpz > 1 and accounting in (Accounting.FSDP2, Accounting.MEGATRON))  # ZeRO++ is DeepSpeed's
+    for ruled in ((), ((grad_accum, GradAccum.FP32),))  # the inputs with a rule of their own: grad_accum
 )
 EVERY_TERM: frozenset[Term] = frozenset(
     term

@@ -14,6 +14,7 @@ from app.domain.scenario import Inputs, resolve
 from app.domain.stages import Stage
 from app.paths import STATIC_DIR
 from app.web.bars import bar_keys, hand_bar, rest_bar
+from app.web.fields import FIELDS
 from app.web.links import Links
 from app.web.page_view import page_view
 from tests.conftest import cell_facts, dom, one, text
@@ -196,6 +197,15 @@ RUNS = tuple(
     for overheads in (False, True)
     for model in (ModelName.LLAMA_3_8B, None)
     if not (hpz > 1 and accounting in (Accounting.FSDP2, Accounting.MEGATRON))
+) + tuple(
+    # The inputs with a rule of their own (app/web/fields.py `RunField.rule`), each value but the default,
+    # under each offload: grad_accum=fp32's main gradients.
+    Inputs(model=ModelName.LLAMA_3_8B, gpus=16, offload=offload, ruled=((field.rule, value),))
+    for field in FIELDS
+    if field.rule is not None
+    for value in field.choices or (True, False)  # a choice's values, or a switch's
+    if value != field.default
+    for offload in Offload
 )
 
 

@@ -8,10 +8,12 @@ template, fails here.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 import re
 import subprocess
 import sys
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,8 @@ from fastapi.testclient import TestClient
 
 from app.cli import main as cli_main
 from app.domain.recipes import RecipeName
-from app.domain.scenario import Inputs
+from app.domain.scenario import Inputs, resolve
+from app.domain.stages import Stage
 from app.web.fields import BY_NAME, FIELDS, FOLDS, Group, Kind, RunField, doc_table, given, unfolded
 from app.web.inputs import RunQuery
 from app.web.schemas import ResolvedInputs
@@ -299,3 +302,125 @@ def test_a_field_is_named_in_the_code_only_by_its_declaration() -> None:
         assert not re.search(r'"(gpus|batch|seq|offload|nodes|capacity|lora_rank)"', source), path
     assert BY_NAME["largest_layer"].field_id == "f-layer"
     assert RecipeName.CUSTOM.value == "custom"
+
+
+# A declaration is complete, or a quick test says which part is missing: the words every place shows, a
+# fold, a way into the domain (an attribute of `Inputs`, or a rule of its own), and the choices' words.
+INPUTS = {f.name for f in dataclasses.fields(Inputs)}
+
+
+@pytest.mark.parametrize("field", FIELDS, ids=NAMES)
+def test_a_declaration_says_everything_each_place_shows(field: RunField) -> None:
+    assert field.label.strip()
+    assert field.help.strip()
+    assert field.help.endswith(".")  # the schema's description and the option's help are sentences
+    assert field.doc.strip()
+    assert field.doc_default.strip()
+    assert field.group in Group
+    assert field.kind in Kind
+    if field.kind in (Kind.CHOICE,):
+        assert field.choices is not None
+    if field.kind is Kind.WHOLE:
+        assert field.low is not None
+        assert field.high is not None
+
+
+@pytest.mark.parametrize("field", FIELDS, ids=NAMES)
+def test_a_field_reaches_the_domain_by_an_attribute_of_inputs_or_a_rule_of_its_own(field: RunField) -> None:
+    if field.rule is not None:
+        assert field.target not in INPUTS  # one way in, not two
+        assert field.echoed  # and the API says the value it used
+        return
+    where = field.target.partition(".")[0]
+    assert where in INPUTS
+
+
+@pytest.mark.parametrize("field", [f for f in FIELDS if f.rule is not None], ids=lambda f: f.name)
+def test_a_rule_changes_the_card_for_each_value_but_the_default(field: RunField) -> None:
+    plain = resolve(Inputs()).report
+    for value in field.values or ("1", "0"):  # a choice's values, or a switch's
+        query = RunQuery.model_validate({field.name: value})
+        ruled = resolve(query.inputs()).report
+        changed = [ruled[stage].terms != plain[stage].terms for stage in Stage]
+        assert any(changed) is (query.value(field.name) != field.default), value
+
+
+@pytest.mark.parametrize("field", [f for f in FIELDS if f.labels], ids=lambda f: f.name)
+def test_a_choices_words_are_for_exactly_its_values(field: RunField) -> None:
+    worded = [str(value) for value, _ in field.labels]
+    assert worded == (["1", "0"] if field.kind is Kind.SWITCH else list(field.values))
+
+
+def test_a_field_and_its_options_in_the_form_are_the_declarations(form: Tag) -> None:
+    for field in FIELDS:
+        if field.group is Group.ADDRESS:
+            continue
+        element = one(form, f"#{field.field_id}")
+        # Labelled: by its id, or (a band's) by the label around it.
+        assert form.select_one(f'label[for="{field.field_id}"]') or element.find_parent("label")
+        if field.kind in (Kind.CHOICE, Kind.SWITCH) and field.name not in ("model", "recipe"):
+            values = [str(o["value"]) for o in element.select("option")]
+            assert values == (["1", "0"] if field.kind is Kind.SWITCH else list(field.values)), field.name
+            words = dict(field.labels)
+            if words:
+                assert [o.get_text() for o in element.select("option")] == [words[v] for v in values]
+
+
+# grad_accum=fp32, by hand: 8B weights on 8 cards with mixed-precision Adam keep 2 B of weights, 4 B of fp32
+# gradients, 4 B of master copy and 8 B of moments a weight (18 B, Megatron-LM's count), each stage splitting
+# what it splits: ZeRO-1 the optimizer's 12 B, ZeRO-2 the gradients' 4 B too, ZeRO-3 all 18 B.
+FP32_GRADIENTS = "model=custom&params=8B&gpus=8&grad_accum=fp32&units=GB"
+FP32_BY_HAND = {
+    Stage.DP: (18, 18 * 8 * 10**9),
+    Stage.ZERO1: (Fraction(2 + 4) + Fraction(4 + 8, 8), (2 + 4) * 8 * 10**9 + (4 + 8) * 10**9),
+    Stage.ZERO2: (2 + Fraction(4 + 4 + 8, 8), 2 * 8 * 10**9 + (4 + 4 + 8) * 10**9),
+    Stage.ZERO3: (Fraction(18, 8), 18 * 10**9),
+}
+
+
+def test_gradients_kept_in_fp32_in_the_form_and_the_page(client: TestClient) -> None:
+    tree = dom(client.get(f"/?{FP32_GRADIENTS}&stage=zero2").text)
+    assert one(tree, "#f-grad_accum option[selected]")["value"] == "fp32"
+    fold = one(tree, "#f-grad_accum").find_parent("details")
+    assert fold is not None
+    assert fold.has_attr("open")
+    assert [c.get_text(strip=True) for c in tree.select("td.bpw")] == [
+        f"{float(bpw):.2f}" for bpw, _ in FP32_BY_HAND.values()
+    ]
+    assert [c.get_text(strip=True) for c in tree.select("td.per-gpu")] == [
+        f"{nbytes / 10**9:.1f} GB" for _, nbytes in FP32_BY_HAND.values()
+    ]
+    # Its own stretch of the bar, its own colour, and its line in the key.
+    assert tree.select("#grid .bar rect.main-gradients")
+    assert "Dark orange" in text(tree, ".legend")
+
+
+def test_gradients_kept_in_fp32_in_the_api(client: TestClient) -> None:
+    answer = client.get(f"/api/memory?{FP32_GRADIENTS}").json()
+    assert answer["inputs"]["grad_accum"] == "fp32"
+    assert client.get("/api/memory").json()["inputs"]["grad_accum"] == "bf16"
+    assert {Stage(s["stage"]): (s["bytes_per_weight"], s["per_gpu_bytes"]) for s in answer["stages"]} == {
+        stage: (float(bpw), nbytes) for stage, (bpw, nbytes) in FP32_BY_HAND.items()
+    }
+
+
+def test_gradients_kept_in_fp32_on_the_command_line() -> None:
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed), pytest.raises(SystemExit) as exited:
+        cli_main(["table", "--params", "8B", "--gpus", "8", "--grad-accum", "fp32", "--units", "GB"])
+    assert exited.value.code == 0
+    # A row a stage: its bytes a weight, then its bytes a card.
+    rows = [
+        re.sub(r" +", " ", line)
+        for line in printed.getvalue().splitlines()
+        if re.match(r"^(Data parallelism|ZeRO-\d) +\d", line)
+    ]
+    assert len(rows) == len(FP32_BY_HAND)
+    for row, (bpw, nbytes) in zip(rows, FP32_BY_HAND.values(), strict=True):
+        assert f" {float(bpw):.2f} {nbytes / 10**9:.1f} GB " in row
+
+
+def test_gradients_kept_in_fp32_in_the_docs() -> None:
+    docs = (ROOT / "docs/url-options.md").read_text()
+    assert "| `grad_accum` |" in docs
+    assert "18 B a weight" in BY_NAME["grad_accum"].doc

@@ -7,6 +7,11 @@ from urllib.parse import urlencode
 import pytest
 from fastapi.testclient import TestClient
 
+from app.domain.scenario import resolve
+from app.domain.stages import Stage
+from app.web.fields import BY_NAME
+from app.web.form_view import Bands, Control, FieldProblem, FormView, form_view
+from app.web.inputs import RunQuery
 from tests.conftest import one
 from tests.web.helpers import run_page, table_cells
 
@@ -78,3 +83,29 @@ def test_the_offload_fields_show_the_run(client: TestClient, query: str, open_: 
     for name, value in chosen.items():
         assert one(details, f'select[name="{name}"] option[selected]')["value"] == value
     assert one(details, 'input[name="gpus_per_node"]')["placeholder"] == "8"
+
+
+def test_a_fields_control_is_its_declaration_built_once_for_each_value() -> None:
+    inputs = RunQuery.model_validate({"gpus": "16", "capacity": "80GB"}).inputs()
+    scenario = resolve(inputs)
+    form = form_view(scenario, Stage.ZERO2, inputs)
+    controls = {c.field: c for c in _controls(form)}
+    gpus = controls["gpus"]
+    assert gpus.attributes == (
+        ("id", "f-gpus"), ("name", "gpus"), ("type", "number"), ("min", "1"), ("max", str(BY_NAME["gpus"].high)),
+        ("step", "1"), ("value", "16"), ("required", ""),
+    )  # fmt: skip
+    assert controls["capacity"].attributes[2:4] == (("autocomplete", "off"), ("value", "80GB"))
+    # The same value, the same control: its markup is rendered once (templating.form_part).
+    again = form_view(resolve(inputs), Stage.ZERO2, inputs)
+    assert all(a is b for a, b in zip(_controls(form), _controls(again), strict=True))
+    # Set aside, a field shows what was typed, and says where its error is.
+    said = form.with_problems((FieldProblem("gpus", "0", "Enter a whole number."),))
+    marked = {c.field: c for c in _controls(said)}["gpus"]
+    assert ("value", "0") in marked.attributes
+    assert marked.attributes[-2:] == (("aria-invalid", "true"), ("aria-describedby", "f-gpus-error"))
+
+
+def _controls(form: FormView) -> list[Control]:
+    parts = [*form.shown, *(p for fold in form.folds for p in fold.parts)]
+    return [c for p in parts for c in (p.controls if isinstance(p, Bands) else (p,))]

@@ -13,10 +13,13 @@ from jinja2 import FileSystemLoader, UndefinedError
 from starlette.requests import Request
 
 from app.domain.recipes import RECIPES, Band, RecipeName
+from app.domain.scenario import resolve
 from app.domain.sharding import CellState, layout
 from app.domain.stages import Stage
+from app.web.form_view import Control, FieldProblem, form_view
 from app.web.grid_view import CellView, ColumnView
-from app.web.templating import render, rendered, templates
+from app.web.inputs import RunQuery
+from app.web.templating import _kept_form_part, form_part, render, rendered, templates
 from tests.conftest import dom, one, opened_panel
 
 
@@ -87,3 +90,18 @@ def test_a_template_error_names_the_templates_file_and_line(
         render(request, "broken.html", "widget", view=object())
     frames = [(frame.filename, frame.lineno) for frame in traceback.extract_tb(raised.value.__traceback__)]
     assert (str(tmp_path / "broken.html"), 4) in frames
+
+
+def test_a_form_part_is_kept_by_its_value_unless_it_shows_what_someone_typed() -> None:
+    inputs = RunQuery.model_validate({"gpus": "24"}).inputs()
+    form = form_view(resolve(inputs), Stage.DP, inputs)
+    gpus = next(c for c in form.shown if isinstance(c, Control) and c.field == "gpus")
+    assert form_part(gpus) is form_part(gpus)  # kept: one render for each value
+    typed = "9" * 5000
+    said = form.with_problems((FieldProblem("gpus", typed, "Enter a whole number of GPUs."),))
+    marked = next(c for c in said.shown if isinstance(c, Control) and c.field == "gpus")
+    kept = _kept_form_part.cache_info().currsize
+    markup = form_part(marked)
+    assert typed in markup
+    assert _kept_form_part.cache_info().currsize == kept  # what was typed is rendered, never kept
+    assert one(dom(str(markup)), "#f-gpus")["aria-describedby"] == "f-gpus-error"
