@@ -46,11 +46,11 @@ class Memo:
     def __init__(self) -> None:
         self.layers: dict[tuple[int, int | None, int], tuple[Layer, ...]] = {}
         """A bare count's layers, by its weights, largest layer and frozen weights: one tuple for equal ones."""
-        self.moments: dict[tuple[int, bool, bool], tuple[tuple[Layer, ...], tuple[ColumnMoments, ...]]] = {}
-        """The column moments of one sequence (True) or of none (False), by the layers' identity and DeepSpeed's
-        count. Keyed by `id`: hashing Llama 3 8B's 35 layers takes 10 µs, some fifty times a report, where an id
-        is free. The entry holds the layers it was worked out for, so that their id is not reused while it is
-        kept, and they are checked on the way out."""
+        self.moments: dict[tuple[int, int, bool], tuple[tuple[Layer, ...], _Moments]] = {}
+        """A micro-batch's moments, by the layers' identity, the batch and DeepSpeed's count. Keyed by `id`:
+        hashing Llama 3 8B's 35 layers takes 10 µs, some fifty times a report, where an id is free. The entry
+        holds the layers it was worked out for, so that their id is not reused while it is kept, and they are
+        checked on the way out."""
 
     def __len__(self) -> int:
         return len(self.layers) + len(self.moments)
@@ -64,25 +64,34 @@ class Memo:
                 self.layers[key] = found
         return found
 
-    def column_moments(self, layers: tuple[Layer, ...], batch: int, modules: bool) -> tuple[ColumnMoments, ...]:
-        """`layers.column_moments` for any micro-batch, from one sequence's moments worked out once.
+    def column_moments(self, layers: tuple[Layer, ...], batch: int, modules: bool) -> _Moments:
+        """`layers.column_moments` for a micro-batch, and the candidates among them: once for each batch.
 
-        A micro-batch of `batch` > 0 sequences keeps `batch` times one sequence's activations at every
-        moment. Multiplying every moment's activations by the same positive number keeps which moments are
-        equal and which one outdoes another (`layers._highest`), so the moments are one sequence's with
-        their activations multiplied, in the same order: the same tuple `column_moments` builds. With no
-        sequence, the activations are all 0 and more moments coincide: those are worked out on their own.
+        `column_moments` itself runs for one sequence and for none. A micro-batch of `batch` > 1 sequences
+        keeps `batch` times one sequence's activations at every moment, and multiplying every moment's
+        activations by the same positive number keeps which moments are equal and which one outdoes another
+        (`layers._highest`): its moments are one sequence's, multiplied, in the same order, the same tuple
+        `column_moments` builds. With no sequence the activations are all 0 and more moments coincide.
         """
-        key = (id(layers), batch > 0, modules)
+        key = (id(layers), batch, modules)
         kept = self.moments.get(key)
         if kept is None or kept[0] is not layers:
-            kept = layers, column_moments(layers, 1 if batch else 0, modules)
+            if batch <= 1:
+                columns = column_moments(layers, batch, modules)
+            else:
+                one = self.column_moments(layers, 1, modules).columns
+                columns = tuple(ColumnMoments(_times(c.forward, batch), _times(c.backward, batch)) for c in one)
+            every = (m for column in columns for m in (*column.forward, *column.backward))
+            kept = layers, _Moments(columns, (AT_REST, *dict.fromkeys(every)))
             if len(self) < MEMO_ENTRIES:
                 self.moments[key] = kept
-        one = kept[1]
-        if batch <= 1:
-            return one
-        return tuple(ColumnMoments(_times(column.forward, batch), _times(column.backward, batch)) for column in one)
+        return kept[1]
+
+
+@dataclass(frozen=True)
+class _Moments:
+    columns: tuple[ColumnMoments, ...]
+    candidates: tuple[Moment, ...]
 
 
 def _times(moments: tuple[Moment, ...], batch: int) -> tuple[Moment, ...]:
@@ -213,17 +222,20 @@ class Run:
         """The weights of the model the eighths cut: all of them but LoRA's adapters."""
         return self.params - sum(layer.adapters for layer in self.model_layers)
 
-    @cached_property
+    @property
     def column_moments(self) -> tuple[ColumnMoments, ...]:
         """Each eighth's moments, forward and backward: DeepSpeed's count holds one module at a time."""
-        modules = self.setup.accounting is Accounting.DEEPSPEED
-        return self.memo.column_moments(self.model_layers, self.batch, modules)
+        return self._moments.columns
 
-    @cached_property
+    @property
     def candidates(self) -> tuple[Moment, ...]:
         """The moments that can be a card's highest: at rest, and each layer's in each pass, of those that differ."""
-        every = (m for column in self.column_moments for m in (*column.forward, *column.backward))
-        return (AT_REST, *dict.fromkeys(every))
+        return self._moments.candidates
+
+    @cached_property
+    def _moments(self) -> _Moments:
+        modules = self.setup.accounting is Accounting.DEEPSPEED
+        return self.memo.column_moments(self.model_layers, self.batch, modules)
 
     def frozen_at(self, params: int) -> int:
         """The frozen weights of a model of `params` weights drawn like this one: the share as entered.
