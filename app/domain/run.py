@@ -7,7 +7,7 @@ imports the other.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 
@@ -26,6 +26,77 @@ from app.domain.terms import AT_REST, Moment, Place, Term
 MAX_GPUS = 4096
 MAX_BATCH = 65536
 """The largest micro-batch per GPU the form takes, and the most "largest micro-batch" reports."""
+MEMO_ENTRIES = 512
+"""The most entries one run's memo keeps (`Memo`): more than one report's bisections ask (342 for a bare count
+whose overheads count: each size tried has layers and moments of its own), so a report never recomputes."""
+
+
+class Memo:
+    """What a run and the runs made from it by `dataclasses.replace` ask again: worked out once for them all.
+
+    A report's four stages bisect for the largest model and micro-batch that fit, and each step of a
+    bisection is a run of another size or micro-batch (`sizing`): some fifty runs a report, whose layers and
+    moments are mostly the same. The memo is a field of the run that `replace` copies, so those runs share it
+    with the one resolved for the request, and it is dropped with them: nothing is kept across requests. Its
+    entries are pure functions of immutable inputs, so sharing them cannot change a figure; and there are at
+    most MEMO_ENTRIES of them, so no run grows without bound, however long it is kept (a worker's default).
+    """
+
+    __slots__ = ("layers", "moments")
+
+    def __init__(self) -> None:
+        self.layers: dict[tuple[int, int | None, int], tuple[Layer, ...]] = {}
+        """A bare count's layers, by its weights, largest layer and frozen weights: one tuple for equal ones."""
+        self.moments: dict[tuple[int, int, bool], tuple[tuple[Layer, ...], _Moments]] = {}
+        """A micro-batch's moments, by the layers' identity, the batch and DeepSpeed's count. Keyed by `id`:
+        hashing Llama 3 8B's 35 layers takes 10 µs, some fifty times a report, where an id is free. The entry
+        holds the layers it was worked out for, so that their id is not reused while it is kept, and they are
+        checked on the way out."""
+
+    def __len__(self) -> int:
+        return len(self.layers) + len(self.moments)
+
+    def bare_layers(self, params: int, largest: int | None, frozen: int) -> tuple[Layer, ...]:
+        """`layers.bare_layers`, once for each count."""
+        key = (params, largest, frozen)
+        if (found := self.layers.get(key)) is None:
+            found = bare_layers(params, largest, frozen)
+            if len(self) < MEMO_ENTRIES:
+                self.layers[key] = found
+        return found
+
+    def column_moments(self, layers: tuple[Layer, ...], batch: int, modules: bool) -> _Moments:
+        """`layers.column_moments` for a micro-batch, and the candidates among them: once for each batch.
+
+        `column_moments` itself runs for one sequence and for none. A micro-batch of `batch` > 1 sequences
+        keeps `batch` times one sequence's activations at every moment, and multiplying every moment's
+        activations by the same positive number keeps which moments are equal and which one outdoes another
+        (`layers._highest`): its moments are one sequence's, multiplied, in the same order, the same tuple
+        `column_moments` builds. With no sequence the activations are all 0 and more moments coincide.
+        """
+        key = (id(layers), batch, modules)
+        kept = self.moments.get(key)
+        if kept is None or kept[0] is not layers:
+            if batch <= 1:
+                columns = column_moments(layers, batch, modules)
+            else:
+                one = self.column_moments(layers, 1, modules).columns
+                columns = tuple(ColumnMoments(_times(c.forward, batch), _times(c.backward, batch)) for c in one)
+            every = (m for column in columns for m in (*column.forward, *column.backward))
+            kept = layers, _Moments(columns, (AT_REST, *dict.fromkeys(every)))
+            if len(self) < MEMO_ENTRIES:
+                self.moments[key] = kept
+        return kept[1]
+
+
+@dataclass(frozen=True)
+class _Moments:
+    columns: tuple[ColumnMoments, ...]
+    candidates: tuple[Moment, ...]
+
+
+def _times(moments: tuple[Moment, ...], batch: int) -> tuple[Moment, ...]:
+    return tuple(Moment(m.part, m.layer, m.activation * batch, m.trained) for m in moments)
 
 
 @dataclass(frozen=True)
@@ -72,6 +143,8 @@ class Run:
     """Tokens per sequence: with `batch`, the tokens a card computes on in a step."""
     links: Fabric = H100_FABRIC
     """The links' bandwidths and the card's compute, for the time on the wire (`wire`)."""
+    memo: Memo = field(default_factory=Memo, compare=False, hash=False, repr=False)
+    """What this run and those `replace` makes of it ask again (`Memo`): shared by them, equal or not."""
 
     def __post_init__(self) -> None:
         if self.params < 1:
@@ -143,24 +216,27 @@ class Run:
     @cached_property
     def model_layers(self) -> tuple[Layer, ...]:
         """The layers a step meets, first to last: the model's own, or a bare count's eighths."""
-        return self.layers or bare_layers(self.params, self.largest_layer, self.frozen)
+        return self.layers or self.memo.bare_layers(self.params, self.largest_layer, self.frozen)
 
     @cached_property
     def base_params(self) -> int:
         """The weights of the model the eighths cut: all of them but LoRA's adapters."""
         return self.params - sum(layer.adapters for layer in self.model_layers)
 
-    @cached_property
+    @property
     def column_moments(self) -> tuple[ColumnMoments, ...]:
         """Each eighth's moments, forward and backward: DeepSpeed's count holds one module at a time."""
-        modules = self.setup.accounting is Accounting.DEEPSPEED
-        return column_moments(self.model_layers, self.batch, modules)
+        return self._moments.columns
 
-    @cached_property
+    @property
     def candidates(self) -> tuple[Moment, ...]:
         """The moments that can be a card's highest: at rest, and each layer's in each pass, of those that differ."""
-        every = (m for column in self.column_moments for m in (*column.forward, *column.backward))
-        return (AT_REST, *dict.fromkeys(every))
+        return self._moments.candidates
+
+    @cached_property
+    def _moments(self) -> _Moments:
+        modules = self.setup.accounting is Accounting.DEEPSPEED
+        return self.memo.column_moments(self.model_layers, self.batch, modules)
 
     def frozen_at(self, params: int) -> int:
         """The frozen weights of a model of `params` weights drawn like this one: the share as entered.

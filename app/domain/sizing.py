@@ -134,36 +134,57 @@ def state_peak_bytes(stage: Stage, run: Run) -> int:
     return theory_peak_bytes(stage, replace(run, batch=0))
 
 
-def _peak_for(stage: Stage, run: Run, params: int) -> int:
-    """The peak of a model of another size, frozen as entered (`Run.frozen_at`), with the moments drawn."""
+def _peak_for(stage: Stage, run: Run, params: int, moments: tuple[Moment, ...]) -> int:
+    """The peak of a model of another size, frozen as entered (`Run.frozen_at`), at the `moments` drawn."""
     frozen = run.frozen_at(params)
     if run.count_overheads:  # they depend on the size (DDP's buckets, the margin): worked out afresh
         return peak_bytes(stage, replace(run, params=params, frozen=frozen))
     # The layers and activations of the shape drawn, kept as they are: the bisection asks some
     # hundred peaks a page, and the moments do not change with the size.
-    return terms.peak_bytes(stage, params, run.shards, run.terms(stage), run.candidates, frozen)
+    return terms.peak_bytes(stage, params, run.shards, run.terms(stage), moments, frozen)
 
 
-def max_params_that_fit(stage: Stage, run: Run) -> int | None:
+SIZE_FREE = frozenset({Law.PER_LAYER, Law.PER_TOKEN, Law.FIXED})
+"""The laws whose bytes at a moment do not depend on the model's size: the moment's layer and activations, a
+process's fixed bytes."""
+
+
+def _moments_at_any_size(stage: Stage, run: Run, moment: Moment | None) -> tuple[Moment, ...]:
+    """The moments a model of another size can peak at, where `moment` is this run's highest (if known).
+
+    A card's peak is what it keeps throughout plus the most of what comes and goes (`terms.peak_bytes`). When
+    nothing that comes and goes grows with the size (the layer in hand, the activations), that most is the
+    same at every size and at the same moment: the bisection for the largest model, some forty sizes a
+    stage, weighs that moment alone instead of every candidate again. Anything else weighs them all.
+    """
+    changing = (t for t in run.terms(stage) if t.during != terms.ALL_PASSES or t.law is Law.PER_LAYER)
+    if moment is None or not all(t.law in SIZE_FREE for t in changing):
+        return run.candidates
+    return (moment,)
+
+
+def max_params_that_fit(stage: Stage, run: Run, moment: Moment | None = None) -> int | None:
     """The largest weight count whose peak fits the card, the largest layer kept as it is.
 
     The same test as the verdict: a model of this many weights fits, one more does not. None
     when even a model made of just its largest layer does not fit. Past LARGEST_COUNT, the most
     the form reads, it says only that some larger model fits: with every per-weight band offloaded
-    the card's peak stops growing with the model, and there is no largest.
+    the card's peak stops growing with the model, and there is no largest. `moment`: the run's own
+    highest (`peak_moment`), where the caller has it.
     """
     if run.capacity is None:
         return None
+    moments = _moments_at_any_size(stage, run, moment)
     smallest = run.largest_layer or 1
-    if _peak_for(stage, run, smallest) > run.capacity:
+    if _peak_for(stage, run, smallest, moments) > run.capacity:
         return None
     capacity = run.capacity
     low, high = smallest, smallest + 1
-    while _peak_for(stage, run, high) <= capacity:  # the peak grows with the weights: double past it
+    while _peak_for(stage, run, high, moments) <= capacity:  # the peak grows with the weights: double past it
         if high > LARGEST_COUNT:  # with every per-weight band offloaded, the card's peak no longer grows
             return high
         low, high = high, high * 2
-    return _last_fitting(lambda params: _peak_for(stage, run, params) <= capacity, low, high)
+    return _last_fitting(lambda params: _peak_for(stage, run, params, moments) <= capacity, low, high)
 
 
 def _last_fitting(fits: Callable[[int], bool], low: int, high: int) -> int:
@@ -229,7 +250,7 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         overhead_bytes=counted,
         fits=None if capacity is None else peak <= capacity,
         headroom_bytes=None if capacity is None else capacity - peak,
-        max_params_that_fit=max_params_that_fit(stage, run),
+        max_params_that_fit=max_params_that_fit(stage, run, moment),
         max_batch_that_fits=max_batch_that_fits(stage, run, known),
         host=host_report(stage, run),
         differences=differences(

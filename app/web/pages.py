@@ -10,7 +10,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Response
 
-from app.domain.scenario import resolve
+from app.domain.report import Run
+from app.domain.scenario import Scenario, resolve
 from app.paths import STATIC_DIR
 from app.web.compare_view import compare_view
 from app.web.config_view import FormBody, Refused, config_view, pasted_url, read_form
@@ -44,12 +45,16 @@ async def page(request: Request, kept: PageRead) -> Response:
 
 
 def stage_page(request: Request, query: PageQuery) -> tuple[PageView, Links]:
-    """The page's view of the run a query describes, with its ways out, and its links."""
+    """The page's view of the run a query describes, with its ways out, and its links.
+
+    The run is resolved here, once, and handed down: the view and its ways out read the same scenario.
+    """
     inputs, link = query.inputs(), page_links(request, query)
+    scenario = resolve(inputs)
     compare = path_for(request, "compare")
-    view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous, compare)
+    view = page_view(query.stage, link, scenario, inputs, query.phase, query.previous, compare)
     view = replace(view, address=link.switch(query.stage, query.previous))
-    return with_way_out(request, view, query, link), link
+    return with_way_out(request, view, query, link, scenario.run), link
 
 
 def _on_screen(request: Request) -> dict[str, str]:
@@ -81,8 +86,9 @@ def _page_set_aside(request: Request, kept: SetAside) -> Response:
     """
     link = page_links(request, kept.query)
     compare = compare_href(path_for(request, "compare"), kept.query.stage, link.kept)
-    view = _set_aside_view(kept.query, link, kept, form_first(request), compare)
-    view = with_way_out(request, view, kept.query, link)
+    scenario = resolve(kept.query.inputs())  # once: the widget and its ways out read the same run
+    view = _set_aside_view(kept.query, link, kept, form_first(request), scenario, compare)
+    view = with_way_out(request, view, kept.query, link, scenario.run)
     push = None if kept.notice else link(kept.query.stage)
     return _varies_on_screen(render(request, "index.html", "widget", view, status_code=422, push_url=push))
 
@@ -97,13 +103,15 @@ def _embed_set_aside(request: Request, kept: SetAside) -> Response:
     assert isinstance(query, EmbedQuery)
     link = embed_links(request, query)
     unseen = bool(kept.problems) and not query.calculator and not kept.notice
-    if unseen:
+    if kept.notice:  # nothing of the run is drawn: it is not resolved
+        view = _set_aside_view(query, link, kept, form_first(request), None)
+    elif unseen:
         # In the words the page's notice uses ("GPUs: “0” is not accepted. Enter a whole number…"), not pydantic's.
         fields = set_aside_view(kept.problems, resolve(query.inputs()), kept.fell_back).fields
         said = " ".join(f"{f.label}: {f.said}" for f in fields)
         view = error_view(said, link, query.stage)
     else:
-        view = _set_aside_view(query, link, kept, form_first(request))
+        view = _set_aside_view(query, link, kept, form_first(request), resolve(query.inputs()))
     view = replace(view, embed=embed_view(query.controls, query.calculator))
     push = None if kept.notice or unseen else link(query.stage)
     return _varies_on_screen(
@@ -111,8 +119,10 @@ def _embed_set_aside(request: Request, kept: SetAside) -> Response:
     )
 
 
-def _set_aside_view(query: PageQuery, link: Links, kept: SetAside, first: bool, compare: str = "") -> PageView:
-    """The view for the valid rest of a request.
+def _set_aside_view(
+    query: PageQuery, link: Links, kept: SetAside, first: bool, scenario: Scenario | None, compare: str = ""
+) -> PageView:
+    """The view for the valid rest of a request, whose run the route resolved (`scenario`; None for a notice).
 
     A notice for a bad stage, phase or embed option; else the widget with the bad form fields marked.
     When the form comes `first` (a link was followed, or the form under such a message was sent), the
@@ -123,10 +133,9 @@ def _set_aside_view(query: PageQuery, link: Links, kept: SetAside, first: bool, 
         stage_ok = all(e["loc"][1] != "stage" for e in kept.errors)
         message = describe(kept.errors, show_input=True)
         return error_view(message, link, query.stage if stage_ok else None, compare)
-    inputs = query.inputs()
-    scenario = resolve(inputs)
+    assert scenario is not None, "the route resolves the run it draws"
     problems = with_drawn(kept.problems, scenario, kept.fell_back)
-    view = with_problems(page_view(query.stage, link, scenario, inputs, query.phase), problems)
+    view = with_problems(page_view(query.stage, link, scenario, query.inputs(), query.phase), problems)
     if not first:
         return replace(view, compare_href=compare)
     said = set_aside_view(kept.problems, scenario, kept.fell_back) if kept.problems else None
@@ -171,14 +180,17 @@ def form_first(request: Request) -> bool:
     return not wants_fragment(request) or request.headers.get(FORM_FIRST_HEADER) == "1"
 
 
-def with_way_out(request: Request, view: PageView, query: PageQuery, link: Links) -> PageView:
-    """The page's ways elsewhere: the "Embed this" panel for the run drawn, and the measured page."""
+def with_way_out(request: Request, view: PageView, query: PageQuery, link: Links, run: Run) -> PageView:
+    """The page's ways elsewhere: the "Embed this" panel for the run drawn, and the measured page.
+
+    `run` is the one the route resolved from `query`: whether DeepSpeed has a config for it.
+    """
     share = replace(link, page=path_for(request, "share"))(query.stage)
     measured = path_for(request, "measured") + "?" + urlencode({"stage": query.stage.value, **theme_of(query.theme)})
     # The JSON of the same run: its parameters, not the page's phase, embed options or theme.
     layout = Links(path_for(request, "api_layout"), link.run)(query.stage)
     memory = path_for(request, "api_memory") + (f"?{urlencode(link.run)}" if link.run else "")
-    configs = config_view(request, link, query.stage, resolve(query.inputs()).run)
+    configs = config_view(request, link, query.stage, run)
     return replace(
         view, share_href=share, measured_href=measured, memory_href=memory, layout_href=layout, configs=configs
     )

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from app.domain.architecture import LLAMA_3_8B
+from app.domain.accounting import Accounting, Setup
+from app.domain.activations import Recompute, for_one_sequence
+from app.domain.architecture import LLAMA_3_8B, Architecture
 from app.domain.communication import Whose
-from app.domain.layers import model_layers
-from app.domain.run import Run
+from app.domain.layers import bare_layers, column_moments, model_layers
+from app.domain.run import MAX_BATCH, MEMO_ENTRIES, Run
+from tests.domain.test_layers import architectures
 
 
 @pytest.mark.parametrize(
@@ -72,3 +78,45 @@ def test_lora_draws_no_column_as_trained() -> None:
     layers = model_layers(LLAMA_3_8B, LLAMA_3_8B.params, 1000)
     run = Run(params=LLAMA_3_8B.params + 32_000, frozen=LLAMA_3_8B.params, layers=layers)
     assert all(run.frozen_column(c) for c in range(8))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    arch=architectures(),
+    share=st.fractions(0, 1, max_denominator=97),
+    seq=st.integers(1, 16),
+    recompute=st.sampled_from(list(Recompute)),
+    batches=st.lists(st.one_of(st.integers(0, 3), st.integers(0, MAX_BATCH)), min_size=1, max_size=6),
+    deepspeed=st.booleans(),
+)
+def test_the_moments_of_any_micro_batch_are_one_sequences_multiplied(
+    arch: Architecture, share: Fraction, seq: int, recompute: Recompute, batches: list[int], deepspeed: bool
+) -> None:
+    """The runs a bisection makes share one sequence's moments: each batch's are what `column_moments` builds."""
+    frozen = arch.params - int(share * arch.params)
+    activations = for_one_sequence(arch, seq, recompute)
+    layers = model_layers(arch, frozen, 0, activations)
+    setup = Setup(Accounting.DEEPSPEED if deepspeed else Accounting.PAPER)
+    run = Run(params=arch.params, frozen=frozen, layers=layers, activations=activations, setup=setup)
+    for batch in batches:
+        tried = replace(run, batch=batch)
+        assert tried.memo is run.memo
+        assert tried.column_moments == column_moments(layers, batch, deepspeed)
+
+
+@pytest.mark.parametrize(("largest", "frozen"), [(None, 0), (125, 0), (125, 300), (None, 999)])
+def test_a_bare_counts_moments_at_any_size_are_its_layers(largest: int | None, frozen: int) -> None:
+    run = Run(params=1000, largest_layer=largest, frozen=frozen)
+    for params in (1000, 1001, 4000, 1000):
+        tried = replace(run, params=params, frozen=run.frozen_at(params))
+        assert tried.model_layers == bare_layers(params, largest, run.frozen_at(params))
+        assert tried.column_moments == column_moments(tried.model_layers, tried.batch)
+    assert len(run.memo) == 2 * 3  # three sizes: their layers and their moments, the repeated size's kept
+
+
+def test_a_runs_memo_is_bounded() -> None:
+    """However many runs are made from one (a default kept for the life of the worker), its memo stays bounded."""
+    run = Run(params=1000, largest_layer=100)
+    for params in range(1000, 1000 + MEMO_ENTRIES):
+        assert replace(run, params=params).column_moments == column_moments(bare_layers(params, 100, 0), 1)
+    assert len(run.memo) == MEMO_ENTRIES

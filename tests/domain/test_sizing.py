@@ -7,8 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.domain.accounting import Accounting
 from app.domain.activations import Recompute
 from app.domain.architecture import PRESETS, ModelName
+from app.domain.placement import Offload
 from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
 from app.domain.scenario import Inputs, resolve
 from app.domain.sizing import (
@@ -18,7 +20,9 @@ from app.domain.sizing import (
     communication_bytes,
     layer_exceeds_card,
     layer_extra,
+    max_params_that_fit,
     peak_bytes,
+    peak_moment,
     report,
     stage_report,
 )
@@ -317,3 +321,31 @@ def test_the_assembled_layer_against_the_card(capacity: int | None, exceeds: boo
 
 def test_one_card_moves_nothing() -> None:
     assert communication_bytes(Stage.ZERO3, Run(params=1000, gpus=1)) == 0
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    model=st.sampled_from([ModelName.LLAMA_3_8B, ModelName.LLAMA_3_70B, ModelName.GPT_3_175B, ModelName.SEED_30B]),
+    gpus=st.sampled_from([1, 2, 8, 16, 64]),
+    accounting=st.sampled_from(list(Accounting)),
+    offload=st.sampled_from(list(Offload)),
+    batch=st.integers(0, 8),
+    trainable=st.none() | st.sampled_from(["0.5", "10%", "1"]),
+    capacity=st.integers(2**30, 2**38),
+    stage=st.sampled_from(list(Stage)),
+)
+def test_the_largest_model_weighs_the_runs_highest_moment_alone_to_the_same_answer(
+    model: ModelName,
+    gpus: int,
+    accounting: Accounting,
+    offload: Offload,
+    batch: int,
+    trainable: str | None,
+    capacity: int,
+    stage: Stage,
+) -> None:
+    """Given the run's highest moment, the bisection weighs it alone at each size: the same largest model."""
+    inputs = Inputs(model=model, gpus=gpus, accounting=accounting, offload=offload, batch=batch, capacity=capacity)
+    run = resolve(replace(inputs, trainable=trainable)).run
+    moment = peak_moment(stage, run)
+    assert max_params_that_fit(stage, run, moment) == max_params_that_fit(stage, run)
