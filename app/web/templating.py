@@ -80,7 +80,9 @@ HTMX_CONFIG_JSON = json.dumps(HTMX_CONFIG, separators=(",", ":"))
 templates.env.globals["htmx_config"] = HTMX_CONFIG_JSON
 # A live session's pages keep their own address while the widget changes under them: reloaded, the
 # teacher's page is still the teacher's, and a follower's still follows.
-templates.env.globals["htmx_live_config"] = json.dumps({**HTMX_CONFIG, "historyEnabled": False}, separators=(",", ":"))
+HTMX_LIVE_CONFIG_JSON = json.dumps({**HTMX_CONFIG, "historyEnabled": False}, separators=(",", ":"))
+# The page's layouts name theirs by the view's `htmx_config` (app/web/page_view.py).
+templates.env.globals["htmx_configs"] = {"page": HTMX_CONFIG_JSON, "live": HTMX_LIVE_CONFIG_JSON}
 
 
 class _Same:
