@@ -98,16 +98,14 @@ class PanelView:
     plot_top: float = TOP
     plot_left: float = LEFT
     plot_right: float = WIDTH - RIGHT
+    plot_bottom: float = field(init=False, repr=False, compare=False)
+    """The plot's floor: zero bytes."""
+    view_box: str = field(init=False, repr=False, compare=False)
+    """The SVG's viewBox."""
 
-    @property
-    def plot_bottom(self) -> float:
-        """The plot's floor: zero bytes."""
-        return self.height - BELOW
-
-    @property
-    def view_box(self) -> str:
-        """The SVG's viewBox."""
-        return f"0 0 {WIDTH:g} {self.height:g}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plot_bottom", self.height - BELOW)
+        object.__setattr__(self, "view_box", f"0 0 {WIDTH:g} {self.height:g}")
 
 
 @dataclass(frozen=True)

@@ -42,9 +42,12 @@ class CellView:
     """Kept because hybrid sharding replicates it across the shard groups, where one group would dash it."""
     css: str = field(init=False, repr=False, compare=False)
     """The cell's classes: band hue, state, height in bytes, and during a step its holding."""
+    tabindex: int = field(init=False, repr=False, compare=False)
+    """0 for the grid's one tab stop (static/grid.js moves it), -1 for the others."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "css", self._css())
+        object.__setattr__(self, "tabindex", 0 if self.focusable else -1)
 
     def _css(self) -> str:
         extra = (f" {self.holding}" if self.holding else "") + (" active" if self.active else "")

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
@@ -510,9 +511,10 @@ async def _events(
                     # (with its own answer, which no event carries: one event goes to every follower).
                     asked = marker
                     hides = item.poll is not None and item.poll.question.hides_picture and not item.poll.revealed
-                    yield ServerSentEvent(
-                        macro_html("_poll.html", "question_loader", question, marker, hides), event="poll"
-                    )
+                    # No question: an empty event, which empties the follower's panel.
+                    attrs = {"data-hides": "" if hides else None}
+                    loader = macro_html("_poll.html", "question_loader", question, attrs)
+                    yield ServerSentEvent(loader if marker else Markup(""), event="poll")
                 if item.ended:
                     yield ServerSentEvent("", event="ended")
     finally:
