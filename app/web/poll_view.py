@@ -195,6 +195,8 @@ class QuestionPanel:
     state: str = field(init=False, repr=False, compare=False)
     """Which panel: "open" (the form), "revealed" (the answer) or "closed" (talk it over)."""
     heading: str = field(init=False, repr=False, compare=False)
+    key: str = field(init=False, repr=False, compare=False)
+    """The round now, as the hub keys its votes (`number.round`): sent with the vote."""
     attrs: dict[str, str | None] = field(init=False, repr=False, compare=False)
     """The picture hidden (`data-hides`); `data-predicts` while a prediction's vote is open."""
     answer_words: str = field(init=False, repr=False, compare=False)
@@ -224,6 +226,7 @@ class QuestionPanel:
             "own_right": right,
             "state": "open" if poll.open else "revealed" if poll.revealed else "closed",
             "heading": _heading(poll),
+            "key": poll.key,
             "attrs": {"data-hides": _hides(poll), "data-predicts": predicts},
             "answer_words": q.answer_words,
             "errors": (self.error,) if self.error else (),
