@@ -44,7 +44,7 @@ HTMX_CONFIG: dict[str, Any] = {
 # (the run form: arrowing through a drop-down must not fill the history).
 HISTORY_HEADER = "ZB-History"
 
-# Sent by the run form while it stands first, under the message of a bad link (templates/index.html):
+# Sent by the run form while it stands first, under the message of a bad link (templates/_widget_block.html):
 # the answer keeps it there, so the field being corrected does not move away under the typing.
 FORM_FIRST_HEADER = "ZB-Form-First"
 
