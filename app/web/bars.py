@@ -9,7 +9,7 @@ cards and the key say which scale each bar uses.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from app.domain.activations import Recompute
@@ -19,6 +19,7 @@ from app.domain.report import LayerExtra, Run, StageReport, TermKind
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
 from app.domain.units import percent
+from app.web.parts import Verdict, verdicts
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,17 @@ class BarView:
     verdict: str = ""
     """Under the total, on a line of its own: fits or over by, on the card given; blank without one."""
     fits: bool | None = None
+    capacity_marks: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """Where the capacity's line is drawn, if it falls on the bar."""
+    captions: tuple[BarView, ...] = field(init=False, repr=False, compare=False)
+    """The bar, for its caption under it: empty without one."""
+    verdicts: tuple[Verdict, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        marks = () if self.capacity_x is None else (f"{self.capacity_x:.4f}",)
+        object.__setattr__(self, "capacity_marks", marks)
+        object.__setattr__(self, "captions", (self,) if self.caption else ())
+        object.__setattr__(self, "verdicts", verdicts(self.verdict, self.fits))
 
 
 def legend(recipe: Recipe) -> tuple[BandSpec, ...]:

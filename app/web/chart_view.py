@@ -13,7 +13,7 @@ The builder formats `RunReport.timeline`: the coordinates are the figures on the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.domain.report import LAST_PHASE, Instant, Point
 from app.domain.scenario import Scenario
@@ -61,6 +61,11 @@ class LineView:
     label_y: float
     count: int
     """How many points the polyline has: two per instant, where it begins and where it ends."""
+    css: str = field(init=False, repr=False, compare=False)
+    """The line's classes, its label's after "line-label": the stage, and the one shown."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "css", f"{self.stage} current" if self.current else str(self.stage))
 
 
 @dataclass(frozen=True)
@@ -93,16 +98,14 @@ class PanelView:
     plot_top: float = TOP
     plot_left: float = LEFT
     plot_right: float = WIDTH - RIGHT
+    plot_bottom: float = field(init=False, repr=False, compare=False)
+    """The plot's floor: zero bytes."""
+    view_box: str = field(init=False, repr=False, compare=False)
+    """The SVG's viewBox."""
 
-    @property
-    def plot_bottom(self) -> float:
-        """The plot's floor: zero bytes."""
-        return self.height - BELOW
-
-    @property
-    def view_box(self) -> str:
-        """The SVG's viewBox."""
-        return f"0 0 {WIDTH:g} {self.height:g}"
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "plot_bottom", self.height - BELOW)
+        object.__setattr__(self, "view_box", f"0 0 {WIDTH:g} {self.height:g}")
 
 
 @dataclass(frozen=True)
@@ -115,6 +118,10 @@ class ChartRow:
     highest: str
     now: str
     current: bool
+    css: str | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "css", "current" if self.current else None)
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from urllib.parse import urlencode
 
 from app import APP_NAME
@@ -51,6 +51,13 @@ class CompareView:
     theme: Theme = Theme.DEFAULT
     notes: tuple[str, ...] = ()
     """What the run drawn is not quite what was asked, as the page says it (a count set aside, a layer too big)."""
+    capacity_words: str = field(init=False, repr=False, compare=False)
+    """After the summary: the card given."""
+    note_lists: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "capacity_words", f", on cards of {self.capacity}" if self.capacity else "")
+        object.__setattr__(self, "note_lists", (self.notes,) if self.notes else ())
 
 
 def compare_view(

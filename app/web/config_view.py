@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated, Any
 
@@ -218,6 +218,19 @@ class ConfigView:
     text: str = ""
     deepspeed_refused: str = ""
     """Why the run has no DeepSpeed config (hybrid sharding), to say in its link's place; empty: it has one."""
+    deepspeed_links: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    refusals: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    messages: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    text_attrs: dict[str, str | None] = field(init=False, repr=False, compare=False)
+    """The paste box marked invalid, and described by the message, when a paste was refused."""
+
+    def __post_init__(self) -> None:
+        refused, message = self.deepspeed_refused, self.message
+        object.__setattr__(self, "deepspeed_links", () if refused else (self.deepspeed_href,))
+        object.__setattr__(self, "refusals", (refused,) if refused else ())
+        object.__setattr__(self, "messages", (message,) if message else ())
+        invalid = {"aria-invalid": "true", "aria-describedby": "config-problem"} if message else {}
+        object.__setattr__(self, "text_attrs", invalid)
 
 
 def config_view(request: Request, link: Links, stage: Stage, run: Run) -> ConfigView:

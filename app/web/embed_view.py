@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from markupsafe import escape
 
@@ -41,6 +41,11 @@ class EmbedSnippet:
     html: str
     selected: bool
     calculator: bool = False
+    checked: str | None = field(init=False, repr=False, compare=False)
+    """The calculator's box, ticked when this snippet (shown first) has it."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "checked", "" if self.calculator else None)
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,19 @@ class EmbedChoice:
     label: str
     href: str
     current: bool
+    aria_current: str | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "aria_current", "true" if self.current else None)
+
+
+@dataclass(frozen=True)
+class ControlsOption:
+    """One choice of controls in the panel's drop-down: its snippet without the calculator and with it."""
+
+    plain: EmbedSnippet
+    full: EmbedSnippet
+    selected: str | None
 
 
 @dataclass(frozen=True)
@@ -62,18 +80,25 @@ class ShareView:
     choices: tuple[EmbedChoice, ...] = ()
     """The choice of controls as links, then the calculator's."""
     calculator_choices: tuple[EmbedChoice, ...] = ()
+    chosen: EmbedSnippet = field(init=False, repr=False, compare=False)
+    """The snippet shown first."""
+    options: tuple[ControlsOption, ...] = field(init=False, repr=False, compare=False)
+    """The choice of controls, each with its snippet without the calculator and with it."""
+    choice_lists: tuple[tuple[tuple[EmbedChoice, ...], tuple[EmbedChoice, ...]], ...] = field(
+        init=False, repr=False, compare=False
+    )
+    """The choices as links, where the panel has them: the controls', then the calculator's."""
 
-    @property
-    def chosen(self) -> EmbedSnippet:
-        """The snippet shown first."""
-        return next(s for s in self.snippets if s.selected)
-
-    @property
-    def options(self) -> tuple[tuple[EmbedSnippet, EmbedSnippet], ...]:
-        """The choice of controls, each with its snippet without the calculator and with it."""
+    def __post_init__(self) -> None:
         plain = [s for s in self.snippets if not s.calculator]
         full = {s.controls: s for s in self.snippets if s.calculator}
-        return tuple((s, full[s.controls]) for s in plain)
+        options = tuple(
+            ControlsOption(s, full[s.controls], "" if s.selected or full[s.controls].selected else None) for s in plain
+        )
+        object.__setattr__(self, "chosen", next(s for s in self.snippets if s.selected))
+        object.__setattr__(self, "options", options)
+        lists = ((self.choices, self.calculator_choices),) if self.choices else ()
+        object.__setattr__(self, "choice_lists", lists)
 
 
 @dataclass(frozen=True)

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import lru_cache
+from typing import ClassVar
 
 from app.domain.recipes import Band, Recipe, bytes_a_weight
 from app.domain.report import Change, Holding, Place, StageReport
@@ -14,6 +15,7 @@ from app.domain.sharding import Cell, CellState, Layout, layout
 from app.domain.stages import Stage
 from app.domain.units import ByteUnit, per_weight
 from app.web.bars import BarView, hand_bar, rest_bar
+from app.web.parts import shown
 
 
 @dataclass(frozen=True)
@@ -40,10 +42,16 @@ class CellView:
     """Whether it lives in the card's host (offloaded), drawn in the host's strip under the card."""
     replica: bool = False
     """Kept because hybrid sharding replicates it across the shard groups, where one group would dash it."""
+    css: str = field(init=False, repr=False, compare=False)
+    """The cell's classes: band hue, state, height in bytes, and during a step its holding."""
+    tabindex: int = field(init=False, repr=False, compare=False)
+    """0 for the grid's one tab stop (static/grid.js moves it), -1 for the others."""
 
-    @property
-    def css(self) -> str:
-        """The cell's classes: band hue, state, height in bytes, and during a step its holding."""
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "css", self._css())
+        object.__setattr__(self, "tabindex", 0 if self.focusable else -1)
+
+    def _css(self) -> str:
         extra = (f" {self.holding}" if self.holding else "") + (" active" if self.active else "")
         if self.strip:
             extra += f" from-{self.strip[0]} to-{self.strip[1]}"
@@ -69,6 +77,18 @@ class ColumnView:
     """Bytes of the bands a frozen weight has not (gradients, master copy, moments): left blank."""
     away: tuple[int, ...] = ()
     """Bytes of each band left blank: on a card in a step, the offloaded ones; in a host's strip, a frozen weight's."""
+    kind: str = field(init=False, repr=False, compare=False)
+    """Which of the template's drawings: "column", or "gap" for the weights not drawn."""
+    css: str = field(init=False, repr=False, compare=False)
+    axis_class: str | None = field(init=False, repr=False, compare=False)
+    missings: tuple[int, ...] = field(init=False, repr=False, compare=False)
+    """The frozen weight's blank place, if it has one."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", "gap" if self.weight is None else "column")
+        object.__setattr__(self, "css", "column responsible" if self.responsible else "column")
+        object.__setattr__(self, "axis_class", "responsible" if self.responsible else None)
+        object.__setattr__(self, "missings", (self.missing,) if self.missing else ())
 
 
 @dataclass(frozen=True)
@@ -88,6 +108,20 @@ class CardView:
     """What it holds in hand for one layer, on the stage's own scale; None where it never holds any."""
     secondary: Secondary | None = None
     """ZeRO++'s hpZ: the card's slice of the second copy of the weights; None without hpZ."""
+    kind: ClassVar[str] = "card"
+    stack_css: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The plot and its host's strip in one stack, with its classes; empty without a host (`bare_plots`)."""
+    bare_plots: tuple[tuple[ColumnView, ...], ...] = field(init=False, repr=False, compare=False)
+    secondaries: tuple[Secondary, ...] = field(init=False, repr=False, compare=False)
+    hands: tuple[BarView, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        host = self.host
+        stack = () if host is None else (f"stack hs-{host.share}" + ("" if host.shrinks else " in-step"),)
+        object.__setattr__(self, "stack_css", stack)
+        object.__setattr__(self, "bare_plots", () if host else (self.columns,))
+        object.__setattr__(self, "secondaries", shown(self.secondary))
+        object.__setattr__(self, "hands", shown(self.hand))
 
 
 @dataclass(frozen=True)
@@ -96,6 +130,21 @@ class SecondarySlot:
 
     solid: bool
     label: str
+    kind: ClassVar[str] = "slot"
+    css: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "css", f"slot band-weights {'solid' if self.solid else 'dashed'}")
+
+
+@dataclass(frozen=True)
+class SlotGap:
+    """Where hpZ's strip leaves weights out."""
+
+    kind: ClassVar[str] = "gap"
+
+
+SLOT_GAP = SlotGap()
 
 
 @dataclass(frozen=True)
@@ -105,6 +154,14 @@ class Secondary:
     title: str
     slots: tuple[SecondarySlot | None, ...]
     """One a drawn weight, None where the grid leaves weights out."""
+    kind: str = field(init=False, repr=False, compare=False)
+    """"placeholder" (`placeholder`) or "secondary"."""
+    parts: tuple[SecondarySlot | SlotGap, ...] = field(init=False, repr=False, compare=False)
+    """The slots, a gap where the grid leaves weights out."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", "placeholder" if self.placeholder else "secondary")
+        object.__setattr__(self, "parts", tuple(slot or SLOT_GAP for slot in self.slots))
 
     @property
     def placeholder(self) -> bool:
@@ -153,6 +210,7 @@ class CardGap:
     """Where the grid leaves cards out."""
 
     label: str
+    kind: ClassVar[str] = "gap"
 
 
 def band_height(nbytes: Fraction) -> int:
@@ -395,6 +453,7 @@ class NodeView:
     link: str
     """The link inside the node, in words: "NVLink inside, 450 GB/s a card"."""
     items: tuple[CardView | CardGap, ...]
+    kind: ClassVar[str] = "node"
 
 
 @dataclass(frozen=True)
@@ -403,6 +462,12 @@ class NodeGap:
 
     label: str
     link: str
+    kind: ClassVar[str] = "network"
+    words: str = field(init=False, repr=False, compare=False)
+    """The link, and the nodes left out if any."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "words", f"{self.link}. {self.label}" if self.label else self.link)
 
 
 def in_nodes(

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 
 from app.domain.report import Accounting, HostReport, StageReport
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
 from app.domain.units import ByteUnit, gpus_label, per_weight
+from app.web.parts import Verdict, shown, verdicts
 
 
 @dataclass(frozen=True)
@@ -21,6 +22,16 @@ class HostView:
     fits: bool | None
     pcie: str
     differences: tuple[str, ...]
+    headlines: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    verdicts: tuple[Verdict, ...] = field(init=False, repr=False, compare=False)
+    pcies: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    difference_lists: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "headlines", shown(self.headline))
+        object.__setattr__(self, "verdicts", verdicts(self.verdict, self.fits))
+        object.__setattr__(self, "pcies", shown(self.pcie))
+        object.__setattr__(self, "difference_lists", shown(self.differences))
 
 
 def _node(scenario: Scenario) -> str:

@@ -47,6 +47,15 @@ class Theme(StrEnum):
     DEFAULT = "default"
     PROJECTOR = "projector"
 
+    sheets: tuple[str, ...]
+    """The stylesheets the theme adds, after the page's own (templates/_head.html)."""
+    home_query: str
+    """The masthead's link home keeps the theme: its query, blank for the default."""
+
+    def __init__(self, value: str) -> None:
+        self.sheets = ("projector.css",) if value == "projector" else ()
+        self.home_query = "" if value == "default" else f"?theme={value}"
+
     @property
     def other(self) -> Theme:
         """The theme the page's toggle switches to."""

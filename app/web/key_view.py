@@ -8,7 +8,7 @@ only loops over the entries (templates/_widget.html `legend`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from app.domain.recipes import BandSpec
@@ -30,6 +30,10 @@ class KeyEntry:
     """The swatch's classes after "swatch"; blank: no swatch (the compact key's line on the bar's scale)."""
     css: str = ""
     """The line's own class, where a style picks it out."""
+    swatches: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "swatches", (self.swatch,) if self.swatch else ())
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,17 @@ class Key:
     """What the bar under each card draws; empty: the key says nothing of the bar."""
     more: tuple[str, ...] = ()
     """The longer words, one click away ("More about the key"): the page's key reads in a few words each."""
+    css: str = field(init=False, repr=False, compare=False)
+    gap: str = field(init=False, repr=False, compare=False)
+    """Between a swatch and its words: none in the compact key, whose swatches sit tight to their words."""
+    bar_lists: tuple[tuple[KeyEntry, ...], ...] = field(init=False, repr=False, compare=False)
+    more_lists: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "css", "legend compact-key" if self.compact else "legend")
+        object.__setattr__(self, "gap", "" if self.compact else "\n")
+        object.__setattr__(self, "bar_lists", (self.bars,) if self.bars else ())
+        object.__setattr__(self, "more_lists", (self.more,) if self.more else ())
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.types import Receive, Scope, Send
 
@@ -66,7 +67,7 @@ from app.web.live_view import (
     view_query,
     with_voter,
 )
-from app.web.poll_view import PollPanel, QuestionPanel, poll_panel, question_panel, results_csv
+from app.web.poll_view import PollPanel, QuestionPanel, card_options, poll_panel, question_panel, results_csv
 from app.web.templating import macro_html, render, wants_fragment
 
 router = APIRouter(include_in_schema=False)
@@ -305,7 +306,8 @@ async def live_ask(request: Request, code: str, sessions: LiveSessions, who: Who
             return HTMLResponse(macro_html("_poll.html", "poll_refused", why), status_code=422)
         raise Problem(422, "That question cannot be asked here", why) from None
     # "Ask the class" folds away, out of band: the question's panel is then in view.
-    folded = macro_html("_poll.html", "ask_form", path_for(request, "live_ask", code=code), ASKABLE_CARDS, True)
+    folded = macro_html("_poll.html", "ask_form", path_for(request, "live_ask", code=code), card_options(ASKABLE_CARDS),
+                        {"hx-swap-oob": "true"})  # fmt: skip
     return await _teachers_answer(request, sessions, who, await sessions.ask(session, question) or session, folded)
 
 
@@ -509,9 +511,10 @@ async def _events(
                     # (with its own answer, which no event carries: one event goes to every follower).
                     asked = marker
                     hides = item.poll is not None and item.poll.question.hides_picture and not item.poll.revealed
-                    yield ServerSentEvent(
-                        macro_html("_poll.html", "question_loader", question, marker, hides), event="poll"
-                    )
+                    # No question: an empty event, which empties the follower's panel.
+                    attrs = {"data-hides": "" if hides else None}
+                    loader = macro_html("_poll.html", "question_loader", question, attrs)
+                    yield ServerSentEvent(loader if marker else Markup(""), event="poll")
                 if item.ended:
                     yield ServerSentEvent("", event="ended")
     finally:

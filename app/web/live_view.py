@@ -6,7 +6,7 @@ The messages word each refusal of the live rules (app/live/service.py) with its 
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TypeVar
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -38,7 +38,7 @@ from app.serving.headers import valid_host
 from app.serving.overload import render_slot
 from app.web.inputs import EmbedQuery, PageQuery, Theme
 from app.web.links import Links, absolute_url_for, path_for
-from app.web.poll_view import PollPanel
+from app.web.poll_view import PollPanel, card_options
 
 COOKIE = "zb-teacher"
 """The teacher's secret: HttpOnly, SameSite=Strict, sent only to the session's own addresses."""
@@ -73,11 +73,34 @@ class TeacherBar:
     """Why students cannot open the address the teacher opened, and what they can open: empty when they can."""
     crowd: str = ""
     """How many places one address holds, when that is a large part of the room (`crowd_words`)."""
+    count_words: str = field(init=False, repr=False, compare=False)
+    """The bar's count: "12 following", and how many from one address when that is many."""
+    qr_open: str | None = field(init=False, repr=False, compare=False)
+    """The QR code open until someone follows, then one click away."""
+    pause_value: str = field(init=False, repr=False, compare=False)
+    pause_label: str = field(init=False, repr=False, compare=False)
+    note_css: str = field(init=False, repr=False, compare=False)
+    note: str = field(init=False, repr=False, compare=False)
+    """What the class sees: said while paused, for a screen reader otherwise."""
+    warnings: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    card_options: tuple[tuple[int, str | None], ...] = field(init=False, repr=False, compare=False)
 
-    @property
-    def count_words(self) -> str:
-        """The bar's count: "12 following", and how many from one address when that is many."""
-        return count_words(self.followers, self.crowd)
+    def __post_init__(self) -> None:
+        paused = self.paused
+        derived = {
+            "card_options": card_options(self.cards),
+            "count_words": count_words(self.followers, self.crowd),
+            "qr_open": None if self.followers else "",
+            "pause_value": "0" if paused else "1",
+            "pause_label": "Resume: show them my view" if paused else "Pause",
+            "note_css": "live-note" if paused else "live-note visually-hidden",
+            "note": "Paused: the class stays on the view you paused on, while you move on alone."
+            if paused
+            else "Every click you make here is shown on their screens.",
+            "warnings": (self.warning,) if self.warning else (),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
 
 def count_words(followers: int, crowd: str = "") -> str:
@@ -116,13 +139,19 @@ class StateView:
     """The widget to fetch for it: the page's, or the embed's with the embed's own options, in the follower's theme."""
     paused: bool
     ended: bool
+    words: str = field(init=False, repr=False, compare=False)
+    """The bar's sentence."""
+    css: str = field(init=False, repr=False, compare=False)
+    ended_attr: str | None = field(init=False, repr=False, compare=False)
 
-    @property
-    def words(self) -> str:
-        """The bar's sentence."""
+    def __post_init__(self) -> None:
         if self.ended:
-            return "The teacher has ended the session."
-        return "The teacher has paused the class here." if self.paused else "Following the teacher."
+            words = "The teacher has ended the session."
+        else:
+            words = "The teacher has paused the class here." if self.paused else "Following the teacher."
+        object.__setattr__(self, "words", words)
+        object.__setattr__(self, "css", "live-state paused" if self.paused else "live-state")
+        object.__setattr__(self, "ended_attr", "" if self.ended else None)
 
 
 @dataclass(frozen=True)
@@ -133,6 +162,13 @@ class LiveView:
     follower: FollowerBar | None = None
     poll: PollPanel | None = None
     """The teacher's question panel, if a question is on the screens."""
+    teachers: tuple[TeacherBar, ...] = field(init=False, repr=False, compare=False)
+    """The teacher's bar, or none (`followers`)."""
+    followers: tuple[FollowerBar, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "teachers", (self.teacher,) if self.teacher else ())
+        object.__setattr__(self, "followers", (self.follower,) if self.follower else ())
 
 
 @dataclass(frozen=True)
@@ -150,6 +186,16 @@ class LivePage:
     theme: Theme = Theme.DEFAULT
     view: str = ""
     """The view a session started here shows (canonical; empty: the default): the one the teacher came from."""
+    messages: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """Why a session cannot be shown; else the forms to join and to start one (`invitations`)."""
+    invitations: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    came_from: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The view the session starts from, said, when there is one."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "messages", (self.message,) if self.message else ())
+        object.__setattr__(self, "invitations", () if self.message else (self.view,))
+        object.__setattr__(self, "came_from", (self.view,) if self.view else ())
 
 
 class Problem(Exception):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
 from urllib.parse import urlencode
@@ -78,6 +78,11 @@ class RankRow:
     measured: str
     difference: str
     reasons: tuple[str, ...]
+    reasons_words: str = field(init=False, repr=False, compare=False)
+    """The named differences in one cell: "none" where there are none."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reasons_words", "; ".join(self.reasons) or "none")
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,10 @@ class Curve:
     summary: str
     coincide: str
     """When the measured line lies on the model's and hides it: a sentence saying so; otherwise empty."""
+    coincides: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "coincides", (self.coincide,) if self.coincide else ())
 
 
 @dataclass(frozen=True)
@@ -128,6 +137,11 @@ class ActivationsTableView:
     summary: str
     excluded: str
     note: str
+    excluded_words: str = field(init=False, repr=False, compare=False)
+    """What the table leaves out, and its note after it."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "excluded_words", f"{self.excluded} {self.note}" if self.note else self.excluded)
 
 
 @dataclass(frozen=True)
@@ -159,6 +173,10 @@ class OffloadComputeRow:
     measured_backward: str
     difference: str
     reasons: tuple[str, ...]
+    reasons_words: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reasons_words", "; ".join(self.reasons) or "none")
 
 
 @dataclass(frozen=True)
@@ -205,6 +223,16 @@ class MeasuredView:
     activations: ActivationsView
     offload: OffloadView | None
     """Under ZeRO-3, the stage whose weights' slices it moves: FSDP2's CPU offload, measured."""
+    impl_switches: tuple[tuple[StageLink, ...], ...] = field(init=False, repr=False, compare=False)
+    """The implementations' switch, where there is a choice of them."""
+    impl_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    offloads: tuple[OffloadView, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        several = len(self.impl_links) > 1
+        object.__setattr__(self, "impl_switches", (self.impl_links,) if several else ())
+        object.__setattr__(self, "impl_notes", (self.impl_note,) if several and self.impl_note else ())
+        object.__setattr__(self, "offloads", (self.offload,) if self.offload else ())
 
 
 def _bytes(n: int) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from app import APP_NAME
@@ -16,11 +16,45 @@ from app.web.form_view import FieldProblem, FormView, form_view
 from app.web.inputs import Theme
 from app.web.key_view import Key, page_key
 from app.web.links import LinkFor, Links, compare_address
+from app.web.parts import shown
 from app.web.set_aside_view import SetAsideView
 from app.web.stage_view import StageLink, StageView, stage_links, stage_view
 
 if TYPE_CHECKING:  # the live bars' module builds on the errors', which builds on this one
     from app.web.live_view import LiveView
+
+
+@dataclass(frozen=True)
+class ThemeToggle:
+    """The link to the same view in the other theme."""
+
+    href: str
+    label: str
+
+
+@dataclass(frozen=True)
+class WayOn:
+    """One of the page's other ways on: the side-by-side page, the measured one."""
+
+    id: str
+    href: str
+    words: str
+
+
+@dataclass(frozen=True)
+class Watch:
+    """The way into the step at rest, and where → goes from there (its phase 1)."""
+
+    href: str
+    enter_href: str
+
+
+@dataclass(frozen=True)
+class JsonLinks:
+    """The footer's "same figures as JSON" (blank: the bare address, in the template)."""
+
+    memory_href: str
+    layout_href: str
 
 
 @dataclass(frozen=True)
@@ -63,10 +97,91 @@ class PageView:
     live: LiveView | None = None
     """A live session's bar around the widget: the teacher's, or a follower's (app/web/live_view.py)."""
 
-    @property
-    def key(self) -> Key | None:
-        """The key to the cards (app/web/key_view.py); None where no stage is drawn."""
-        return page_key(self)
+    # What the layouts and the widget draw, decided here once the view is whole (and again on each
+    # `replace`, which builds a new view): the templates loop over these, a part left out is empty.
+    key: Key | None = field(init=False)
+    """The key to the cards (app/web/key_view.py); None where no stage is drawn."""
+    widget_class: str = field(init=False)
+    widget_attrs: dict[str, str | None] = field(init=False, compare=False)
+    """The widget's own address, and the stage and phase shown (None: the attribute is left out)."""
+    teach_field: tuple[str, ...] = field(init=False)
+    """The page's "Teach this live" field (the view's address), on the page only, not live."""
+    tools_top: tuple[tuple[ThemeToggle, ...], ...] = field(init=False)
+    """Full screen (and the theme's toggle) at the top; in an embed's default theme, beside the heading instead."""
+    tools_side: tuple[tuple[ThemeToggle, ...], ...] = field(init=False)
+    switcher: tuple[tuple[StageLink, ...], ...] = field(init=False)
+    """The switcher, at the top of the widget; with the form, when the form comes first."""
+    switcher_alone: tuple[tuple[StageLink, ...], ...] = field(init=False)
+    form_top: tuple[FormView, ...] = field(init=False)
+    """The run form first, under a bad link's message; else after the picture (`form_bottom`)."""
+    form_bottom: tuple[FormView, ...] = field(init=False)
+    set_aside_notices: tuple[SetAsideView, ...] = field(init=False)
+    drawn_instead: tuple[str, ...] = field(init=False)
+    errors: tuple[str, ...] = field(init=False)
+    stages: tuple[StageView, ...] = field(init=False)
+    """The stage drawn; empty for an error."""
+    explained: tuple[str, ...] = field(init=False)
+    """The stage in a sentence: left out of an embed of the picture alone."""
+    step_panels: tuple[StageView, ...] = field(init=False)
+    watch: tuple[Watch, ...] = field(init=False)
+    step_controls: tuple[str, ...] = field(init=False)
+    """The step's controls, by the class of their bar (at the window's foot on the page); none in some embeds."""
+    calculator: tuple[StageView, ...] = field(init=False)
+    """ZeRO-3's limit, the table and the words: on the page, and in an embed with the calculator."""
+    shares: tuple[str, ...] = field(init=False)
+    config_tools: tuple[ConfigView, ...] = field(init=False)
+    ways_on: tuple[WayOn, ...] = field(init=False)
+    json_links: tuple[JsonLinks, ...] = field(init=False)
+    """The footer's JSON links, brought out of band by a swap: none in an embed, which has no footer."""
+    live_bars: tuple[LiveView, ...] = field(init=False)
+    htmx_config: str = field(init=False)
+    """Which of htmx's configs: "live" keeps a live page's own address, else "page"."""
+
+    def __post_init__(self) -> None:
+        e, content, theme = self.embed, (None if self.error else self.content), self.theme
+        calculator = e is None or e.calculator
+        first = self.form_first and calculator and not self.error
+        tools_later = e is not None and theme == Theme.DEFAULT and not self.error
+        label = "Normal view" if theme == Theme.PROJECTOR else "Projector view"
+        toggles = shown(ThemeToggle(self.theme_href, label) if self.theme_href and e is None else None)
+        links = self.links if e is None or e.switcher or self.error else None
+        steps = e is None or e.step_controls
+        attrs: dict[str, str | None] = {"data-address": self.address or None}
+        if content is not None and content.narration is not None:
+            attrs |= {"data-stage": str(content.stage), "data-phase": str(content.step.index) if content.step else ""}
+        ways = (
+            WayOn("compare-link", self.compare_href, "Compare two arrangements side by side"),
+            WayOn("measured-link", self.measured_href, "Measured in PyTorch"),
+        )
+        derived = {
+            "key": page_key(self),
+            "widget_class": "widget embedded" if e else "widget",
+            "widget_attrs": attrs,
+            "teach_field": (self.address,) if self.live is None and e is None else (),
+            "tools_top": () if tools_later else (toggles,),
+            "tools_side": ((),) if tools_later else (),
+            "switcher": shown(links),
+            "switcher_alone": () if first else shown(links),
+            "form_top": shown(self.form if first else None),
+            "form_bottom": shown(self.form if calculator and not first and content else None),
+            "set_aside_notices": shown(self.set_aside),
+            "drawn_instead": (self.set_aside.drawn,) if self.set_aside else (),
+            "errors": shown(self.error),
+            "stages": shown(content),
+            "explained": (content.explanation,) if content and (e is None or e.switcher) else (),
+            "step_panels": shown(content if content and content.step else None),
+            "watch": (Watch(self.step_href, self.step_enter_href),) if content and not content.step and steps else (),
+            "step_controls": ("step-nav" if e else "step-nav step-bar",) if steps else (),
+            "calculator": shown(content if calculator else None),
+            "shares": shown(self.share_href),
+            "config_tools": shown(self.configs),
+            "ways_on": tuple(way for way in ways if way.href),
+            "json_links": () if e else (JsonLinks(self.memory_href, self.layout_href),),
+            "live_bars": shown(self.live),
+            "htmx_config": "live" if self.live else "page",
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
 
 DEFAULT_SCENARIO = resolve(Inputs())

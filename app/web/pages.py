@@ -115,7 +115,7 @@ def _embed_set_aside(request: Request, kept: SetAside) -> Response:
     view = replace(view, embed=embed_view(query.controls, query.calculator))
     push = None if kept.notice or unseen else link(query.stage)
     return _varies_on_screen(
-        replace_history(render(request, "index.html", "widget", view, status_code=422, push_url=push))
+        replace_history(render(request, "embed.html", "widget", view, status_code=422, push_url=push))
     )
 
 
@@ -228,7 +228,7 @@ async def embed(request: Request, kept: EmbedRead) -> Response:
     first = form_first(request) and wants_fragment(request)
     embedded = replace(view, embed=embed_view(query.controls, query.calculator), form_first=first, live=live,
                        address=link.switch(query.stage, query.previous))  # fmt: skip
-    response = replace_history(render(request, "index.html", "widget", embedded, push_url=link(query.stage)))
+    response = replace_history(render(request, "embed.html", "widget", embedded, push_url=link(query.stage)))
     if live:
         response.headers["Cache-Control"] = "no-store"  # one session's now: never kept (app/serving/cache.py)
     return response

@@ -7,7 +7,7 @@ run is never taken for the one asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from app.domain.scenario import Scenario
 from app.web.fields import BY_NAME
@@ -30,10 +30,11 @@ class SetAsideField:
     field_id: str
     """The form field's id, to go and correct it."""
 
-    @property
-    def said(self) -> str:
-        """What is said after the field's label: "“0” is not accepted. Enter a whole number of GPUs…"."""
-        return f"“{self.typed}” is not accepted. {self.message}"
+    said: str = field(init=False, repr=False, compare=False)
+    """What is said after the field's label: "“0” is not accepted. Enter a whole number of GPUs…"."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "said", f"“{self.typed}” is not accepted. {self.message}")
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,15 @@ class SetAsideView:
     fields: tuple[SetAsideField, ...]
     drawn: str
     """What the picture is of: "Drawn without gpus=0: 8 GPUs, the default."."""
+    which: str = field(init=False, repr=False, compare=False)
+    """The heading's "a value was" or "some values were"."""
+    it: str = field(init=False, repr=False, compare=False)
+    """"it" or "them", as many as were set aside."""
+
+    def __post_init__(self) -> None:
+        one = len(self.fields) == 1
+        object.__setattr__(self, "which", "a value was" if one else "some values were")
+        object.__setattr__(self, "it", "it" if one else "them")
 
 
 def shortened(text: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from app.domain.report import Change, Run, StageReport
@@ -15,6 +15,7 @@ from app.web.bars import bar_keys, bar_note
 from app.web.grid_view import CardGap, CardView, NodeGap, NodeView, in_nodes, rest_cards
 from app.web.host_view import HostView, host_view
 from app.web.links import LinkFor, Links, switch_href
+from app.web.parts import Verdict, shown, verdicts
 from app.web.step_view import StepView, step_view
 from app.web.table_view import Boundary, TableRow, boundary, table_rows
 from app.web.wire_view import WireView, wire_view
@@ -29,6 +30,10 @@ class StageLink:
     summary: str
     href: str
     current: bool
+    link_current: str | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "link_current", "page" if self.current else None)
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,21 @@ class OverheadRow:
     size: str
     source: str
     parameter: str
+    source_label: str = field(init=False, repr=False, compare=False)
+    """The source's address without its scheme."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "source_label", self.source.split("://")[1])
+
+
+@dataclass(frozen=True)
+class OverheadsDetail:
+    """The overheads' list under the table: whether it is open, and its words, counted or not."""
+
+    open: str | None
+    state: str
+    said: str
+    switch: str
 
 
 @dataclass(frozen=True)
@@ -48,6 +68,10 @@ class TotalLine:
     words: str
     verdict: str = ""
     fits: bool | None = None
+    verdicts: tuple[Verdict, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "verdicts", verdicts(self.verdict, self.fits))
 
 
 def total_line(scenario: Scenario, row: StageReport) -> TotalLine | None:
@@ -130,11 +154,90 @@ class StageView:
     """The same view in one shard group, or sharded within each node: the switch that shows what refills."""
     hybrid_label: str = ""
 
-    @property
-    def model_per_gpu(self) -> str:
-        """The table's heading for one card's bytes: '30B model per GPU', '7-weight model per GPU'."""
-        size = self.params_label if self.params_label[-1:].isalpha() else f"{self.params_label}-weight"
-        return f"{size} model per GPU"
+    # What the templates draw, decided here when the view is built: a part left out is empty.
+    model_per_gpu: str = field(init=False, repr=False, compare=False)
+    """The table's heading for one card's bytes: '30B model per GPU', '7-weight model per GPU'."""
+    model_words: str = field(init=False, repr=False, compare=False)
+    """The headline's model: "30B weights", "1 weight"."""
+    wire_lines: tuple[WireView, ...] = field(init=False, repr=False, compare=False)
+    """The traffic by link beside the cards, and its details under the table: on several nodes."""
+    hybrids: tuple[tuple[str, str], ...] = field(init=False, repr=False, compare=False)
+    """The switch between one shard group and a node's: its address and words."""
+    totals: tuple[TotalLine, ...] = field(init=False, repr=False, compare=False)
+    hosts: tuple[HostView, ...] = field(init=False, repr=False, compare=False)
+    note_lists: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+    hatches: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The overheads' hatching, defined once where a bar draws them."""
+    loose_cards: tuple[tuple[CardView | CardGap, ...], ...] = field(init=False, repr=False, compare=False)
+    """The cards alone, on one node; empty when they are drawn in their nodes (`nodes`)."""
+    bpw_minor: str | None = field(init=False, repr=False, compare=False)
+    """A card's bytes a weight: minor at rest (the projector leaves it out); in a step its model's bytes are."""
+    model_minor: str | None = field(init=False, repr=False, compare=False)
+    steps: tuple[StepView, ...] = field(init=False, repr=False, compare=False)
+    rest_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The note under the key at rest (the bars' note); in a step the step's note instead (`steps`)."""
+    responsible_note: str = field(init=False, repr=False, compare=False)
+    sampled_note: str = field(init=False, repr=False, compare=False)
+    fit_columns: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The table's columns on the card given: its capacity; none without one."""
+    layer_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    batch_columns: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    activation_columns: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    overhead_columns: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    overhead_hints: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """Where to count the overheads, beside each verdict, while they are not."""
+    wire_columns: tuple[WireView, ...] = field(init=False, repr=False, compare=False)
+    host_columns: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    table_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    overheads_details: tuple[OverheadsDetail, ...] = field(init=False, repr=False, compare=False)
+    """The overheads item by item: with a card to fit, or once counted."""
+
+    def __post_init__(self) -> None:
+        label, counted, shape = self.params_label, self.overheads_counted, self.activations
+        size = label if label[-1:].isalpha() else f"{label}-weight"
+        switch = "Show the theory alone" if counted else "Count the overheads"
+        said = (
+            "The peak counts them, apart from the theory: the table's peak is the theory plus the hatched band."
+            if counted
+            else "The peak is the theory alone, as the ZeRO paper and the seed count it."
+        )
+        state = "counted in the peak" if counted else "not counted"
+        detail = OverheadsDetail("" if counted else None, state, said, switch)
+        sampled = (
+            f"With {self.gpus:,} cards the grid draws the first four and the last four, and as many weights; "
+            "every card holds the same pattern."
+        )
+        derived = {
+            "model_per_gpu": f"{size} model per GPU",
+            "model_words": f"{label} weight" + ("" if label == "1" else "s"),
+            "wire_lines": shown(self.wire if self.nodes else None),
+            "hybrids": ((self.hybrid_href, self.hybrid_label),) if self.hybrid_href else (),
+            "totals": shown(self.total),
+            "hosts": shown(self.host),
+            "note_lists": shown(self.notes),
+            "hatches": ("hatch",) if "overheads" in self.bar_keys else (),
+            "loose_cards": () if self.nodes else (self.cards,),
+            "bpw_minor": None if self.step else "minor",
+            "model_minor": "minor" if self.step else None,
+            "steps": shown(self.step),
+            "rest_notes": () if self.step else (self.bar_note,),
+            "responsible_note": "; the underlined one is the weight that card is responsible for"
+            if self.shards_anything
+            else "",
+            "sampled_note": sampled if self.sampled else "",
+            "fit_columns": shown(self.capacity),
+            "layer_notes": ("(this micro-batch's activations and largest layer kept)",) if shape else (),
+            "batch_columns": ("Largest micro-batch that fits",) if shape else (),
+            "activation_columns": ("Activations at the peak",) if shape else (),
+            "overhead_columns": ("Overheads",) if counted else (),
+            "overhead_hints": () if counted else (self.overheads_href,),
+            "wire_columns": shown(self.wire),
+            "host_columns": ("Host per node",) if self.rows and self.rows[0].host is not None else (),
+            "table_notes": shown(self.table_note),
+            "overheads_details": (detail,) if self.capacity or counted else (),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True)
@@ -149,6 +252,14 @@ class Narration:
     """The fit verdict on the card given; blank without a capacity."""
     switched: bool = False
     """Whether the view came by the switcher from another stage (its `from`)."""
+    after_move: str = field(init=False)
+    """What #narration says after a move (a link): `said(False)`."""
+    after_refine: str = field(init=False)
+    """What it says after a change of the run (the run form, which keeps the phase): `said(True)`."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "after_move", self.said(False))
+        object.__setattr__(self, "after_refine", self.said(True))
 
     def said(self, refined: bool) -> str:
         """What #narration says after the swap that brings this view.

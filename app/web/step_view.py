@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from math import ceil
 
@@ -30,6 +30,7 @@ from app.web.grid_view import (
     split_host,
 )
 from app.web.links import Links
+from app.web.parts import shown
 
 UNKNOWN_LAYER_NOTE = "Largest layer unknown: the figures leave out the layer in hand (see ZeRO-3's limit below)."
 LAYER_BANDS = frozenset({Band.WEIGHTS, Band.GRADIENTS})
@@ -47,6 +48,13 @@ class TransferNode:
     width: float
     label: str
     card: int | None
+    css: str = field(init=False, repr=False, compare=False)
+    label_css: str = field(init=False, repr=False, compare=False)
+    """A label of more than two characters is drawn smaller."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "css", "node gap" if self.card is None else "node")
+        object.__setattr__(self, "label_css", "node-label long" if len(self.label) > 2 else "node-label")
 
 
 @dataclass(frozen=True)
@@ -64,6 +72,42 @@ class TransferView:
     """For each path, whether it goes between nodes: drawn dashed, as the network is on the grid."""
     boundaries: tuple[float, ...] = ()
     """Where one node ends and the next begins in the drawing: a dashed rule each."""
+    arrows: tuple[tuple[str, str], ...] = field(init=False, repr=False, compare=False)
+    """Each path with its classes: "arrow between" where it goes between nodes."""
+    ring_words: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        between = tuple(self.crossing) + (False,) * (len(self.paths) - len(self.crossing))
+        arrows = tuple((d, "arrow between" if far else "arrow") for d, far in zip(self.paths, between, strict=False))
+        object.__setattr__(self, "arrows", arrows)
+        object.__setattr__(self, "ring_words", ", passed around the ring" if self.ring else "")
+
+
+@dataclass(frozen=True)
+class StepButton:
+    """One of the step's moves (first, previous, next, last), as a link.
+
+    Where there is nowhere to go, a control that stays, disabled but focusable, so it neither moves nor drops
+    the focus of someone pressing it.
+    """
+
+    attrs: dict[str, str | None]
+    before: str
+    """The arrow before the word (first, previous), or after it (`after`: next, last)."""
+    word: str
+    after: str
+
+
+def step_button(href: str | None, rel: str, label: str, glyph: str, word: str, glyph_first: bool = True) -> StepButton:
+    """A move's control; a narrow bar shows First and Last by their arrows alone (app.css), their names unchanged."""
+    attrs: dict[str, str | None] = {"id": f"step-{rel}", "aria-label": label, "data-step": rel}
+    if href:
+        attrs |= {"class": "step-button", "href": href, "hx-get": href, "hx-target": "#widget", "hx-swap": "morph",
+                  "hx-push-url": "true"}  # fmt: skip
+    else:
+        attrs |= {"class": "step-button disabled", "role": "link", "aria-disabled": "true", "tabindex": "0"}
+    before, after = (f"{glyph} ", "") if glyph_first else ("", f" {glyph}")
+    return StepButton(attrs, before, word, after)
 
 
 @dataclass(frozen=True)
@@ -105,6 +149,39 @@ class StepView:
     """One card's memory through the step, every stage, this phase marked."""
     links_tally: str = ""
     """Each card's bytes so far inside its node and between nodes, of the step's; blank on one node."""
+    buttons: tuple[StepButton, ...] = field(init=False, repr=False, compare=False)
+    """First, previous, next and last."""
+    links_tallies: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    pcie_tallies: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    mores: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    in_flight_css: str = field(init=False, repr=False, compare=False)
+    """As tall with or without arrows: "none" marks a phase where nothing moves."""
+    still: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """What is said where no arrow is drawn."""
+    pcies: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    charts: tuple[ChartView, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        buttons = (
+            step_button(self.first_href if self.index > 0 else None, "first", "First phase", "«", "First"),
+            step_button(self.prev_href, "prev", "Previous phase", "◀", "Previous"),
+            step_button(self.next_href, "next", "Next phase", "▶", "Next", False),
+            step_button(self.last_href if self.index < self.last else None, "last", "Last phase", "»", "Last", False),
+        )
+        derived = {
+            "buttons": buttons,
+            "links_tallies": shown(self.links_tally),
+            "pcie_tallies": shown(self.pcie_tally),
+            "mores": shown(self.more),
+            "notes": shown(self.note),
+            "in_flight_css": "in-flight" if self.transfers else "in-flight none",
+            "still": () if self.transfers else ("Nothing moves between cards in this phase.",),
+            "pcies": shown(self.pcie),
+            "charts": shown(self.chart),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
 
 NODE_SPACING = 12.5

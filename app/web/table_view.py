@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.domain.report import MAX_BATCH, UNKNOWN_LAYER_RULE, Accounting, StageReport
 from app.domain.scenario import Scenario
@@ -10,6 +10,7 @@ from app.domain.stages import Stage
 from app.domain.units import LARGEST_COUNT, ByteUnit, p_units, per_weight
 from app.domain.units import count_label as params_label
 from app.web.links import LinkFor, switch_href
+from app.web.parts import shown
 from app.web.wire_view import wire_view
 
 
@@ -43,6 +44,30 @@ class TableRow:
     """Each card's bytes a step inside its node, and between nodes (`wire_view`)."""
     time: str = ""
     """The time on the wire a step, against the compute's."""
+    fit_css: str = field(init=False, repr=False, compare=False)
+    fit_words: str = field(init=False, repr=False, compare=False)
+    row_class: str | None = field(init=False, repr=False, compare=False)
+    row_current: str | None = field(init=False, repr=False, compare=False)
+    link_current: str | None = field(init=False, repr=False, compare=False)
+    shown_marks: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """"(shown)" beside the current row's arrangement."""
+    pcies: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    hosts: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        current = self.current
+        derived = {
+            "fit_css": f"verdict {'fits' if self.fits else 'over'}",
+            "fit_words": "✓ fits" if self.fits else "✗ does not fit",
+            "row_class": "current" if current else None,
+            "row_current": "true" if current else None,
+            "link_current": "page" if current else None,
+            "shown_marks": ("(shown)",) if current else (),
+            "pcies": () if self.pcie is None else (self.pcie,),
+            "hosts": () if self.host is None else (self.host,),
+        }
+        for name, value in derived.items():
+            object.__setattr__(self, name, value)
 
 
 @dataclass(frozen=True)
@@ -54,6 +79,13 @@ class Boundary:
     assembled: str | None
     exceeds: bool | None
     verdict: str
+    css: str = field(init=False, repr=False, compare=False)
+    layers: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The largest layer, where it is known."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "css", "boundary exceeds" if self.exceeds else "boundary")
+        object.__setattr__(self, "layers", shown(self.largest_layer))
 
 
 def table_rows(

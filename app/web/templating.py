@@ -44,7 +44,7 @@ HTMX_CONFIG: dict[str, Any] = {
 # (the run form: arrowing through a drop-down must not fill the history).
 HISTORY_HEADER = "ZB-History"
 
-# Sent by the run form while it stands first, under the message of a bad link (templates/index.html):
+# Sent by the run form while it stands first, under the message of a bad link (templates/_widget_block.html):
 # the answer keeps it there, so the field being corrected does not move away under the typing.
 FORM_FIRST_HEADER = "ZB-Form-First"
 
@@ -78,7 +78,9 @@ HTMX_CONFIG_JSON = json.dumps(HTMX_CONFIG, separators=(",", ":"))
 templates.env.globals["htmx_config"] = HTMX_CONFIG_JSON
 # A live session's pages keep their own address while the widget changes under them: reloaded, the
 # teacher's page is still the teacher's, and a follower's still follows.
-templates.env.globals["htmx_live_config"] = json.dumps({**HTMX_CONFIG, "historyEnabled": False}, separators=(",", ":"))
+HTMX_LIVE_CONFIG_JSON = json.dumps({**HTMX_CONFIG, "historyEnabled": False}, separators=(",", ":"))
+# The page's layouts name theirs by the view's `htmx_config` (app/web/page_view.py).
+templates.env.globals["htmx_configs"] = {"page": HTMX_CONFIG_JSON, "live": HTMX_LIVE_CONFIG_JSON}
 
 
 class _Same:

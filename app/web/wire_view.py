@@ -5,7 +5,7 @@ Every figure is the stage report's (`StageReport.links`, `.time`); this module o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.domain.report import LinkBytes, Run, Scope, StageReport
 from app.domain.scenario import Scenario
@@ -24,6 +24,10 @@ class CollectiveLine:
     between: str
     crosses: bool
     """Whether it sends anything between nodes: drawn apart from the traffic inside a node."""
+    css: str | None = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "css", "crosses" if self.crosses else None)
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,11 @@ class WireView:
     """The table's cell: "131.3 GiB inside · 14.0 GiB between"."""
     table_time: str
     """The table's cell: "0.61 s on the wire, 1.86 s compute"."""
+    time_css: str = field(init=False, repr=False, compare=False)
+    """The time's classes beside the cards: "exposed" where the traffic cannot hide behind the compute."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "time_css", "wire-time exposed" if self.hides is False else "wire-time")
 
 
 def _description(link: LinkBytes) -> str:

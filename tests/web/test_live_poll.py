@@ -17,10 +17,13 @@ import pytest
 from bs4 import Tag
 from fastapi.testclient import TestClient
 
+from app.domain.questions import AnswerKind, Question
 from app.live.redis_hub import BREAKER_SECONDS
+from app.live.session import Poll
 from app.main import create_app
 from app.serving.config import STREAM_ENV, Settings
 from app.web.live_view import VOTER
+from app.web.poll_view import poll_panel, question_panel
 from tests.conftest import dom, one, text
 from tests.live.redis_server import running_redis
 from tests.web.test_live import started
@@ -343,3 +346,50 @@ def test_over_redis_votes_count_across_workers_and_a_restarted_redis_ends_the_ro
             teacher_count = teacher.get(f"/live/{code}/followers")
             assert teacher_count.status_code == 286
             assert "no longer running" in text(dom(teacher_count.text), "#live-lost")
+
+
+CHOICE = Question(AnswerKind.CHOICE, "Bytes per weight under ZeRO-1?", "1", "zero1", choices=("16 B", "5.5 B", "2 B"))
+ANON = ("Your answer is anonymous.",)
+
+
+@pytest.mark.parametrize(
+    ("poll", "own", "state", "heading", "sent", "unsent", "checked", "yours"),
+    [
+        # Open: the form; the follower's choice checked once sent.
+        (Poll(CHOICE, 3), None, "open", "Question 3", (), ANON, (None, None, None), ()),
+        (Poll(CHOICE, 3, round=2), "1", "open", "Question 3 · vote 2", ("5.5 B",), (), (None, "", None),
+         (("5.5 B", "right"),)),
+        # Closed: the follower's answer, or that there was none; revealed: whether it was right.
+        (Poll(CHOICE, 3, open=False), None, "closed", "Question 3", (), ANON, (None, None, None), ()),
+        (Poll(CHOICE, 3, open=False, revealed=True), "2", "revealed", "Question 3", ("2 B",), (), (None, None, ""),
+         (("2 B", "not right"),)),
+    ],
+)  # fmt: skip
+def test_a_followers_panel_is_decided_when_built(
+    poll: Poll,
+    own: str | None,
+    state: str,
+    heading: str,
+    sent: tuple[str, ...],
+    unsent: tuple[str, ...],
+    checked: tuple[str | None, ...],
+    yours: tuple[tuple[str, str], ...],
+) -> None:
+    panel = question_panel(poll, "/vote", own)
+    assert (panel.state, panel.heading, panel.sent, panel.unsent) == (state, heading, sent, unsent)
+    assert (tuple(c for _, _, c in panel.choices), panel.yours) == (checked, yours)
+
+
+@pytest.mark.parametrize(
+    ("poll", "actions", "polled"),
+    [
+        (Poll(CHOICE, 1), ("show",), "every 500ms"),
+        (Poll(CHOICE, 1, open=False, shown=True), ("again", "reveal"), None),
+        (Poll(CHOICE, 1, open=False, shown=True, revealed=True), (), None),
+    ],
+)
+def test_the_teachers_buttons_follow_the_vote(poll: Poll, actions: tuple[str, ...], polled: str | None) -> None:
+    panel = poll_panel(poll, 3, 10, (), ("/poll", "/action", "/csv"))
+    assert tuple(a.value for a in panel.actions) == actions
+    assert panel.attrs.get("hx-trigger") == polled
+    assert panel.count_line == "3 of 10 following have answered" + ("" if poll.open else " · the vote is closed")

@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from fastapi.testclient import TestClient
 
+from app.domain.stages import Stage
+from app.web.embed_view import embed_view
+from app.web.links import Links
+from app.web.page_view import error_view, page_view
 from tests.conftest import dom, one, text, unversioned
 from tests.web.helpers import HX, RUN, get_tree, query_of, run_page, theme_in
 
@@ -171,3 +176,74 @@ def test_the_words_the_figures_use_are_one_click_away(client: TestClient, path: 
         terms = [" ".join(dt.get_text().split()) for dt in words.select("dt")]
         assert terms == ["P", "All-reduce", "Reduce-scatter", "All-gather", "bf16, fp32"]
         assert " ".join(words.select("dd")[0].get_text().split()).startswith(p_says)
+
+
+_PARTS = ("switcher", "switcher_alone", "form_top", "form_bottom", "explained", "watch", "step_controls",
+          "calculator", "tools_top", "tools_side", "teach_field", "json_links")  # fmt: skip
+"""What the widget draws or leaves out, decided in PageView (the template loops over each)."""
+
+
+@pytest.mark.parametrize(
+    ("embed", "first", "phase", "drawn"),
+    [
+        # The page: the switcher alone at the top, the form after the picture, every tool.
+        (None, False, None, (1, 1, 0, 1, 1, 1, 1, 1, 1, 0, 1, 1)),
+        # A bad link's page: the form first, the switcher with it.
+        (None, True, None, (1, 0, 1, 0, 1, 1, 1, 1, 1, 0, 1, 1)),
+        # In the step: its panel, not the way into it.
+        (None, False, 3, (1, 1, 0, 1, 1, 0, 1, 1, 1, 0, 1, 1)),
+        # An embed by default: the switcher and the sentence, no step controls or calculator; the tools by the heading.
+        (("stages", False), False, None, (1, 1, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0)),
+        # The picture alone.
+        (("none", False), False, None, (0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0)),
+        # Everything an embed can have; a form first only where there is a calculator.
+        (("step", True), True, None, (1, 0, 1, 0, 1, 1, 1, 1, 0, 1, 0, 0)),
+        (("step", False), True, None, (1, 1, 0, 0, 1, 1, 1, 0, 0, 1, 0, 0)),
+    ],
+)
+def test_each_part_of_the_widget_is_decided_when_the_view_is_built(
+    embed: tuple[str, bool] | None, first: bool, phase: int | None, drawn: tuple[int, ...]
+) -> None:
+    view = page_view(Stage.ZERO2, Links("/", phase=phase), phase=phase)
+    view = replace(view, embed=embed_view(*embed) if embed else None, form_first=first, theme_href="/?theme=projector")
+    assert tuple(len(getattr(view, part)) for part in _PARTS) == drawn
+    assert view.key is not None
+    assert view.key.compact is (embed is not None)
+    assert view.widget_class == ("widget embedded" if embed else "widget")
+
+
+@pytest.mark.parametrize(
+    ("embed", "nav", "toggles"),
+    [(None, ("step-nav step-bar",), (("/?theme=projector", "Projector view"),)), (("step", False), ("step-nav",), ())],
+)
+def test_the_step_bar_and_the_theme_toggle_are_the_pages(
+    embed: tuple[str, bool] | None, nav: tuple[str, ...], toggles: tuple[tuple[str, str], ...]
+) -> None:
+    view = replace(page_view(Stage.ZERO3, Links("/")), embed=embed_view(*embed) if embed else None,
+                   theme_href="/?theme=projector")  # fmt: skip
+    assert view.step_controls == nav
+    assert tuple((t.href, t.label) for bar in view.tools_top + view.tools_side for t in bar) == toggles
+
+
+def test_an_error_draws_no_stage_and_keeps_the_switcher_and_the_ways_on() -> None:
+    view = error_view("Not understood.", Links("/"), Stage.ZERO1, "/compare", "/measured")
+    assert (view.errors, view.stages, view.key, view.calculator, view.form_top, view.form_bottom) == (
+        ("Not understood.",),
+        (),
+        None,
+        (),
+        (),
+        (),
+    )
+    assert [link.stage for links in view.switcher_alone for link in links if link.link_current] == [Stage.ZERO1]
+    assert [(w.id, w.href) for w in view.ways_on] == [("compare-link", "/compare"), ("measured-link", "/measured")]
+
+
+@pytest.mark.parametrize(("address", "phase", "attrs"), [
+    ("", None, {"data-address": None, "data-stage": "zero2", "data-phase": ""}),
+    ("/?stage=zero2&phase=4", 4, {"data-address": "/?stage=zero2&phase=4", "data-stage": "zero2", "data-phase": "4"}),
+])  # fmt: skip
+def test_the_widget_names_its_address_stage_and_phase(address: str, phase: int | None, attrs: dict[str, str]) -> None:
+    view = replace(page_view(Stage.ZERO2, Links("/", phase=phase), phase=phase), address=address)
+    assert view.widget_attrs == attrs
+    assert view.teach_field == (address,)
