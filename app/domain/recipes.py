@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from fractions import Fraction
+from functools import cached_property
 
 from app.domain.units import per_weight
 
@@ -95,7 +96,8 @@ class BandSpec:
     noun: str = ""
     """How a sentence names the band, e.g. "Adam's two fp32 moments"; blank: from the label."""
 
-    @property
+    # Asked some thousand times a never-seen page: worked out once for each band.
+    @cached_property
     def nbytes(self) -> Fraction:
         """Bytes a weight: an exact fraction (blockwise formats add their constants), whole for most."""
         return self.dtype.bits * self.copies / 8

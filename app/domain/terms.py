@@ -295,6 +295,12 @@ class Term:
     group: int | None = None
     """The cards a split term is split across, where not the shard group's (hpZ's secondary partition)."""
 
+    def __post_init__(self) -> None:
+        # Most bands are whole bytes a weight: kept as an int, a card's sum is integer arithmetic, some
+        # thousand times a page, where a Fraction's costs ten times more (bench.render's never-seen run).
+        if isinstance(self.nbytes, Fraction) and self.nbytes.denominator == 1:
+            object.__setattr__(self, "nbytes", int(self.nbytes))
+
     @property
     def band(self) -> Band | None:
         """The band of state it is, for the four bands of model state (its kind's)."""
