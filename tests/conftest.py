@@ -42,6 +42,11 @@ SLOW_MODULES = frozenset(
         "test_export",
         "test_deploying",
         "test_live_workers",
+        # Real processes by nature: uvicorn's workers started, signalled and starved (test_server), a real
+        # Redis killed and restarted under the hub (test_redis_hub). The logic they drive is tested in
+        # process in the quick loop: the server's options (tests/cli, tests/serving), both hubs (tests/live).
+        "test_server",
+        "test_redis_hub",
     }
 )
 QUICK_LOOP = "not slow"

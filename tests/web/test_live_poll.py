@@ -289,6 +289,7 @@ def test_the_followers_token_comes_with_its_stream_httponly_and_kept_to_the_sess
     assert not [v for k, v in again.headers.multi_items() if k == "set-cookie"]
 
 
+@pytest.mark.slow  # 200 pages and votes: a load test by nature
 def test_two_hundred_cookie_less_loads_and_votes_from_one_address_count_none(live: TestClient) -> None:
     """The ballot stuffed by reloading without the cookie: a bare page hands out no token, so no vote counts."""
     code = started(live)

@@ -242,7 +242,7 @@ def _drawn_now(tree: BeautifulSoup) -> float:
 
 
 @pytest.mark.parametrize(
-    "model", ["seed-30b", *full_run_only("llama-3-8b", "llama-3-70b", "llama-3.1-405b", "gpt-3-175b"), "custom"]
+    "model", ["seed-30b", *full_run_only("llama-3-8b", "llama-3-70b", "llama-3.1-405b", "gpt-3-175b", "custom")]
 )
 @pytest.mark.parametrize("gpus", [8, 64])
 def test_zero3_gathering_a_layer_moves_a_tenth_of_the_bar_and_discarding_it_brings_it_back(
