@@ -66,9 +66,17 @@ def _is_quick_loop(config: pytest.Config) -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The quick loop loads hypothesis's "quick" profile, unless `--hypothesis-profile` names one."""
+    """The quick loop: hypothesis's "quick" profile, unless `--hypothesis-profile` names one; a module per worker.
+
+    A module's tests share its pages and the app's memos (the reports, the response cache), which are each
+    worker's own: sent to one worker (`--dist loadfile`), a module's pages are rendered and its runs worked out
+    once, not once per worker; about a tenth of the loop's CPU. The full run keeps `loadgroup` (addopts), whose
+    groups keep the browser tests on one worker and write the export once.
+    """
     if config.getoption("hypothesis_profile", None) is None:
         settings.load_profile("quick" if _is_quick_loop(config) else "full")
+    if _is_quick_loop(config) and config.getoption("dist", "no") == "loadgroup":
+        config.option.dist = "loadfile"
 
 
 def quick_examples(count: int) -> int:

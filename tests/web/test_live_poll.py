@@ -323,6 +323,7 @@ def test_cookie_less_streams_from_one_address_count_at_most_its_share_of_the_roo
         assert count == f"{share} following ({share} of them from one address)"  # streams ended, seats held
 
 
+@pytest.mark.slow  # a real Redis, restarted under the round: as tests/live/test_redis_hub.py
 def test_over_redis_votes_count_across_workers_and_a_restarted_redis_ends_the_round_with_a_clear_message(
     tmp_path: Path,
 ) -> None:
