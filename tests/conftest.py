@@ -53,6 +53,9 @@ QUICK_LOOP = "not slow"
 """The quick loop's mark expression, as docs/testing.md and the README write it."""
 FIRST_MODULES = ("test_quality",)
 """Run first: a cold mypy takes half a minute, which the other worker spends on the rest."""
+HEAVY_FOLDERS = ("web",)
+"""Then these, whose modules render pages and take seconds each: the last modules given out are the small ones,
+so the two workers end together."""
 
 
 def _is_slow_path(path: Path) -> bool:
@@ -71,12 +74,15 @@ def pytest_configure(config: pytest.Config) -> None:
     A module's tests share its pages and the app's memos (the reports, the response cache), which are each
     worker's own: sent to one worker (`--dist loadfile`), a module's pages are rendered and its runs worked out
     once, not once per worker; about a tenth of the loop's CPU. The full run keeps `loadgroup` (addopts), whose
-    groups keep the browser tests on one worker and write the export once.
+    groups keep the browser tests on one worker and write the export once. The modules are given out in the
+    order `pytest_collection_modifyitems` sorts them, not xdist's (most tests first), which put the tools last:
+    a cold mypy then held one worker for half a minute at the end, alone.
     """
     if config.getoption("hypothesis_profile", None) is None:
         settings.load_profile("quick" if _is_quick_loop(config) else "full")
     if _is_quick_loop(config) and config.getoption("dist", "no") == "loadgroup":
         config.option.dist = "loadfile"
+        config.option.loadscopereorder = False
 
 
 def quick_examples(count: int) -> int:
@@ -132,7 +138,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.xdist_group("export"))
         elif "browser" in path.parts:  # one Chromium at a time: two on two cores time each other out
             item.add_marker(pytest.mark.xdist_group("browser"))
-    items.sort(key=lambda item: Path(str(item.path)).stem not in FIRST_MODULES)
+    items.sort(key=_order)
+
+
+def _order(item: pytest.Item) -> tuple[bool, bool]:
+    """The tools first, then the heavy folders, then the rest; each module's tests in their own order."""
+    path = Path(str(item.path))
+    return path.stem not in FIRST_MODULES, not set(HEAVY_FOLDERS) & set(path.parts)
 
 
 def full_run_only(*cases: object) -> list[Any]:
