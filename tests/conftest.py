@@ -21,9 +21,15 @@ from app.paths import STATIC_DIR
 from app.serving.assets import BUNDLES, bundled, minified
 
 # Timing is for the benchmark, not for tests: a loaded machine must not turn a slow example into a
-# failure (hypothesis's default deadline is 200 ms per example).
-settings.register_profile("zero-bands", deadline=None)
-settings.load_profile("zero-bands")
+# failure (hypothesis's default deadline is 200 ms per example). Two profiles: "full", the example counts each
+# test names (hypothesis's 100 where it names none), for every run but the quick loop; "quick", a fifth of them
+# (at least QUICK_EXAMPLES_LEAST), which the quick loop loads. `--hypothesis-profile full` gives the quick loop
+# the full counts. The property is the same in both; the full run looks further for a counterexample.
+settings.register_profile("full", deadline=None)
+settings.register_profile("quick", deadline=None, max_examples=20)
+settings.load_profile("full")
+QUICK_EXAMPLES_SHARE = 5
+QUICK_EXAMPLES_LEAST = 10
 
 # The slow ones, marked by where they are rather than one by one, so a new test there is marked too:
 # `pytest -m "not slow"` is the loop of under a minute for someone editing one module. Ruff and mypy are in
@@ -36,17 +42,73 @@ SLOW_MODULES = frozenset(
         "test_export",
         "test_deploying",
         "test_live_workers",
+        # Real processes by nature: uvicorn's workers started, signalled and starved (test_server), a real
+        # Redis killed and restarted under the hub (test_redis_hub). The logic they drive is tested in
+        # process in the quick loop: the server's options (tests/cli, tests/serving), both hubs (tests/live).
+        "test_server",
+        "test_redis_hub",
     }
 )
 QUICK_LOOP = "not slow"
 """The quick loop's mark expression, as docs/testing.md and the README write it."""
 FIRST_MODULES = ("test_quality",)
 """Run first: a cold mypy takes half a minute, which the other worker spends on the rest."""
+HEAVY_FOLDERS = ("web",)
+"""Then these, whose modules render pages and take seconds each: the last modules given out are the small ones,
+so the two workers end together."""
 
 
 def _is_slow_path(path: Path) -> bool:
     """Whether every test in the file or folder at `path` is slow by where it is."""
     return "browser" in path.parts or path.stem in SLOW_MODULES
+
+
+def _is_quick_loop(config: pytest.Config) -> bool:
+    """Whether this run is the quick loop: its mark expression is exactly `not slow`."""
+    return " ".join(str(config.getoption("markexpr", "")).split()) == QUICK_LOOP
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The quick loop: hypothesis's "quick" profile, unless `--hypothesis-profile` names one; a module per worker.
+
+    A module's tests share its pages and the app's memos (the reports, the response cache), which are each
+    worker's own: sent to one worker (`--dist loadfile`), a module's pages are rendered and its runs worked out
+    once, not once per worker; about a tenth of the loop's CPU. The full run keeps `loadgroup` (addopts), whose
+    groups keep the browser tests on one worker and write the export once. The modules are given out in the
+    order `pytest_collection_modifyitems` sorts them, not xdist's (most tests first), which put the tools last:
+    a cold mypy then held one worker for half a minute at the end, alone.
+    """
+    if config.getoption("hypothesis_profile", None) is None:
+        settings.load_profile("quick" if _is_quick_loop(config) else "full")
+    if _is_quick_loop(config) and config.getoption("dist", "no") == "loadgroup":
+        config.option.dist = "loadfile"
+        config.option.loadscopereorder = False
+
+
+def quick_examples(count: int) -> int:
+    """A test's example count in the quick loop: a fifth of the full run's, and never below the least."""
+    return max(QUICK_EXAMPLES_LEAST, -(-count // QUICK_EXAMPLES_SHARE))
+
+
+def _fewer_examples(item: pytest.Item) -> None:
+    """A hypothesis test's own `@settings(max_examples=...)` cut to its quick-loop count.
+
+    A count a test names wins over any profile, so the profile alone cannot shorten it: the settings
+    hypothesis reads when the test runs (`_hypothesis_internal_use_settings` on the test, which `@settings`
+    and `@given` set) are replaced by a copy with the quick count. A test that names no settings holds the
+    loaded profile itself, and keeps it.
+    """
+    test = getattr(item, "obj", None)
+    if test is None or not getattr(test, "is_hypothesis_test", False):
+        return
+    named: settings = test._hypothesis_internal_use_settings
+    if named is not settings.default and id(test) not in _CUT:  # a parametrized test's cases share one function
+        _CUT.add(id(test))
+        test._hypothesis_internal_use_settings = settings(named, max_examples=quick_examples(named.max_examples))
+
+
+_CUT: set[int] = set()
+"""The hypothesis tests whose count is already cut, by identity."""
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -55,17 +117,19 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     Collecting them costs each worker about 5 s of CPU: schemathesis builds its cases from the schema when the
     module is collected, and the browser tests import Playwright. Any other mark expression collects them.
     """
-    quick = " ".join(str(config.getoption("markexpr", "")).split()) == QUICK_LOOP
-    return True if quick and _is_slow_path(collection_path) else None
+    return True if _is_quick_loop(config) and _is_slow_path(collection_path) else None
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark the browser, wheel, schemathesis, export and benchmark tests slow; put the tools first.
 
     The tests that use the static export share one xdist group, so one worker writes it once; the browser
     tests share another, so they run one after another on one worker while the other takes the rest.
     """
+    quick = settings.default is settings.get_profile("quick")
     for item in items:
+        if quick:
+            _fewer_examples(item)
         path = Path(str(item.path))
         uses_export = "exported_site" in getattr(item, "fixturenames", ())
         if _is_slow_path(path) or uses_export:
@@ -74,7 +138,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.xdist_group("export"))
         elif "browser" in path.parts:  # one Chromium at a time: two on two cores time each other out
             item.add_marker(pytest.mark.xdist_group("browser"))
-    items.sort(key=lambda item: Path(str(item.path)).stem not in FIRST_MODULES)
+    items.sort(key=_order)
+
+
+def _order(item: pytest.Item) -> tuple[bool, bool]:
+    """The tools first, then the heavy folders, then the rest; each module's tests in their own order."""
+    path = Path(str(item.path))
+    return path.stem not in FIRST_MODULES, not set(HEAVY_FOLDERS) & set(path.parts)
 
 
 def full_run_only(*cases: object) -> list[Any]:

@@ -118,6 +118,7 @@ def test_an_escape_sequence_in_an_option_is_shown_not_sent(capsys: pytest.Captur
     assert "\\x1b[2J" in err
 
 
+@pytest.mark.slow  # the real command in a process of its own
 def test_the_table_into_a_closed_pipe_exits_quietly() -> None:
     # As `zero-bands table | head -1` once head has gone: the reading end is closed before the first
     # write. Python's default is a BrokenPipeError traceback on stderr and exit 120.

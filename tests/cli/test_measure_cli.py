@@ -33,6 +33,7 @@ def _run(code: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
 
 
 # Every rank holds a strip of every layer: 8 ranks × 8 layers × 3 bands = 192 partial cells.
+@pytest.mark.slow  # a Python of its own, torch hidden, imports the whole app
 @pytest.mark.parametrize("impl", ["fsdp2", "hsdp"])
 def test_the_view_renders_from_the_shipped_snapshot_without_torch(tmp_path: Path, impl: str) -> None:
     result = _run(

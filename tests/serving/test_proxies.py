@@ -41,6 +41,7 @@ def _from_proxy(url: str, method: str, path: str, body: str | None = None, **hea
     return response
 
 
+@pytest.mark.slow  # real uvicorn processes behind a proxy's address
 def test_the_teachers_cookie_is_secure_only_behind_a_trusted_https_proxy(served: tuple[str, bool]) -> None:
     url, trusted = served
     form = {"Content-Type": "application/x-www-form-urlencoded"}
@@ -50,6 +51,7 @@ def test_the_teachers_cookie_is_secure_only_behind_a_trusted_https_proxy(served:
     assert bool(cookie["secure"]) is trusted
 
 
+@pytest.mark.slow  # real uvicorn processes behind a proxy's address
 def test_the_embed_snippet_says_https_only_behind_a_trusted_https_proxy(served: tuple[str, bool]) -> None:
     url, trusted = served
     parts = urlsplit(url)

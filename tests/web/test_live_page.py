@@ -44,6 +44,7 @@ def draws(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return built
 
 
+@pytest.mark.slow  # 30 followers' whole pages: a load test by nature
 def test_a_class_joining_is_drawn_one_view(live: TestClient, draws: list[str]) -> None:
     code = started(live, VIEW)
     assert live.get(f"/live/{code}/teach").status_code == 200  # the teacher's page draws the view

@@ -292,6 +292,7 @@ def test_the_followers_token_comes_with_its_stream_httponly_and_kept_to_the_sess
     assert not [v for k, v in again.headers.multi_items() if k == "set-cookie"]
 
 
+@pytest.mark.slow  # 200 pages and votes: a load test by nature
 def test_two_hundred_cookie_less_loads_and_votes_from_one_address_count_none(live: TestClient) -> None:
     """The ballot stuffed by reloading without the cookie: a bare page hands out no token, so no vote counts."""
     code = started(live)
@@ -325,6 +326,7 @@ def test_cookie_less_streams_from_one_address_count_at_most_its_share_of_the_roo
         assert count == f"{share} following ({share} of them from one address)"  # streams ended, seats held
 
 
+@pytest.mark.slow  # a real Redis, restarted under the round: as tests/live/test_redis_hub.py
 def test_over_redis_votes_count_across_workers_and_a_restarted_redis_ends_the_round_with_a_clear_message(
     tmp_path: Path,
 ) -> None:

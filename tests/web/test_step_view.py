@@ -139,7 +139,7 @@ def test_a_run_on_64_gpus_is_stepped_on_its_own_cards(client: TestClient) -> Non
         "model=llama-3-8b",
         *full_run_only("model=llama-3-70b&gpus=16&capacity=80GiB"),
         "model=llama-3.1-405b&gpus=1024&capacity=80GB",
-        "gpus=1",
+        *full_run_only("gpus=1"),
         "model=custom&params=7.5B&gpus=3&largest_layer=1B&recipe=custom&weights_bytes=2&gradients_bytes=4",
         *full_run_only("gpus=64&capacity=40GiB"),
     ],
@@ -242,7 +242,7 @@ def _drawn_now(tree: BeautifulSoup) -> float:
 
 
 @pytest.mark.parametrize(
-    "model", ["seed-30b", *full_run_only("llama-3-8b", "llama-3-70b", "llama-3.1-405b", "gpt-3-175b"), "custom"]
+    "model", ["seed-30b", *full_run_only("llama-3-8b", "llama-3-70b", "llama-3.1-405b", "gpt-3-175b", "custom")]
 )
 @pytest.mark.parametrize("gpus", [8, 64])
 def test_zero3_gathering_a_layer_moves_a_tenth_of_the_bar_and_discarding_it_brings_it_back(
