@@ -9,7 +9,7 @@ from bs4 import Tag
 from fastapi.testclient import TestClient
 
 from app.domain.stages import Stage
-from tests.conftest import dom, one
+from tests.conftest import dom, one, sent
 from tests.web.helpers import HX, after_the_switcher, run_page
 
 RESTORE = {"HX-Request": "true", "HX-History-Restore-Request": "true"}
@@ -55,7 +55,7 @@ def test_route(
     if kind in {"page", "fragment"}:
         vary = {v.strip().lower() for v in response.headers["vary"].split(",")}
         assert {"hx-request", "hx-history-restore-request"} <= vary
-        tree = dom(response.text)
+        tree = sent(response.text)
         assert (tree.find("html") is not None) == (kind == "page")
         widget = tree.select_one("section#widget")
         assert widget is not None
@@ -127,7 +127,7 @@ def test_embeds_vary_on_the_htmx_headers(client: TestClient) -> None:
 def test_an_htmx_swap_in_an_embed_gets_the_embeds_widget_and_replaces_the_address(client: TestClient) -> None:
     response = client.get("/embed?stage=zero2&controls=step&phase=4", headers=HX)
     assert response.status_code == 200
-    tree = dom(response.text)
+    tree = sent(response.text)
     assert tree.select("html, body, .masthead") == []
     assert one(tree, "#grid")["data-stage"] == "zero2"
     assert tree.select(".step-controls #step-next")
