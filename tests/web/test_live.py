@@ -351,7 +351,9 @@ def test_forty_classmates_behind_a_guessers_address_still_follow_the_teacher_wit
         moved = time.monotonic()
         with ThreadPoolExecutor(max_workers=8) as pool:
             list(pool.map(hears, classmates))
-        assert time.monotonic() - moved < 5  # every one of the 40 has the teacher's move
+        # Each one has the teacher's move (asserted in each); the bound only catches a stream held open past
+        # its 0.2 s (the default is a minute): a speed target it is not (bench.live measures the joins).
+        assert time.monotonic() - moved < 30
 
 
 def _absent(code: str, i: int) -> str:
@@ -525,7 +527,7 @@ def test_a_hung_redis_answers_live_requests_503_at_once_and_leaves_the_rest_of_t
         # A follower's stream is told in its bar that the store is away, and asks again a second later.
         told = {(r.status_code, "event: state" in r.text, "retry: 1000" in r.text) for r in streams}
         assert told == {(200, True, True)}
-        assert time.monotonic() - began < 5.0  # one short wait each, not 5 s × 2 tries per call (20 s here)
+        assert time.monotonic() - began < 15.0  # one short wait each, not 5 s × 2 tries per call (20 s here)
         hub = client.app.state.hub  # type: ignore[attr-defined]
         assert isinstance(hub, RedisHub)
         assert hub.breaker.open  # the next ones are refused without asking Redis
@@ -761,4 +763,6 @@ def test_a_class_scanning_the_qr_code_follows_though_a_guesser_behind_its_addres
         moved = time.monotonic()
         with ThreadPoolExecutor(max_workers=8) as pool:
             list(pool.map(scans, range(50000, 50040)))
-        assert time.monotonic() - moved < 5  # every one of the 40 has the teacher's move
+        # Each one has the teacher's move (asserted in each); the bound only catches a stream held open past
+        # its 0.2 s (the default is a minute): a speed target it is not (bench.live measures the joins).
+        assert time.monotonic() - moved < 30
