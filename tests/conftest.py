@@ -90,25 +90,13 @@ def quick_examples(count: int) -> int:
     return max(QUICK_EXAMPLES_LEAST, -(-count // QUICK_EXAMPLES_SHARE))
 
 
-def _fewer_examples(item: pytest.Item) -> None:
-    """A hypothesis test's own `@settings(max_examples=...)` cut to its quick-loop count.
+def examples(count: int) -> int:
+    """The example count a property test names, `@settings(max_examples=examples(400))`.
 
-    A count a test names wins over any profile, so the profile alone cannot shorten it: the settings
-    hypothesis reads when the test runs (`_hypothesis_internal_use_settings` on the test, which `@settings`
-    and `@given` set) are replaced by a copy with the quick count. A test that names no settings holds the
-    loaded profile itself, and keeps it.
+    As named in the full run; its quick-loop count (`quick_examples`) where the quick profile is loaded. Read
+    when the test module is imported, which is after `pytest_configure` has loaded the profile.
     """
-    test = getattr(item, "obj", None)
-    if test is None or not getattr(test, "is_hypothesis_test", False):
-        return
-    named: settings = test._hypothesis_internal_use_settings
-    if named is not settings.default and id(test) not in _CUT:  # a parametrized test's cases share one function
-        _CUT.add(id(test))
-        test._hypothesis_internal_use_settings = settings(named, max_examples=quick_examples(named.max_examples))
-
-
-_CUT: set[int] = set()
-"""The hypothesis tests whose count is already cut, by identity."""
+    return quick_examples(count) if settings.default is settings.get_profile("quick") else count
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
@@ -126,10 +114,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     The tests that use the static export share one xdist group, so one worker writes it once; the browser
     tests share another, so they run one after another on one worker while the other takes the rest.
     """
-    quick = settings.default is settings.get_profile("quick")
     for item in items:
-        if quick:
-            _fewer_examples(item)
         path = Path(str(item.path))
         uses_export = "exported_site" in getattr(item, "fixturenames", ())
         if _is_slow_path(path) or uses_export:

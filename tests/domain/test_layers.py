@@ -24,6 +24,7 @@ from app.domain.sizing import peak_bytes
 from app.domain.stages import Stage
 from app.domain.terms import Pass
 from app.domain.trainable import LoraTargets
+from tests.conftest import examples
 
 # Llama 3 8B: embedding and head 128,256 × 4,096 = 525,336,576 each; a block 218,112,000; 32 blocks.
 EMBEDDING_8B = 128_256 * 4096
@@ -249,7 +250,7 @@ def _brute_force_peak(arch: Architecture, stage: Stage, gpus: int, frozen: int, 
     return state + max(moments)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(
     arch=architectures(),
     stage=st.sampled_from(list(Stage)),

@@ -15,6 +15,7 @@ from app.domain.architecture import LLAMA_3_8B, Architecture
 from app.domain.communication import Whose
 from app.domain.layers import bare_layers, column_moments, model_layers
 from app.domain.run import MAX_BATCH, MEMO_ENTRIES, Run
+from tests.conftest import examples
 from tests.domain.test_layers import architectures
 
 
@@ -80,7 +81,7 @@ def test_lora_draws_no_column_as_trained() -> None:
     assert all(run.frozen_column(c) for c in range(8))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(
     arch=architectures(),
     share=st.fractions(0, 1, max_denominator=97),

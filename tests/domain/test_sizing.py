@@ -30,6 +30,7 @@ from app.domain.stages import Stage
 from app.domain.step import step
 from app.domain.terms import Moment, Pass, TermKind
 from app.domain.units import ByteUnit
+from tests.conftest import examples
 
 recipes = st.sampled_from(list(RECIPES.values()))
 
@@ -94,7 +95,7 @@ def test_the_largest_model_and_the_verdict_use_the_same_test() -> None:
     assert zero3.max_params_that_fit == (16 * 2**30 - assembled) // 16 * 8 == 7_539_261_440
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     params=st.integers(10**6, 10**13),
     gpus=st.integers(1, 4096),
@@ -232,7 +233,7 @@ def _shaped_run(name: ModelName, gpus: int, batch: int, seq: int, recompute: Rec
     return resolve(inputs).run
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     name=shaped,
     gpus=st.integers(1, 4096),
@@ -253,7 +254,7 @@ def test_the_steps_highest_moment_is_the_peak(
     assert max(p.extra.activations for p in phases) == max(phases[i].extra.activations for i in (8, 9))
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     name=shaped,
     gpus=st.integers(1, 4096),
@@ -293,7 +294,7 @@ def test_llama_8b_zero3_peak_by_hand() -> None:
     assert row.peak_bytes == 16_060_522_496 + 2_101_346_304 + activations
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(name=shaped, gpus=st.integers(1, 4096), batch=st.integers(0, 8), stage=st.sampled_from(list(Stage)))
 def test_counted_overheads_are_the_same_at_every_moment_and_the_peak_is_still_the_steps_highest(
     name: ModelName, gpus: int, batch: int, stage: Stage
@@ -323,7 +324,7 @@ def test_one_card_moves_nothing() -> None:
     assert communication_bytes(Stage.ZERO3, Run(params=1000, gpus=1)) == 0
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=examples(80), deadline=None)
 @given(
     model=st.sampled_from([ModelName.LLAMA_3_8B, ModelName.LLAMA_3_70B, ModelName.GPT_3_175B, ModelName.SEED_30B]),
     gpus=st.sampled_from([1, 2, 8, 16, 64]),

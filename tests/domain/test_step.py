@@ -27,7 +27,7 @@ from app.domain.step import (
     step,
 )
 from app.domain.step_text import detail, explanation
-from tests.conftest import full_run_only
+from tests.conftest import examples, full_run_only
 
 GIB = 2**30
 SEED = Run()
@@ -49,7 +49,7 @@ recipes = st.sampled_from(list(RECIPES.values())) | st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(
     stage=st.sampled_from(list(Stage)),
     gpus=st.integers(1, 4096),

@@ -16,6 +16,7 @@ from app.domain.scenario import Inputs, resolve
 from app.domain.stages import Stage
 from app.domain.step import Part
 from app.domain.timeline import POINTS, Instant, Point
+from tests.conftest import examples
 
 SEED = 30 * 10**9
 LAYER = SEED // 8
@@ -148,7 +149,7 @@ def _check(report: RunReport, stage: Stage) -> None:
     assert points[0].nbytes == points[-1].nbytes == phases[0].live_bytes
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(
     model=st.sampled_from([ModelName("llama-3-8b"), ModelName("gpt-3-175b"), None]),
     gpus=st.integers(1, 128),

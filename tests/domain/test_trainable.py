@@ -17,6 +17,7 @@ from app.domain.stages import Stage
 from app.domain.state_bytes import band_bytes
 from app.domain.step import step
 from app.domain.trainable import LoraTargets, adapter_params, parse_trainable
+from tests.conftest import examples
 
 # peft's print_trainable_parameters() for Llama 3 8B with r = 16: "trainable params: 13,631,488" for
 # q, k, v and o, and "trainable params: 41,943,040 || all params: 8,072,204,288" for all-linear.
@@ -94,7 +95,7 @@ def test_lora_on_a_bare_count_says_why_there_are_no_adapters() -> None:
     assert not [note for note in shaped.notes if "bare weight count" in note]
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(
     name=st.sampled_from([ModelName.LLAMA_3_8B, ModelName.GPT_3_175B, ModelName.SEED_30B]),
     gpus=st.integers(1, 4096),

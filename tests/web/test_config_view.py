@@ -24,7 +24,7 @@ from app.main import create_app
 from app.web.config_view import MAX_CONFIG_BYTES, ConfigFormat, config_view, read_pasted, written
 from app.web.inputs import PageQuery, RunQuery
 from app.web.links import Links
-from tests.conftest import dom, one, text
+from tests.conftest import dom, examples, one, text
 
 ZERO3_CPU = {"zero_optimization": {"stage": 3, "offload_optimizer": {"device": "cpu", "pin_memory": True}}}
 
@@ -345,7 +345,7 @@ def expressible_runs(draw: st.DrawFn) -> dict[str, str]:
     return run
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(expressible_runs())
 def test_a_run_written_as_deepspeed_reads_back_as_the_same_run(given_run: dict[str, str]) -> None:
     original = PageQuery.model_validate(given_run)

@@ -14,11 +14,11 @@ from app.domain.stages import Stage
 from app.domain.units import BYTES_PATTERN, COUNT_PATTERN
 from app.web.fields import FIELDS, Kind, RunField
 from app.web.inputs import RunQuery, set_aside
-from tests.conftest import dom, one, text
+from tests.conftest import dom, examples, one, text
 from tests.web.helpers import get_tree, run_page, table_cells, theme_in
 
 PATHS = ["/", "/api/memory"]
-FAST = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FAST = settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 counts = (
     st.from_regex(COUNT_PATTERN, fullmatch=True)
@@ -137,7 +137,7 @@ def _rust_accepts(field: str, value: str) -> bool:
     return True
 
 
-@settings(max_examples=400)
+@settings(max_examples=examples(400))
 @given(value=near_misses | st.from_regex(COUNT_PATTERN, fullmatch=True) | st.from_regex(BYTES_PATTERN, fullmatch=True))
 def test_python_and_pydantic_read_the_patterns_alike(value: str) -> None:
     # pydantic-core matches with Rust's regex crate, the domain with Python's re: the OpenAPI

@@ -17,6 +17,7 @@ from app.domain.scenario import resolve
 from app.main import create_app
 from app.web.config_view import ConfigFormat, ConfigQuery
 from app.web.inputs import RunQuery
+from tests.conftest import examples
 
 load_all_checks()
 # Every check schemathesis has, not only the default set.
@@ -45,7 +46,7 @@ def test_every_operation_is_tested() -> None:
 
 
 @pytest.mark.parametrize("label", sorted(OPERATIONS))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_api_conforms_to_its_schema(label: str, data: st.DataObject) -> None:
     case: schemathesis.Case[Any] = data.draw(OPERATIONS[label].as_strategy())

@@ -10,7 +10,7 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.conftest import cell_facts, cell_selector, dom, full_run_only, one, text
+from tests.conftest import cell_facts, cell_selector, dom, examples, full_run_only, one, text
 from tests.web.helpers import run_page
 
 
@@ -220,7 +220,7 @@ runs = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(query=runs)
 def test_one_screen_one_story_for_any_run(client: TestClient, query: dict[str, str]) -> None:
     """At the step's last phase each card's peak so far is the step's highest figure; the table beside it agrees."""

@@ -22,10 +22,10 @@ from app.web.form_view import Control, FieldProblem, form_view
 from app.web.grid_view import CellView, ColumnView
 from app.web.inputs import RunQuery
 from app.web.templating import _kept_form_part, form_part, render, rendered, templates
-from tests.conftest import dom, one, opened_panel
+from tests.conftest import dom, examples, one, opened_panel
 
 
-@settings(max_examples=20, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     stages=st.lists(st.sampled_from(list(Stage)), min_size=2, max_size=4),
     gpus=st.sampled_from([1, 2, 3, 8, 16, 100, 1024]),
