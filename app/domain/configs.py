@@ -290,16 +290,17 @@ def _precision(run: Run, ddp: bool = False) -> tuple[list[str], list[str]]:
         lines += [
             f"# QLoRA: the frozen weights in {recipe.spec(Band.WEIGHTS).dtype.name} (bitsandbytes, double-quantised), "
             f"LoRA adapters in {recipe.adapters.name} (peft), updated in place: no master copy.",
-            "# from transformers import AutoModelForCausalLM, BitsAndBytesConfig; from peft import LoraConfig, get_peft_model",
-            "# quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", "
+            "# from transformers import AutoModelForCausalLM, BitsAndBytesConfig",
+            "# from peft import LoraConfig, get_peft_model",
+            '# quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", '
             "bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16)",
             "# model = AutoModelForCausalLM.from_pretrained(name, quantization_config=quantization)",
             '# model = get_peft_model(model, LoraConfig(r=rank, target_modules="all-linear"))',
         ]
-        moments = recipe.spec(Band.MOMENTS).dtype
-        if moments.torch and moments.torch != recipe.adapters.torch:
+        state = recipe.spec(Band.MOMENTS).dtype
+        if state.torch and state.torch != recipe.adapters.torch:
             lines.append(
-                f"# Adam's moments in {moments.name}, as drawn: torch's AdamW keeps them in the parameters' dtype."
+                f"# Adam's moments in {state.name}, as drawn: torch's AdamW keeps them in the parameters' dtype."
             )
     elif _pure_bf16(recipe):
         moments = recipe.spec(Band.MOMENTS).dtype.name
@@ -438,7 +439,12 @@ def _reshard(stage: Stage, run: Run) -> tuple[str, list[str]]:
 
 # --- reading -------------------------------------------------------------------------------------
 
-_MODELLED_TOP = frozenset({"zero_optimization", "bf16", "fp16", "optimizer", "train_micro_batch_size_per_gpu"})
+_MODELLED_TOP = frozenset(
+    {"zero_optimization", "bf16", "fp16", "optimizer", "train_micro_batch_size_per_gpu"}
+    | {"zero_allow_untested_optimizer", "data_types"}
+)
+_BF16_KEYS = ("bf16_master_weights_and_grads", "bf16_optimizer_states")
+"""DeepSpeed's switches that keep in bf16 what it would keep in fp32: the master copy and the gradients, the moments."""
 _MODELLED_ZERO = frozenset(
     {"stage", "offload_optimizer", "offload_param", "reduce_bucket_size"}
     | {"stage3_prefetch_bucket_size", "stage3_max_live_parameters"}
@@ -478,6 +484,8 @@ def read_deepspeed(config: Mapping[str, Any]) -> dict[str, str]:
         query["shard"] = shard
     if (recipe := _recipe(config)) is not None:
         query["recipe"] = recipe
+    if (kept := _grad_accum(config)) is not None:
+        query["grad_accum"] = kept
     batch = config.get("train_micro_batch_size_per_gpu", 1)
     if batch != AUTO:
         if not _whole(batch) or not 1 <= batch <= MAX_BATCH:
@@ -489,15 +497,21 @@ def read_deepspeed(config: Mapping[str, Any]) -> dict[str, str]:
 
 
 def read_notes(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """What the reading drew otherwise than the config says, a sentence each, for a person."""
+    """What the reading drew otherwise than the config says, or guessed, a sentence each, for a person."""
+    notes = []
     zero = config.get("zero_optimization")
     size = zero.get("mics_shard_size") if isinstance(zero, Mapping) else None
-    if not _whole(size) or size <= 0:
-        return ()
-    return (
-        f"zero_optimization.mics_shard_size: {int(size):,} is MiCS, which DeepSpeed removed in its newest release: "
-        f"drawn as hybrid sharding (shard={int(size)}), as FSDP2's HSDP does it.",
-    )
+    if _whole(size) and size > 0:
+        notes.append(
+            f"zero_optimization.mics_shard_size: {int(size):,} is MiCS, which DeepSpeed removed in its newest "
+            f"release: drawn as hybrid sharding (shard={int(size)}), as FSDP2's HSDP does it."
+        )
+    if _client_optimizer(config) and _recipe(config) == RecipeName.ADAM_8BIT.value:
+        notes.append(
+            "No optimizer block and zero_allow_untested_optimizer: true is an optimizer passed in code, which the "
+            "config does not name: drawn as bitsandbytes' 8-bit Adam (adam-8bit), the one this app passes so."
+        )
+    return tuple(notes)
 
 
 def ignored_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
@@ -509,9 +523,19 @@ def ignored_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
         for block in ("offload_optimizer", "offload_param"):
             if isinstance(inner := zero.get(block), Mapping):
                 ignored += [f"zero_optimization.{block}.{key}" for key in inner if key not in _MODELLED_OFFLOAD]
-    for section, known in (("bf16", {"enabled"}), ("fp16", {"enabled"}), ("optimizer", {"type"})):
-        if isinstance(inner := config.get(section), Mapping):
-            ignored += [f"{section}.{key}" for key in inner if key not in known]
+    sections = (
+        ("bf16", {"enabled", *_BF16_KEYS}),
+        ("fp16", {"enabled"}),
+        ("optimizer", {"type", "params"}),
+        ("optimizer.params", {"momentum"}),  # SGD's, the one parameter the app writes
+        ("data_types", {"grad_accum_dtype"}),
+    )
+    for section, known in sections:
+        found: Any = config
+        for part in section.split("."):
+            found = found.get(part) if isinstance(found, Mapping) else None
+        if isinstance(found, Mapping):
+            ignored += [f"{section}.{key}" for key in found if key not in known]
     return tuple(ignored)
 
 
@@ -613,7 +637,14 @@ def _bucket(key: str, value: object, default: int) -> str:
 
 
 def _recipe(config: Mapping[str, Any]) -> str | None:
-    """mixed-adam or fp32-adam; None when the precision is left to the launcher ("auto")."""
+    """The recipe the precision and the optimizer say; None when the precision is left to the launcher ("auto").
+
+    Read as the exports write each recipe (`deepspeed_config`): bf16 with Adam is mixed-adam, and with
+    `bf16_master_weights_and_grads` and `bf16_optimizer_states` pure bf16 Adam (bf16-adam); SGD is
+    mixed-sgd; no optimizer with `zero_allow_untested_optimizer: true` (a client optimizer) and bf16 is
+    adam-8bit, which `read_notes` says. fp16 keeps bf16's bytes. fp8's multiplies and QLoRA's NF4 weights
+    are the model's, not the config's: they read as the Adam recipe of their bands (docs/export.md).
+    """
     enabled = {}
     for section in ("bf16", "fp16"):
         value = _section(config, section).get("enabled", False)
@@ -622,11 +653,60 @@ def _recipe(config: Mapping[str, Any]) -> str | None:
         enabled[section] = value
     if enabled["bf16"] is True and enabled["fp16"] is True:
         raise ConfigError("fp16.enabled", True, "and bf16.enabled are both true: choose one.")
+    low = True in enabled.values()
+    master, states = _bf16_switches(config, low)
     optimizer = _section(config, "optimizer").get("type", "Adam")
-    if not isinstance(optimizer, str) or optimizer.lower() not in ADAM_TYPES:
-        raise ConfigError("optimizer.type", optimizer, "is not drawn here: the recipes are Adam's (Adam or AdamW).")
-    if True in enabled.values():  # fp16 keeps the same bytes as bf16: 2-byte weights, an fp32 master copy
-        return RecipeName.MIXED_ADAM.value
-    if AUTO in enabled.values():
+    if not isinstance(optimizer, str) or optimizer.lower() not in ADAM_TYPES | {"sgd"}:
+        raise ConfigError(
+            "optimizer.type",
+            optimizer,
+            "is not drawn here: use Adam, AdamW or SGD (8-bit Adam is passed in code).",
+        )
+    if AUTO in enabled.values() and not low:
         return None
-    return RecipeName.FP32_ADAM.value
+    if optimizer.lower() == "sgd":
+        if not low:
+            raise ConfigError(
+                "optimizer.type", optimizer, "is drawn in mixed precision alone (mixed-sgd): enable bf16."
+            )
+        return RecipeName.MIXED_SGD.value
+    if not low:
+        return RecipeName.FP32_ADAM.value
+    if master and states:
+        return RecipeName.BF16_ADAM.value
+    if master or states:
+        # bf16 master with fp32 moments is QLoRA's adapters, whose NF4 weights the config cannot say.
+        return None
+    if _client_optimizer(config):
+        return RecipeName.ADAM_8BIT.value
+    return RecipeName.MIXED_ADAM.value
+
+
+def _bf16_switches(config: Mapping[str, Any], low: bool) -> tuple[bool, bool]:
+    """`bf16.bf16_master_weights_and_grads` and `bf16.bf16_optimizer_states`, each true or false (absent)."""
+    bf16 = _section(config, "bf16")
+    switches = []
+    for key in _BF16_KEYS:
+        value = bf16.get(key, False)
+        if not isinstance(value, bool):
+            raise ConfigError(f"bf16.{key}", value, "should be true or false.")
+        switches.append(value and low)
+    return switches[0], switches[1]
+
+
+def _client_optimizer(config: Mapping[str, Any]) -> bool:
+    """No optimizer block, and ZeRO told it may take one of the user's own: an optimizer passed in code."""
+    return "optimizer" not in config and config.get("zero_allow_untested_optimizer") is True
+
+
+def _grad_accum(config: Mapping[str, Any]) -> str | None:
+    """The grad_accum parameter from `data_types.grad_accum_dtype`: "fp32", or "bf16" (the recipe's band, the default).
+
+    A choice, so never blank; absent, DeepSpeed's accumulation is the app's default.
+    """
+    value = _section(config, "data_types").get("grad_accum_dtype", "bf16")
+    if value == AUTO:
+        return None
+    if value not in ("fp32", "bf16", "fp16"):
+        raise ConfigError("data_types.grad_accum_dtype", value, 'is not a gradient format: use "fp32" or "bf16".')
+    return GradAccum.FP32.value if value == "fp32" else GradAccum.BF16.value
