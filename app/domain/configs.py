@@ -88,14 +88,31 @@ class NoConfig(ValueError):
 # --- writing -------------------------------------------------------------------------------------
 
 
+def _refused_parameter(stage: Stage, run: Run) -> str:
+    """The URL parameter that asks for what DeepSpeed has no config for; empty where it has one."""
+    if stage is Stage.DP:
+        # Without ZeRO, DeepSpeed's engine refuses bf16 weights with fp32 gradient accumulation
+        # (NotImplementedError since deepspeedai/DeepSpeed#7790; #7803 moved its own test to ZeRO-1).
+        return "grad_accum" if _kept(run) is GradAccum.FP32 and _bf16(run.recipe) else ""
+    return "shard" if run.shards != run.gpus else ""
+
+
 def deepspeed_refused(stage: Stage, run: Run) -> str:
     """Why DeepSpeed has no config for `run` under `stage`, for a person; empty where it has one.
 
     Hybrid sharding under ZeRO-1 to 3: DeepSpeed's own was MiCS (`mics_shard_size`), removed in its
     newest release (deepspeedai/DeepSpeed#8489). Data parallelism splits nothing, so its config is
-    the same with shard groups or without.
+    the same with shard groups or without. grad_accum=fp32 with bf16 weights at stage 0: DeepSpeed
+    accumulates bf16 gradients in fp32 only under ZeRO.
     """
-    if stage is Stage.DP or run.shards == run.gpus:
+    parameter = _refused_parameter(stage, run)
+    if parameter == "grad_accum":
+        return (
+            "grad_accum=fp32 with bf16 weights needs ZeRO in DeepSpeed: without it (stage 0) its engine refuses "
+            "data_types.grad_accum_dtype fp32. Use ZeRO-1, which keeps the same state on every card but the "
+            "optimizer's, or FSDP2's snippet."
+        )
+    if not parameter:
         return ""
     return (
         f"shard={run.shards} is hybrid sharding (the state split across {run.shards:,} cards, kept whole by "
@@ -108,10 +125,10 @@ def deepspeed_config(stage: Stage, run: Run) -> dict[str, Any]:
     """The DeepSpeed config of `run` under `stage`.
 
     batch=0 (no activations counted) writes a micro-batch of 1, the least DeepSpeed accepts.
-    Raises NoConfig where DeepSpeed has none (`deepspeed_refused`): hybrid sharding.
+    Raises NoConfig where DeepSpeed has none (`deepspeed_refused`): hybrid sharding, grad_accum=fp32 at stage 0.
     """
     if refused := deepspeed_refused(stage, run):
-        raise NoConfig("shard", refused)
+        raise NoConfig(_refused_parameter(stage, run), refused)
     placement = run.setup.placement
     moved = placement.moved(stage)
     zero: dict[str, Any] = {"stage": ZERO_STAGE[stage]}
