@@ -24,10 +24,11 @@ from typing import Any, TypeGuard
 
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Home
-from app.domain.recipes import BF16, FP32, Band, RecipeName
+from app.domain.recipes import BF16, FP32, Band, Optimizer, Recipe, RecipeName
 from app.domain.run import MAX_GPUS
 from app.domain.sizing import MAX_BATCH, Run
 from app.domain.stages import Stage
+from app.domain.terms import GradAccum, grad_accum
 
 ZERO_STAGE = {Stage.DP: 0, Stage.ZERO1: 1, Stage.ZERO2: 2, Stage.ZERO3: 3}
 STAGE_OF = {number: stage for stage, number in ZERO_STAGE.items()}
@@ -53,6 +54,7 @@ GOVERNED = (
     "prefetch_bucket_size",
     "max_live_parameters",
     "recipe",
+    "grad_accum",
     "batch",
     "shard",
     "hpz",
@@ -86,14 +88,31 @@ class NoConfig(ValueError):
 # --- writing -------------------------------------------------------------------------------------
 
 
+def _refused_parameter(stage: Stage, run: Run) -> str:
+    """The URL parameter that asks for what DeepSpeed has no config for; empty where it has one."""
+    if stage is Stage.DP:
+        # Without ZeRO, DeepSpeed's engine refuses bf16 weights with fp32 gradient accumulation
+        # (NotImplementedError since deepspeedai/DeepSpeed#7790; #7803 moved its own test to ZeRO-1).
+        return "grad_accum" if _kept(run) is GradAccum.FP32 and _bf16(run.recipe) else ""
+    return "shard" if run.shards != run.gpus else ""
+
+
 def deepspeed_refused(stage: Stage, run: Run) -> str:
     """Why DeepSpeed has no config for `run` under `stage`, for a person; empty where it has one.
 
     Hybrid sharding under ZeRO-1 to 3: DeepSpeed's own was MiCS (`mics_shard_size`), removed in its
     newest release (deepspeedai/DeepSpeed#8489). Data parallelism splits nothing, so its config is
-    the same with shard groups or without.
+    the same with shard groups or without. grad_accum=fp32 with bf16 weights at stage 0: DeepSpeed
+    accumulates bf16 gradients in fp32 only under ZeRO.
     """
-    if stage is Stage.DP or run.shards == run.gpus:
+    parameter = _refused_parameter(stage, run)
+    if parameter == "grad_accum":
+        return (
+            "grad_accum=fp32 with bf16 weights needs ZeRO in DeepSpeed: without it (stage 0) its engine refuses "
+            "data_types.grad_accum_dtype fp32. Use ZeRO-1, which keeps the same state on every card but the "
+            "optimizer's, or FSDP2's snippet."
+        )
+    if not parameter:
         return ""
     return (
         f"shard={run.shards} is hybrid sharding (the state split across {run.shards:,} cards, kept whole by "
@@ -106,10 +125,10 @@ def deepspeed_config(stage: Stage, run: Run) -> dict[str, Any]:
     """The DeepSpeed config of `run` under `stage`.
 
     batch=0 (no activations counted) writes a micro-batch of 1, the least DeepSpeed accepts.
-    Raises NoConfig where DeepSpeed has none (`deepspeed_refused`): hybrid sharding.
+    Raises NoConfig where DeepSpeed has none (`deepspeed_refused`): hybrid sharding, grad_accum=fp32 at stage 0.
     """
     if refused := deepspeed_refused(stage, run):
-        raise NoConfig("shard", refused)
+        raise NoConfig(_refused_parameter(stage, run), refused)
     placement = run.setup.placement
     moved = placement.moved(stage)
     zero: dict[str, Any] = {"stage": ZERO_STAGE[stage]}
@@ -126,16 +145,61 @@ def deepspeed_config(stage: Stage, run: Run) -> dict[str, Any]:
         zero |= _zeropp(run)
     config: dict[str, Any] = {
         "train_micro_batch_size_per_gpu": max(run.batch, 1),
-        "bf16": {"enabled": _bf16(run)},
+        "bf16": _bf16_section(run.recipe),
         "zero_optimization": zero,
     }
-    # The optimizer and the precision are the recipe's properties (recipes.py), never its name.
-    if kind := run.recipe.optimizer.deepspeed:
-        config["optimizer"] = {"type": kind}
-    elif stage is not Stage.DP:
-        # ZeRO refuses an optimizer of the user's own unless told it may (DeepSpeed's engine asserts).
+    # The optimizer, the precision and the gradients' format are the recipe's properties (recipes.py)
+    # and the run's grad_accum, never the recipe's name.
+    optimizer = run.recipe.optimizer
+    if optimizer is Optimizer.SGD_MOMENTUM:
+        # DeepSpeed builds a type it has none of from torch.optim by name (engine.py,
+        # `_configure_basic_optimizer`); ZeRO takes it only when told it may (its engine asserts).
+        config["optimizer"] = {"type": "SGD", "params": {"momentum": SGD_MOMENTUM}}
         config["zero_allow_untested_optimizer"] = True
+    elif kind := optimizer.deepspeed:
+        config["optimizer"] = {"type": kind}
+    else:
+        # bitsandbytes' 8-bit Adam (or the user's own): no DeepSpeed type names it, so it is passed in
+        # code, `deepspeed.initialize(optimizer=bnb.optim.AdamW8bit(...))`, and ZeRO takes an optimizer
+        # of the user's own only when told it may. Written at every stage: the reader knows it by it.
+        config["zero_allow_untested_optimizer"] = True
+    if _kept(run) is GradAccum.FP32:
+        # DeepSpeed's `data_types.grad_accum_dtype` (PR #4713): the gradients accumulated in fp32.
+        config["data_types"] = {"grad_accum_dtype": "fp32"}
     return config
+
+
+SGD_MOMENTUM = 0.9
+"""The momentum written for SGD with momentum: a common value, to edit (any above 0 keeps the band)."""
+
+
+def _kept(run: Run) -> GradAccum:
+    """What the run keeps its gradients in (the grad_accum input), bf16 (the recipe's band) unless told."""
+    return GradAccum(run.setup.ruled_value(grad_accum, GradAccum.BF16))
+
+
+def _pure_bf16(recipe: Recipe) -> bool:
+    """bf16 weights that train and no master copy: the update goes straight into the bf16 weights."""
+    return recipe.trained.torch == BF16.torch and not recipe.has_master
+
+
+def _bf16_moments(recipe: Recipe) -> bool:
+    return recipe.spec(Band.MOMENTS).copies > 0 and recipe.spec(Band.MOMENTS).dtype.torch == BF16.torch
+
+
+def _bf16_section(recipe: Recipe) -> dict[str, Any]:
+    """DeepSpeed's `bf16` section from the recipe's bands.
+
+    `bf16_master_weights_and_grads` and `bf16_optimizer_states` (DeepSpeed PR #7700, its
+    config-json "bf16" section) keep what DeepSpeed would hold in fp32 in bf16: written where the
+    recipe has no fp32 master copy beside bf16 weights, and where its moments are bf16.
+    """
+    section: dict[str, Any] = {"enabled": _bf16(recipe)}
+    if _pure_bf16(recipe):
+        section["bf16_master_weights_and_grads"] = True
+    if _bf16(recipe) and _bf16_moments(recipe):
+        section["bf16_optimizer_states"] = True
+    return section
 
 
 def _zeropp(run: Run) -> dict[str, Any]:
@@ -157,52 +221,134 @@ def _offload(device: str, pin_memory: bool) -> dict[str, Any]:
     return block
 
 
-def _bf16(run: Run) -> bool:
+def _bf16(recipe: Recipe) -> bool:
     """Whether the weights that train compute in bf16: DeepSpeed's `bf16.enabled`, FSDP2's `param_dtype`.
 
     Read from the recipe's format of those weights (`Recipe.trained`): bf16 weights, or QLoRA's bf16
     adapters beside its NF4 ones; fp8 training's weights are bf16 too, fp8 being inside the multiplies.
     """
-    return run.recipe.trained.torch == BF16.torch
+    return recipe.trained.torch == BF16.torch
 
 
 def fsdp2_snippet(stage: Stage, run: Run) -> str:
     """PyTorch FSDP2 code for `run` under `stage`: `fully_shard` for ZeRO-2 and 3, a comment for the others.
 
-    Hybrid sharding is a 2-D device mesh, (replicas, shards): FSDP2 shards on its second dimension and
-    replicates on its first (HSDP), and ZeRO-1's optimizer splits across the mesh's shard group.
+    Every stage names the recipe's precision (the model's parameter dtype, QLoRA's NF4 and LoRA, fp8's
+    conversion) and its optimizer, read from the recipe's properties. Hybrid sharding is a 2-D device
+    mesh, (replicas, shards): FSDP2 shards on its second dimension and replicates on its first (HSDP),
+    and ZeRO-1's optimizer splits across the mesh's shard group.
     """
     title = f"# {stage.info.title} for this run, in PyTorch."
+    recipe = run.recipe
+    cls, kwargs = _optimizer(recipe)
+    package = cls.split(".")[0]
+    extra = [f"import {package}"] if package != "torch" else []
+    params = _params(recipe)
+    notes, code = _precision(run, ddp=stage in (Stage.DP, Stage.ZERO1))
     if stage is Stage.DP:
         lines = [
             title,
+            *notes,
             "# Data parallelism has no fully_shard: every card keeps everything. In PyTorch it is DDP.",
+            *extra,
+            "import torch",
             "from torch.nn.parallel import DistributedDataParallel",
             "",
+            *code,
             "model = DistributedDataParallel(model)",
+            f"optimizer = {cls}({params}{kwargs})",
         ]
     elif stage is Stage.ZERO1:
         hybrid = _hybrid(run)
         group = ', process_group=mesh["shard"].get_group()' if hybrid else ""
-        optimizer = run.recipe.optimizer.torch  # the recipe's optimizer: AdamW, SGD, bitsandbytes' 8-bit AdamW
-        package = optimizer.split(".")[0]
         lines = [
             title,
+            *notes,
             "# ZeRO-1 has no fully_shard: FSDP2 shards the gradients too (ZeRO-2) or everything (ZeRO-3).",
             "# PyTorch's ZeRO-1 is DDP with ZeroRedundancyOptimizer, which splits the optimizer state alone.",
-            *([f"import {package}"] if package != "torch" else []),
+            *extra,
             "import torch",
             *([MESH_IMPORT] if hybrid else []),
             "from torch.distributed.optim import ZeroRedundancyOptimizer",
             "from torch.nn.parallel import DistributedDataParallel",
             "",
+            *code,
             *(_mesh(run, "the optimizer state") if hybrid else []),
             "model = DistributedDataParallel(model)",
-            f"optimizer = ZeroRedundancyOptimizer(model.parameters(), optimizer_class={optimizer}{group})",
+            f"optimizer = ZeroRedundancyOptimizer({params}, optimizer_class={cls}{group}{kwargs})",
         ]
     else:
-        lines = _fully_shard(stage, run, title)
+        lines = [*_fully_shard(stage, run, title, notes, code, extra), f"optimizer = {cls}({params}{kwargs})"]
     return "\n".join(lines) + "\n"
+
+
+def _optimizer(recipe: Recipe) -> tuple[str, str]:
+    """The optimizer's class in PyTorch (`Optimizer.torch`) and its keyword arguments, ", momentum=0.9"."""
+    if recipe.optimizer is Optimizer.SGD_MOMENTUM:
+        return recipe.optimizer.torch, f", lr=1e-3, momentum={SGD_MOMENTUM}"
+    return recipe.optimizer.torch, ""
+
+
+def _params(recipe: Recipe) -> str:
+    # QLoRA trains its adapters alone: the frozen NF4 weights have no gradient and no optimizer state.
+    if recipe.adapters is not None:
+        return "[p for p in model.parameters() if p.requires_grad]"
+    return "model.parameters()"
+
+
+def _precision(run: Run, ddp: bool = False) -> tuple[list[str], list[str]]:
+    """The model's formats as the recipe's bands say them: comments, and the lines of code that set them."""
+    recipe = run.recipe
+    lines: list[str] = []
+    code: list[str] = []
+    if recipe.optimizer is Optimizer.OWN:
+        lines.append("# Your own optimizer: torch.optim.AdamW stands for it below.")
+    if recipe.adapters is not None:
+        lines += [
+            f"# QLoRA: the frozen weights in {recipe.spec(Band.WEIGHTS).dtype.name} (bitsandbytes, double-quantised), "
+            f"LoRA adapters in {recipe.adapters.name} (peft), updated in place: no master copy.",
+            "# from transformers import AutoModelForCausalLM, BitsAndBytesConfig",
+            "# from peft import LoraConfig, get_peft_model",
+            '# quantization = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", '
+            "bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16)",
+            "# model = AutoModelForCausalLM.from_pretrained(name, quantization_config=quantization)",
+            '# model = get_peft_model(model, LoraConfig(r=rank, target_modules="all-linear"))',
+        ]
+        state = recipe.spec(Band.MOMENTS).dtype
+        if state.torch and state.torch != recipe.adapters.torch:
+            lines.append(
+                f"# Adam's moments in {state.name}, as drawn: torch's AdamW keeps them in the parameters' dtype."
+            )
+    elif _pure_bf16(recipe):
+        moments = recipe.spec(Band.MOMENTS).dtype.name
+        lines += [
+            f"# Pure bf16: the weights are bf16 and updated in place, no fp32 master copy; the optimizer's state "
+            f"takes the weights' dtype ({moments}).",
+        ]
+        code.append(f"model = model.to({BF16.torch})")
+    elif _bf16(recipe):
+        lines.append(
+            "# Mixed precision: the fp32 parameters are the master copy the optimizer updates, with its state in fp32; "
+            + (
+                'the passes compute in bf16 under torch.autocast("cuda", dtype=torch.bfloat16).'
+                if ddp
+                else "FSDP2 casts them to bf16 for the passes (param_dtype)."
+            )
+        )
+    elif ddp:  # fully_shard's own note says it
+        lines.append(f"# {recipe.trained.name} weights throughout: no mixed precision.")
+    if (matmul := recipe.matmul) is not None:  # fp8 training: the multiplies' format, not the weights'
+        lines += [
+            f"# {matmul.name} inside the matrix multiplies only: convert the model first (torchao's "
+            "float8.convert_to_float8_training); the weights, gradients and optimizer state keep the recipe's formats.",
+        ]
+        code += ["from torchao.float8 import convert_to_float8_training", "convert_to_float8_training(model)"]
+    if ddp and _kept(run) is GradAccum.FP32 and _bf16(recipe):
+        lines.append(
+            "# grad_accum=fp32: gradients accumulated and kept in fp32 (Megatron-LM's main_grad); DDP reduces them "
+            "in the parameters' dtype, fp32 beside a master copy."
+        )
+    return lines, code
 
 
 MESH_IMPORT = "from torch.distributed.device_mesh import init_device_mesh"
@@ -222,8 +368,13 @@ def _mesh(run: Run, split: str) -> list[str]:
     ]
 
 
-def _fully_shard(stage: Stage, run: Run, title: str) -> list[str]:
-    """ZeRO-2 is fully_shard keeping the gathered weights after the forward; ZeRO-3 frees them."""
+def _fully_shard(
+    stage: Stage, run: Run, title: str, precision: list[str], code: list[str], extra: list[str]
+) -> list[str]:
+    """ZeRO-2 is fully_shard keeping the gathered weights after the forward; ZeRO-3 frees them.
+
+    `precision` and `code` are the recipe's comments and lines (`_precision`), `extra` the optimizer's import.
+    """
     placement = run.setup.placement
     reshard, notes = _reshard(stage, run)
     imports, policies, options, mesh = ["fully_shard"], [], [f"reshard_after_forward={reshard}"], []
@@ -235,19 +386,23 @@ def _fully_shard(stage: Stage, run: Run, title: str) -> list[str]:
             f"data_parallel_shard_degree={run.shards}.",
         ]
         options.insert(0, "mesh=mesh")
-    param_dtype = run.recipe.trained.torch
-    if _bf16(run):
-        imports.append("MixedPrecisionPolicy")
-        # Gradients are reduced in fp32 whatever the weights: FSDP2's documented choice for bf16 training.
-        policies.append(f"mp_policy = MixedPrecisionPolicy(param_dtype={param_dtype}, reduce_dtype={FP32.torch})")
-        options.append("mp_policy=mp_policy")
+    recipe = run.recipe
+    notes = precision + notes
+    if _bf16(recipe):
+        # reduce_dtype is the gradients' format, the run's grad_accum: fp32 main gradients, or the recipe's bf16.
+        fp32 = _kept(run) is GradAccum.FP32
+        reduce = FP32.torch if fp32 else BF16.torch
+        policy = [f"param_dtype={BF16.torch}"] if recipe.has_master else []  # pure bf16: the model is bf16 already
+        if fp32 or policy:
+            imports.append("MixedPrecisionPolicy")
+            policies.append(f"mp_policy = MixedPrecisionPolicy({', '.join([*policy, f'reduce_dtype={reduce}'])})")
+            options.append("mp_policy=mp_policy")
+            notes.append(
+                f"# reduce_dtype={reduce}: the gradients reduced and kept in "
+                + ("fp32 (grad_accum=fp32, Megatron-LM's main_grad)." if fp32 else "bf16, the recipe's gradients band.")
+            )
     else:
-        notes.append(f"# {run.recipe.trained.name} weights: no MixedPrecisionPolicy.")
-    if (matmul := run.recipe.matmul) is not None:  # fp8 training: the multiplies' format, not the weights'
-        notes.append(
-            f"# {matmul.name} inside the matrix multiplies only: convert the model first (torchao's "
-            "float8.convert_to_float8_training); the weights, gradients and optimizer state keep the recipe's formats."
-        )
+        notes.append(f"# {recipe.trained.name} weights: no MixedPrecisionPolicy.")
     if placement.moved(stage):
         imports.append("CPUOffloadPolicy")
         policies.append(f"offload_policy = CPUOffloadPolicy(pin_memory={placement.pin_memory})")
@@ -260,10 +415,12 @@ def _fully_shard(stage: Stage, run: Run, title: str) -> list[str]:
     return [
         title,
         *notes,
+        *extra,
         "import torch",
         *([MESH_IMPORT] if mesh else []),
         f"from torch.distributed.fsdp import {', '.join(imports)}",
         "",
+        *code,
         *mesh,
         *policies,
         "# Each block first, then the whole model, so each block is gathered and freed on its own.",
@@ -299,7 +456,12 @@ def _reshard(stage: Stage, run: Run) -> tuple[str, list[str]]:
 
 # --- reading -------------------------------------------------------------------------------------
 
-_MODELLED_TOP = frozenset({"zero_optimization", "bf16", "fp16", "optimizer", "train_micro_batch_size_per_gpu"})
+_MODELLED_TOP = frozenset(
+    {"zero_optimization", "bf16", "fp16", "optimizer", "train_micro_batch_size_per_gpu"}
+    | {"zero_allow_untested_optimizer", "data_types"}
+)
+_BF16_KEYS = ("bf16_master_weights_and_grads", "bf16_optimizer_states")
+"""DeepSpeed's switches that keep in bf16 what it would keep in fp32: the master copy and the gradients, the moments."""
 _MODELLED_ZERO = frozenset(
     {"stage", "offload_optimizer", "offload_param", "reduce_bucket_size"}
     | {"stage3_prefetch_bucket_size", "stage3_max_live_parameters"}
@@ -339,6 +501,8 @@ def read_deepspeed(config: Mapping[str, Any]) -> dict[str, str]:
         query["shard"] = shard
     if (recipe := _recipe(config)) is not None:
         query["recipe"] = recipe
+    if (kept := _grad_accum(config)) is not None:
+        query["grad_accum"] = kept
     batch = config.get("train_micro_batch_size_per_gpu", 1)
     if batch != AUTO:
         if not _whole(batch) or not 1 <= batch <= MAX_BATCH:
@@ -350,15 +514,21 @@ def read_deepspeed(config: Mapping[str, Any]) -> dict[str, str]:
 
 
 def read_notes(config: Mapping[str, Any]) -> tuple[str, ...]:
-    """What the reading drew otherwise than the config says, a sentence each, for a person."""
+    """What the reading drew otherwise than the config says, or guessed, a sentence each, for a person."""
+    notes = []
     zero = config.get("zero_optimization")
     size = zero.get("mics_shard_size") if isinstance(zero, Mapping) else None
-    if not _whole(size) or size <= 0:
-        return ()
-    return (
-        f"zero_optimization.mics_shard_size: {int(size):,} is MiCS, which DeepSpeed removed in its newest release: "
-        f"drawn as hybrid sharding (shard={int(size)}), as FSDP2's HSDP does it.",
-    )
+    if _whole(size) and size > 0:
+        notes.append(
+            f"zero_optimization.mics_shard_size: {int(size):,} is MiCS, which DeepSpeed removed in its newest "
+            f"release: drawn as hybrid sharding (shard={int(size)}), as FSDP2's HSDP does it."
+        )
+    if _client_optimizer(config) and _recipe(config) == RecipeName.ADAM_8BIT.value:
+        notes.append(
+            "No optimizer block and zero_allow_untested_optimizer: true is an optimizer passed in code, which the "
+            "config does not name: drawn as bitsandbytes' 8-bit Adam (adam-8bit), the one this app passes so."
+        )
+    return tuple(notes)
 
 
 def ignored_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
@@ -370,9 +540,19 @@ def ignored_keys(config: Mapping[str, Any]) -> tuple[str, ...]:
         for block in ("offload_optimizer", "offload_param"):
             if isinstance(inner := zero.get(block), Mapping):
                 ignored += [f"zero_optimization.{block}.{key}" for key in inner if key not in _MODELLED_OFFLOAD]
-    for section, known in (("bf16", {"enabled"}), ("fp16", {"enabled"}), ("optimizer", {"type"})):
-        if isinstance(inner := config.get(section), Mapping):
-            ignored += [f"{section}.{key}" for key in inner if key not in known]
+    sections = (
+        ("bf16", {"enabled", *_BF16_KEYS}),
+        ("fp16", {"enabled"}),
+        ("optimizer", {"type", "params"}),
+        ("optimizer.params", {"momentum"}),  # SGD's, the one parameter the app writes
+        ("data_types", {"grad_accum_dtype"}),
+    )
+    for section, known in sections:
+        found: Any = config
+        for part in section.split("."):
+            found = found.get(part) if isinstance(found, Mapping) else None
+        if isinstance(found, Mapping):
+            ignored += [f"{section}.{key}" for key in found if key not in known]
     return tuple(ignored)
 
 
@@ -474,7 +654,14 @@ def _bucket(key: str, value: object, default: int) -> str:
 
 
 def _recipe(config: Mapping[str, Any]) -> str | None:
-    """mixed-adam or fp32-adam; None when the precision is left to the launcher ("auto")."""
+    """The recipe the precision and the optimizer say; None when the precision is left to the launcher ("auto").
+
+    Read as the exports write each recipe (`deepspeed_config`): bf16 with Adam is mixed-adam, and with
+    `bf16_master_weights_and_grads` and `bf16_optimizer_states` pure bf16 Adam (bf16-adam); SGD is
+    mixed-sgd; no optimizer with `zero_allow_untested_optimizer: true` (a client optimizer) and bf16 is
+    adam-8bit, which `read_notes` says. fp16 keeps bf16's bytes. fp8's multiplies and QLoRA's NF4 weights
+    are the model's, not the config's: they read as the Adam recipe of their bands (docs/export.md).
+    """
     enabled = {}
     for section in ("bf16", "fp16"):
         value = _section(config, section).get("enabled", False)
@@ -483,11 +670,60 @@ def _recipe(config: Mapping[str, Any]) -> str | None:
         enabled[section] = value
     if enabled["bf16"] is True and enabled["fp16"] is True:
         raise ConfigError("fp16.enabled", True, "and bf16.enabled are both true: choose one.")
+    low = True in enabled.values()
+    master, states = _bf16_switches(config, low)
     optimizer = _section(config, "optimizer").get("type", "Adam")
-    if not isinstance(optimizer, str) or optimizer.lower() not in ADAM_TYPES:
-        raise ConfigError("optimizer.type", optimizer, "is not drawn here: the recipes are Adam's (Adam or AdamW).")
-    if True in enabled.values():  # fp16 keeps the same bytes as bf16: 2-byte weights, an fp32 master copy
-        return RecipeName.MIXED_ADAM.value
-    if AUTO in enabled.values():
+    if not isinstance(optimizer, str) or optimizer.lower() not in ADAM_TYPES | {"sgd"}:
+        raise ConfigError(
+            "optimizer.type",
+            optimizer,
+            "is not drawn here: use Adam, AdamW or SGD (8-bit Adam is passed in code).",
+        )
+    if AUTO in enabled.values() and not low:
         return None
-    return RecipeName.FP32_ADAM.value
+    if optimizer.lower() == "sgd":
+        if not low:
+            raise ConfigError(
+                "optimizer.type", optimizer, "is drawn in mixed precision alone (mixed-sgd): enable bf16."
+            )
+        return RecipeName.MIXED_SGD.value
+    if not low:
+        return RecipeName.FP32_ADAM.value
+    if master and states:
+        return RecipeName.BF16_ADAM.value
+    if master or states:
+        # bf16 master with fp32 moments is QLoRA's adapters, whose NF4 weights the config cannot say.
+        return None
+    if _client_optimizer(config):
+        return RecipeName.ADAM_8BIT.value
+    return RecipeName.MIXED_ADAM.value
+
+
+def _bf16_switches(config: Mapping[str, Any], low: bool) -> tuple[bool, bool]:
+    """`bf16.bf16_master_weights_and_grads` and `bf16.bf16_optimizer_states`, each true or false (absent)."""
+    bf16 = _section(config, "bf16")
+    switches = []
+    for key in _BF16_KEYS:
+        value = bf16.get(key, False)
+        if not isinstance(value, bool):
+            raise ConfigError(f"bf16.{key}", value, "should be true or false.")
+        switches.append(value and low)
+    return switches[0], switches[1]
+
+
+def _client_optimizer(config: Mapping[str, Any]) -> bool:
+    """No optimizer block, and ZeRO told it may take one of the user's own: an optimizer passed in code."""
+    return "optimizer" not in config and config.get("zero_allow_untested_optimizer") is True
+
+
+def _grad_accum(config: Mapping[str, Any]) -> str | None:
+    """The grad_accum parameter from `data_types.grad_accum_dtype`: "fp32", or "bf16" (the recipe's band, the default).
+
+    A choice, so never blank; absent, DeepSpeed's accumulation is the app's default.
+    """
+    value = _section(config, "data_types").get("grad_accum_dtype", "bf16")
+    if value == AUTO:
+        return None
+    if value not in ("fp32", "bf16", "fp16"):
+        raise ConfigError("data_types.grad_accum_dtype", value, 'is not a gradient format: use "fp32" or "bf16".')
+    return GradAccum.FP32.value if value == "fp32" else GradAccum.BF16.value
