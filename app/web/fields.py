@@ -130,6 +130,9 @@ class RunField:
     """What the form says beside a bad value; empty: from the kind (`{said}` is the refusal's own words)."""
     none: str = ""
     """What the picture uses where `drawn` says None: "no card memory, so no fit check"."""
+    fallback: str = "the default"
+    """Why the picture uses what `drawn` says, where the value was set aside: "the default", or what a blank
+    value follows where the default depends on another field."""
     echo: str | None = None
     """The key of the API's `inputs` that gives the value the run used; None where it is not echoed."""
     into: str = ""
@@ -525,6 +528,7 @@ FIELDS: tuple[RunField, ...] = (
         "`cpu` or `nvme`, for `optimizer` and `optimizer+params`; `cpu` with `offload=nvme` is refused",
         "`cpu`",
         choices=Device, blank=True, echo="offload_device",
+        fallback="as the offload chosen implies with no device given",
         labels=((Device.CPU, "CPU RAM"), (Device.NVME, "NVMe (ZeRO-3)")),
     ),
     RunField(

@@ -368,6 +368,9 @@ def _field_message(name: str, error: Mapping[str, Any], typed: str) -> str:
         return f"Enter {hint}, or leave it blank."
     if field.message:
         return field.message
+    if field.kind is Kind.SWITCH:  # its two values, worded as the form words them
+        words = dict(field.labels)
+        return f"Enter 1 or 0: 1 is “{words.get('1', 'On')}”, 0 “{words.get('0', 'Off')}”."
     expected = (error.get("ctx") or {}).get("expected")
     return f"Choose one of {expected}." if expected else "This value is not understood."
 

@@ -72,7 +72,8 @@ def test_a_value_the_form_shows_read_only_is_not_sent_back_as_if_typed(client: T
         (
             "offload=nvme&accounting=fsdp2&pin_memory=0",
             True,
-            {"offload": "nvme", "offload_device": "nvme", "accounting": "fsdp2", "pin_memory": "0"},
+            # offload=nvme is shown as what it is, optimizer and weights to NVMe: the form offers no nvme.
+            {"offload": "optimizer+params", "offload_device": "nvme", "accounting": "fsdp2", "pin_memory": "0"},
         ),
     ],
 )
@@ -109,3 +110,26 @@ def test_a_fields_control_is_its_declaration_built_once_for_each_value() -> None
 def _controls(form: FormView) -> list[Control]:
     parts = [*form.shown, *(p for fold in form.folds for p in fold.parts)]
     return [c for p in parts for c in (p.controls if isinstance(p, Bands) else (p,))]
+
+
+def _selects(tree: object, field: str) -> list[str]:
+    return [str(o["value"]) for o in one(tree, f"#f-{field}").select("option")]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("offload", ["none", "optimizer", "optimizer+params", "nvme"])
+def test_every_offload_and_device_the_form_offers_is_a_run(client: TestClient, offload: str) -> None:
+    # The form sends its offload and its device together: no pair of what it offers may be refused (the
+    # legacy offload=nvme beside the device's cpu was a 422).
+    tree = run_page(client, f"model=llama-3-8b&stage=zero3&offload={offload}")
+    offloads, devices = _selects(tree, "offload"), _selects(tree, "offload_device")
+    assert "nvme" not in offloads
+    for chosen in offloads:
+        for device in devices:
+            query = urlencode({"model": "llama-3-8b", "stage": "zero3", "offload": chosen, "offload_device": device})
+            assert client.get(f"/?{query}").status_code == 200, query
+
+
+def test_a_links_offload_nvme_is_shown_as_optimizer_and_weights_to_nvme(client: TestClient) -> None:
+    tree = run_page(client, "model=llama-3-8b&stage=zero3&offload=nvme")
+    assert one(tree, "#f-offload option[selected]")["value"] == "optimizer+params"
+    assert one(tree, "#f-offload_device option[selected]")["value"] == "nvme"

@@ -256,3 +256,27 @@ def test_a_cluster_or_offload_that_contradicts_itself_is_a_422_saying_why(
     page = client.get(f"/?{query}")
     assert page.status_code == 422
     assert said in dom(page.text).get_text(" ")
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        # An on/off input's values, worded as the form words them (app/web/fields.py Kind.SWITCH).
+        ("pin_memory=2", "Enter 1 or 0: 1 is “Pinned (page-locked)”, 0 “Pageable”."),
+        ("zero_init=x", "Enter 1 or 0: 1 is “zero.Init: in slices”, 0 “Whole, then split”."),
+        ("qwz=maybe", "Enter 1 or 0: 1 is “On”, 0 “Off”."),
+        ("qgz=7", "Enter 1 or 0: 1 is “On”, 0 “Off”."),
+    ],
+)
+def test_an_on_off_input_not_understood_says_its_two_values(client: TestClient, query: str, said: str) -> None:
+    page = client.get(f"/?stage=zero3&{query}")
+    assert page.status_code == 422
+    assert said in dom(page.text).get_text(" ")
+    assert "This value is not understood." not in page.text
+
+
+def test_offload_device_set_aside_under_nvme_is_not_said_to_be_the_default(client: TestClient) -> None:
+    # NVMe is what offload=nvme implies, not offload_device's default (the CPU).
+    page = dom(client.get("/?model=llama-3-8b&stage=zero3&offload=nvme&offload_device=cpu").text).get_text(" ")
+    assert "Drawn without offload_device=cpu: offload to NVMe, as the offload chosen implies" in page
+    assert "NVMe, the default" not in page
