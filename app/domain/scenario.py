@@ -173,8 +173,6 @@ def resolve(inputs: Inputs) -> Scenario:
     equal = preset is not None and preset.equal_layers == COLUMNS and inputs.largest_layer is None
     seq = inputs.seq or (architecture.context if architecture else DEFAULT_SEQ)
     activations = for_one_sequence(architecture, seq, inputs.recompute) if architecture else None
-    if inputs.offload is Offload.NVME and inputs.offload_device is Device.CPU:
-        raise ValueError("offload=nvme puts the state on NVMe: offload_device=cpu says otherwise.")
     cluster = cluster_of(inputs.gpus, inputs.nodes, inputs.gpus_per_node)
     placement = Placement(inputs.offload, inputs.offload_device or Device.CPU, inputs.pin_memory)
     setup = Setup(inputs.accounting, placement, inputs.hpz)

@@ -525,7 +525,7 @@ FIELDS: tuple[RunField, ...] = (
         "offload_device", "Offload to", Group.HOST, Kind.CHOICE, None,
         "Where optimizer and optimizer+params go: cpu (the default) or nvme (ZeRO-3 only).",
         lambda s: "offload to NVMe" if s.run.setup.placement.target is Device.NVME else "offload to the CPU",
-        "`cpu` or `nvme`, for `optimizer` and `optimizer+params`; `cpu` with `offload=nvme` is refused",
+        "`cpu` or `nvme`, for `optimizer` and `optimizer+params`; with `offload=nvme`, which is NVMe, it is ignored",
         "`cpu`",
         choices=Device, blank=True, echo="offload_device",
         fallback="as the offload chosen implies with no device given",

@@ -15,7 +15,6 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from app.domain.architecture import PRESETS, ModelName
-from app.domain.placement import Offload
 from app.domain.recipes import RECIPES, RecipeName, bytes_a_weight
 from app.domain.scenario import Inputs, Scenario
 from app.domain.stages import Stage
@@ -312,15 +311,6 @@ def _recipe(built: Control, recipe: Any) -> Control:
     return replace(built, options=options)
 
 
-def _offload(built: Control, offload: Any) -> Control:
-    # The form offers no `nvme`: beside the device select it would send offload=nvme with the device chosen
-    # there, a pair the query refuses when that is the CPU. ZeRO-Infinity is optimizer+params to NVMe, the
-    # same placement; a link's offload=nvme is shown so (and the device select shows NVMe, `_offload_device`).
-    chosen = Offload.OPTIMIZER_PARAMS if offload is Offload.NVME else offload
-    options = tuple(replace(o, selected=o.value == chosen) for o in built.options if o.value != Offload.NVME)
-    return replace(built, options=options)
-
-
 def _offload_device(built: Control, target: Any) -> Control:
     # Blank is the CPU, or NVMe for offload=nvme: the form shows where the state went.
     return replace(built, options=tuple(replace(o, selected=o.value == target) for o in built.options))
@@ -341,7 +331,6 @@ _SPECIAL: Mapping[str, Shaping] = {
     "model": (lambda s: s.model, _model),
     "params": (lambda s: (s.model, s.run.params), _params),
     "recipe": (lambda s: s.recipe, _recipe),
-    "offload": (lambda s: s.run.setup.placement.offload, _offload),
     "offload_device": (lambda s: s.run.setup.placement.target, _offload_device),
     # A recipe's bands: its own bytes, read-only unless it is the custom one.
     **{f.name: (lambda s: s.recipe, _band) for f in FIELDS if f.band is not None},
