@@ -11,12 +11,10 @@ Placement is applied here too: a term whose band is offloaded is given the host'
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
 
 from app.domain.placement import NO_OFFLOAD, Device, Home, Offload, Placement
 from app.domain.recipes import Band, Recipe
@@ -53,12 +51,6 @@ _WORDS = {
 }
 
 
-TermsRule = Callable[[tuple[Term, ...], Recipe, Stage, Any], tuple[Term, ...]]
-"""An input's meaning to the domain, where the run has no attribute of its own for it: how its value
-changes a card's terms under a stage (`Setup.ruled`). One function beside the kind of term it makes
-(`terms.grad_accum`) is all the domain needs of a new input."""
-
-
 @dataclass(frozen=True)
 class Setup:
     """How a run is counted and where its bands live."""
@@ -68,13 +60,6 @@ class Setup:
     hpz: int = 1
     """ZeRO++'s hpZ partition size (`zero_hpz_partition_size`): ZeRO-3 keeps a second, bf16 copy of the
     weights split across this many cards, a node's; 1: none."""
-    ruled: tuple[tuple[TermsRule, Any], ...] = ()
-    """The inputs declared with a rule of their own (app/web/fields.py `RunField.rule`), each with its value,
-    applied in their order to the terms the accounting counts."""
-
-    def ruled_value(self, rule: TermsRule, default: Any) -> Any:
-        """The value the input declared with `rule` was given; `default` where it was not."""
-        return next((value for given, value in self.ruled if given is rule), default)
 
 
 PAPER = Setup()
@@ -233,8 +218,6 @@ def terms(recipe: Recipe, stage: Stage, setup: Setup = PAPER) -> tuple[Term, ...
     built = build[setup.accounting](recipe, stage)
     if setup.hpz > 1:
         built = (*built, secondary_weights(recipe, setup.hpz))
-    for rule, value in setup.ruled:
-        built = rule(built, recipe, stage, value)
     return tuple(_homed(term, stage, setup) for term in built)
 
 

@@ -7,10 +7,12 @@ its DeepSpeed and FSDP2 exports (`configs.py`), the form's help and the API are 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from fractions import Fraction
 from functools import cached_property
+from typing import Any
 
 from app.domain.units import per_weight
 
@@ -130,6 +132,10 @@ class Recipe:
     specs: tuple[BandSpec, ...]
     note: str = ""
     """What the page says of the recipe beside the run (why it saves what it saves); blank for nothing."""
+    without_lora: str = ""
+    """What the page adds to `note` where the run has no LoRA adapters (every weight drawn as if it trains)."""
+    with_lora: str = ""
+    """What the page adds to `note` where LoRA's adapters train: what the app counts of them and leaves out."""
     matmul: Dtype | None = None
     """The format inside the matrix multiplies, where not the weights' (fp8 training)."""
     adapters: Dtype | None = None
@@ -214,12 +220,14 @@ def _recipe(
     optimizer: Optimizer,
     *specs: tuple[str, Dtype, int, str, str],
     note: str = "",
+    without_lora: str = "",
+    with_lora: str = "",
     matmul: Dtype | None = None,
     adapters: Dtype | None = None,
 ) -> Recipe:
     """A recipe from its optimizer and, for each band in order, its label, format, count, description and noun."""
     bands = tuple(BandSpec(band, *spec) for band, spec in zip(Band, specs, strict=True))
-    return Recipe(name, title, optimizer, bands, note, matmul, adapters)
+    return Recipe(name, title, optimizer, bands, note, without_lora, with_lora, matmul, adapters)
 
 
 # One member for each recipe of `RECIPES`, in its order: `RECIPES` is built through this enum, so a
@@ -320,10 +328,16 @@ RECIPES: dict[RecipeName, Recipe] = {
             adapters=BF16,
             note=(
                 "QLoRA's NF4 weights (4.127 bits a weight, double-quantised: Dettmers et al. 2023) are frozen: they "
-                "train only through LoRA's adapters, so give a LoRA rank; without one every weight is drawn with "
-                "gradients and moments, as if NF4 weights could train. The app counts the adapters' own weights "
-                "at the NF4 weights' 0.516 B, where QLoRA keeps them in bf16 (2 B): 1.48 B an adapter weight "
-                "left out, and the bf16 copy of the layer dequantised for each multiply, which is freed after it."
+                "train only through LoRA's adapters."
+            ),
+            without_lora=(
+                "Give a LoRA rank: without one every weight is drawn with gradients and moments, as if NF4 weights "
+                "could train."
+            ),
+            with_lora=(
+                "The app counts the adapters' own weights at the NF4 weights' 0.516 B, where QLoRA keeps them in "
+                "bf16 (2 B): 1.48 B an adapter weight left out, and the bf16 copy of the layer dequantised for each "
+                "multiply, which is freed after it."
             ),
         ),
     )
@@ -350,6 +364,47 @@ def custom_recipe(weights: int, gradients: int, master: int, moments: int) -> Re
             for band, label, size in zip(Band, labels, sizes, strict=True)
         ),
     )
+
+
+class GradAccum(StrEnum):
+    """What a card accumulates and keeps its gradients in, from the backward to the update (`grad_accum`)."""
+
+    BF16 = "bf16"
+    """The recipe's own gradients band (2 B in mixed precision)."""
+    FP32 = "fp32"
+    """An fp32 buffer: Megatron-LM's main_grad (`--accumulate-allreduce-grads-in-fp32`,
+    megatron/training/arguments.py) and nanotron's `FP32GradientAccumulator`
+    (src/nanotron/optim/gradient_accumulator.py, a `torch.zeros(..., dtype=torch.float)` buffer)."""
+
+
+RecipeRule = Callable[[Recipe, Any], Recipe]
+"""An input's meaning to the domain, where the run has no attribute of its own for it: the recipe it makes of
+the recipe chosen (`Inputs.ruled`, applied by `scenario.resolve`). Changing the run's recipe, not a card's
+terms, keeps every figure and every label that reads a band (the grid, the key, the API's bands, the step's
+words) on one recipe. One function (`grad_accum`) is all the domain needs of a new input."""
+
+ACCUMULATED = BandSpec(
+    Band.GRADIENTS,
+    "Gradients",
+    FP32,
+    1,
+    "made by the backward pass, accumulated and kept in fp32 for the update (grad_accum=fp32)",
+    "the fp32 accumulated gradients",
+)
+"""The gradients band of `grad_accum=fp32`: Megatron-LM's main_grad, nanotron's fp32 accumulator."""
+
+
+def grad_accum(recipe: Recipe, kept: GradAccum) -> Recipe:
+    """`grad_accum=fp32`: the recipe with its gradients band in fp32, 4 B a trainable weight, where it was narrower.
+
+    With mixed-precision Adam that is 2 + 4 + 4 + 8 = 18 B a weight, Megatron-LM's count
+    (megatron/training/theoretical_memory_usage.py). The band splits as the gradients do, and the gradients
+    a layer computes in hand are fp32 too. A band already 4 B (fp32-adam) is left as it is.
+    """
+    if kept is GradAccum.BF16 or recipe.nbytes(Band.GRADIENTS) >= ACCUMULATED.nbytes:
+        return recipe
+    specs = tuple(ACCUMULATED if spec.band is Band.GRADIENTS else spec for spec in recipe.specs)
+    return replace(recipe, specs=specs)
 
 
 def recipes_help() -> str:

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from app.domain.accounting import Accounting, Setup, TermsRule
+from app.domain.accounting import Accounting, Setup
 from app.domain.activations import Activations, Recompute, for_one_sequence
 from app.domain.architecture import PRESETS, Architecture, ModelName, ModelPreset
 from app.domain.eighths import COLUMNS, Column, model_columns
@@ -17,7 +17,7 @@ from app.domain.hardware import H100_FABRIC, Fabric
 from app.domain.layers import Layer, model_layers
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.placement import Device, Offload, Placement, cluster_of
-from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, RecipeRule, custom_recipe
 from app.domain.report import RunReport, run_report
 from app.domain.run import Run
 from app.domain.state_bytes import DEFAULT_GPUS
@@ -47,6 +47,12 @@ class Scenario:
     """Tokens per sequence: as entered, else the model's context."""
     adapters: int = 0
     """LoRA's adapter weights, counted in the run's weights; 0 without LoRA."""
+    ruled: tuple[tuple[RecipeRule, Any], ...] = ()
+    """The inputs declared with a rule of their own, each with its value (`Inputs.ruled`), as the API echoes them."""
+
+    def ruled_value(self, rule: RecipeRule, default: Any) -> Any:
+        """The value the input declared with `rule` was given; `default` where it was not."""
+        return next((value for given, value in self.ruled if given is rule), default)
 
     @property
     def recipe(self) -> Recipe:
@@ -105,9 +111,9 @@ class Inputs:
     network: int = H100_FABRIC.network
     tflops: int = H100_FABRIC.tflops
     mfu: int = H100_FABRIC.mfu
-    ruled: tuple[tuple[TermsRule, Any], ...] = ()
+    ruled: tuple[tuple[RecipeRule, Any], ...] = ()
     """The inputs declared with a rule of their own (app/web/fields.py `RunField.rule`), each with its
-    value: the run's `Setup` applies them to the terms it counts."""
+    value: `resolve` applies them, in their order, to the recipe chosen, and the run is of the recipe they make."""
 
 
 def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, ModelPreset | None]:
@@ -124,7 +130,7 @@ def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, Model
     return name, preset.title, preset.params, preset
 
 
-def _recipe(inputs: Inputs, notes: list[str]) -> Recipe:
+def _recipe(inputs: Inputs, notes: list[str], lora: bool) -> Recipe:
     if inputs.recipe is RecipeName.CUSTOM:
         defaults = [int(MIXED_ADAM.nbytes(band)) for band in Band]  # whole: mixed precision's 2/2/4/8
         weights, gradients, master, moments = (
@@ -135,8 +141,11 @@ def _recipe(inputs: Inputs, notes: list[str]) -> Recipe:
     entered = [(band, given) for band, given in zip(Band, inputs.band_bytes, strict=True) if given is not None]
     if any(given != recipe.nbytes(band) for band, given in entered):
         notes.append(f"{recipe.title} sets the bytes of each band; choose a custom recipe to enter your own.")
-    if recipe.note:  # what the recipe's own declaration says of it: fp8's small saving, QLoRA's frozen weights
-        notes.append(recipe.note)
+    # What the recipe's own declaration says of it (fp8's small saving, QLoRA's frozen weights), and of this
+    # run: with LoRA's adapters or without them.
+    said = " ".join(words for words in (recipe.note, recipe.with_lora if lora else recipe.without_lora) if words)
+    if said:
+        notes.append(said)
     return recipe
 
 
@@ -144,7 +153,12 @@ def resolve(inputs: Inputs) -> Scenario:
     """Turn inputs into a run. Raises ValueError, with a sentence for a person, when impossible."""
     notes: list[str] = []
     name, title, params, preset = _model(inputs, notes)
-    recipe = _recipe(inputs, notes)
+    lora_notes: list[str] = []
+    adapters, frozen = _trainable(inputs, params, preset.architecture if preset else None, lora_notes)
+    recipe = _recipe(inputs, notes, adapters > 0)
+    for rule, value in inputs.ruled:
+        recipe = rule(recipe, value)
+    notes += lora_notes
     if inputs.largest_layer is not None:
         largest, source = inputs.largest_layer, "as entered"
         if largest > params:
@@ -158,13 +172,10 @@ def resolve(inputs: Inputs) -> Scenario:
     architecture = preset.architecture if preset is not None else None
     equal = preset is not None and preset.equal_layers == COLUMNS and inputs.largest_layer is None
     seq = inputs.seq or (architecture.context if architecture else DEFAULT_SEQ)
-    adapters, frozen = _trainable(inputs, params, architecture, notes)
     activations = for_one_sequence(architecture, seq, inputs.recompute) if architecture else None
-    if inputs.offload is Offload.NVME and inputs.offload_device is Device.CPU:
-        raise ValueError("offload=nvme puts the state on NVMe: offload_device=cpu says otherwise.")
     cluster = cluster_of(inputs.gpus, inputs.nodes, inputs.gpus_per_node)
     placement = Placement(inputs.offload, inputs.offload_device or Device.CPU, inputs.pin_memory)
-    setup = Setup(inputs.accounting, placement, inputs.hpz, inputs.ruled)
+    setup = Setup(inputs.accounting, placement, inputs.hpz)
     run = Run(
         params=params + adapters,
         frozen=frozen,
@@ -189,7 +200,9 @@ def resolve(inputs: Inputs) -> Scenario:
         seq=seq,
         links=Fabric(inputs.nvlink, inputs.network, inputs.tflops, inputs.mfu),
     )
-    return Scenario(run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq, adapters)
+    return Scenario(
+        run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq, adapters, inputs.ruled
+    )
 
 
 def _layers(

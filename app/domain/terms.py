@@ -16,7 +16,7 @@ step and the API.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from enum import Enum, StrEnum
 from fractions import Fraction
 from functools import lru_cache
@@ -169,20 +169,6 @@ class TermKind(Enum):
             "Pale amber",
             "fp32 gradients",
             "fp32 gradients, DeepSpeed's copy for the update.",
-        ),
-    )
-    MAIN_GRADIENTS = (
-        "fp32 main gradients",
-        None,
-        Band.GRADIENTS,  # kept in place of the gradients band, it goes where they go
-        False,
-        Look(
-            "fp32 gradients, accumulated and kept for the update (grad_accum=fp32)",
-            "main-gradients",
-            "Dark orange",
-            "fp32 main gradients",
-            "the gradients accumulated and kept in fp32, 4 B a trainable weight, in place of the recipe's "
-            "(Megatron-LM's main_grad, nanotron's fp32 accumulator).",
         ),
     )
     SECONDARY_WEIGHTS = (
@@ -426,36 +412,3 @@ def _gpu_terms(all_terms: tuple[Term, ...]) -> tuple[tuple[Term, ...], tuple[Ter
     terms = [t for t in all_terms if t.place is Place.GPU]
     steady = tuple(t for t in terms if t.during == ALL_PASSES and t.law is not Law.PER_LAYER)
     return steady, tuple(t for t in terms if t.during != ALL_PASSES or t.law is Law.PER_LAYER)
-
-
-class GradAccum(StrEnum):
-    """What a card accumulates and keeps its gradients in, from the backward to the update (`grad_accum`)."""
-
-    BF16 = "bf16"
-    """The recipe's own gradients band (2 B in mixed precision)."""
-    FP32 = "fp32"
-    """An fp32 buffer: Megatron-LM's main_grad (`--accumulate-allreduce-grads-in-fp32`,
-    megatron/training/arguments.py) and nanotron's `FP32GradientAccumulator`
-    (src/nanotron/optim/gradient_accumulator.py, a `torch.zeros(..., dtype=torch.float)` buffer)."""
-
-
-FP32_BYTES = 4
-
-
-def grad_accum(terms: tuple[Term, ...], recipe: Recipe, stage: Stage, kept: GradAccum) -> tuple[Term, ...]:
-    """`grad_accum=fp32`: a gradients band narrower than fp32 is kept as fp32 main gradients instead, 4 B a weight.
-
-    With mixed-precision Adam that is 2 + 4 + 4 + 8 = 18 B a weight, Megatron-LM's count
-    (megatron/training/theoretical_memory_usage.py). The main gradients split as the gradients did; the band
-    stays, at 0 B, so that every band still has its term (as a recipe's 0-byte band has). A band already 4 B
-    (fp32-adam, Megatron-LM's own count) is left as it is.
-    """
-    if kept is GradAccum.BF16:
-        return terms
-    widened: list[Term] = []
-    for term in terms:
-        if term.kind is TermKind.GRADIENTS and term.nbytes < FP32_BYTES:
-            widened += [replace(term, nbytes=0), replace(term, kind=TermKind.MAIN_GRADIENTS, nbytes=FP32_BYTES)]
-        else:
-            widened.append(term)
-    return tuple(widened)

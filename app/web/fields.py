@@ -17,17 +17,25 @@ from dataclasses import dataclass
 from enum import Enum, StrEnum
 from typing import Any
 
-from app.domain.accounting import Accounting, TermsRule
+from app.domain.accounting import Accounting
 from app.domain.activations import MAX_SEQ, Recompute
 from app.domain.architecture import ModelName
 from app.domain.hardware import CARDS, H100_FABRIC
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload
-from app.domain.recipes import MAX_CUSTOM_BAND_BYTES, Band, RecipeName, bytes_a_weight, recipes_help
+from app.domain.recipes import (
+    MAX_CUSTOM_BAND_BYTES,
+    Band,
+    GradAccum,
+    RecipeName,
+    RecipeRule,
+    bytes_a_weight,
+    grad_accum,
+    recipes_help,
+)
 from app.domain.scenario import Inputs, Scenario
 from app.domain.sizing import MAX_BATCH, MAX_GPUS
 from app.domain.state_bytes import DEFAULT_GPUS
-from app.domain.terms import GradAccum, grad_accum
 from app.domain.trainable import MAX_LORA_RANK, LoraTargets
 from app.domain.units import (
     BYTES_PATTERN,
@@ -122,6 +130,9 @@ class RunField:
     """What the form says beside a bad value; empty: from the kind (`{said}` is the refusal's own words)."""
     none: str = ""
     """What the picture uses where `drawn` says None: "no card memory, so no fit check"."""
+    fallback: str = "the default"
+    """Why the picture uses what `drawn` says, where the value was set aside: "the default", or what a blank
+    value follows where the default depends on another field."""
     echo: str | None = None
     """The key of the API's `inputs` that gives the value the run used; None where it is not echoed."""
     into: str = ""
@@ -130,10 +141,10 @@ class RunField:
     """The band whose bytes a custom recipe's field sets: its label comes from the recipe drawn."""
     zero: bool = False
     """Whether a count or a size of 0 is a value: "none of it" (a whole number says so with `low`)."""
-    rule: TermsRule | None = None
+    rule: RecipeRule | None = None
     """The field's domain meaning, where `Inputs` has no attribute of its own for it: the domain's function
-    that changes a card's terms by the value (`Inputs.ruled`, `Setup.ruled`). A new input needs no other
-    domain record."""
+    that makes the run's recipe of the one chosen by the value (`Inputs.ruled`, applied by `resolve`). A new
+    input needs no other domain record."""
     form_label: str = ""
     """The form's label, where it says more than `label` (the unit typed in); empty: `label`."""
     labels: tuple[tuple[str, str], ...] = ()
@@ -169,7 +180,7 @@ class RunField:
 
     def applied(self, scenario: Scenario) -> Any:
         """The value the run used, as the API echoes it: the value its rule was given (its default if none)."""
-        return scenario.run.setup.ruled_value(self.rule, self.default) if self.rule is not None else None
+        return scenario.ruled_value(self.rule, self.default) if self.rule is not None else None
 
     @property
     def echoed(self) -> bool:
@@ -485,7 +496,7 @@ FIELDS: tuple[RunField, ...] = (
         "grad_accum", "Gradients kept in", Group.MORE, Kind.CHOICE, GradAccum.BF16,
         "The gradients between the backward and the update: bf16, the recipe's band, or fp32, 4 B a trainable weight "
         "(Megatron-LM's main_grad, nanotron's fp32 accumulator).",
-        lambda s: f"gradients kept in {s.run.setup.ruled_value(grad_accum, GradAccum.BF16)}",
+        lambda s: f"gradients kept in {s.ruled_value(grad_accum, GradAccum.BF16)}",
         "`bf16`, the recipe's gradients band, or `fp32`: the gradients accumulated and kept in fp32, 4 B a trainable "
         "weight, as Megatron-LM's main_grad (`--accumulate-allreduce-grads-in-fp32`) and nanotron's fp32 "
         "accumulator keep them; with mixed-precision Adam, Megatron-LM's 18 B a weight",
@@ -514,9 +525,10 @@ FIELDS: tuple[RunField, ...] = (
         "offload_device", "Offload to", Group.HOST, Kind.CHOICE, None,
         "Where optimizer and optimizer+params go: cpu (the default) or nvme (ZeRO-3 only).",
         lambda s: "offload to NVMe" if s.run.setup.placement.target is Device.NVME else "offload to the CPU",
-        "`cpu` or `nvme`, for `optimizer` and `optimizer+params`; `cpu` with `offload=nvme` is refused",
+        "`cpu` or `nvme`, for `optimizer` and `optimizer+params`; with `offload=nvme`, which is NVMe, it is ignored",
         "`cpu`",
         choices=Device, blank=True, echo="offload_device",
+        fallback="as the offload chosen implies with no device given",
         labels=((Device.CPU, "CPU RAM"), (Device.NVME, "NVMe (ZeRO-3)")),
     ),
     RunField(

@@ -143,10 +143,10 @@ class RunQuery(_RunFields):
 
     @field_validator("offload_device")
     @classmethod
-    def _not_against_nvme(cls, device: Device | None, info: ValidationInfo) -> Device | None:
-        if device is Device.CPU and info.data.get("offload") is Offload.NVME:
-            raise PydanticCustomError("offload_device", "offload=nvme puts the state on NVMe, not on the CPU.")
-        return device
+    def _nvme_is_nvme(cls, device: Device | None, info: ValidationInfo) -> Device | None:
+        # The device is for optimizer and optimizer+params (docs/url-options.md); offload=nvme is NVMe whatever it
+        # says. The form sends its device select beside every offload, so the pair is no contradiction to refuse.
+        return None if info.data.get("offload") is Offload.NVME else device
 
     @field_validator("nodes")
     @classmethod
@@ -350,7 +350,7 @@ class EmbedQuery(PageQuery):
         return tuple((key, str(int(value)) if isinstance(value, bool) else str(value)) for key, value in kept.items())
 
 
-CROSS_FIELD = frozenset({"trainable", "cluster", "offload_device", "groups"})
+CROSS_FIELD = frozenset({"trainable", "cluster", "groups"})
 """The error types of the rules that join fields: each refusal is a sentence naming both values."""
 
 
@@ -368,6 +368,9 @@ def _field_message(name: str, error: Mapping[str, Any], typed: str) -> str:
         return f"Enter {hint}, or leave it blank."
     if field.message:
         return field.message
+    if field.kind is Kind.SWITCH:  # its two values, worded as the form words them
+        words = dict(field.labels)
+        return f"Enter 1 or 0: 1 is “{words.get('1', 'On')}”, 0 “{words.get('0', 'Off')}”."
     expected = (error.get("ctx") or {}).get("expected")
     return f"Choose one of {expected}." if expected else "This value is not understood."
 

@@ -78,7 +78,7 @@ def _instead(name: str, scenario: Scenario, from_screen: frozenset[str]) -> str:
     drawn = field.drawn(scenario)
     if drawn is None:
         return field.none
-    return f"{drawn}, {'as on the screen before' if name in from_screen else 'the default'}"
+    return f"{drawn}, {'as on the screen before' if name in from_screen else field.fallback}"
 
 
 def set_aside_view(problems: tuple[FieldProblem, ...], scenario: Scenario, from_screen: frozenset[str]) -> SetAsideView:

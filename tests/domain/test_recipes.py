@@ -6,6 +6,7 @@ from fractions import Fraction
 
 import pytest
 
+from app.domain.architecture import ModelName
 from app.domain.recipes import (
     BF16,
     FP8,
@@ -25,6 +26,7 @@ from app.domain.recipes import (
     custom_recipe,
     recipes_help,
 )
+from app.domain.scenario import Inputs, resolve
 
 
 def test_mixed_adam_is_the_seed_recipe() -> None:
@@ -196,8 +198,8 @@ def test_fp8_and_qlora_say_what_they_save_and_what_is_left_out() -> None:
     fp8 = RECIPES[RecipeName.FP8_ADAM]
     assert fp8.matmul == FP8
     assert ("16 B a weight" in fp8.note, "not this state" in fp8.note) == (True, True)
-    qlora = RECIPES[RecipeName.QLORA_NF4].note
-    assert ("LoRA rank" in qlora, "1.48 B an adapter weight" in qlora) == (True, True)
+    qlora = RECIPES[RecipeName.QLORA_NF4]
+    assert ("Give a LoRA rank" in qlora.without_lora, "1.48 B an adapter weight" in qlora.with_lora) == (True, True)
     # The note's figure is the hand's: bf16's 2 B less NF4's 2113/4096 B, to three figures.
     assert bytes_a_weight(2 - Fraction(2113, 4096)) == "1.48"
 
@@ -208,3 +210,21 @@ def test_the_help_lists_every_recipe_from_its_declaration() -> None:
         "`adam-8bit` 2/2/4/2.03, `fp8-adam` 2/2/4/8, `qlora-nf4` 0.516/2/0/8, or `custom` with the four "
         "`*_bytes` below"
     )
+
+
+QLORA_8B = Inputs(model=ModelName.LLAMA_3_8B, recipe=RecipeName.QLORA_NF4)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "said", "not_said"),
+    [
+        # No rank: every weight is drawn as if it trains, and the note asks for a rank.
+        (QLORA_8B, "as if NF4 weights could train", "1.48 B an adapter weight"),
+        # A rank: what the app counts of the adapters and leaves out, and no request for a rank.
+        (dataclasses.replace(QLORA_8B, lora_rank=16), "1.48 B an adapter weight", "Give a LoRA rank"),
+    ],
+)
+def test_qlora_says_only_what_applies_to_the_run(inputs: Inputs, said: str, not_said: str) -> None:
+    (note,) = (n for n in resolve(inputs).notes if n.startswith("QLoRA's NF4 weights"))
+    assert said in note
+    assert not_said not in note

@@ -7,13 +7,12 @@ import pytest
 from app.domain.accounting import Accounting, Setup
 from app.domain.accounting import terms as card_terms_of
 from app.domain.placement import Device, Offload, Placement
-from app.domain.recipes import MIXED_ADAM, RECIPES, Band, RecipeName, custom_recipe
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, GradAccum, RecipeName, custom_recipe, grad_accum
 from app.domain.stages import Stage
 from app.domain.state_bytes import per_gpu_bytes
 from app.domain.terms import (
     ALL_PASSES,
     AT_REST,
-    GradAccum,
     Law,
     Moment,
     Pass,
@@ -21,7 +20,6 @@ from app.domain.terms import (
     Term,
     TermKind,
     card_bytes,
-    grad_accum,
     peak_bytes,
     term_bytes,
 )
@@ -120,7 +118,7 @@ def test_a_layers_gradients_are_for_its_weights_that_train() -> None:
 # grad_accum=fp32, worked out by hand for 8B weights on 8 cards with mixed-precision Adam (2/2/4/8): the
 # gradients kept in fp32 are 4 B a trainable weight, so data parallelism keeps 2 + 4 + 4 + 8 = 18 B a weight
 # (Megatron-LM's count, megatron/training/theoretical_memory_usage.py) and each stage splits what it split.
-FP32_KEPT = Setup(ruled=((grad_accum, GradAccum.FP32),))
+FP32_KEPT = grad_accum(MIXED_ADAM, GradAccum.FP32)
 EIGHT_B, EIGHTH = 8 * 10**9, 10**9
 
 
@@ -134,7 +132,7 @@ EIGHT_B, EIGHTH = 8 * 10**9, 10**9
     ],
 )
 def test_gradients_kept_in_fp32_are_4_bytes_a_weight_split_as_the_gradients(stage: Stage, by_hand: int) -> None:
-    assert per_gpu_bytes(stage, EIGHT_B, 8, MIXED_ADAM, setup=FP32_KEPT) == by_hand
+    assert per_gpu_bytes(stage, EIGHT_B, 8, recipe=FP32_KEPT) == by_hand
     # The recipe's own bf16 gradients, 2 B less a weight where they are whole, 2/8 less where split.
     narrower = 2 * EIGHT_B if stage in (Stage.DP, Stage.ZERO1) else 2 * EIGHTH
     assert per_gpu_bytes(stage, EIGHT_B, 8, MIXED_ADAM) == by_hand - narrower
@@ -143,28 +141,43 @@ def test_gradients_kept_in_fp32_are_4_bytes_a_weight_split_as_the_gradients(stag
 def test_gradients_kept_in_fp32_are_megatrons_18_bytes_for_llama_3_8b() -> None:
     # Megatron-LM's weight_and_optimizer_memory without its distributed optimizer, 18 B a weight of its
     # parameter count of Llama 3 8B (tests/domain/test_accounting.py works the count out by hand).
-    assert per_gpu_bytes(Stage.DP, 8_030_261_248, 8, MIXED_ADAM, setup=FP32_KEPT) == 144_544_702_464
+    assert per_gpu_bytes(Stage.DP, 8_030_261_248, 8, recipe=FP32_KEPT) == 144_544_702_464
 
 
-def test_gradients_kept_in_fp32_are_a_term_of_their_own_in_place_of_the_band() -> None:
-    kept = card_terms_of(MIXED_ADAM, Stage.ZERO2, FP32_KEPT)
+def test_gradients_kept_in_fp32_are_the_gradients_band_itself_in_fp32() -> None:
+    # The run's recipe is mixed-precision Adam with its gradients band fp32: no term of another kind, so
+    # every view that names or draws the band (grid, key, API, CLI, step) says fp32, 4 B.
+    kept = card_terms_of(FP32_KEPT, Stage.ZERO2)
     sizes = {t.kind: t.nbytes for t in kept if t.law is Law.PER_WEIGHT}
-    assert sizes == {
-        TermKind.WEIGHTS: 2,
-        TermKind.GRADIENTS: 0,  # the band stays, empty, as a recipe's 0-byte band does
-        TermKind.MAIN_GRADIENTS: 4,
-        TermKind.MASTER: 4,
-        TermKind.MOMENTS: 8,
-    }
-    (main,) = (t for t in kept if t.kind is TermKind.MAIN_GRADIENTS)
-    assert main.trains
-    assert main.split_by == frozenset({Stage.ZERO2, Stage.ZERO3})
-    # bf16, the default, is the recipe's band; a band already 4 B (fp32-adam) is kept as it is.
-    assert card_terms_of(MIXED_ADAM, Stage.ZERO2, Setup(ruled=((grad_accum, GradAccum.BF16),))) == card_terms_of(
-        MIXED_ADAM, Stage.ZERO2
-    )
+    assert sizes == {TermKind.WEIGHTS: 2, TermKind.GRADIENTS: 4, TermKind.MASTER: 4, TermKind.MOMENTS: 8}
+    (gradients,) = (t for t in kept if t.kind is TermKind.GRADIENTS and t.law is Law.PER_WEIGHT)
+    assert gradients.trains
+    assert gradients.split_by == frozenset({Stage.ZERO2, Stage.ZERO3})
+    assert (FP32_KEPT.spec(Band.GRADIENTS).precision, FP32_KEPT.spec(Band.GRADIENTS).shown) == ("fp32", "4")
+    assert FP32_KEPT.total == 18
+    # bf16, the default, is the recipe itself; a band already 4 B (fp32-adam) is kept as it is.
+    assert grad_accum(MIXED_ADAM, GradAccum.BF16) is MIXED_ADAM
     fp32 = RECIPES[RecipeName.FP32_ADAM]
-    assert card_terms_of(fp32, Stage.DP, FP32_KEPT) == card_terms_of(fp32, Stage.DP)
+    assert grad_accum(fp32, GradAccum.FP32) is fp32
+
+
+@pytest.mark.parametrize("stage", [Stage.ZERO2, Stage.ZERO3])
+def test_gradients_kept_in_fp32_are_computed_in_fp32_for_the_layer_in_hand(stage: Stage) -> None:
+    # ZeRO-2 and 3 compute a layer's gradients before their reduce-scatter: 4 B a trained weight of the layer,
+    # by hand, where the recipe's bf16 band computes 2 B.
+    moment = Moment(Pass.BACKWARD, 100, 0, trained=30)
+    (computed,) = (t for t in card_terms_of(FP32_KEPT, stage) if t.kind is TermKind.COMPUTED)
+    assert term_bytes(computed, stage, SEED, 8, moment) == 4 * 30
+    (narrow,) = (t for t in card_terms_of(MIXED_ADAM, stage) if t.kind is TermKind.COMPUTED)
+    assert term_bytes(narrow, stage, SEED, 8, moment) == 2 * 30
+
+
+def test_gradients_kept_in_fp32_leave_megatrons_count_as_it_is() -> None:
+    # Megatron-LM's count keeps fp32 main gradients already (4 B, whole): 18 B a weight without its
+    # distributed optimizer, 6 + 12/8 with it (60,226,959,360 B for Llama 3 8B on 8 cards).
+    megatron = Setup(Accounting.MEGATRON)
+    assert per_gpu_bytes(Stage.DP, 8_030_261_248, 8, recipe=FP32_KEPT, setup=megatron) == 144_544_702_464
+    assert per_gpu_bytes(Stage.ZERO1, 8_030_261_248, 8, recipe=FP32_KEPT, setup=megatron) == 60_226_959_360
 
 
 # Every term the domain makes: every recipe, stage, accounting and placement, with and without hpZ's
@@ -173,16 +186,15 @@ def test_gradients_kept_in_fp32_are_a_term_of_their_own_in_place_of_the_band() -
 # (tests/web/test_bars.py, `test_every_kind_a_run_draws_is_drawn_and_keyed_from_its_declaration`).
 PLACEMENTS = tuple(Placement(offload, device, pin) for offload in Offload for device in Device for pin in (True, False))
 SETUPS = tuple(
-    Setup(accounting, placement, hpz, ruled)
+    Setup(accounting, placement, hpz)
     for accounting in Accounting
     for placement in PLACEMENTS
     for hpz in (1, 8)
     if not (hpz > 1 and accounting in (Accounting.FSDP2, Accounting.MEGATRON))  # ZeRO++ is DeepSpeed's
-    for ruled in ((), ((grad_accum, GradAccum.FP32),))  # the inputs with a rule of their own: grad_accum
 )
 EVERY_TERM: frozenset[Term] = frozenset(
     term
-    for recipe in (*RECIPES.values(), custom_recipe(2, 4, 4, 8), custom_recipe(4, 4, 0, 8))
+    for recipe in (*RECIPES.values(), custom_recipe(2, 4, 4, 8), custom_recipe(4, 4, 0, 8), FP32_KEPT)
     for stage in Stage
     for setup in SETUPS
     for term in card_terms_of(recipe, stage, setup)

@@ -390,14 +390,23 @@ def test_gradients_kept_in_fp32_in_the_form_and_the_page(client: TestClient) -> 
     assert [c.get_text(strip=True) for c in tree.select("td.per-gpu")] == [
         f"{nbytes / 10**9:.1f} GB" for _, nbytes in FP32_BY_HAND.values()
     ]
-    # Its own stretch of the bar, its own colour, and its line in the key.
-    assert tree.select("#grid .bar rect.main-gradients")
-    assert "Dark orange" in text(tree, ".legend")
+    # The gradients band itself is fp32, 4 B, wherever it is drawn or named: the grid's cells (4 B tall) and their
+    # tooltips, the key and its ratio; no stretch of another kind beside it.
+    cells = tree.select("#grid .cell.band-gradients")
+    assert cells
+    assert {c["class"][-1] for c in cells} == {"nb-4"}
+    assert all("Gradients (fp32, 4 B)" in c["aria-label"] for c in cells)
+    legend = text(tree, ".legend")
+    assert ("Gradients · fp32, 4 B" in legend, "(2 : 4 : 4 : 8)" in legend) == (True, True)
+    assert "bf16, 2 B): stored" not in str(tree.select("#grid .cell.band-gradients"))
+    assert not tree.select("#grid .bar rect.main-gradients")
 
 
 def test_gradients_kept_in_fp32_in_the_api(client: TestClient) -> None:
     answer = client.get(f"/api/memory?{FP32_GRADIENTS}").json()
     assert answer["inputs"]["grad_accum"] == "fp32"
+    (gradients,) = (b for b in answer["inputs"]["bands"] if b["band"] == "gradients")
+    assert (gradients["precision"], gradients["bytes"]) == ("fp32", 4)
     assert client.get("/api/memory").json()["inputs"]["grad_accum"] == "bf16"
     assert {Stage(s["stage"]): (s["bytes_per_weight"], s["per_gpu_bytes"]) for s in answer["stages"]} == {
         stage: (float(bpw), nbytes) for stage, (bpw, nbytes) in FP32_BY_HAND.items()

@@ -12,7 +12,7 @@ from app.domain.stages import Stage
 from app.web.fields import BY_NAME
 from app.web.form_view import Bands, Control, FieldProblem, FormView, form_view
 from app.web.inputs import RunQuery
-from tests.conftest import one
+from tests.conftest import dom, one
 from tests.web.helpers import run_page, table_cells
 
 
@@ -109,3 +109,21 @@ def test_a_fields_control_is_its_declaration_built_once_for_each_value() -> None
 def _controls(form: FormView) -> list[Control]:
     parts = [*form.shown, *(p for fold in form.folds for p in fold.parts)]
     return [c for p in parts for c in (p.controls if isinstance(p, Bands) else (p,))]
+
+
+def _selects(tree: object, field: str) -> list[str]:
+    return [str(o["value"]) for o in one(tree, f"#f-{field}").select("option")]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("offload", ["none", "optimizer", "optimizer+params", "nvme"])
+def test_every_offload_and_device_the_form_offers_is_a_run(client: TestClient, offload: str) -> None:
+    # The form sends its offload and its device together: no pair of what it offers may be refused (offload=nvme
+    # beside the device select's cpu was a 422). Under offload=nvme the device is NVMe, whatever is sent.
+    tree = run_page(client, f"model=llama-3-8b&stage=zero3&offload={offload}")
+    for chosen in _selects(tree, "offload"):
+        for device in _selects(tree, "offload_device"):
+            query = urlencode({"model": "llama-3-8b", "stage": "zero3", "offload": chosen, "offload_device": device})
+            page = client.get(f"/?{query}")
+            assert page.status_code == 200, query
+            if chosen == "nvme":
+                assert one(dom(page.text), "#f-offload_device option[selected]")["value"] == "nvme"

@@ -244,15 +244,48 @@ def test_the_api_does_not_take_a_theme(client: TestClient) -> None:
         ("gpus=16&nodes=3", "16 GPUs do not split evenly across 3 nodes."),
         ("gpus=16&gpus_per_node=3", "16 GPUs are not a whole number of nodes of 3."),
         ("gpus=16&nodes=2&gpus_per_node=4", "2 nodes of 4 GPUs are 8 GPUs, not 16."),
-        ("offload=nvme&offload_device=cpu", "offload=nvme puts the state on NVMe, not on the CPU."),
     ],
 )
-def test_a_cluster_or_offload_that_contradicts_itself_is_a_422_saying_why(
-    client: TestClient, query: str, said: str
-) -> None:
+def test_a_cluster_that_contradicts_itself_is_a_422_saying_why(client: TestClient, query: str, said: str) -> None:
     response = client.get(f"/api/memory?{query}")
     assert response.status_code == 422
     assert said in response.text
     page = client.get(f"/?{query}")
     assert page.status_code == 422
     assert said in dom(page.text).get_text(" ")
+
+
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        # An on/off input's values, worded as the form words them (app/web/fields.py Kind.SWITCH).
+        ("pin_memory=2", "Enter 1 or 0: 1 is “Pinned (page-locked)”, 0 “Pageable”."),
+        ("zero_init=x", "Enter 1 or 0: 1 is “zero.Init: in slices”, 0 “Whole, then split”."),
+        ("qwz=maybe", "Enter 1 or 0: 1 is “On”, 0 “Off”."),
+        ("qgz=7", "Enter 1 or 0: 1 is “On”, 0 “Off”."),
+    ],
+)
+def test_an_on_off_input_not_understood_says_its_two_values(client: TestClient, query: str, said: str) -> None:
+    page = client.get(f"/?stage=zero3&{query}")
+    assert page.status_code == 422
+    assert said in dom(page.text).get_text(" ")
+    assert "This value is not understood." not in page.text
+
+
+def test_offload_nvme_is_nvme_whatever_device_the_form_sends(client: TestClient) -> None:
+    # The form sends its device select (cpu, by default) beside offload=nvme: the device is for optimizer and
+    # optimizer+params, and offload=nvme is NVMe (docs/url-options.md).
+    query = "model=llama-3-8b&stage=zero3&offload=nvme&offload_device=cpu"
+    answer = client.get(f"/api/memory?{query}")
+    assert answer.status_code == 200
+    assert (answer.json()["inputs"]["offload"], answer.json()["inputs"]["offload_device"]) == ("nvme", "nvme")
+    page = client.get(f"/?{query}")
+    assert page.status_code == 200
+    assert one(dom(page.text), "#f-offload_device option[selected]")["value"] == "nvme"
+
+
+def test_offload_device_set_aside_under_nvme_is_not_said_to_be_the_default(client: TestClient) -> None:
+    # NVMe is what offload=nvme implies, not offload_device's default (the CPU).
+    page = dom(client.get("/?model=llama-3-8b&stage=zero3&offload=nvme&offload_device=gpu").text).get_text(" ")
+    assert "Drawn without offload_device=gpu: offload to NVMe, as the offload chosen implies" in page
+    assert "NVMe, the default" not in page

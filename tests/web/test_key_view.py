@@ -132,7 +132,8 @@ def test_the_key_says_a_recipes_fraction_of_a_byte(client: TestClient, recipe: s
     ("recipe", "said"),
     [
         ("fp8-adam", "so the state is mixed-precision Adam's 16 B a weight"),
-        ("qlora-nf4", "1.48 B an adapter weight left out"),
+        ("qlora-nf4", "as if NF4 weights could train"),
+        ("qlora-nf4&model=llama-3-8b&lora_rank=16", "1.48 B an adapter weight left out"),
         ("adam-8bit", None),
     ],
 )
