@@ -24,11 +24,10 @@ from typing import Any, TypeGuard
 
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Home
-from app.domain.recipes import BF16, FP32, Band, Optimizer, Recipe, RecipeName
+from app.domain.recipes import BF16, FP32, Band, GradAccum, Optimizer, Recipe, RecipeName
 from app.domain.run import MAX_GPUS
 from app.domain.sizing import MAX_BATCH, Run
 from app.domain.stages import Stage
-from app.domain.terms import GradAccum, grad_accum
 
 ZERO_STAGE = {Stage.DP: 0, Stage.ZERO1: 1, Stage.ZERO2: 2, Stage.ZERO3: 3}
 STAGE_OF = {number: stage for stage, number in ZERO_STAGE.items()}
@@ -174,8 +173,13 @@ SGD_MOMENTUM = 0.9
 
 
 def _kept(run: Run) -> GradAccum:
-    """What the run keeps its gradients in (the grad_accum input), bf16 (the recipe's band) unless told."""
-    return GradAccum(run.setup.ruled_value(grad_accum, GradAccum.BF16))
+    """What the run keeps its gradients in, read from its recipe's bands.
+
+    fp32 where the weights that train are narrower (grad_accum=fp32 makes the gradients band fp32,
+    `recipes.grad_accum`), else the recipe's own.
+    """
+    gradients, trained = run.recipe.spec(Band.GRADIENTS).dtype, run.recipe.trained
+    return GradAccum.FP32 if gradients.torch == FP32.torch and trained.torch != FP32.torch else GradAccum.BF16
 
 
 def _pure_bf16(recipe: Recipe) -> bool:

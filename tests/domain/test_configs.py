@@ -22,10 +22,21 @@ from app.domain.configs import (
 from app.domain.overheads import DEFAULTS
 from app.domain.placement import Device, Offload, Placement
 from app.domain.recipes import BF16 as BF16_TYPE
-from app.domain.recipes import FP8, RECIPES, Band, BandSpec, Optimizer, Recipe, RecipeName, custom_recipe
+from app.domain.recipes import (
+    FP8,
+    MIXED_ADAM,
+    RECIPES,
+    Band,
+    BandSpec,
+    GradAccum,
+    Optimizer,
+    Recipe,
+    RecipeName,
+    custom_recipe,
+    grad_accum,
+)
 from app.domain.sizing import Run
 from app.domain.stages import Stage
-from app.domain.terms import GradAccum, grad_accum
 
 
 def run_with(
@@ -124,7 +135,7 @@ def written(zero: dict[str, Any], batch: int = 1, bf16: bool = True, optimizer: 
         # grad_accum=fp32: DeepSpeed's data_types.grad_accum_dtype.
         (
             Stage.ZERO2,
-            Run(setup=Setup(ruled=((grad_accum, GradAccum.FP32),))),
+            Run(recipe=grad_accum(MIXED_ADAM, GradAccum.FP32)),
             written({"stage": 2, "reduce_bucket_size": 500_000_000}) | {"data_types": {"grad_accum_dtype": "fp32"}},
         ),
     ],
@@ -796,7 +807,7 @@ DEEPSPEED_OPTIMIZER = {
 
 
 def kept_in(recipe: Recipe, kept: GradAccum = GradAccum.BF16) -> Run:
-    return Run(recipe=recipe, setup=Setup(ruled=((grad_accum, kept),)))
+    return Run(recipe=grad_accum(recipe, kept))
 
 
 def disagreements(recipe: Recipe, stage: Stage, kept: GradAccum = GradAccum.BF16) -> list[str]:
@@ -824,7 +835,9 @@ def disagreements(recipe: Recipe, stage: Stage, kept: GradAccum = GradAccum.BF16
         found.append(f"optimizer {config.get('optimizer')} for {recipe.optimizer}")
     if config.get("zero_allow_untested_optimizer", False) is not (recipe.optimizer is not Optimizer.ADAM):
         found.append(f"zero_allow_untested_optimizer for {recipe.optimizer} at {stage}")
-    if config.get("data_types") != ({"grad_accum_dtype": "fp32"} if kept is GradAccum.FP32 else None):
+    # grad_accum=fp32 widens a narrower gradients band; fp32 gradients (fp32 Adam) are accumulated in fp32 anyway.
+    widened = kept is GradAccum.FP32 and recipe.nbytes(Band.GRADIENTS) < 4
+    if config.get("data_types") != ({"grad_accum_dtype": "fp32"} if widened else None):
         found.append(f"data_types {config.get('data_types')} for grad_accum={kept}")
     if recipe.optimizer is Optimizer.ADAM and moments.dtype.torch == "":
         found.append(f"DeepSpeed's Adam keeps its moments in a torch dtype, not {moments.dtype}")
@@ -964,7 +977,8 @@ def test_every_recipes_deepspeed_config_reads_back_as_that_recipe(
     read = read_deepspeed(deepspeed_config(stage, run))
     expected = CANNOT[name][0] if name in CANNOT else name.value
     assert read.get("recipe") == expected
-    assert read["grad_accum"] == kept.value
+    # fp32 gradients already (fp32 Adam): grad_accum=fp32 changes nothing, and reads back as the recipe's own.
+    assert read["grad_accum"] == (kept if RECIPES[name].nbytes(Band.GRADIENTS) < 4 else GradAccum.BF16).value
     assert read["stage"] == stage.value
 
 

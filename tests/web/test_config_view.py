@@ -384,7 +384,11 @@ def test_the_apps_own_export_reads_back_as_its_recipe(client: TestClient, stage:
     answer = client.post(f"/api/config?recipe={other}&model=llama-3-8b", json=config)
     assert answer.status_code == 200
     query = answer.json()["query"]
-    assert (query.get("recipe", "mixed-adam"), query.get("grad_accum", "bf16")) == (recipe, kept)
+    # fp32 Adam's gradients are fp32 already: grad_accum=fp32 changes nothing, and reads back as its own.
+    assert (query.get("recipe", "mixed-adam"), query.get("grad_accum", "bf16")) == (
+        recipe,
+        kept if recipe != "fp32-adam" else "bf16",
+    )
     assert answer.json()["ignored"] == []
 
 
