@@ -12,7 +12,7 @@ from pydantic import ValidationError
 from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.core.result import Err
 
-from app.domain.configs import ConfigError, deepspeed_refused, read_deepspeed
+from app.domain.configs import ConfigError, NoConfig, deepspeed_config, deepspeed_refused, read_deepspeed
 from app.domain.scenario import resolve
 from app.main import create_app
 from app.web.config_view import ConfigFormat, ConfigQuery
@@ -73,10 +73,14 @@ def _beyond_the_schema(case: schemathesis.Case[Any]) -> str | None:
             return str(exc.errors()[0]["loc"][0])
         return None
     if case.method == "GET" and case.path == "/api/config":
-        # DeepSpeed has no hybrid sharding (MiCS is gone): its export of such a run is refused, naming shard.
+        # DeepSpeed has no hybrid sharding (MiCS is gone), nor fp32 accumulation of bf16 gradients without
+        # ZeRO: its export of such a run is refused, naming the parameter that asks for it.
         asked = ConfigQuery.model_validate(query)
-        if asked.format is ConfigFormat.DEEPSPEED and deepspeed_refused(asked.stage, resolve(asked.inputs()).run):
-            return "shard"
+        run = resolve(asked.inputs()).run
+        if asked.format is ConfigFormat.DEEPSPEED and deepspeed_refused(asked.stage, run):
+            with pytest.raises(NoConfig) as refused:
+                deepspeed_config(asked.stage, run)
+            return refused.value.parameter
     if case.method == "POST" and case.path == "/api/config" and isinstance(case.body, dict):
         try:
             read_deepspeed(case.body)
