@@ -49,6 +49,8 @@ class Scenario:
     """LoRA's adapter weights, counted in the run's weights; 0 without LoRA."""
     ruled: tuple[tuple[RecipeRule, Any], ...] = ()
     """The inputs declared with a rule of their own, each with its value (`Inputs.ruled`), as the API echoes them."""
+    inputs: Inputs | None = None
+    """What was entered, as `resolve` read it: what would make it fit changes one knob of it (`fixes`)."""
 
     def ruled_value(self, rule: RecipeRule, default: Any) -> Any:
         """The value the input declared with `rule` was given; `default` where it was not."""
@@ -201,7 +203,7 @@ def resolve(inputs: Inputs) -> Scenario:
         links=Fabric(inputs.nvlink, inputs.network, inputs.tflops, inputs.mfu),
     )
     return Scenario(
-        run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq, adapters, inputs.ruled
+        run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq, adapters, inputs.ruled, inputs
     )
 
 
