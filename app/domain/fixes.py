@@ -21,11 +21,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from fractions import Fraction
+from typing import Any
 
 from app.domain.activations import Recompute
 from app.domain.placement import Offload
 from app.domain.run import MAX_GPUS
-from app.domain.scenario import Inputs, Scenario, resolve
+from app.domain.scenario import Inputs, Scenario
 from app.domain.sizing import peak_bytes
 from app.domain.stages import Stage
 
@@ -97,28 +98,33 @@ def fixes(scenario: Scenario, stage: Stage) -> Fixes:
     capacity = run.capacity
     if capacity is None or inputs is None:
         return Fixes()
-    peak = peak_bytes(stage, run)
+    peak = scenario.report[stage].peak_bytes
     if peak <= capacity:
         return Fixes()
     tried = [f for f in _tried(scenario, inputs, stage, peak, capacity) if f.saved_bytes > 0]
     big = [f for f in tried if not f.small]
     small = [f for f in tried if f.small]
-    if own := _own_recompute(inputs, stage, peak, capacity):
+    if own := _own_recompute(scenario, inputs, stage, peak, capacity):
         small.insert(0, own)
     return Fixes(tuple(f for f in big if f.fits) + tuple(f for f in big if not f.fits), tuple(small))
 
 
-def _peak(inputs: Inputs, stage: Stage) -> int | None:
-    """The peak of the run `inputs` describe, under `stage`; None where they describe no run."""
+def _peak(scenario: Scenario, stage: Stage, **knobs: Any) -> int | None:
+    """The peak under `stage` of the run entered with `knobs` changed; None where that is no run."""
+    changed = scenario.changed(**knobs)
+    if changed is None:
+        return None
     try:
-        return peak_bytes(stage, resolve(inputs).run)
+        return peak_bytes(stage, changed.run)
     except ValueError:
         return None
 
 
-def _fix(knob: str, value: str, inputs: Inputs, stage: Stage, peak: int, capacity: int) -> Fix | None:
-    changed = _peak(inputs, stage)
-    return None if changed is None else Fix(knob, value, changed, capacity, peak - changed)
+def _fix(scenario: Scenario, stage: Stage, peak: int, capacity: int, **knobs: Any) -> Fix | None:
+    """The run with one knob changed (`knobs`, one item), and its peak; None where that is no run."""
+    ((knob, value),) = knobs.items()
+    changed = _peak(scenario, stage, **knobs)
+    return None if changed is None else Fix(knob, str(value), changed, capacity, peak - changed)
 
 
 def _tried(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity: int) -> Iterator[Fix]:
@@ -127,22 +133,23 @@ def _tried(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity
     candidates: list[Fix | None] = []
     if shaped:
         for level in _STRONGER[inputs.recompute]:
-            candidates.append(_fix("recompute", level, replace(inputs, recompute=level), stage, peak, capacity))
+            candidates.append(_fix(scenario, stage, peak, capacity, recompute=level))
         candidates.append(_batch(scenario, inputs, stage, peak, capacity))
         candidates.append(_seq(scenario, inputs, stage, peak, capacity))
-    offloaded = peak
+    placement = scenario.run.setup.placement
+    moved = placement.moved(stage)
     for offload in _MORE_OFFLOAD[inputs.offload]:
-        fix = _fix("offload", offload, replace(inputs, offload=offload), stage, peak, capacity)
-        # The weights' slices leave only under ZeRO-3: elsewhere offloading them too changes nothing more.
-        if fix is not None and fix.peak_bytes != offloaded:
-            candidates.append(fix)
-            offloaded = fix.peak_bytes
+        # Offload moves nothing under DP, and the weights' slices only under ZeRO-3: a choice that moves no
+        # more than the last is the same run on this card.
+        if (more := replace(placement, offload=offload).moved(stage)) != moved:
+            candidates.append(_fix(scenario, stage, peak, capacity, offload=offload))
+            moved = more
     stages = list(Stage)
     if stage is not Stage.ZERO3:
         after = stages[stages.index(stage) + 1]
-        changed = peak_bytes(after, scenario.run)
+        changed = scenario.report[after].peak_bytes
         candidates.append(Fix("stage", after, changed, capacity, peak - changed))
-    candidates.append(_gpus(inputs, stage, peak, capacity))
+    candidates.append(_gpus(scenario, inputs, stage, peak, capacity))
     yield from (f for f in candidates if f is not None)
 
 
@@ -154,7 +161,7 @@ def _batch(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity
     batch = largest if largest else 1  # 0 sequences is no training: one, with what it still misses
     if batch >= inputs.batch:
         return None
-    return _fix("batch", str(batch), replace(inputs, batch=batch), stage, peak, capacity)
+    return _fix(scenario, stage, peak, capacity, batch=batch)
 
 
 def _seq(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity: int) -> Fix | None:
@@ -162,14 +169,14 @@ def _seq(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity: 
     seq = 1 << (scenario.seq - 1).bit_length() - 1 if scenario.seq > 1 else 0
     last = None
     while seq >= SHORTEST_SEQ:
-        last = _fix("seq", str(seq), replace(inputs, seq=seq), stage, peak, capacity)
+        last = _fix(scenario, stage, peak, capacity, seq=seq)
         if last is not None and last.fits:
             return last
         seq //= 2
     return last
 
 
-def _gpus(inputs: Inputs, stage: Stage, peak: int, capacity: int) -> Fix | None:
+def _gpus(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity: int) -> Fix | None:
     """The fewest GPUs that fit, the nodes' size kept; None where even `MAX_GPUS` do not, or groups are fixed.
 
     A card's peak does not grow with the cards (each keeps a slice, or the same whole copy), so the fewest is
@@ -181,7 +188,8 @@ def _gpus(inputs: Inputs, stage: Stage, peak: int, capacity: int) -> Fix | None:
     counts = range(inputs.gpus + step - inputs.gpus % step, MAX_GPUS + 1, step)
 
     def fitting(gpus: int) -> Fix | None:
-        fix = _fix("gpus", str(gpus), replace(inputs, gpus=gpus, nodes=None), stage, peak, capacity)
+        changed = _peak(scenario, stage, gpus=gpus, nodes=None)
+        fix = None if changed is None else Fix("gpus", str(gpus), changed, capacity, peak - changed)
         return fix if fix is not None and fix.fits else None
 
     if not counts or (found := fitting(counts[-1])) is None:
@@ -196,11 +204,11 @@ def _gpus(inputs: Inputs, stage: Stage, peak: int, capacity: int) -> Fix | None:
     return found
 
 
-def _own_recompute(inputs: Inputs, stage: Stage, peak: int, capacity: int) -> Fix | None:
+def _own_recompute(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity: int) -> Fix | None:
     """The run's own selective recomputation, weighed against none, where it takes almost nothing off."""
     if inputs.recompute is not Recompute.SELECTIVE:
         return None
-    without = _peak(replace(inputs, recompute=Recompute.NONE), stage)
+    without = _peak(scenario, stage, recompute=Recompute.NONE)
     if without is None:
         return None
     own = Fix("recompute", Recompute.SELECTIVE, peak, capacity, without - peak, current=True)
