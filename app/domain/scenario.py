@@ -5,7 +5,7 @@ The seed's view is the default: the 30B example on 8 GPUs with mixed-precision A
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from typing import Any
 
@@ -49,6 +49,11 @@ class Scenario:
     """LoRA's adapter weights, counted in the run's weights; 0 without LoRA."""
     ruled: tuple[tuple[RecipeRule, Any], ...] = ()
     """The inputs declared with a rule of their own, each with its value (`Inputs.ruled`), as the API echoes them."""
+    inputs: Inputs | None = None
+    """What was entered, as `resolve` read it: what would make it fit changes one knob of it (`fixes`)."""
+    _changed: dict[tuple[tuple[str, Any], ...], Scenario | None] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def ruled_value(self, rule: RecipeRule, default: Any) -> Any:
         """The value the input declared with `rule` was given; `default` where it was not."""
@@ -64,6 +69,27 @@ class Scenario:
         """The model in eighths, as the step walks across it."""
         base = self.run.params - self.adapters
         return model_columns(base, self.architecture, self.run.largest_layer, self.equal_layers)
+
+    def changed(self, **knobs: Any) -> Scenario | None:
+        """The run entered with `knobs` changed (`Inputs` fields), resolved once a request however often asked.
+
+        What would make it fit (`fixes`) tries the same change under every stage: each is another run, resolved
+        once and kept here, as the report keeps a stage's step. None where the change describes no run, or the
+        scenario was not resolved from inputs.
+        """
+        key = tuple(sorted(knobs.items()))
+        if key not in self._changed:
+            try:
+                found = None if self.inputs is None else _resolved(replace(self.inputs, **knobs))
+            except ValueError:
+                found = None
+            run = self.run
+            if found is not None and found.run.layers == run.layers:
+                # The same layers (another count of cards, another offload): the same moments, worked out once
+                # for them all in this run's memo, which is keyed by the layers' identity.
+                found = replace(found, run=replace(found.run, layers=run.layers, memo=run.memo))
+            self._changed[key] = found
+        return self._changed[key]
 
     @cached_property
     def report(self) -> RunReport:
@@ -150,7 +176,15 @@ def _recipe(inputs: Inputs, notes: list[str], lora: bool) -> Recipe:
 
 
 def resolve(inputs: Inputs) -> Scenario:
-    """Turn inputs into a run. Raises ValueError, with a sentence for a person, when impossible."""
+    """Turn inputs into a run. Raises ValueError, with a sentence for a person, when impossible.
+
+    A request's own run, resolved once; the runs `Scenario.changed` makes of it are resolved by `_resolved`.
+    """
+    return _resolved(inputs)
+
+
+def _resolved(inputs: Inputs) -> Scenario:
+    """`resolve`'s work: for the request's run and for each run changed from it."""
     notes: list[str] = []
     name, title, params, preset = _model(inputs, notes)
     lora_notes: list[str] = []
@@ -201,7 +235,7 @@ def resolve(inputs: Inputs) -> Scenario:
         links=Fabric(inputs.nvlink, inputs.network, inputs.tflops, inputs.mfu),
     )
     return Scenario(
-        run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq, adapters, inputs.ruled
+        run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq, adapters, inputs.ruled, inputs
     )
 
 

@@ -20,6 +20,8 @@ from pydantic_core import CoreSchema
 
 from app.domain.activations import Recompute
 from app.domain.architecture import ModelName
+from app.domain.fixes import Fix, Fixes
+from app.domain.fixes import fixes as what_fits
 from app.domain.placement import Device, Offload
 from app.domain.recipes import Band, Recipe
 from app.domain.report import (
@@ -222,6 +224,40 @@ class TimeOut(BaseModel):
         )
 
 
+class FixOut(BaseModel):
+    """One knob of the run changed so that it fits, or comes nearer: its peak worked out as the verdict's."""
+
+    knob: str = Field(description="The query parameter changed: recompute, batch, seq, offload, stage or gpus.")
+    value: str = Field(description="Its new value, as the query writes it.")
+    peak_bytes: int = Field(description="The peak of the run so changed, counted as peak_bytes.")
+    headroom_bytes: int = Field(description="The capacity less that peak: negative, what it still misses by.")
+    fits: bool = Field(description="Whether the run so changed fits the card.")
+    saved_bytes: int = Field(description="What the change takes off this stage's peak_bytes.")
+    small: bool = Field(
+        description="Whether it takes almost nothing off (under 1% of the peak); the run's own selective "
+        "recomputation is weighed against none."
+    )
+
+    @classmethod
+    def all_of(cls, found: Fixes) -> list[FixOut] | None:
+        """Those that take more than a little off, then those that take almost nothing; None for none."""
+        every = [*found.changes, *found.small]
+        return [cls.of(fix) for fix in every] or None
+
+    @classmethod
+    def of(cls, fix: Fix) -> FixOut:
+        """From the domain's change."""
+        return cls(
+            knob=fix.knob,
+            value=fix.value,
+            peak_bytes=fix.peak_bytes,
+            headroom_bytes=fix.headroom_bytes,
+            fits=fix.fits,
+            saved_bytes=fix.saved_bytes,
+            small=fix.small,
+        )
+
+
 class MemoryRow(BaseModel):
     """One stage of the described run."""
 
@@ -293,6 +329,11 @@ class MemoryRow(BaseModel):
     differences: list[str] = Field(
         description="Every way this stage is counted differently from the ZeRO paper, a sentence each."
     )
+    fixes: list[FixOut] | None = Field(
+        None,
+        description="Where the peak is over the card: the run's knobs turned one at a time (recompute, "
+        "micro-batch, sequence, offload, the next stage, more GPUs), those that fit first (only when over).",
+    )
 
     @model_serializer(mode="wrap")
     def _null_when_nothing_fits(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
@@ -311,8 +352,8 @@ class MemoryRow(BaseModel):
         return handler({key: value for key, value in schema.items() if key != "serialization"})
 
     @classmethod
-    def of(cls, row: StageReport, run: Run) -> MemoryRow:
-        """From the domain's report."""
+    def of(cls, row: StageReport, run: Run, found: Fixes | None = None) -> MemoryRow:
+        """From the domain's report, and what would make it fit (`fixes.fixes`)."""
         shape = run.activations
         return cls(
             stage=row.stage,
@@ -344,6 +385,7 @@ class MemoryRow(BaseModel):
             pcie_bytes_per_step=row.host.pcie_bytes_per_step,
             host_fits=row.host.fits,
             differences=list(row.differences),
+            fixes=None if found is None else FixOut.all_of(found),
         )
 
 
@@ -465,7 +507,7 @@ class MemoryOut(BaseModel):
                 mfu=run.links.mfu,
                 **{str(f.echo): f.applied(scenario) for f in FIELDS if f.echoed},
             ),
-            stages=[MemoryRow.of(row, run) for row in scenario.report],
+            stages=[MemoryRow.of(row, run, what_fits(scenario, row.stage)) for row in scenario.report],
             notes=list(scenario.notes),
         )
 

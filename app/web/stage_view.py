@@ -12,6 +12,7 @@ from app.domain.stages import stage_explanation as _stage_explanation
 from app.domain.units import count_label as params_label
 from app.domain.units import gpus_label, per_weight, percent
 from app.web.bars import bar_keys, bar_note
+from app.web.fixes_view import FixLine, fix_lines
 from app.web.grid_view import CardGap, CardView, NodeGap, NodeView, in_nodes, rest_cards
 from app.web.host_view import HostView, host_view
 from app.web.links import LinkFor, Links, switch_href
@@ -153,6 +154,8 @@ class StageView:
     hybrid_href: str = ""
     """The same view in one shard group, or sharded within each node: the switch that shows what refills."""
     hybrid_label: str = ""
+    fixes: tuple[FixLine, ...] = ()
+    """Under the verdict, where the run is over its card: the changes that would make it fit (`fixes_view`)."""
 
     # What the templates draw, decided here when the view is built: a part left out is empty.
     model_per_gpu: str = field(init=False, repr=False, compare=False)
@@ -164,6 +167,7 @@ class StageView:
     hybrids: tuple[tuple[str, str], ...] = field(init=False, repr=False, compare=False)
     """The switch between one shard group and a node's: its address and words."""
     totals: tuple[TotalLine, ...] = field(init=False, repr=False, compare=False)
+    fix_lists: tuple[tuple[FixLine, ...], ...] = field(init=False, repr=False, compare=False)
     hosts: tuple[HostView, ...] = field(init=False, repr=False, compare=False)
     note_lists: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
     hatches: tuple[str, ...] = field(init=False, repr=False, compare=False)
@@ -213,6 +217,7 @@ class StageView:
             "wire_lines": shown(self.wire if self.nodes else None),
             "hybrids": ((self.hybrid_href, self.hybrid_label),) if self.hybrid_href else (),
             "totals": shown(self.total),
+            "fix_lists": shown(self.fixes),
             "hosts": shown(self.host),
             "note_lists": shown(self.notes),
             "hatches": ("hatch",) if "overheads" in self.bar_keys else (),
@@ -338,6 +343,7 @@ def stage_view(
         narration=narration(stage, scenario, chosen, moved, stepping),
         host=host_view(scenario, chosen),
         total=total_line(scenario, chosen),
+        fixes=fix_lines(scenario, stage, link, phase),
         table_note="" if run.activations is not None else NO_SHAPE,
         wire=wire_view(scenario, chosen) if run.gpus > 1 else None,
         nodes=in_nodes(cards, run.gpus_per_node, run.nodes, link_words(run)),

@@ -126,7 +126,9 @@ ONE_RESOLVE = [
     (f"/embed?{RUN}", {}, 200, 2),
     (f"/embed?{RUN}&gpus=0", {}, 422, 0),  # an embed without the calculator says why, and draws nothing
     (f"/compare?{RUN}", {}, 200, 2),
-    (f"/api/memory?{RUN}", {}, 200, 2),
+    # And, for the stages over the card, each run what would make it fit tries with layers of its own (other
+    # recomputation, other sequences), each once: the runs with the same layers share the request's memo.
+    (f"/api/memory?{RUN}", {}, 200, 9),
     (f"/api/layout?{RUN}", {}, 200, 0),
     (f"/api/step?{RUN}&phase=5", {}, 200, 2),
     (f"/api/timeline?{RUN}", {}, 200, 2),

@@ -1,0 +1,156 @@
+"""What would make it fit: issue 45's three runs, each change's peak checked by hand from its terms.
+
+Llama 3 70B (70,553,706,496 weights, 80 blocks, h = 8,192, f = 28,672, 64 heads, 8 KV heads of 128,
+v = 128,256; its largest layer the output head, 1,050,673,152 weights), Llama 3.1 405B (405,853,388,800
+weights, 126 blocks, h = 16,384, f = 53,248, 128 heads; its largest layer a block, 3,187,703,808) and
+Llama 3 8B with rank-16 LoRA (8,030,261,248 frozen weights, 13,631,488 adapters, 32 blocks, h = 4,096).
+A card of 80 GB is 80e9 bytes; of 24 GB, 24e9.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from app.domain.activations import Recompute
+from app.domain.architecture import ModelName
+from app.domain.fixes import Fix, Fixes, fixes
+from app.domain.placement import Offload
+from app.domain.scenario import Inputs, resolve
+from app.domain.sizing import peak_bytes
+from app.domain.stages import Stage
+
+GB = 10**9
+L70 = Inputs(model=ModelName.LLAMA_3_70B, gpus=64, capacity=80 * GB, seq=4096, recompute=Recompute.SELECTIVE)
+L405 = Inputs(model=ModelName.LLAMA_3_1_405B, gpus=1024, capacity=80 * GB)
+LORA = Inputs(model=ModelName.LLAMA_3_8B, gpus=1, capacity=24 * GB, lora_rank=16)
+
+# Llama 3 70B under ZeRO-3 with full recomputation, seq 4,096, at the backward of its output head:
+STATE_70 = 16 * 70_553_706_496 // 64  # 16 B a weight, a 64th each: 17,638,426,624
+HEAD_70 = 2 * 2 * 1_050_673_152  # the head's bf16 weights gathered and its bf16 gradients computed
+SBH_70 = 2 * 4096 * 8192  # one block's kept input, 2sbh
+LOGITS_70 = 4 * 4096 * 128_256  # 4sbv
+FULL_70 = STATE_70 + HEAD_70 + 80 * SBH_70 + 2 * SBH_70 + LOGITS_70  # + the final norm's and the head's inputs
+# What selective recomputation leaves out on Llama (tiled attention): each block's fp32 log-sum-exp, 4asb.
+LSE_70 = 80 * 4 * 64 * 4096
+
+# Llama 3.1 405B under ZeRO-3, no recomputation, seq 512, at the backward of its last block:
+S, H, F = 512, 16_384, 53_248
+BLOCK_405 = 6 * 2 * S * H + 2 * 2 * S * 1024 + 4 * 128 * S + 4 * 2 * S * F  # 321,126,400 a block
+SEQ512_405 = 16 * 405_853_388_800 // 1024 + 2 * 2 * 3_187_703_808 + 126 * BLOCK_405
+
+# Llama 3 8B, LoRA on one card, full recomputation, seq 8,192, at the forward of its output head:
+STATE_LORA = 2 * 8_030_261_248 + 16 * 13_631_488  # bf16 frozen weights; the adapters' whole 16 B
+SBH_8 = 2 * 8192 * 4096
+FULL_LORA = STATE_LORA + 32 * SBH_8 + 2 * SBH_8 + 4 * 8192 * 128_256
+
+
+def _found(inputs: Inputs, stage: Stage) -> Fixes:
+    return fixes(resolve(inputs), stage)
+
+
+def _first(found: Fixes, knob: str) -> Fix:
+    return next(fix for fix in found.changes if fix.knob == knob)
+
+
+def test_the_hand_figures_are_the_apps() -> None:
+    assert FULL_70 == 29_445_392_384
+    assert BLOCK_405 == 321_126_400
+    assert SEQ512_405 == 59_554_200_832
+    assert FULL_LORA == 22_763_020_288
+
+
+@pytest.mark.parametrize(
+    ("inputs", "stage", "over"),
+    [
+        (L70, Stage.ZERO3, 123.67315864562988),  # "over by 49.2 GiB" on 74.5 GiB
+        (L405, Stage.ZERO3, 9731.234069108963),  # its whole 131,072-token context: "over by 9,656.7 GiB"
+        (LORA, Stage.DP, 60.23096466064453),  # seq 8,192: "over by 37.9 GiB"
+    ],
+)
+def test_the_issues_runs_are_over(inputs: Inputs, stage: Stage, over: float) -> None:
+    assert peak_bytes(stage, resolve(inputs).run) / 2**30 == pytest.approx(over)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "stage", "knob", "value", "peak"),
+    [
+        (L70, Stage.ZERO3, "recompute", "full", FULL_70),  # 47.1 GiB left
+        (L405, Stage.ZERO3, "seq", "512", SEQ512_405),  # 19.0 GiB left; 1,024 tokens' blocks alone are 80.9e9
+        (LORA, Stage.DP, "recompute", "full", FULL_LORA),  # 1.2 GiB left on 24 GB
+    ],
+)
+def test_a_change_that_fits(inputs: Inputs, stage: Stage, knob: str, value: str, peak: int) -> None:
+    fix = _first(_found(inputs, stage), knob)
+    assert (fix.value, fix.peak_bytes, fix.fits) == (value, peak, True)
+    assert fix.headroom_bytes == inputs.capacity - peak  # type: ignore[operator]
+    assert fix.saved_bytes == peak_bytes(stage, resolve(inputs).run) - peak
+
+
+def test_the_figures_as_the_issue_gives_them() -> None:
+    assert round((80 * GB - FULL_70) / 2**30, 1) == 47.1
+    assert round((80 * GB - SEQ512_405) / 2**30, 1) == 19.0
+    # The issue's "2.8 GiB left" is on a card of 24 GiB; on one of 24 GB (its "over by 37.9"), 1.2.
+    assert round((24 * 2**30 - FULL_LORA) / 2**30, 1) == 2.8
+    assert round((24 * GB - FULL_LORA) / 2**30, 1) == 1.2
+
+
+def test_those_that_fit_come_first_in_the_knobs_order() -> None:
+    found = _found(L70, Stage.ZERO3)
+    assert [(f.knob, f.value, f.fits) for f in found.changes] == [
+        ("recompute", "full", True),
+        ("seq", "2048", True),
+        ("offload", Offload.OPTIMIZER, False),
+        ("offload", Offload.OPTIMIZER_PARAMS, False),
+    ]
+
+
+def test_selective_recompute_on_llama_saves_almost_nothing() -> None:
+    (own,) = _found(L70, Stage.ZERO3).small
+    assert (own.knob, own.value, own.current, own.small) == ("recompute", "selective", True, True)
+    assert own.saved_bytes == LSE_70  # 0.078 GiB of 123.7
+    # From none, selective is a change of its own, and as small.
+    small = _found(replace(L70, recompute=Recompute.NONE), Stage.ZERO3).small
+    assert [(f.knob, f.value, f.saved_bytes, f.current) for f in small] == [("recompute", "selective", LSE_70, False)]
+
+
+def test_offloading_saves_almost_nothing_where_activations_dominate() -> None:
+    small = _found(L405, Stage.ZERO3).small
+    assert [(f.knob, f.value) for f in small] == [
+        ("recompute", "selective"),
+        ("offload", Offload.OPTIMIZER),
+        ("offload", Offload.OPTIMIZER_PARAMS),
+    ]
+
+
+# The seed's 30B (8 equal layers of 3.75e9) on 8 cards of 80 GB, no activations. Under ZeRO-2 a card keeps
+# the bf16 weights whole (60e9), a slice of the rest, 14 B a weight / n, and one layer's bf16 gradients
+# (7.5e9): on 8 cards 60 + 52.5 + 7.5 = 120e9. Offloading the optimizer (the master, the moments and the
+# gradients' slices) leaves the weights and the layer's gradients: 67.5e9. ZeRO-3 keeps 16/8 × 30e9 = 60e9
+# and a layer's weights and gradients, 15e9: 75e9. More cards fit when 420e9 / n <= 12.5e9: from 34, each
+# a slice of ceil(30e9 / 34) = 882,352,942 weights.
+SEED = Inputs(gpus=8, capacity=80 * GB)
+
+
+def test_the_next_stage_and_the_fewest_gpus() -> None:
+    found = _found(SEED, Stage.ZERO2)
+    assert [(f.knob, f.value, f.peak_bytes) for f in found.changes] == [
+        ("offload", Offload.OPTIMIZER, 67_500_000_000),
+        ("stage", Stage.ZERO3, 75 * GB),
+        ("gpus", "34", 60 * GB + 14 * 882_352_942 + 7_500_000_000),
+    ]
+    assert resolve(replace(SEED, gpus=33)).report[Stage.ZERO2].fits is False
+
+
+@pytest.mark.parametrize(
+    ("inputs", "stage"),
+    [(SEED, Stage.ZERO3), (replace(SEED, capacity=None), Stage.DP), (replace(SEED, capacity=480 * GB), Stage.DP)],
+)
+def test_nothing_to_change(inputs: Inputs, stage: Stage) -> None:
+    assert _found(inputs, stage) == Fixes()
+
+
+def test_a_scenario_without_its_inputs_has_no_changes() -> None:
+    scenario = resolve(LORA)
+    assert fixes(replace(scenario, inputs=None), Stage.DP) == Fixes()

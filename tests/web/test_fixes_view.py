@@ -1,0 +1,93 @@
+"""What would make it fit, under the verdict and in /api/memory: the domain's changes (tests/domain/test_fixes.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from tests.web.helpers import query_of, run_page
+
+L70 = "model=llama-3-70b&gpus=64&capacity=80GB&seq=4096&recompute=selective"
+L405 = "model=llama-3.1-405b&gpus=1024&capacity=80GB"
+LORA = "model=llama-3-8b&gpus=1&capacity=24GB&lora_rank=16"
+
+
+def _lines(client: TestClient, query: str) -> list[tuple[str, str, str]]:
+    tree = run_page(client, query)
+    return [
+        (" ".join(li.get_text(" ").split()), " ".join(li.get("class") or []), str(li.a["href"]) if li.a else "")
+        for li in tree.select("#fixes li")
+    ]
+
+
+@pytest.mark.parametrize(
+    ("query", "first"),
+    [
+        (f"{L70}&stage=zero3", "full recomputation : fits, 47.1 GiB left"),
+        (f"{L405}&stage=zero3", "sequence 512 : fits, 19.0 GiB left"),
+        (LORA, "full recomputation : fits, 1.2 GiB left"),
+    ],
+)
+def test_the_first_change_fits(client: TestClient, query: str, first: str) -> None:
+    words, css, _ = _lines(client, query)[0]
+    assert (words, css) == (first, "fix fits")
+
+
+def test_every_change_and_what_saves_almost_nothing(client: TestClient) -> None:
+    assert [(words, css) for words, css, _ in _lines(client, f"{L70}&stage=zero3")] == [
+        ("full recomputation : fits, 47.1 GiB left", "fix fits"),
+        ("sequence 2,048 : fits, 2.5 GiB left", "fix fits"),
+        ("offload the optimizer : still over by 34.8 GiB", "fix"),
+        ("offload the optimizer and the weights : still over by 32.7 GiB", "fix"),
+        (
+            "selective recomputation, as now : saves almost nothing, 0.078 GiB: peak 123.8 GiB → 123.7 GiB",
+            "fix small",
+        ),
+    ]
+
+
+def test_each_change_links_to_the_run_changed(client: TestClient) -> None:
+    hrefs = [query_of(href) for _, _, href in _lines(client, f"{L70}&stage=zero2")]
+    keys = ("stage", "recompute", "seq", "offload")
+    assert [tuple(h.get(key, [None])[0] for key in keys) for h in hrefs] == [
+        ("zero2", "full", "4096", None),
+        ("zero2", "selective", "256", None),
+        ("zero2", "selective", "4096", "optimizer"),
+        ("zero3", "selective", "4096", None),
+        ("zero2", None, "4096", None),  # the run's own selective leads to the run without it
+    ]
+
+
+@pytest.mark.parametrize(
+    "query", ["", "model=llama-3-70b&gpus=64&capacity=800GB&stage=zero3", f"{L70}&stage=zero3&capacity=200GB"]
+)
+def test_no_list_where_it_fits_or_no_card_is_given(client: TestClient, query: str) -> None:
+    assert run_page(client, query).select("#fixes") == []
+
+
+def _stages(client: TestClient, query: str) -> list[dict[str, Any]]:
+    response = client.get(f"/api/memory?{query}")
+    assert response.status_code == 200, response.text
+    stages: list[dict[str, Any]] = response.json()["stages"]
+    return stages
+
+
+def test_the_api_gives_each_stages_changes(client: TestClient) -> None:
+    zero3 = _stages(client, L70)[3]
+    assert zero3["fixes"][0] == {
+        "knob": "recompute",
+        "value": "full",
+        "peak_bytes": 29_445_392_384,
+        "headroom_bytes": 80_000_000_000 - 29_445_392_384,
+        "fits": True,
+        "saved_bytes": zero3["peak_bytes"] - 29_445_392_384,
+        "small": False,
+    }
+    assert [(f["knob"], f["value"], f["small"]) for f in zero3["fixes"]][-1] == ("recompute", "selective", True)
+
+
+def test_the_api_leaves_them_out_where_it_fits(client: TestClient) -> None:
+    assert all("fixes" not in row for row in _stages(client, "capacity=800GB"))
+    assert all("fixes" not in row for row in _stages(client, ""))
