@@ -23,7 +23,7 @@
     document.addEventListener("click", fold, true);
     document.addEventListener("keydown", (event) => event.key === "Escape" && fold(event));
     document.addEventListener("click", function (event) {
-      const toggle = event.target.closest("#theme-toggle"), away = event.target.closest("a[href]:not([hx-get])");
+      const toggle = event.target.closest(".theme-toggle a"), away = event.target.closest("a[href]:not([hx-get])");
       if (toggle) {  // sent, then the page reloads in the other theme
         event.preventDefault(); send(toggle.getAttribute("href")).then(() => window.location.reload());
       } else if (away && !away.closest("#live-teach") && !away.hasAttribute("data-copy-config")) {
@@ -61,7 +61,7 @@
   // The follower's own move: a widget link, a form field typed in (before its delayed request), or any widget
   // request apply() did not send (step.js's queued keys, embed-frame.js's set-state); not full screen, pace, Copy.
   document.addEventListener("click", function (event) {
-    const toggle = event.target.closest("#theme-toggle"), page = new URL(byId("live-back").href);
+    const toggle = event.target.closest(".theme-toggle a"), page = new URL(byId("live-back").href);
     if (toggle) {  // the follower's own theme, on the follower's page (not the plain page's): still following
       event.preventDefault(); page.searchParams.set("theme", new URL(toggle.href).searchParams.get("theme") || "default");
       window.location.assign(page.href);

@@ -156,7 +156,7 @@ def share_view(
     snippets = []
     for calculator in (False, True):
         for controls, label in _CONTROL_LABELS.items():
-            url = replace(embed, keep=_embed_options(controls, calculator), theme=Theme.DEFAULT)(stage)
+            url = replace(embed, keep=_embed_options(controls, calculator), theme=embed.theme.framed)(stage)
             html = (
                 f'<iframe src="{escape(url)}" title="{escape(title)}" width="100%" height="{EMBED_HEIGHT}"'
                 ' style="border:0;max-width:800px" allow="fullscreen" loading="lazy" data-zero-bands></iframe>\n'

@@ -42,24 +42,67 @@ from app.web.form_view import FieldProblem
 
 
 class Theme(StrEnum):
-    """How the page is drawn: for a screen close by, or for the back of a room (`?theme=projector`)."""
+    """How the page is drawn: its type, and its colours.
+
+    The type is for a screen close by, or (`projector`) for the back of a room; the colours are the
+    system's light or dark, or `light` or `dark` whatever the system says. Two choices in one word, so
+    a link keeps both in one parameter: `projector-dark` is the projector's type in dark colours;
+    `default` and `projector` follow the system's scheme, as they always did.
+    """
 
     DEFAULT = "default"
+    LIGHT = "light"
+    DARK = "dark"
     PROJECTOR = "projector"
+    PROJECTOR_LIGHT = "projector-light"
+    PROJECTOR_DARK = "projector-dark"
 
+    projector: bool
+    """The projector's larger type and one-screen layout (static/projector.css)."""
+    scheme: str | None
+    """The colours forced, `light` or `dark`; None: the system's (`prefers-color-scheme`)."""
     sheets: tuple[str, ...]
     """The stylesheets the theme adds, after the page's own (templates/_head.html)."""
     home_query: str
     """The masthead's link home keeps the theme: its query, blank for the default."""
+    html_attrs: dict[str, str | None]
+    """<html>'s class (the type: `theme-default` or `theme-projector`) and `data-scheme` (left out: the system's)."""
 
     def __init__(self, value: str) -> None:
-        self.sheets = ("projector.css",) if value == "projector" else ()
+        words = value.split("-")
+        self.projector = words[0] == "projector"
+        self.scheme = words[-1] if words[-1] in ("light", "dark") else None
+        self.sheets = ("projector.css",) if self.projector else ()
         self.home_query = "" if value == "default" else f"?theme={value}"
+        self.html_attrs = {"class": f"theme-{'projector' if self.projector else 'default'}", "data-scheme": self.scheme}
+
+    @staticmethod
+    def of(projector: bool, scheme: str | None) -> Theme:
+        """The theme with the projector's type or not, in `scheme` (None: the system's)."""
+        return Theme("-".join(w for w in ("projector" if projector else "", scheme or "") if w) or "default")
 
     @property
     def other(self) -> Theme:
-        """The theme the page's toggle switches to."""
-        return Theme.DEFAULT if self is Theme.PROJECTOR else Theme.PROJECTOR
+        """The theme the page's toggle switches to: the other type, in the same colours."""
+        return Theme.of(not self.projector, self.scheme)
+
+    @property
+    def schemes(self) -> tuple[Theme, ...]:
+        """The same type in each colour scheme the page's toggle offers: the system's, light, dark."""
+        return tuple(Theme.of(self.projector, s) for s in (None, "light", "dark"))
+
+    @property
+    def framed(self) -> Theme:
+        """The theme an embed's snippet carries: the colours chosen, not the projector's type (a frame is a column)."""
+        return Theme.of(False, self.scheme)
+
+
+THEME_HELP = (
+    "'light' or 'dark': those colours, whatever the system says; 'projector': larger type and a layout for the back "
+    "of a room, in the colours the system says; 'projector-light' or 'projector-dark': the projector in those "
+    "colours; 'default': the normal view in the colours the system says"
+)
+"""What `theme` takes, as the query models, the OpenAPI schema and docs/url-options.md say it."""
 
 
 def _blank_is_none(value: object) -> object:
@@ -272,7 +315,7 @@ class PageQuery(RunQuery):
     previous: Stage | None = Field(
         None, alias="from", description="The stage shown before this one: the cells that changed are marked."
     )
-    theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
+    theme: Theme = Field(Theme.DEFAULT, description=THEME_HELP)
 
 
 class CompareQuery(RunQuery):
@@ -280,7 +323,7 @@ class CompareQuery(RunQuery):
 
     left: Stage = Field(Stage.ZERO1, description="The arrangement drawn on the left.")
     right: Stage = Field(Stage.ZERO3, description="The arrangement drawn on the right.")
-    theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
+    theme: Theme = Field(Theme.DEFAULT, description=THEME_HELP)
 
 
 NOT_MEASURED = "not_measured"
@@ -298,7 +341,7 @@ class MeasuredQuery(BaseModel):
         description="ddp (dp), zero-redundancy (zero1), fsdp1 or fsdp2 (zero2, zero3), hsdp (zero3); "
         "none: fsdp2 for zero2, zero3.",
     )
-    theme: Theme = Field(Theme.DEFAULT, description="'projector': larger type and a layout for the back of a room.")
+    theme: Theme = Field(Theme.DEFAULT, description=THEME_HELP)
 
     @field_validator("impl")
     @classmethod

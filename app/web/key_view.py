@@ -190,10 +190,10 @@ def _compact(legend: tuple[BandSpec, ...], d: _Drawn, ring_key: bool) -> Key:
 
 
 def page_key(view: PageView) -> Key | None:
-    """The key of the page's stage: compact in an embed's default theme; None on a page that draws no stage."""
+    """The key of the page's stage: compact in an embed but the projector's; None on a page that draws no stage."""
     if view.content is None:
         return None
     drawn = _Drawn.of(view.content)
-    if view.embed and view.theme == "default":
+    if view.embed and not view.theme.projector:
         return _compact(view.legend, drawn, view.embed.switcher)
     return _full(view.legend, drawn)

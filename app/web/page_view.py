@@ -26,10 +26,33 @@ if TYPE_CHECKING:  # the live bars' module builds on the errors', which builds o
 
 @dataclass(frozen=True)
 class ThemeToggle:
-    """The link to the same view in the other theme."""
+    """The link to the same view in the other type (normal or projector), in the same colours."""
 
     href: str
     label: str
+
+
+@dataclass(frozen=True)
+class SchemeLink:
+    """The link to the same view in one colour scheme: the system's, light or dark; the scheme shown is marked."""
+
+    id: str
+    href: str
+    label: str
+    attrs: dict[str, str | None] = field(compare=False)
+    """`aria-current` on the scheme shown; left out on the others."""
+
+
+_SCHEME_LABELS = (("system", "Auto"), ("light", "Light"), ("dark", "Dark"))
+"""Each scheme the toggle offers, in the order of `Theme.schemes`: its id's word and its label."""
+
+
+@dataclass(frozen=True)
+class ThemeTools:
+    """The page's theme toggle: the other type, and each colour scheme."""
+
+    size: ThemeToggle
+    schemes: tuple[SchemeLink, ...]
 
 
 @dataclass(frozen=True)
@@ -76,7 +99,9 @@ class PageView:
     theme: Theme = Theme.DEFAULT
     """A class on <html>: the page's one place that knows the theme."""
     theme_href: str = ""
-    """The same view in the other theme (a whole page load: the theme styles the page, not the widget)."""
+    """The same view in the other type (a whole page load: the theme styles the page, not the widget)."""
+    scheme_hrefs: tuple[str, ...] = ()
+    """The same view in the system's colours, light and dark (`Theme.schemes`), in the same type."""
     embed: EmbedView | None = None
     """Set when the widget is drawn alone, inside another site's page."""
     share_href: str = ""
@@ -106,9 +131,9 @@ class PageView:
     """The widget's own address, and the stage and phase shown (None: the attribute is left out)."""
     teach_field: tuple[str, ...] = field(init=False)
     """The page's "Teach this live" field (the view's address), on the page only, not live."""
-    tools_top: tuple[tuple[ThemeToggle, ...], ...] = field(init=False)
+    tools_top: tuple[tuple[ThemeTools, ...], ...] = field(init=False)
     """Full screen (and the theme's toggle) at the top; in an embed's default theme, beside the heading instead."""
-    tools_side: tuple[tuple[ThemeToggle, ...], ...] = field(init=False)
+    tools_side: tuple[tuple[ThemeTools, ...], ...] = field(init=False)
     switcher: tuple[tuple[StageLink, ...], ...] = field(init=False)
     """The switcher, at the top of the widget; with the form, when the form comes first."""
     switcher_alone: tuple[tuple[StageLink, ...], ...] = field(init=False)
@@ -141,9 +166,14 @@ class PageView:
         e, content, theme = self.embed, (None if self.error else self.content), self.theme
         calculator = e is None or e.calculator
         first = self.form_first and calculator and not self.error
-        tools_later = e is not None and theme == Theme.DEFAULT and not self.error
-        label = "Normal view" if theme == Theme.PROJECTOR else "Projector view"
-        toggles = shown(ThemeToggle(self.theme_href, label) if self.theme_href and e is None else None)
+        tools_later = e is not None and not theme.projector and not self.error
+        label = "Normal view" if theme.projector else "Projector view"
+        schemes = tuple(
+            SchemeLink(f"scheme-{word}", href, words, {"aria-current": "true" if t is theme else None})
+            for (word, words), href, t in zip(_SCHEME_LABELS, self.scheme_hrefs, theme.schemes, strict=False)
+        )
+        tools = ThemeTools(ThemeToggle(self.theme_href, label), schemes)
+        toggles = shown(tools if self.theme_href and e is None else None)
         links = self.links if e is None or e.switcher or self.error else None
         steps = e is None or e.step_controls
         attrs: dict[str, str | None] = {"data-address": self.address or None}
@@ -221,6 +251,7 @@ def page_view(
         compare_href=compare_href(compare, stage, link.kept) if compare else "",
         theme=link.theme,
         theme_href=link.themed(link.theme.other).at(stage, phase),
+        scheme_hrefs=tuple(link.themed(t).at(stage, phase) for t in link.theme.schemes),
     )
 
 

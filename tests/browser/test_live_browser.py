@@ -586,6 +586,19 @@ def test_the_teachers_projector_view_stays_on_the_teachers_screen(
     teacher_moves(teacher, lambda: teacher.click("#switch-zero2"))
     converge(teacher, {"student": student})
     expect(student.locator("html")).to_have_class("theme-projector")
+    # A colour scheme is the same: the student's own (still following), and the teacher's, the teacher's alone.
+    student.click("#scheme-menu summary")
+    student.click("#scheme-dark")
+    expect(student).to_have_url(f"{server}/live/{code}?theme=projector-dark")
+    expect(student.locator("html")).to_have_attribute("data-scheme", "dark")
+    expect(student.locator("#live-state")).to_have_text("Following the teacher.")
+    at = version(student)
+    teacher.click("#scheme-menu summary")
+    with teacher.expect_navigation():
+        teacher_moves(teacher, lambda: teacher.click("#scheme-light"))
+    expect(teacher.locator("html")).to_have_attribute("data-scheme", "light")
+    told_of(student, at + 1)
+    expect(student.locator("html")).to_have_attribute("data-scheme", "dark")
     watch.assert_clean(student)
 
 

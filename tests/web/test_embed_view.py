@@ -218,22 +218,34 @@ def test_the_snippet_is_absolute_under_a_prefix() -> None:
         assert urlsplit(str(one(embedded, "#switch-zero1")["href"])).path == "/course/zero/embed"
 
 
-@pytest.mark.parametrize("theme", ["default", "projector"])
-def test_without_javascript_the_panel_opens_as_a_page_of_its_own(client: TestClient, theme: str) -> None:
-    themed = "" if theme == "default" else "&theme=projector"
+# The panel in the page's theme; its snippet keeps the colours chosen, not the projector's type (a frame is a column).
+@pytest.mark.parametrize(
+    ("theme", "html_class", "framed"),
+    [
+        ("default", "theme-default", None),
+        ("projector", "theme-projector", None),
+        ("dark", "theme-default", "dark"),
+        ("projector-light", "theme-projector", "light"),
+    ],
+)
+def test_without_javascript_the_panel_opens_as_a_page_of_its_own(
+    client: TestClient, theme: str, html_class: str, framed: str | None
+) -> None:
+    themed = "" if theme == "default" else f"&theme={theme}"
     page = dom(client.get(f"/?stage=zero1&gpus=16{themed}").text)
     link = one(page, "#embed-open")
     response = client.get(str(link["href"]))
     assert response.status_code == 200
     tree = dom(response.text)
-    assert one(tree, "html")["class"] == [f"theme-{theme}"]
+    assert one(tree, "html")["class"] == [html_class]
     assert text(tree, "h1") == "ZeRO Bands"
     assert text(tree, "h2") == "Embed this view"
     # The way back is to the view the panel embeds, and the snippet embeds that same view.
     back = str(one(tree, "#share-back")["href"])
-    assert query_of(back) == {"stage": ["zero1"], "gpus": ["16"], **({"theme": ["projector"]} if themed else {})}
+    assert query_of(back) == {"stage": ["zero1"], "gpus": ["16"], **({"theme": [theme]} if themed else {})}
     frame, _ = _snippet(tree)
-    assert query_of(str(frame["src"])) == {"stage": ["zero1"], "gpus": ["16"]}
+    colours = {"theme": [framed]} if framed else {}
+    assert query_of(str(frame["src"])) == {"stage": ["zero1"], "gpus": ["16"], **colours}
     # The Copy button and the choice of controls need the page's script: hidden until it runs, and the
     # hint says how to choose in the frame's address instead.
     assert one(tree, "#embed-copy").has_attr("hidden")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -13,11 +14,12 @@ from pydantic import ValidationError
 from app.domain.stages import Stage
 from app.domain.units import BYTES_PATTERN, COUNT_PATTERN
 from app.web.fields import FIELDS, Kind, RunField
-from app.web.inputs import RunQuery, set_aside
+from app.web.inputs import THEME_HELP, CompareQuery, MeasuredQuery, PageQuery, RunQuery, Theme, set_aside
 from tests.conftest import dom, examples, one, text
 from tests.web.helpers import get_tree, run_page, table_cells, theme_in
 
 PATHS = ["/", "/api/memory"]
+URL_OPTIONS = Path(__file__).resolve().parents[2] / "docs" / "url-options.md"
 FAST = settings(max_examples=examples(80), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 counts = (
@@ -219,17 +221,36 @@ def test_a_bad_previous_stage_is_refused(client: TestClient) -> None:
     get_tree(client, "stage=zero2&from=zero9", status=422)
 
 
-@pytest.mark.parametrize("value", ["dark", "PROJECTOR", ""])
+@pytest.mark.parametrize("value", ["neon", "PROJECTOR", "dark-projector", "projector-auto", ""])
 def test_a_bad_theme_is_a_clear_422(client: TestClient, value: str) -> None:
     response = client.get(f"/?stage=zero1&theme={value}")
     assert response.status_code == 422
     tree = dom(response.text)
     message = text(tree, ".notice-message")
     assert "“theme”" in message
-    assert "'projector'" in message
+    assert all(f"'{t.value}'" in message for t in Theme), message
     # The switcher still offers a way on, in the default theme.
     assert one(tree, "html").get("class") == ["theme-default"]
     assert theme_in(str(one(tree, "#switch-zero1").get("href"))) == []
+
+
+# Once a 422 with no grid: a forced colour scheme, alone or with the projector's type, on every page that takes a theme.
+@pytest.mark.parametrize("theme", ["light", "dark", "projector-light", "projector-dark"])
+@pytest.mark.parametrize("path", ["/?stage=zero1", "/embed?", "/compare?left=dp", "/measured?stage=zero2", "/share?"])
+def test_light_and_dark_are_themes(client: TestClient, path: str, theme: str) -> None:
+    response = client.get(f"{path}&theme={theme}")
+    assert response.status_code == 200
+    html = one(dom(response.text), "html")
+    assert html.get("data-scheme") == theme.rpartition("-")[2]
+    assert html.get("class") == ["theme-projector" if theme.startswith("projector") else "theme-default"]
+
+
+def test_the_theme_is_declared_once_and_the_docs_say_it() -> None:
+    # The query models' description (and so the OpenAPI schema) is THEME_HELP; the docs' row says the same.
+    for model in (PageQuery, CompareQuery, MeasuredQuery):
+        assert model.model_fields["theme"].description == THEME_HELP
+    row = next(line for line in URL_OPTIONS.read_text().splitlines() if line.startswith("| `theme` |"))
+    assert THEME_HELP.replace("'", "`") in row
 
 
 def test_the_api_does_not_take_a_theme(client: TestClient) -> None:

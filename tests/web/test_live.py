@@ -32,6 +32,7 @@ from app.web.live import REFUSED_RETRY_MS, RETRY_MS
 from app.web.live_view import qr_svg
 from tests.conftest import dom, full_run_only, one, text
 from tests.live.redis_server import RedisServer, running_redis
+from tests.web.helpers import theme_in
 
 WAIT_SECONDS = 20.0
 """Longest a stream is waited for: far past its lifetime here, short of a hang."""
@@ -180,6 +181,30 @@ def test_the_teachers_theme_is_the_teachers_and_each_follower_keeps_its_own(live
     assert one(embed, "html")["class"] == ["theme-default"]
     assert one(embed, "#live-state")["data-view"] == "/embed?stage=zero3&phase=4"
     assert student.get(f"/live/{code}?theme=neon").status_code == 422
+
+
+@pytest.mark.parametrize(("teacher", "own"), [("projector-light", "dark"), ("dark", "projector-light")])
+def test_a_forced_scheme_starts_a_session_and_each_follower_keeps_its_own(
+    live: TestClient, teacher: str, own: str
+) -> None:
+    # The teacher's page starts in the teacher's theme, colours and all.
+    code = started(live, f"/?stage=zero2&phase=3&theme={teacher}")
+    page = dom(live.get(f"/live/{code}/teach").text)
+    assert one(page, "html").get("data-scheme") == teacher.rpartition("-")[2]
+    assert theme_in(str(one(page, "#switch-zero3")["href"])) == [teacher]
+    # A follower's page, its stream, its way back and its toggle's links, in the follower's own.
+    student = follower(live)
+    page = dom(student.get(f"/live/{code}?theme={own}").text)
+    assert one(page, "html").get("data-scheme") == own.rpartition("-")[2]
+    assert one(page, "#live-state")["data-view"] == f"/?stage=zero2&phase=3&theme={own}"
+    assert one(page, "#live-follow")["sse-connect"] == f"/live/{code}/events?theme={own}"
+    assert one(page, "#live-back")["href"] == f"/live/{code}?theme={own}"
+    assert theme_in(str(one(page, "#switch-zero3")["href"])) == [own]
+    assert [theme_in(str(a["href"])) for a in page.select(".scheme-toggle a[aria-current]")] == [[own]]
+    # And in a course page's frame.
+    embed = dom(student.get(f"/embed?live={code}&theme={own}").text)
+    assert one(embed, "html").get("data-scheme") == own.rpartition("-")[2]
+    assert one(embed, "#live-state")["data-view"] == f"/embed?stage=zero2&phase=3&theme={own}"
 
 
 @pytest.mark.parametrize(

@@ -7,6 +7,7 @@ from dataclasses import replace
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
+from bs4 import Tag
 from fastapi.testclient import TestClient
 
 from app.domain.stages import Stage
@@ -101,52 +102,105 @@ def test_the_default_runs_json_links_are_the_bare_addresses(client: TestClient) 
     assert run_page(client, "stage=zero2", {"HX-Request": "true"}).select("#json-links") != []
 
 
-PROJECTOR = "/?stage=zero3&gpus=16&capacity=80GiB&theme=projector"
+RUN_16 = "/?stage=zero3&gpus=16&capacity=80GiB"
+
+# Each theme: <html>'s class (the type) and data-scheme (the colours forced; None: the system's).
+THEMES = [
+    ("projector", ["theme-projector"], None),
+    ("light", ["theme-default"], "light"),
+    ("dark", ["theme-default"], "dark"),
+    ("projector-light", ["theme-projector"], "light"),
+    ("projector-dark", ["theme-projector"], "dark"),
+]
+
+
+def _toggle_links(tag: Tag) -> bool:
+    """The theme's own toggle, whose links name another theme on purpose."""
+    return tag.find_parent(class_="theme-toggle") is not None
 
 
 @pytest.mark.parametrize("phase", ["", "&phase=9"])
-def test_projector_is_a_class_on_the_page_and_every_address_keeps_it(client: TestClient, phase: str) -> None:
-    tree = dom(client.get(PROJECTOR + phase).text)
-    assert one(tree, "html").get("class") == ["theme-projector"]
+@pytest.mark.parametrize(("theme", "html_class", "scheme"), THEMES)
+def test_the_theme_is_on_the_page_and_every_address_keeps_it(
+    client: TestClient, phase: str, theme: str, html_class: list[str], scheme: str | None
+) -> None:
+    tree = dom(client.get(f"{RUN_16}&theme={theme}{phase}").text)
+    assert (one(tree, "html").get("class"), one(tree, "html").get("data-scheme")) == (html_class, scheme)
     links = [
         str(tag.get("href") or tag.get("hx-get"))
         for tag in tree.select("#widget a[href]:not(.source), #widget a[hx-get], .masthead a[href]")
-        if tag.get("id") != "theme-toggle"
+        if not _toggle_links(tag)
         and not str(tag.get("href") or "").startswith("#")
-        # A snippet for a course page embeds the default theme: the frame is a column, not a projector.
+        # A snippet for a course page embeds the colours only: the frame is a column, not a projector.
         and not tag.find_parent(class_=["embed-this", "config-tools"])  # a training config has no theme
     ]
     forms = [tag for tag in tree.select("#widget form") if tag.get("method") == "get"]
     assert links
     assert forms
     for url in links:
-        assert theme_in(url) == ["projector"], url
+        assert theme_in(url) == [theme], url
     for form in forms:
         hidden = [i for i in form.select('input[type="hidden"]') if i.get("name") == "theme"]
-        assert [i.get("value") for i in hidden] == ["projector"], form.get("id") or form.get("class")
+        assert [i.get("value") for i in hidden] == [theme], form.get("id") or form.get("class")
 
 
 def test_the_default_theme_adds_nothing_to_addresses(client: TestClient) -> None:
     tree = dom(client.get("/?stage=zero1&phase=3").text)
     assert one(tree, "html").get("class") == ["theme-default"]
-    assert not any(
-        theme_in(str(a.get("href"))) for a in tree.select("#widget a[href]") if a.get("id") != "theme-toggle"
-    )
+    assert not one(tree, "html").has_attr("data-scheme")
+    assert not any(theme_in(str(a.get("href"))) for a in tree.select("#widget a[href]") if not _toggle_links(a))
     assert not tree.select('input[name="theme"]')
 
 
-def test_the_toggle_switches_the_theme_and_keeps_the_run_and_phase(client: TestClient) -> None:
-    tree = dom(client.get("/?stage=zero2&gpus=16&phase=5").text)
-    toggle = one(tree, "#theme-toggle")
-    assert text(tree, "#theme-toggle") == "Projector view"
-    # A whole page load: the theme styles the page around the widget too.
-    assert toggle.get("hx-get") is None
-    query = query_of(str(toggle.get("href")))
-    assert query == {"stage": ["zero2"], "gpus": ["16"], "phase": ["5"], "theme": ["projector"]}
+# The toggle in each theme: the other type in the same colours ("Projector view" / "Normal view"), and
+# each colour scheme in the same type, the one shown marked.
+TOGGLES = [
+    ("", "Projector view", ["projector"], [[], ["light"], ["dark"]], "scheme-system"),
+    ("light", "Projector view", ["projector-light"], [[], ["light"], ["dark"]], "scheme-light"),
+    ("dark", "Projector view", ["projector-dark"], [[], ["light"], ["dark"]], "scheme-dark"),
+    ("projector", "Normal view", [], [["projector"], ["projector-light"], ["projector-dark"]], "scheme-system"),
+    (
+        "projector-light",
+        "Normal view",
+        ["light"],
+        [["projector"], ["projector-light"], ["projector-dark"]],
+        "scheme-light",
+    ),
+    (
+        "projector-dark",
+        "Normal view",
+        ["dark"],
+        [["projector"], ["projector-light"], ["projector-dark"]],
+        "scheme-dark",
+    ),
+]
 
-    back = dom(client.get(str(toggle.get("href"))).text)
-    assert text(back, "#theme-toggle") == "Normal view"
-    assert query_of(str(one(back, "#theme-toggle").get("href"))) == {"stage": ["zero2"], "gpus": ["16"], "phase": ["5"]}
+
+@pytest.mark.parametrize(("theme", "label", "other", "schemes", "current"), TOGGLES)
+def test_the_toggle_offers_each_theme_keeping_the_run_and_phase(
+    client: TestClient, theme: str, label: str, other: list[str], schemes: list[list[str]], current: str
+) -> None:
+    themed = f"&theme={theme}" if theme else ""
+    tree = dom(client.get(f"/?stage=zero2&gpus=16&phase=5{themed}").text)
+    toggle = one(tree, "#theme-toggle")
+    assert text(tree, "#theme-toggle") == label
+    # Whole page loads: the theme styles the page around the widget too.
+    run = {"stage": ["zero2"], "gpus": ["16"], "phase": ["5"]}
+    links = [toggle, *tree.select(".scheme-toggle a")]
+    assert [a.get("hx-get") for a in links] == [None] * 4
+    assert [query_of(str(a["href"])) for a in links] == [
+        {**run, **({"theme": other} if other else {})},
+        *({**run, **({"theme": s} if s else {})} for s in schemes),
+    ]
+    assert [(a["id"], a.get_text()) for a in tree.select(".scheme-toggle a")] == [
+        ("scheme-system", "Auto"),
+        ("scheme-light", "Light"),
+        ("scheme-dark", "Dark"),
+    ]
+    assert [a["id"] for a in tree.select('.scheme-toggle a[aria-current="true"]')] == [current]
+    # Each link leads to the view in that theme.
+    back = dom(client.get(str(toggle["href"])).text)
+    assert theme_in(str(one(back, "#theme-toggle")["href"])) == ([theme] if theme else [])
 
 
 def test_a_swapped_fragment_keeps_the_theme(client: TestClient) -> None:
@@ -222,7 +276,7 @@ def test_the_step_bar_and_the_theme_toggle_are_the_pages(
     view = replace(page_view(Stage.ZERO3, Links("/")), embed=embed_view(*embed) if embed else None,
                    theme_href="/?theme=projector")  # fmt: skip
     assert view.step_controls == nav
-    assert tuple((t.href, t.label) for bar in view.tools_top + view.tools_side for t in bar) == toggles
+    assert tuple((t.size.href, t.size.label) for bar in view.tools_top + view.tools_side for t in bar) == toggles
 
 
 def test_an_error_draws_no_stage_and_keeps_the_switcher_and_the_ways_on() -> None:
