@@ -104,6 +104,16 @@ THEME_HELP = (
 )
 """What `theme` takes, as the query models, the OpenAPI schema and docs/url-options.md say it."""
 
+MAX_ANSWERS = 64
+"""A prediction's values at most: a card of 16 weights has 64 cells (the grid draws at most 16)."""
+
+PREDICT_HELP = (
+    "1: predict first. Before a switch of stage the page asks which cells GPU 1 will store, and before the step's "
+    "next phase how much GPU 0 will hold; the answer is shown beside the prediction, then the view switches. "
+    "Every link keeps it; 0: switch at once"
+)
+"""What `predict` takes, as the query model and docs/url-options.md (cog) say it."""
+
 
 def _blank_is_none(value: object) -> object:
     # The form sends a blank field as an empty string: the field's default.
@@ -316,6 +326,21 @@ class PageQuery(RunQuery):
         None, alias="from", description="The stage shown before this one: the cells that changed are marked."
     )
     theme: Theme = Field(Theme.DEFAULT, description=THEME_HELP)
+    predict: bool = Field(False, description=PREDICT_HELP)
+
+
+class PredictQuery(PageQuery):
+    """A prediction asked before a move, and once `shown`, its answer: the view now, where it goes, what was given.
+
+    The question's whole state is in its address (no session, no cookie): a person alone, as a live
+    session's follower answers the teacher's question.
+    """
+
+    to: Stage | None = Field(None, description="The stage to switch to; none: the step's next phase.")
+    answer: list[str] = Field(
+        [], max_length=MAX_ANSWERS, description="The prediction: a cell (weight.band) each, or one number."
+    )
+    shown: bool = Field(False, description="1: show the answer beside the prediction.")
 
 
 class CompareQuery(RunQuery):

@@ -27,12 +27,16 @@ class Links:
     """Options every link carries after the run and the phase (an embed's controls and calculator)."""
     theme: Theme = Theme.DEFAULT
     """Kept in every address, so a swap or a form never drops the projector view."""
+    predict: str = ""
+    """Predict first: the question's address (the `predict` route), kept in every address as `predict=1`;
+    empty, off: a switch goes straight to the view."""
 
     @property
     def options(self) -> tuple[tuple[str, str], ...]:
-        """What every address carries after the run: the embed's options, then the theme."""
+        """What every address carries after the run: the embed's options, the theme, predict first."""
         theme = () if self.theme is Theme.DEFAULT else (("theme", self.theme.value),)
-        return (*self.keep, *theme)
+        predict = (("predict", "1"),) if self.predict else ()
+        return (*self.keep, *theme, *predict)
 
     @property
     def kept(self) -> tuple[tuple[str, str], ...]:
@@ -64,6 +68,13 @@ class Links:
         moment = "" if phase is None else f"&phase={phase}"
         # A stage's value is a plain word (dp, zero1...): nothing in it to encode.
         return f"{self.page}?stage={stage.value}{run}{moment}{options}"
+
+    def ask(self, stage: Stage, phase: int | None, to: Stage | None) -> str:
+        """The question before leaving `stage` at `phase`: for the switch `to` a stage, or (None) to the next phase."""
+        run, options = self._encoded
+        moment = "" if phase is None else f"&phase={phase}"
+        where = "" if to is None else f"&to={to.value}"
+        return f"{self.predict}?stage={stage.value}{run}{moment}{where}{options}"
 
     def switch(self, stage: Stage, current: Stage | None) -> str:
         """The address of `stage`, with a `from` hint naming the stage shown so the page can mark what changed."""
@@ -113,7 +124,8 @@ def page_links(request: Request, query: RunQuery | None = None) -> Links:
     """Builds the page's URL for a stage, keeping the run the person described and the phase."""
     run = tuple(query.canonical().items()) if query else ()
     if isinstance(query, PageQuery):
-        return Links(path_for(request, "page"), run, query.phase, theme=query.theme)
+        predict = path_for(request, "predict") if query.predict else ""
+        return Links(path_for(request, "page"), run, query.phase, theme=query.theme, predict=predict)
     return Links(path_for(request, "page"), run)
 
 

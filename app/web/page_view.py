@@ -240,12 +240,13 @@ def page_view(
     `previous` is the stage the person came from: the cells that changed are marked and the change
     said in a sentence. `compare` is the side-by-side page's address, without its query.
     """
+    content = _predicting(stage_view(stage, scenario, link, phase, previous), link)
     return PageView(
         title=f"{stage.info.title} · {APP_NAME}",
-        links=stage_links(stage, link),
+        links=tuple(_ask_first(s, link, stage, phase) for s in stage_links(stage, link)),
         legend=legend(scenario.recipe),
         form=replace(form_view(scenario, stage, inputs or Inputs(), phase), action=link.page, keep=link.options),
-        content=stage_view(stage, scenario, link, phase, previous),
+        content=content,
         step_href=link.at(stage, 0),
         step_enter_href=link.at(stage, 1),
         compare_href=compare_href(compare, stage, link.kept) if compare else "",
@@ -253,6 +254,21 @@ def page_view(
         theme_href=link.themed(link.theme.other).at(stage, phase),
         scheme_hrefs=tuple(link.themed(t).at(stage, phase) for t in link.theme.schemes),
     )
+
+
+def _ask_first(switch: StageLink, link: Links, stage: Stage, phase: int | None) -> StageLink:
+    """Predict first (`Links.predict`): a switch from `stage` to another goes by the question about it."""
+    if not link.predict or switch.current:
+        return switch
+    return replace(switch, href=link.ask(stage, phase, switch.stage))
+
+
+def _predicting(content: StageView, link: Links) -> StageView:
+    """Predict first: the step's next phase goes by the question about it (the slider and the rest go straight)."""
+    step = content.step
+    if not link.predict or step is None or step.next_href is None:
+        return content
+    return replace(content, step=replace(step, next_href=link.ask(content.stage, step.index, None)))
 
 
 def with_problems(view: PageView, problems: tuple[FieldProblem, ...]) -> PageView:

@@ -17,11 +17,12 @@ from app.web.compare_view import compare_view
 from app.web.config_view import FormBody, Refused, config_view, pasted_url, read_form
 from app.web.embed_view import embed_view, share_page_view
 from app.web.errors import describe
-from app.web.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery, SetAside, set_aside
+from app.web.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery, PredictQuery, SetAside, set_aside
 from app.web.links import Links, absolute_links, absolute_url_for, embed_links, page_links, path_for
 from app.web.live_access import follower_embed
 from app.web.measured_view import measured_view, theme_of
 from app.web.page_view import PageView, compare_href, error_view, page_view, with_problems
+from app.web.predict_view import predict_view
 from app.web.set_aside_view import set_aside_view, with_drawn
 from app.web.templating import FORM_FIRST_HEADER, render, replace_history, wants_fragment
 
@@ -232,6 +233,19 @@ async def embed(request: Request, kept: EmbedRead) -> Response:
     if live:
         response.headers["Cache-Control"] = "no-store"  # one session's now: never kept (app/serving/cache.py)
     return response
+
+
+@router.api_route("/predict", methods=["GET", "HEAD"], name="predict", response_class=HTMLResponse)
+def predict(request: Request, query: Annotated[PredictQuery, Query()]) -> HTMLResponse:
+    """Predict first: the question before a switch of stage or the next phase, or its answer beside the prediction.
+
+    A plain GET form and plain links, so it works without JavaScript; with htmx it is swapped into the
+    widget. A bad prediction, or a move with nothing to predict, is a 422 saying why.
+    """
+    link = replace(page_links(request, query), predict=path_for(request, "predict"))
+    view = predict_view(query, resolve(query.inputs()), link)
+    own = f"{link.predict}?{request.url.query}" if request.url.query else link.predict
+    return render(request, "predict.html", "widget", view, status_code=422 if view.error else 200, push_url=own)
 
 
 @router.api_route("/compare", methods=["GET", "HEAD"], name="compare", response_class=HTMLResponse)
