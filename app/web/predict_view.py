@@ -87,8 +87,9 @@ class PredictView:
     """The question's own address: the form's GET goes there."""
     hidden: tuple[tuple[str, str], ...]
     """The question's state, sent again with the prediction: the view now, the move, the options."""
-    gos: tuple[tuple[str, str], ...]
-    """The way on to the view after the move, and its words; none when there is no move."""
+    gos: tuple[tuple[str, str, str], ...]
+    """The way on to the view after the move, its words, and the control focused there (static/step.js's
+    data-focus-after: the stage's tab, or Next); none when there is no move."""
     back_href: str
     theme: Theme = Theme.DEFAULT
     given: str | None = None
@@ -185,15 +186,15 @@ def predict_view(query: PredictQuery, scenario: Scenario, link: Links) -> Predic
     back = link.at(stage, phase)
     if to is not None:
         heading, context = f"Predict: {to.info.title}", f"From {stage.info.title} to {to.info.title}."
-        go, go_label = link.switch(to, stage), f"Go on to {to.info.title}"
+        go, go_label, focus = link.switch(to, stage), f"Go on to {to.info.title}", f"switch-{to.value}"
     else:
         after = (phase or 0) + 1
         heading, context = f"Predict: phase {after}", f"{stage.info.title}'s step, from phase {phase} to phase {after}."
-        go, go_label = link.at(stage, after), f"Go on to phase {after}"
+        go, go_label, focus = link.at(stage, after), f"Go on to phase {after}", "step-next"
     moment = () if phase is None else (("phase", str(phase)),)
     where = () if to is None else (("to", to.value),)
     hidden = (("stage", stage.value), *link.run, *moment, *where, *link.options, ("shown", "1"))
-    base = PredictView(heading, context, None, link.predict, hidden, ((go, go_label),), back, link.theme)
+    base = PredictView(heading, context, None, link.predict, hidden, ((go, go_label, focus),), back, link.theme)
     try:
         question = _question(scenario, query)
     except NoQuestion as refused:

@@ -9,15 +9,18 @@ tests/browser/test_predict_browser.py's.
 
 from __future__ import annotations
 
+from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
-from app.domain.questions import Question
+from app.domain.questions import AnswerKind, Question
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
+from app.web.inputs import PREDICT_HELP, PageQuery
+from app.web.live import question_for
 from app.web.predict_view import CheckCell
 from tests.conftest import dom, one, text
 from tests.web.helpers import HX, query_of
@@ -254,10 +257,16 @@ def test_a_cell_at_the_answer_is_marked_by_glyph_class_and_words(
 
 def test_the_question_is_the_live_sessions(client: TestClient) -> None:
     # The same prompt "Ask the class" puts (app/web/live.py question_for): one question, for one person or a class.
-    from app.domain.questions import AnswerKind
-    from app.web.live import question_for
 
     asked: Question = question_for("stage=zero2", AnswerKind.CELLS, 1)
     tree = predict(client, {"stage": "dp", "to": "zero2"})
     assert text(tree, "#predict-prompt") == asked.prompt
     assert set(asked.answer.split(",")) == STORED_BY_GPU_1[Stage.ZERO2]
+
+
+def test_the_docs_row_is_the_query_models_help() -> None:
+    assert PageQuery.model_fields["predict"].description == PREDICT_HELP
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "url-options.md").read_text()
+    # By hand beside `theme`'s, in the view's table (tests/test_readme.py holds the options to two tables).
+    row = next(line for line in docs.splitlines() if line.startswith("| `predict` |"))
+    assert row.startswith(f"| `predict` | page | {PREDICT_HELP} ")
