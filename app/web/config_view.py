@@ -141,6 +141,8 @@ def read_pasted(config: Mapping[str, Any], run: RunQuery) -> Pasted:
     given = {**run.canonical(), **read_deepspeed(config)}
     if isinstance(run, PageQuery) and run.theme is not Theme.DEFAULT:
         given["theme"] = run.theme.value
+    if isinstance(run, PageQuery) and run.predict:
+        given["predict"] = "1"
     try:
         query = PageQuery.model_validate(given)
     except ValidationError as exc:  # a rule of the run as a whole, e.g. a cross-field one
@@ -151,7 +153,10 @@ def read_pasted(config: Mapping[str, Any], run: RunQuery) -> Pasted:
 def pasted_url(request: Request, pasted: Pasted) -> str:
     """The page's address for the run read: the one URL builder, from the route's name."""
     query = pasted.query
-    return Links(path_for(request, "page"), tuple(query.canonical().items()), theme=query.theme)(query.stage)
+    predict = path_for(request, "predict") if query.predict else ""
+    return Links(path_for(request, "page"), tuple(query.canonical().items()), theme=query.theme, predict=predict)(
+        query.stage
+    )
 
 
 class Refused(Exception):
@@ -243,7 +248,8 @@ def config_view(request: Request, link: Links, stage: Stage, run: Run) -> Config
     def href(form: ConfigFormat) -> str:
         return api.at(stage, None) + f"&format={form.value}"
 
-    # The run (and the theme) in the action's query: a form sent by POST keeps it, and the config is the body.
-    action = Links(path_for(request, "config_paste"), link.run, theme=link.theme).at(stage, None)
+    # The run (and the theme, predict first) in the action's query: a form sent by POST keeps it, and the config is
+    # the body.
+    action = Links(path_for(request, "config_paste"), link.run, theme=link.theme, predict=link.predict).at(stage, None)
     refused = deepspeed_refused(stage, run)
     return ConfigView(href(ConfigFormat.DEEPSPEED), href(ConfigFormat.FSDP2), action, deepspeed_refused=refused)

@@ -9,6 +9,7 @@ tests/browser/test_predict_browser.py's.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -270,3 +271,19 @@ def test_the_docs_row_is_the_query_models_help() -> None:
     # By hand beside `theme`'s, in the view's table (tests/test_readme.py holds the options to two tables).
     row = next(line for line in docs.splitlines() if line.startswith("| `predict` |"))
     assert row.startswith(f"| `predict` | page | {PREDICT_HELP} ")
+
+
+def test_a_pasted_config_keeps_the_mode(client: TestClient) -> None:
+    tree = dom(client.get("/?stage=zero2&gpus=16&predict=1").text)
+    action = str(one(tree, "form.config-paste")["action"])
+    assert query_of(action)["predict"] == ["1"]
+    config = json.dumps({"zero_optimization": {"stage": 3}})
+    response = client.post(action, data={"config": config}, follow_redirects=False)
+    assert response.status_code == 303
+    # A config without bf16 or fp16 is fp32 Adam (app/domain/configs.py).
+    assert query_of(response.headers["location"]) == {
+        "stage": ["zero3"],
+        "gpus": ["16"],
+        "recipe": ["fp32-adam"],
+        "predict": ["1"],
+    }
