@@ -188,6 +188,8 @@ def test_a_swap_is_the_fragment_and_names_its_own_address(client: TestClient) ->
     tree = dom(response.text)
     assert not tree.select("header.masthead")
     assert one(tree, "section#widget")["class"] == ["widget", "predict"]
+    # "Teach this live", in the page's masthead around it, teaches the view the question was asked from.
+    assert one(tree, 'input[form="teach-live-form"]')["value"] == "/?stage=dp&predict=1"
 
 
 BAD = [
