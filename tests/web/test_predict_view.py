@@ -10,6 +10,8 @@ tests/browser/test_predict_browser.py's.
 from __future__ import annotations
 
 import json
+from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -17,14 +19,19 @@ import pytest
 from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
+from app.domain import layers, scenario
 from app.domain.questions import AnswerKind, Question
 from app.domain.stages import Stage
 from app.domain.step import LAST_PHASE
+from app.main import create_app
+from app.serving.config import Settings
 from app.web.inputs import PREDICT_HELP, PageQuery
 from app.web.live import question_for
 from app.web.predict_view import CheckCell
 from tests.conftest import dom, one, text
 from tests.web.helpers import HX, query_of
+from tests.web.test_one_report import RUN as ONE_REPORT_RUN
+from tests.web.test_one_report import _patch_everywhere
 
 BANDS = ("weights", "gradients", "master", "moments")
 WEIGHTS = range(8)
@@ -289,3 +296,20 @@ def test_a_pasted_config_keeps_the_mode(client: TestClient) -> None:
         "recipe": ["fp32-adam"],
         "predict": ["1"],
     }
+
+
+@pytest.fixture(scope="module")
+def uncached() -> Iterator[TestClient]:
+    """The app without its response cache, so that every request is computed (as tests/web/test_one_report.py's)."""
+    with TestClient(create_app(Settings(cache_bytes=0))) as test_client:
+        yield test_client
+
+
+@pytest.mark.parametrize("move", ["to=dp", "phase=5"])
+def test_a_question_resolves_its_run_once(uncached: TestClient, monkeypatch: pytest.MonkeyPatch, move: str) -> None:
+    counts: Counter[str] = Counter()
+    _patch_everywhere(monkeypatch, scenario, "resolve", counts)
+    _patch_everywhere(monkeypatch, layers, "column_moments", counts)
+    assert uncached.get(f"/predict?{ONE_REPORT_RUN}&{move}&shown=1&answer=1").status_code in (200, 422)
+    assert sum(n for key, n in counts.items() if key.startswith("app.domain.scenario.resolve")) == 1
+    assert {key: n for key, n in counts.items() if n > 1} == {}
