@@ -313,3 +313,12 @@ def test_a_question_resolves_its_run_once(uncached: TestClient, monkeypatch: pyt
     assert uncached.get(f"/predict?{ONE_REPORT_RUN}&{move}&shown=1&answer=1").status_code in (200, 422)
     assert sum(n for key, n in counts.items() if key.startswith("app.domain.scenario.resolve")) == 1
     assert {key: n for key, n in counts.items() if n > 1} == {}
+
+
+def test_its_stylesheet_comes_with_the_question_not_with_the_page(client: TestClient) -> None:
+    page = dom(client.get("/?stage=dp&predict=1").text)
+    assert not [link for link in page.select("link[href]") if "predict.css" in str(link["href"])]
+    fragment = dom(client.get("/predict?stage=dp&to=zero1", headers=HX).text)
+    href = str(one(fragment, "#widget link[rel=stylesheet]")["href"])
+    assert href.startswith("/static/predict.css?v=")
+    assert client.get(href).status_code == 200
