@@ -108,6 +108,7 @@ def start_from_page(teacher: Page, server: str, path: str) -> str:
     expect(teacher).to_have_url(re.compile(re.escape(server) + r"/live/[A-Z0-9]{8}/teach$"))
     # The QR code opens over the page as the session starts; the class has scanned it, and the teacher folds it.
     expect(teacher.locator("#live-qr")).to_be_visible()
+    teacher.wait_for_load_state()  # live.js listens (a loaded machine pressed Escape before it did)
     teacher.keyboard.press("Escape")
     expect(teacher.locator("#live-qr")).to_be_hidden()
     match = re.search(r"/live/([A-Z0-9]{8})/teach$", teacher.url)
