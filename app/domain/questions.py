@@ -79,8 +79,7 @@ class Question:
             return self.choices[int(self.answer)]
         if self.kind is AnswerKind.NUMBER:
             return f"{self.answer} {self.unit} (within {float(TOLERANCE):.0%})"
-        held = self.answer.split(",") if self.answer else []
-        return f"{len(held)} of {len(self.cells)} cells"
+        return cells_words(self)
 
     def is_right(self, answer: str) -> bool:
         """Whether `answer` (normal) is right: the same cells, the same choice, or a number within TOLERANCE."""
@@ -88,6 +87,83 @@ class Question:
             right = Fraction(self.answer)
             return abs(Fraction(answer) - right) <= TOLERANCE * abs(right)
         return answer == self.answer
+
+
+BAND_NOUNS = {Band.WEIGHTS: "weights", Band.GRADIENTS: "gradients", Band.MASTER: "fp32 master copy",
+              Band.MOMENTS: "optimizer's moments"}  # fmt: skip
+"""A band in the reveal's sentence, in the key's words."""
+
+
+def cells_words(question: Question) -> str:
+    """A cells question's answer in words: which bands the card keeps of which weights, then the count.
+
+    "GPU 1 keeps the weights of all 8 weights, and the gradients, fp32 master copy and optimizer's moments of
+    weight 1 only (11 of 32 cells)": the bands that the card keeps of the same weights are said together.
+    """
+    held = set(question.answer.split(",")) if question.answer else set()
+    groups: dict[tuple[int, ...], list[Band]] = {}
+    for band in Band:
+        kept = tuple(w for w in question.weights if f"{w}.{band.value}" in held)
+        if kept:
+            groups.setdefault(kept, []).append(band)
+    parts = [f"{_bands_words(bands)} of {_weights_words(kept, question.weights)}" for kept, bands in groups.items()]
+    count = f"({len(held)} of {len(question.cells)} cells)"
+    if not parts:
+        return f"GPU {question.card} keeps none of these cells {count}"
+    return f"GPU {question.card} keeps {_joined(parts, ', and ')} {count}"
+
+
+def _bands_words(bands: list[Band]) -> str:
+    return "all four bands" if len(bands) == len(Band) else "the " + _joined([BAND_NOUNS[b] for b in bands])
+
+
+def _weights_words(kept: tuple[int, ...], shown: tuple[int, ...]) -> str:
+    if kept == shown and len(shown) > 1:
+        return f"all {len(shown)} weights"
+    if len(kept) == 1:
+        return f"weight {kept[0]}" + (" only" if len(shown) > 1 else "")
+    return "weights " + _joined([str(w) for w in kept])
+
+
+def _joined(words: list[str], last: str = " and ") -> str:
+    """The words joined: "a", "a and b", "a, b and c" (`last` before the last)."""
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + last + words[-1]
+
+
+@dataclass(frozen=True)
+class Miss:
+    """A cell of a cells question that answers got wrong: tapped though not kept, or left out though kept."""
+
+    weight: int
+    band: Band
+    kept: bool
+    """Whether the card keeps it (the wrong answers left it out) or not (they tapped it)."""
+    wrong: int
+    """How many of the round's answers got it wrong."""
+
+    @property
+    def words(self) -> str:
+        """The cell and how it was wrong: "weight 0's gradients (not kept)", tapped; "(kept)", left out."""
+        return f"weight {self.weight}'s {BAND_NOUNS[self.band]} ({'kept' if self.kept else 'not kept'})"
+
+
+MOST_MISSED = 3
+"""The cells a reveal names as most often wrong, at most (ties in the card's order)."""
+
+
+def most_missed(question: Question, counted: Spread) -> tuple[Miss, ...]:
+    """The cells of a cells round's spread that the most answers got wrong (none when every answer was right).
+
+    A kept cell is wrong in every answer that left it out (answered - taps), any other in every answer that
+    tapped it (taps).
+    """
+    misses = []
+    for bar in counted.bars:
+        weight, band = bar.label.split(".")
+        wrong = counted.answered - bar.count if bar.right else bar.count
+        misses.append(Miss(int(weight), Band(band), bar.right, wrong))
+    worst = max((m.wrong for m in misses), default=0)
+    return tuple(m for m in misses if worst and m.wrong == worst)[:MOST_MISSED]
 
 
 class BadAnswer(ValueError):

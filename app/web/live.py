@@ -57,6 +57,7 @@ from app.web.live_view import (
     Problem,
     canonical_view,
     count_words,
+    counted_href,
     crowd_words,
     follower_bar,
     follower_view,
@@ -225,9 +226,11 @@ async def live_follow(
 async def live_teach(request: Request, code: str, sessions: LiveSessions, who: Who) -> HTMLResponse:
     """The teacher's page: the view the teacher is on, with the session's bar."""
     session = await sessions.teach(code, who)
-    bar = teacher_bar(request, session, *await _count(sessions, session))
+    held, crowd = await _count(sessions, session)
+    bar = teacher_bar(request, session, held, crowd)
+    # The seats asked once, for the bar and the question's count alike.
     return live_page(
-        request, session.view, LiveView(teacher=bar, poll=await _teachers_panel(request, sessions, session))
+        request, session.view, LiveView(teacher=bar, poll=await _teachers_panel(request, sessions, session, held))
     )
 
 
@@ -379,8 +382,13 @@ async def live_question(request: Request, code: str, sessions: LiveSessions, who
     return await _followers_answer(request, sessions, who, await sessions.find(code, who))
 
 
-async def _teachers_panel(request: Request, sessions: Sessions, session: Session) -> PollPanel | None:
-    """The teacher's panel for the question now, counted: the spread only once shown (a vote never waits on it)."""
+async def _teachers_panel(
+    request: Request, sessions: Sessions, session: Session, seats: int | None = None
+) -> PollPanel | None:
+    """The teacher's panel for the question now, counted: the spread only once shown (a vote never waits on it).
+
+    `seats`: the seats held, when the caller has asked already.
+    """
     poll = session.poll
     if poll is None:
         return None
@@ -389,7 +397,8 @@ async def _teachers_panel(request: Request, sessions: Sessions, session: Session
     hrefs = (path_for(request, "live_poll", code=code), path_for(request, "live_poll_edit", code=code),
              path_for(request, "live_results", code=code))  # fmt: skip
     # Answers are counted of the seats held, so "N of M have answered" never has N past M.
-    seats, _ = await sessions.seats(session)
+    if seats is None:
+        seats, _ = await sessions.seats(session)
     return poll_panel(poll, await sessions.answered(session), seats, spreads, hrefs)
 
 
@@ -422,15 +431,24 @@ async def _followers_answer(
 
 
 @router.get("/live/{code}/followers", name="live_followers", response_class=HTMLResponse)
-async def live_followers(request: Request, code: str, sessions: LiveSessions, who: Who) -> Response:
-    """How many follow, for the teacher's bar (asked every few seconds); once ended, 286: htmx's "stop asking"."""
+async def live_followers(
+    request: Request, code: str, sessions: LiveSessions, who: Who, was: Annotated[int | None, Query(ge=0)] = None
+) -> Response:
+    """How many follow, for the teacher's bar (asked every few seconds); once ended, 286: htmx's "stop asking".
+
+    `was`: the count the bar showed. When it was none and someone follows now, the QR code folds (out of band):
+    the class has scanned it, and it no longer covers the page (the stage switcher under it).
+    """
     try:
         session = await sessions.find(code, who)
     except (NoSuchSession, SessionEnded):
         # The last answer: the count says so, and the bar's notice shows, before the teacher's next click.
         return HTMLResponse(macro_html("_live.html", "gone_count", path_for(request, "live_home")), status_code=286)
-    words = count_words(*await _count(sessions, session))
-    return HTMLResponse(macro_html("_live.html", "followers", request.url.path, words))
+    held, crowd = await _count(sessions, session)
+    count = macro_html("_live.html", "followers", counted_href(request.url.path, held), count_words(held, crowd))
+    if was == 0 and held:
+        count += macro_html("_live.html", "qr_box", teacher_bar(request, session, held, crowd), {"hx-swap-oob": "true"})
+    return HTMLResponse(count)
 
 
 @router.get("/live/{code}/qr.svg", name="live_qr")

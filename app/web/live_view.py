@@ -75,6 +75,8 @@ class TeacherBar:
     """How many places one address holds, when that is a large part of the room (`crowd_words`)."""
     count_words: str = field(init=False, repr=False, compare=False)
     """The bar's count: "12 following", and how many from one address when that is many."""
+    count_href: str = field(init=False, repr=False, compare=False)
+    """Where the count is asked again, with the count now: the answer that first counts someone folds the QR code."""
     qr_open: str | None = field(init=False, repr=False, compare=False)
     """The QR code open until someone follows, then one click away."""
     pause_value: str = field(init=False, repr=False, compare=False)
@@ -90,6 +92,7 @@ class TeacherBar:
         derived = {
             "card_options": card_options(self.cards),
             "count_words": count_words(self.followers, self.crowd),
+            "count_href": counted_href(self.followers_href, self.followers),
             "qr_open": None if self.followers else "",
             "pause_value": "0" if paused else "1",
             "pause_label": "Resume: show them my view" if paused else "Pause",
@@ -101,6 +104,11 @@ class TeacherBar:
         }
         for name, value in derived.items():
             object.__setattr__(self, name, value)
+
+
+def counted_href(followers_href: str, followers: int) -> str:
+    """The count's address, saying how many the bar shows now (`was`): 0 and then someone folds the QR code."""
+    return f"{followers_href}?{urlencode({'was': followers})}"
 
 
 def count_words(followers: int, crowd: str = "") -> str:

@@ -11,8 +11,9 @@ import csv
 import io
 from dataclasses import dataclass, field
 
-from app.domain.questions import AnswerKind, Question, Spread
+from app.domain.questions import AnswerKind, Question, Spread, most_missed
 from app.domain.recipes import Band
+from app.domain.report import TermKind
 from app.domain.units import percent
 from app.live.session import Poll
 
@@ -32,6 +33,8 @@ class TapCell:
     count: int = 0
     revealed: bool = False
     """Whether the answer is shown: the right cells are then marked."""
+    hue: str = ""
+    """The band's colour class, the grid's own (`TermKind`'s look): the cell to tap is drawn in its band's colour."""
     checked: str | None = field(init=False, repr=False, compare=False)
     heat_css: str = field(init=False, repr=False, compare=False)
     """On the teacher's heat map: a fifth of the most tapped, and the right cells at the reveal."""
@@ -75,14 +78,21 @@ class Bars:
     cells: tuple[TapCell, ...]
     right_words: str
     """"40% right (4 of 10)", shown at the reveal only."""
+    missed: str = ""
+    """At a cells round's reveal, the cells most answers got wrong, in words."""
     unit: str = ""
     """After each answer's label: a number question's unit."""
     tick: str = "right"
     """Beside the right answer: "right", or a number's "holds the answer"."""
+    folded: bool = False
+    """An earlier round: its line shown, its spread one click away, so the latest and the grid stay in view."""
+    frame: str = field(init=False, repr=False, compare=False)
+    """"folded" (a summary that opens) or "shown"."""
     kind: str = field(init=False, repr=False, compare=False)
     """How the spread is drawn: "cells" (a heat map of the card), "rows" (bars) or "none" (no answers)."""
     lines: tuple[BarLine, ...] = field(init=False, repr=False, compare=False)
     right_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    misses: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         unit = f" {self.unit}" if self.unit else ""
@@ -95,9 +105,11 @@ class Bars:
             )
             for label, count, width, right in self.rows
         )
+        object.__setattr__(self, "frame", "folded" if self.folded else "shown")
         object.__setattr__(self, "kind", "cells" if self.cells else "rows" if self.rows else "none")
         object.__setattr__(self, "lines", lines)
         object.__setattr__(self, "right_notes", (self.right_words,) if self.right_words else ())
+        object.__setattr__(self, "misses", (self.missed,) if self.missed else ())
 
 
 @dataclass(frozen=True)
@@ -256,6 +268,8 @@ def _answer_words(question: Question, answer: str | None) -> str:
 
 BAND_SHORT = {Band.WEIGHTS: "W", Band.GRADIENTS: "G", Band.MASTER: "M", Band.MOMENTS: "A"}
 """A band's letter on a tapped cell (the key's own order: weights, gradients, master, Adam's moments)."""
+BAND_HUE = {kind.band: kind.look.css for kind in TermKind if kind.band is not None}
+"""Each band's colour class, as the grid's cells and the key take it from the terms' declarations."""
 
 
 def card_cells(
@@ -275,19 +289,32 @@ def card_cells(
         label = f"GPU {question.card}, weight {weight}, {Band(band).value}"
         count = counts.get(value, 0)
         cells.append(TapCell(value, int(weight), BAND_SHORT[Band(band)], label, value in right, value in taps,
-                          count / most, count, revealed))  # fmt: skip
+                             count / most, count, revealed, BAND_HUE[Band(band)]))  # fmt: skip
     return tuple(cells)
 
 
-def round_bars(question: Question, number: int, spread: Spread, revealed: bool) -> Bars:
-    """One round's spread, drawn: each bar's share of the tallest; the right one marked at the reveal only."""
+def round_bars(question: Question, number: int, spread: Spread, revealed: bool, folded: bool = False) -> Bars:
+    """One round's spread, drawn: each bar's share of the tallest; the right one marked at the reveal only.
+
+    `folded`: an earlier round, its spread one click away.
+    """
     most = max((bar.count for bar in spread.bars), default=0) or 1
     rows = tuple((bar.label, bar.count, bar.count / most, revealed and bar.right) for bar in spread.bars)
     cells = card_cells(question, spread=spread, revealed=revealed) if question.kind is AnswerKind.CELLS else ()
     words = f"{percent(spread.share_right)} right ({spread.right:,} of {spread.answered:,})" if revealed else ""
     number_kind = question.kind is AnswerKind.NUMBER
     unit, tick = (question.unit, "holds the answer") if number_kind else ("", "right")
-    return Bars(f"Round {number}", spread.answered, rows, cells, words, unit, tick)
+    missed = _missed(question, spread, revealed)
+    return Bars(f"Round {number}", spread.answered, rows, cells, words, missed, unit, tick, folded)
+
+
+def _missed(question: Question, spread: Spread, revealed: bool) -> str:
+    """At a cells round's reveal, the cells most often wrong: "Most missed (2 of 3 answers wrong about each): …"."""
+    misses = most_missed(question, spread) if revealed and question.kind is AnswerKind.CELLS else ()
+    if not misses:
+        return ""
+    return (f"Most missed ({misses[0].wrong:,} of {spread.answered:,} answers wrong about each): "
+            + ", ".join(m.words for m in misses))  # fmt: skip
 
 
 def poll_panel(
@@ -295,7 +322,9 @@ def poll_panel(
 ) -> PollPanel:
     """The teacher's panel: `spreads` (each round's, counted) drawn once the teacher shows them."""
     shown = poll.shown or poll.revealed
-    rounds = tuple(round_bars(poll.question, i, s, poll.revealed) for i, s in enumerate(spreads, 1)) if shown else ()
+    last = len(spreads)
+    rounds = tuple(round_bars(poll.question, i, s, poll.revealed, i < last) for i, s in enumerate(spreads, 1))
+    rounds = rounds if shown else ()
     href, action, csv = hrefs
     return PollPanel(poll.question, poll, answered, followers, href, action, csv, rounds)
 

@@ -19,6 +19,7 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import BrowserContext, FloatRect, Frame, Page, expect
 
+from app.domain.step import LAST_PHASE
 from app.web.live import RETRY_MS
 from tests.browser.conftest import Host, Watch, _free_port, screenshot, serving, settled, watching, zero_bands_command
 
@@ -107,6 +108,7 @@ def start_from_page(teacher: Page, server: str, path: str) -> str:
     expect(teacher).to_have_url(re.compile(re.escape(server) + r"/live/[A-Z0-9]{8}/teach$"))
     # The QR code opens over the page as the session starts; the class has scanned it, and the teacher folds it.
     expect(teacher.locator("#live-qr")).to_be_visible()
+    teacher.wait_for_load_state()  # live.js listens (a loaded machine pressed Escape before it did)
     teacher.keyboard.press("Escape")
     expect(teacher.locator("#live-qr")).to_be_hidden()
     match = re.search(r"/live/([A-Z0-9]{8})/teach$", teacher.url)
@@ -624,8 +626,8 @@ def test_a_session_starts_from_the_projector_view_at_any_height_with_a_qr_code_t
     assert min(qr["width"], qr["height"]) >= 160
     assert teacher.locator("#live-qr").evaluate("img => img.naturalWidth") > 0
     screenshot(teacher, f"live-projector-teacher-{size[0]}x{size[1]}")
-    # Folded away by a click on it (or anywhere), and back from its button.
-    teacher.click("#live-qr")
+    # Folded away by a click on it (or anywhere: the click goes on to what it covers), and back from its button.
+    teacher.mouse.click(qr["x"] + qr["width"] / 2, qr["y"] + qr["height"] / 2)
     expect(teacher.locator("#live-qr")).to_be_hidden()
     teacher.click("#live-qr-box summary")
     expect(teacher.locator("#live-qr")).to_be_visible()
@@ -674,3 +676,103 @@ def test_with_a_public_url_the_bars_keep_all_eight_cards_on_the_first_screen_at_
             assert last["y"] + last["height"] <= 800, (name, last)
             screenshot(page, f"live-{name}-cards-1280x800")
         watch.assert_clean(teacher)
+
+
+def _centre(box: FloatRect) -> tuple[float, float]:
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+
+
+def _covers(box: FloatRect, point: tuple[float, float]) -> bool:
+    x, y = point
+    return box["x"] <= x <= box["x"] + box["width"] and box["y"] <= y <= box["y"] + box["height"]
+
+
+def test_the_qr_code_never_swallows_a_click_on_a_stage_and_folds_when_the_first_student_follows(
+    server: str, contexts: Callable[..., BrowserContext]
+) -> None:
+    teacher = contexts(viewport=DESKTOP).new_page()
+    watch = watching(teacher, server)
+    teacher.goto(server + "/?stage=dp")
+    teacher.click("#teach-live")
+    expect(teacher).to_have_url(re.compile(r"/live/[A-Z0-9]{8}/teach$"))
+    code = teacher.url.split("/")[-2]
+    qr, zero3 = teacher.locator("#live-qr"), teacher.locator("#switch-zero3")
+    expect(qr).to_be_visible()
+    # At 1280 px the QR code, open over the page, covers ZeRO-3's switch: the teacher's first click on it
+    # switches all the same, and folds the code.
+    qr_box, switch_box = qr.bounding_box(), zero3.bounding_box()
+    assert qr_box is not None
+    assert switch_box is not None
+    assert _covers(qr_box, _centre(switch_box))
+    teacher_moves(teacher, lambda: teacher.mouse.click(*_centre(switch_box)))
+    expect(teacher.locator("#widget")).to_have_attribute("data-stage", "zero3")
+    expect(qr).to_be_hidden()
+    # Open again for the class; it folds by itself once a student follows (the count's next answer).
+    teacher.click("#live-qr-box summary")
+    expect(qr).to_be_visible()
+    student = contexts(viewport=PHONE, is_mobile=True, has_touch=True).new_page()
+    student.goto(f"{server}/live/{code}")
+    expect(teacher.locator("#live-count")).to_have_text("1 following", timeout=8000)
+    expect(qr).to_be_hidden()
+    expect(teacher.locator("#live-qr-box")).not_to_have_attribute("open", "")
+    # The teacher may open it again for a latecomer: it stays open while more follow.
+    teacher.click("#live-qr-box summary")
+    another = contexts(viewport=PHONE, is_mobile=True, has_touch=True).new_page()
+    another.goto(f"{server}/live/{code}")
+    expect(teacher.locator("#live-count")).to_have_text("2 following", timeout=8000)
+    expect(qr).to_be_visible()
+    watch.assert_clean(teacher)
+
+
+# The tooltip of the cell in focus, as its ::after is placed (app.css: over the card's top, or under a first
+# row's card), against the stage switcher's box.
+TOOLTIP = """(cell) => {
+  const card = cell.closest('.card').getBoundingClientRect(), tip = getComputedStyle(cell, '::after');
+  const height = parseFloat(tip.height) + parseFloat(tip.paddingTop) + parseFloat(tip.paddingBottom);
+  const top = tip.top !== 'auto' && tip.bottom === 'auto' ? card.top + parseFloat(tip.top)
+    : card.bottom - parseFloat(tip.bottom) - height;
+  const switcher = document.querySelector('.switcher').getBoundingClientRect();
+  return {shown: tip.content !== 'none', top, bottom: top + height, switcherBottom: switcher.bottom};
+}"""
+
+
+def test_on_a_phone_the_stage_words_follow_the_cards_the_steps_cells_read_and_a_tooltip_clears_the_switcher(
+    server: str, contexts: Callable[..., BrowserContext]
+) -> None:
+    teacher = contexts(viewport=DESKTOP).new_page()
+    code = start_from_page(teacher, server, "/?stage=zero3")
+    phone = contexts(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2).new_page()
+    watch = watching(phone, server)
+    phone.goto(f"{server}/live/{code}")
+    converge(teacher, {"phone": phone})
+
+    def words_under_the_cards() -> None:
+        grid, heading = phone.locator("#grid").bounding_box(), phone.locator("#stage-heading").bounding_box()
+        assert grid is not None
+        assert heading is not None
+        # Just under the cards, before their key (it was 1,320 px down, under the key and the note).
+        assert grid["y"] + grid["height"] <= heading["y"] <= grid["y"] + grid["height"] + 40, (grid, heading)
+        key = phone.locator(".legend").first.bounding_box()
+        assert key is not None
+        assert key["y"] > heading["y"]
+
+    words_under_the_cards()
+    # Every first-row and second-row card's tooltip, on focus (a tap), clears the switcher above the cards.
+    for card in range(4):
+        cell = phone.locator("#grid .card").nth(card).locator(".cell").nth(5)
+        cell.tap()
+        tip = cell.evaluate(TOOLTIP)
+        assert tip["shown"], card
+        assert tip["top"] >= tip["switcherBottom"], (card, tip)
+    screenshot(phone, "live-follower-tooltip-390")
+
+    # In the step, every cell is at least 12 px tall, 2-byte ones too (they were 6).
+    teacher_moves(teacher, lambda: teacher.click("#watch-step"))
+    teacher_moves(teacher, lambda: teacher.click("#step-last"))
+    assert converge(teacher, {"phone": phone})["phase"] == str(LAST_PHASE)
+    heights = phone.locator("#grid .cell").evaluate_all("(cells) => cells.map((c) => c.getBoundingClientRect().height)")
+    assert len(heights) == 8 * 8 * 4
+    assert min(heights) >= 12
+    words_under_the_cards()
+    screenshot(phone, "live-follower-step-390")
+    watch.assert_clean(phone)

@@ -175,3 +175,64 @@ def test_the_class_answers_the_spread_shows_they_vote_again_and_the_reveal_shows
         expect(screen.locator("#live-question .poll-answer")).to_contain_text(f"was {verdict}.")
     assert teacher_watch.console_errors == []
     assert re.fullmatch(rf"{re.escape(server)}/live/{code}/teach", teacher.url)
+
+
+# Each band's colour as the grid draws a cell it keeps (hidden while the question is open, still styled), and as
+# the follower's card to tap draws it: its dashed border untapped, its fill tapped.
+BAND_COLOURS = """() => Object.fromEntries(['weights', 'gradients', 'master', 'moments'].map((band) => {
+  const cell = document.querySelector(`#grid .cell.band-${band}.solid`);
+  const box = document.querySelector(`#live-question td.band-${band}`);
+  return [band, {grid: getComputedStyle(cell).backgroundColor, border: getComputedStyle(box).borderTopColor,
+                 style: getComputedStyle(box).borderTopStyle, fill: getComputedStyle(box).backgroundColor}];
+}))"""
+
+
+def test_the_phones_cells_are_in_their_bands_colours_and_the_teachers_reveal_keeps_the_grid_in_view(
+    server: str, contexts: Callable[..., BrowserContext]
+) -> None:
+    teacher = contexts(viewport=DESKTOP).new_page()
+    code = start_from_page(teacher, server, "/?stage=zero2")
+    phone = contexts(viewport=PHONE, is_mobile=True, has_touch=True, device_scale_factor=2).new_page()
+    desktop = contexts(viewport=DESKTOP).new_page()
+    phone.goto(f"{server}/live/{code}")
+    desktop.goto(f"{server}/live/{code}")
+    converge(teacher, {"phone": phone, "desktop": desktop})
+    teacher.click("#live-ask summary")
+    teacher.click("#ask-cells")
+    expect(phone.locator("#live-question form")).to_be_visible()
+    untapped = phone.evaluate(BAND_COLOURS)
+    for band, seen in untapped.items():
+        assert (seen["border"], seen["style"]) == (seen["grid"], "dashed"), band
+    # Tapped: filled with the band's colour, as the grid fills a cell the card keeps; still a labelled checkbox.
+    tap(phone, ["1.weights", "1.gradients", "1.master", "1.moments"])
+    boxes = phone.locator("#live-question tr").nth(2).locator("td")  # weight 1's row
+    expect(boxes.locator("input[type=checkbox]:checked")).to_have_count(4)
+    expect(phone.get_by_role("checkbox", name="GPU 1, weight 1, master")).to_be_checked()
+    fills = [box.evaluate("(td) => getComputedStyle(td).backgroundColor") for box in boxes.all()]
+    assert fills == [untapped[band]["grid"] for band in ("weights", "gradients", "master", "moments")]
+    no_violations(phone, "the coloured cells at 390")
+    screenshot(phone, "poll-colours-390")
+
+    # Two rounds and the reveal: the question's buttons and the grid stay on the teacher's first screen (the
+    # rounds' spreads were a column 900-1,300 px tall above the grid), the answer in words.
+    tap(desktop, RIGHT)
+    answered(teacher, 2)
+    teacher.click("#poll-show")
+    teacher.click("#poll-again")
+    tap(phone, RIGHT)
+    tap(desktop, RIGHT[:3])
+    answered(teacher, 2)
+    teacher.click("#poll-show")
+    teacher.click("#poll-reveal")
+    expect(teacher.locator("#poll-answer")).to_contain_text("GPU 1 keeps the weights of all 8 weights")
+    expect(teacher.locator(".poll-missed")).to_have_count(2)
+    expect(teacher.locator("#widget")).to_be_visible()
+    expect(teacher.locator(".poll-earlier")).not_to_have_attribute("open", "")
+    for selector in ("#poll-done", ".poll-round:not(.poll-earlier) .poll-card", "#switch-zero3"):
+        box = teacher.locator(selector).bounding_box()
+        assert box is not None
+        assert box["y"] + box["height"] <= DESKTOP["height"], (selector, box)
+    cards = teacher.locator("#grid").bounding_box()
+    assert cards is not None
+    assert cards["y"] <= DESKTOP["height"] - 120, cards  # the first cards' names and figures at least
+    screenshot(teacher, "poll-reveal-compact-1280")

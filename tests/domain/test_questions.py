@@ -16,10 +16,12 @@ from app.domain.questions import (
     bytes_choice,
     cells_question,
     memory_question,
+    most_missed,
     next_phase_question,
     normal_answer,
     spread,
 )
+from app.domain.recipes import Band
 from app.domain.scenario import Inputs, resolve
 from app.domain.stages import Stage
 from app.domain.units import ByteUnit
@@ -69,6 +71,44 @@ def test_the_cells_question_is_the_cards_own_solid_cells(stage: Stage, card: int
     question = cells_question(SEED.report, stage, card)
     assert set(question.answer.split(",")) == set(held)
     assert len(question.cells) == 8 * 4
+
+
+@pytest.mark.parametrize(
+    ("stage", "card", "words"),
+    [
+        (Stage.DP, 2, "GPU 2 keeps all four bands of all 8 weights (32 of 32 cells)"),
+        (Stage.ZERO1, 3, "GPU 3 keeps the weights and gradients of all 8 weights, and the fp32 master copy and "
+                         "optimizer's moments of weight 3 only (18 of 32 cells)"),  # 16 + 2
+        (Stage.ZERO2, 1, "GPU 1 keeps the weights of all 8 weights, and the gradients, fp32 master copy and "
+                         "optimizer's moments of weight 1 only (11 of 32 cells)"),  # 8 + 3
+        (Stage.ZERO3, 0, "GPU 0 keeps all four bands of weight 0 only (4 of 32 cells)"),
+    ],
+)  # fmt: skip
+def test_a_cells_answer_says_which_bands_of_which_weights_the_card_keeps(stage: Stage, card: int, words: str) -> None:
+    assert cells_question(SEED.report, stage, card).answer_words == words
+
+
+def test_a_cells_answer_of_no_cell_or_of_some_weights_says_so() -> None:
+    none = Question(AnswerKind.CELLS, "?", "", "zero3", card=5, weights=(0, 1))
+    assert none.answer_words == "GPU 5 keeps none of these cells (0 of 8 cells)"
+    some = Question(AnswerKind.CELLS, "?", "0.weights,2.weights,3.weights", "zero3", card=2, weights=(0, 1, 2, 3))
+    assert some.answer_words == "GPU 2 keeps the weights of weights 0, 2 and 3 (3 of 16 cells)"
+
+
+def test_the_most_missed_cells_are_those_the_most_answers_got_wrong() -> None:
+    # CELLS keeps 0.weights and 1.moments. Four answers: right; 0.weights alone; 0.weights and 1.weights;
+    # 1.weights alone. Wrong about 0.weights: the one that left it out (1); about 1.moments: the three that
+    # left it out (3); about 1.weights: the two that tapped it (2); every other cell: none.
+    counted = spread(CELLS, ["0.weights,1.moments", "0.weights", "0.weights,1.weights", "1.weights"])
+    missed = most_missed(CELLS, counted)
+    assert [(m.weight, m.band, m.kept, m.wrong) for m in missed] == [(1, Band.MOMENTS, True, 3)]
+    assert missed[0].words == "weight 1's optimizer's moments (kept)"
+    # A tie names each (in the card's order, three at most); every answer right names none.
+    tied = most_missed(CELLS, spread(CELLS, ["0.weights,1.moments,0.gradients,1.weights,0.master,1.master"]))
+    assert [m.words for m in tied] == [
+        "weight 0's gradients (not kept)", "weight 0's fp32 master copy (not kept)", "weight 1's weights (not kept)"
+    ]  # fmt: skip
+    assert most_missed(CELLS, spread(CELLS, ["0.weights,1.moments"] * 3)) == ()
 
 
 def test_a_cells_question_about_a_card_not_drawn_is_refused() -> None:

@@ -24,7 +24,8 @@ from fastapi.testclient import TestClient
 
 from app.live.hub import MISSES_ALLOWED, STARTS_ALLOWED, MemoryHub, Seat, Unavailable
 from app.live.redis_hub import RedisHub
-from app.live.session import ALPHABET, CODE_LENGTH
+from app.live.service import Sessions
+from app.live.session import ALPHABET, CODE_LENGTH, Session
 from app.main import create_app
 from app.serving import reach
 from app.serving.config import PUBLIC_URL_ENV, SHARE_ENV, STREAM_ENV, Settings, SettingsError
@@ -405,6 +406,48 @@ def test_a_full_session_says_so(live: TestClient) -> None:
         assert response.status_code == 429
         assert "This session is full: 1 are following" in text(dom(response.text), ".notice-message")
         assert text(dom(client.get(f"/live/{code}/followers").text), "#live-count") == "1 following"
+
+
+@pytest.mark.parametrize(
+    ("was", "held", "folds"),
+    [
+        (0, 1, True),  # the first follower: the class has scanned it
+        (0, 0, False),  # still none: it stays open
+        (2, 3, False),  # someone followed already: the teacher may have opened it again since
+        (None, 1, False),  # a count asked without `was` (a page from before): left alone
+    ],
+)
+def test_the_count_that_first_counts_someone_folds_the_qr_code(was: int | None, held: int, folds: bool) -> None:
+    with TestClient(create_app()) as client:
+        code = started(client)
+        teach = dom(client.get(f"/live/{code}/teach").text)
+        assert one(teach, "#live-qr-box").has_attr("open")  # open as the session starts, no one following
+        assert one(teach, "#live-count")["hx-get"] == f"/live/{code}/followers?was=0"
+        hub = client.app.state.hub  # type: ignore[attr-defined]
+        assert isinstance(hub, MemoryHub)
+        for n in range(held):
+            hub.seats_by_code[code][f"token-{n}"] = Seat(f"10.0.0.{n + 2}", float("inf"))
+        asked = f"/live/{code}/followers" + ("" if was is None else f"?was={was}")
+        answer = dom(client.get(asked).text)
+        assert one(answer, "#live-count")["hx-get"] == f"/live/{code}/followers?was={held}"
+        boxes = answer.select("#live-qr-box")
+        assert [(box["hx-swap-oob"], box.has_attr("open")) for box in boxes] == ([("true", False)] if folds else [])
+
+
+def test_the_teachers_page_asks_the_seats_once(live: TestClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    code = started(live, "/?stage=zero2")
+    assert live.post(f"/live/{code}/ask", data={"kind": "choice"}).status_code in (200, 303)
+    calls: list[str] = []
+    seats = Sessions.seats
+
+    async def counted(self: Sessions, session: Session) -> tuple[int, int]:
+        calls.append(session.code)
+        return await seats(self, session)
+
+    monkeypatch.setattr(Sessions, "seats", counted)
+    page = dom(live.get(f"/live/{code}/teach").text)
+    assert text(page, "#poll-count") == "0 of 0 following have answered"  # the question's count, and the bar's
+    assert calls == [code]
 
 
 def test_several_workers_without_redis_say_live_sessions_are_off() -> None:

@@ -18,6 +18,7 @@ from bs4 import Tag
 from fastapi.testclient import TestClient
 
 from app.domain.questions import AnswerKind, Question
+from app.domain.report import TermKind
 from app.live.redis_hub import BREAKER_SECONDS
 from app.live.session import Poll
 from app.main import create_app
@@ -29,6 +30,8 @@ from tests.live.redis_server import running_redis
 from tests.web.test_live import started
 
 HTMX = {"HX-Request": "true"}
+BAND_KINDS = [kind for kind in TermKind if kind.band is not None]
+"""The four bands' kinds, in the grid's order."""
 
 
 STREAM_SECONDS = 0.2
@@ -82,6 +85,46 @@ def act(teacher: TestClient, code: str, action: str) -> Tag:
     response = teacher.post(f"/live/{code}/poll", data={"action": action}, headers=HTMX)
     assert response.status_code == 200, response.text
     return one(dom(response.text), "#live-poll")
+
+
+def test_a_cells_reveal_says_the_answer_in_words_and_the_most_missed_cells_and_folds_the_earlier_round(
+    live: TestClient,
+) -> None:
+    code = started(live, "/?stage=zero3")
+    key = ask(live, code, "cells", "2")
+    # The cells to tap carry their band's colour class, the grid's own (TermKind's look), and their labels.
+    boxes = follower_panel(live, code).select("td:has(> input[type=checkbox])")
+    assert [td["class"] for td in boxes[:4]] == [[kind.look.css] for kind in BAND_KINDS]
+    assert one(boxes[4], "input")["aria-label"] == "GPU 2, weight 1, weights"
+    students = [joined(live, code) for _ in range(3)]
+    # ZeRO-3 on 8 cards: GPU 2 keeps weight 2's four bands. Round 1: one right, one leaves out the moments,
+    # one taps weight 1's weights too.
+    right = ["2.weights", "2.gradients", "2.master", "2.moments"]
+    for student, cells in zip(students, [right, right[:3], [*right, "1.weights"]], strict=True):
+        vote(student, code, key, *cells)
+    act(live, code, "show")
+    act(live, code, "again")
+    key2 = str(one(follower_panel(students[0], code), "input[name=key]")["value"])
+    for student, cells in zip(students, [right, right, right[:2]], strict=True):
+        vote(student, code, key2, *cells)
+    revealed = act(live, code, "reveal")
+    assert text(revealed, "#poll-answer") == "The answer: GPU 2 keeps all four bands of weight 2 only (4 of 32 cells)."
+    earlier, latest = revealed.select(".poll-round")
+    assert earlier.name == "details"  # round 1, one click away
+    assert not earlier.has_attr("open")
+    assert text(one(earlier, "summary"), "h3") == "Round 1: 3 answered · 33.3% right (1 of 3)"
+    # Round 1: the second left out the moments, the third tapped weight 1's weights: 1 of 3 each.
+    assert text(earlier, ".poll-missed") == (
+        "Most missed (1 of 3 answers wrong about each): weight 1's weights (not kept), "
+        "weight 2's optimizer's moments (kept)."
+    )
+    assert latest.name == "div"
+    assert text(latest, "h3") == "Round 2: 3 answered · 66.7% right (2 of 3)"
+    # Round 2: the third left out weight 2's master copy and moments: 1 of 3 wrong about each, no other cell.
+    assert text(latest, ".poll-missed") == (
+        "Most missed (1 of 3 answers wrong about each): weight 2's fp32 master copy (kept), "
+        "weight 2's optimizer's moments (kept)."
+    )
 
 
 def test_a_choice_is_counted_once_per_follower_changed_until_closed_and_the_spread_and_share_are_right(
