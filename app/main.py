@@ -14,7 +14,14 @@ from app.paths import EVENT_STREAM, STATIC_DIR
 from app.serving.address import AddressLimit
 from app.serving.assets import StaticAssets
 from app.serving.cache import ResponseCache
-from app.serving.codings import BROTLI_QUALITY, BROTLI_WINDOW, GZIP_LEVEL, MINIMUM_SIZE, STATIC_BROTLI_QUALITY
+from app.serving.codings import (
+    BROTLI_QUALITY,
+    BROTLI_WINDOW,
+    GZIP_LEVEL,
+    MINIMUM_SIZE,
+    STATIC_BROTLI_QUALITY,
+    STATIC_MINIMUM_SIZE,
+)
 from app.serving.config import Settings
 from app.serving.headers import HeaderCheck
 from app.serving.overload import Busy, ConcurrencyLimit, busy_page
@@ -44,7 +51,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # The static files at brotli's densest (and zlib's, for gzip): with the cache on, made once per
     # worker on the first request (htmx in 50 ms), 2.4 kB fewer on every first load.
     static_quality = STATIC_BROTLI_QUALITY if settings.cache_bytes else BROTLI_QUALITY
-    static = BrotliMiddleware(app.state.assets, quality=static_quality, lgwin=BROTLI_WINDOW, minimum_size=MINIMUM_SIZE)
+    static = BrotliMiddleware(
+        app.state.assets, quality=static_quality, lgwin=BROTLI_WINDOW, minimum_size=STATIC_MINIMUM_SIZE
+    )
     app.mount("/static", static, name="static")
     # A request for /static alone is a 404, not a redirect built from the Host header.
     app.router.redirect_slashes = False

@@ -285,3 +285,9 @@ def test_the_memory_benchmark_floods_a_worker_and_prints_its_rss_against_the_bas
         assert line.startswith(("ok  ", "MISS")), line
         assert re.search(rf"\d+ MB = \d+\.\d\d× the \d+ MB once warm \({answered}\)", line), line
         assert f"(target <= {bound} MB a worker)" in line, line
+
+
+@pytest.mark.parametrize(("wire", "ok"), [(38_500, True), (40_000, True), (40_001, False), (40_960, False)])
+def test_the_first_load_is_bounded_at_40000_bytes_not_40_kib(wire: int, ok: bool) -> None:
+    check = serve.first_load_check(wire, 6)
+    assert (check.ok, check.figure, check.target) == (ok, f"{wire:,} B in 6 files", "<= 40,000 B")

@@ -35,9 +35,11 @@ REVALIDATE = "no-cache"
 
 _TYPES = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
 
-BUNDLES = {"app.js": ("swap.js", "grid.js", "step.js", "keys.js", "tools.js", "live.js")}
+BUNDLES = {"app.js": ("swap.js", "grid.js", "step.js", "keys.js", "tools.js")}
 """Scripts every page with the widget runs, served as one file in this order: one request and one
-compressed stream instead of six. Each stays its own module under static/, and is still served alone."""
+compressed stream instead of five. Each stays its own module under static/, and is still served alone.
+live.js is not in it: only a live session's pages load it (templates/_layout.html), after the bundle
+whose `byId` it uses; 977 B of every other first load (docs/performance.md)."""
 
 
 @dataclass(frozen=True)

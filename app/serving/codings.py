@@ -19,6 +19,9 @@ BROTLI_WINDOW = 18
 """A 256 KiB window holds any response here whole, where the default 4 MiB one only costs memory."""
 GZIP_LEVEL = 3
 STATIC_BROTLI_QUALITY = 11
+STATIC_MINIMUM_SIZE = 256
+"""The static files' threshold, lower: each is compressed once, and the icon every first load asks for
+(342 B of SVG) travels in 149 B of brotli, with a 22-byte header."""
 
 
 def chosen(accept_encoding: str) -> str:

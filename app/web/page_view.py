@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict, Unpack
 
 from app import APP_NAME
 from app.domain.recipes import BandSpec
@@ -217,6 +217,21 @@ class PageView:
 DEFAULT_SCENARIO = resolve(Inputs())
 
 
+class WaysOut(TypedDict, total=False):
+    """Fields of a PageView the page's route knows before it builds the view (app/web/pages.py).
+
+    Passed to `page_view`, so that the view is built once: a `replace` runs `PageView.__post_init__` again.
+    """
+
+    share_href: str
+    measured_href: str
+    memory_href: str
+    layout_href: str
+    configs: ConfigView | None
+    address: str
+    form_first: bool
+
+
 def compare_href(base: str, stage: Stage, run: tuple[tuple[str, str], ...]) -> str:
     """The side-by-side page for this stage and the next one up (ZeRO-3 beside data parallelism)."""
     order = list(Stage)
@@ -234,11 +249,13 @@ def page_view(
     phase: int | None = None,
     previous: Stage | None = None,
     compare: str = "",
+    **ways: Unpack[WaysOut],
 ) -> PageView:
     """The page for a stage of a run, at rest or at one phase of a training step.
 
     `previous` is the stage the person came from: the cells that changed are marked and the change
-    said in a sentence. `compare` is the side-by-side page's address, without its query.
+    said in a sentence. `compare` is the side-by-side page's address, without its query. `ways`: the
+    route's own fields of the view (its ways out, its address), set as it is built.
     """
     content = _predicting(stage_view(stage, scenario, link, phase, previous), link)
     return PageView(
@@ -253,6 +270,7 @@ def page_view(
         theme=link.theme,
         theme_href=link.themed(link.theme.other).at(stage, phase),
         scheme_hrefs=tuple(link.themed(t).at(stage, phase) for t in link.theme.schemes),
+        **ways,
     )
 
 

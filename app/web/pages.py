@@ -21,7 +21,7 @@ from app.web.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery, P
 from app.web.links import Links, absolute_links, absolute_url_for, embed_links, page_links, path_for
 from app.web.live_access import follower_embed
 from app.web.measured_view import measured_view, theme_of
-from app.web.page_view import PageView, compare_href, error_view, page_view, with_problems
+from app.web.page_view import PageView, WaysOut, compare_href, error_view, page_view, with_problems
 from app.web.predict_view import predict_view
 from app.web.set_aside_view import set_aside_view, with_drawn
 from app.web.templating import FORM_FIRST_HEADER, render, replace_history, wants_fragment
@@ -40,22 +40,23 @@ async def page(request: Request, kept: PageRead) -> Response:
     if kept.errors:
         return _page_set_aside(request, kept)
     query = kept.query
-    view, link = stage_page(request, query)
-    view = replace(view, form_first=form_first(request) and wants_fragment(request))
+    view, link = stage_page(request, query, first=form_first(request) and wants_fragment(request))
     return render(request, "index.html", "widget", view, push_url=link(query.stage))
 
 
-def stage_page(request: Request, query: PageQuery) -> tuple[PageView, Links]:
+def stage_page(request: Request, query: PageQuery, first: bool = False) -> tuple[PageView, Links]:
     """The page's view of the run a query describes, with its ways out, and its links.
 
     The run is resolved here, once, and handed down: the view and its ways out read the same scenario.
+    The view is built once, whole (`first`: the form first), not amended: each `replace` of a PageView
+    decides its parts again (`PageView.__post_init__`).
     """
     inputs, link = query.inputs(), page_links(request, query)
     scenario = resolve(inputs)
     compare = path_for(request, "compare")
-    view = page_view(query.stage, link, scenario, inputs, query.phase, query.previous, compare)
-    view = replace(view, address=link.switch(query.stage, query.previous))
-    return with_way_out(request, view, query, link, scenario.run), link
+    address = link.switch(query.stage, query.previous)
+    ways = ways_out(request, query, link, scenario.run) | WaysOut(address=address, form_first=first)
+    return page_view(query.stage, link, scenario, inputs, query.phase, query.previous, compare, **ways), link
 
 
 def _on_screen(request: Request) -> dict[str, str]:
@@ -186,15 +187,18 @@ def with_way_out(request: Request, view: PageView, query: PageQuery, link: Links
 
     `run` is the one the route resolved from `query`: whether DeepSpeed has a config for it.
     """
+    return replace(view, **ways_out(request, query, link, run))
+
+
+def ways_out(request: Request, query: PageQuery, link: Links, run: Run) -> WaysOut:
+    """The fields of `with_way_out`, for a view built with them."""
     share = replace(link, page=path_for(request, "share"))(query.stage)
     measured = path_for(request, "measured") + "?" + urlencode({"stage": query.stage.value, **theme_of(query.theme)})
     # The JSON of the same run: its parameters, not the page's phase, embed options or theme.
     layout = Links(path_for(request, "api_layout"), link.run)(query.stage)
     memory = path_for(request, "api_memory") + (f"?{urlencode(link.run)}" if link.run else "")
     configs = config_view(request, link, query.stage, run)
-    return replace(
-        view, share_href=share, measured_href=measured, memory_href=memory, layout_href=layout, configs=configs
-    )
+    return WaysOut(share_href=share, measured_href=measured, memory_href=memory, layout_href=layout, configs=configs)
 
 
 @router.api_route("/share", methods=["GET", "HEAD"], name="share", response_class=HTMLResponse)

@@ -106,6 +106,7 @@ def start_from_page(teacher: Page, server: str, path: str) -> str:
     teacher.goto(server + path)
     teacher.click("#teach-live")
     expect(teacher).to_have_url(re.compile(re.escape(server) + r"/live/[A-Z0-9]{8}/teach$"))
+    teacher.wait_for_load_state("domcontentloaded")  # live.js (its own file, after app.js) has run: Escape folds
     # The QR code opens over the page as the session starts; the class has scanned it, and the teacher folds it.
     expect(teacher.locator("#live-qr")).to_be_visible()
     teacher.wait_for_load_state()  # live.js listens (a loaded machine pressed Escape before it did)

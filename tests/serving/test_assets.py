@@ -159,3 +159,34 @@ def test_the_widget_scripts_are_one_file_of_each_module_in_order(client: TestCli
     assert all(at >= 0 for at in found)
     assert found == sorted(found)
     assert bundle.startswith(b'"use strict";')
+
+
+def _linked(client: TestClient, url: str) -> set[str]:
+    """The static files a page loads, by name."""
+    tree = dom(client.get(url).text)
+    urls = {str(t["src"]) for t in tree.select("script[src]")} | {str(t["href"]) for t in tree.select("link[href]")}
+    return {unversioned(u).rpartition("/")[2] for u in urls if "/static/" in u}
+
+
+def test_a_live_sessions_own_files_load_on_its_pages_only(client: TestClient) -> None:
+    # live.js and live.css are a live session's: every other first load goes without them (docs/performance.md).
+    started = client.post("/live", data={"view": "/?stage=zero1"}, follow_redirects=False)
+    assert started.status_code == 303
+    teacher = _linked(client, started.headers["location"])
+    assert {"live.js", "live.css", "app.js", "app.css"} <= teacher
+    assert "live.css" in _linked(client, "/live")  # the start page: its join and start forms
+    for page in ["/", "/?theme=projector", "/embed", "/compare", "/share"]:
+        assert not {"live.js", "live.css"} & _linked(client, page), page
+    # The bundle no longer holds live.js, which uses the bundle's `byId`: it is loaded after it.
+    assert "live.js" not in BUNDLES["app.js"]
+    tree = dom(client.get(started.headers["location"]).text)
+    order = [unversioned(str(s["src"])).rpartition("/")[2] for s in tree.select("script[src]")]
+    assert order.index("app.js") < order.index("live.js")
+
+
+@pytest.mark.parametrize(("name", "served_as"), [("favicon.svg", "br"), ("app.css", "br"), ("keys.html", "br")])
+def test_small_static_files_are_compressed_too(client: TestClient, name: str, served_as: str) -> None:
+    # Each is compressed once and kept: the 342-byte icon of every first load travels in about 150 B.
+    status, headers, body = _wire(client, f"/static/{name}", BR)
+    assert (status, headers.get("content-encoding")) == (200, served_as)
+    assert len(body) < len(served(name))
