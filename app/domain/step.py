@@ -235,12 +235,8 @@ class Phase:
     def active(self, card: int, column: int, band: Band) -> bool:
         """Whether this phase works on one card's band of one column: the cells its text names."""
         part = self.part
-        if part is Part.FORWARD:
-            return column == self.column and band is Band.WEIGHTS
-        if part is Part.BACKWARD:
-            # The gather brings the weights only: the gradients come with the compute.
-            bands = (Band.WEIGHTS,) if self.beat is Beat.GATHER else (Band.WEIGHTS, Band.GRADIENTS)
-            return self.reached and column == self.column and band in bands
+        if part in (Part.FORWARD, Part.BACKWARD):
+            return self.reached and column == self.column and band in self._beat_bands()
         if part is Part.UPDATE:
             updates_all = not self.sharded & set(OPTIMIZER_STATE)
             mine = updates_all or self.slice_of(card, column) is not None
@@ -251,6 +247,19 @@ class Phase:
             return any(m.band is band for m in self.pcie) and self.slice_of(card, column) is not None
         # Synchronisation works on exactly the band its collectives move, in every column.
         return any(t.band is band and column in t.columns for t in self.transfers)
+
+    def _beat_bands(self) -> frozenset[Band]:
+        """The bands a pass phase works on: what arrives at the gather, what computes, what the discard lets go.
+
+        Where nothing arrives or goes (a band the stage keeps whole), that beat works on nothing.
+        """
+        arrives = Band.WEIGHTS in self.sharded or Band.WEIGHTS in self.on_host
+        if self.beat is Beat.GATHER:
+            return frozenset({Band.WEIGHTS} if arrives else ())
+        sent = {Band.GRADIENTS} if self.transfers else set()
+        if self.beat is Beat.DISCARD:
+            return frozenset(({Band.WEIGHTS} if arrives else set()) | sent)
+        return frozenset({Band.WEIGHTS, Band.GRADIENTS} if self.part is Part.BACKWARD else {Band.WEIGHTS})
 
     @property
     def title(self) -> str:

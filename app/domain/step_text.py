@@ -175,8 +175,8 @@ def _discard(phase: Phase, column: Column) -> str:
         return f"Each card {dropped} of column {k} ({what}): only its own slice stays. Its figure falls.{kept}"
     if phase.part is Part.BACKWARD and phase.column_trains[0] and phase.gpus > 1:
         return (
-            f"Column {k}'s gradients ({what}) stay in each card's full gradient buffer until the synchronisation "
-            "after the backward pass. Nothing is dropped or sent yet."
+            f"Nothing is sent yet: column {k}'s gradients ({what}) stay in each card's full gradient buffer until "
+            "the synchronisation after the backward pass."
         )
     return f"Nothing to drop after column {k} ({what}): the weights are the card's own. Nothing moves."
 
