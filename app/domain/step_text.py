@@ -171,7 +171,7 @@ def _discard(phase: Phase, column: Column) -> str:
             f"each card drops what it sent{then}. Its figure falls."
         )
     if dropped:
-        kept = " Its activations stay for the backward pass." if phase.part is Part.FORWARD else ""
+        kept = " Its activations stay for the backward pass." if phase.extra.activations else ""
         return f"Each card {dropped} of column {k} ({what}): only its own slice stays. Its figure falls.{kept}"
     if phase.part is Part.BACKWARD and phase.column_trains[0] and phase.gpus > 1:
         return (
