@@ -25,18 +25,23 @@ WIDTH = 600.0
 text takes up to 30 units: static/app.css, "Memory over time")."""
 TEXT = 30.0
 """The largest the text is drawn, in SVG units (a box under 420 px): every label is laid out for it."""
-EM = {"digit": 0.56, "narrow": 0.3, "wide": 0.62}
-"""A character's advance in ems, generously for bold sans-serif: digits, punctuation, letters."""
-LEFT, TOP = 62.0, 42.0
-"""The least room for the bytes' ticks; room for the phase's label above the plot."""
-RIGHT = 124.0
+EM = {"digit": 0.7, "narrow": 0.4, "upper": 0.8, "lower": 0.68}
+"""A character's advance in ems, at least bold sans-serif's in Chromium (DejaVu Sans Bold: "ZeRO-3" 4.15 em)."""
+ABOVE, BELOW_BASELINE = 0.96, 0.24
+"""A line of text's box in ems above and below its baseline, as Chromium draws it (0.95 and 0.2), and a little."""
+LINE = TEXT * (ABOVE + BELOW_BASELINE) + 1
+"""The least distance between two labels one above the other: a line of the largest text, and a unit."""
+LEFT, TOP = 62.0, 62.0
+"""The least room for the bytes' ticks; room for the unit's name and the phase's label above the plot, a line of
+the largest text clear of the highest tick's label."""
+RIGHT = 134.0
 """Room for the stages' labels, the widest ("ZeRO-3", bold) at the largest text, ending at the drawing's edge."""
 BELOW = 40.0
-"""Room under the plot for the passes' names."""
-LABEL_GAP = TEXT + 2
-"""The least distance between two stages' labels, one above the other: a line of the largest text."""
-TICK_GAP = 30.0
-"""The least distance between two ticks of the bytes' scale."""
+"""Room under the plot for the passes' names (their baseline 30 under it)."""
+LABEL_GAP = LINE
+"""The least distance between two stages' labels, one above the other."""
+TICK_GAP = LINE
+"""The least distance between two ticks of the bytes' scale, so their labels never touch."""
 SECTIONS = (("forward", 1, 1 + (FIRST_SYNC - 1) // 2), ("backward", 1 + (FIRST_SYNC - 1) // 2, FIRST_SYNC),
             ("update", FIRST_SYNC, PHASES))  # fmt: skip
 """The passes' names under the x axis, each over its phases [first, end)."""
@@ -44,8 +49,8 @@ SECTIONS = (("forward", 1, 1 + (FIRST_SYNC - 1) // 2), ("backward", 1 + (FIRST_S
 
 def text_width(text: str, size: float = TEXT) -> float:
     """How wide `text` is drawn at `size` units, at most: so that no label is laid out over another or the edge."""
-    ems = sum(EM["digit"] if c.isdigit() else EM["narrow"] if c in " .,:-" else EM["wide"] for c in text)
-    return ems * size
+    kinds = ("digit" if c.isdigit() else "upper" if c.isupper() else "lower" if c.isalpha() else "narrow" for c in text)
+    return sum(EM[kind] for kind in kinds) * size
 
 
 @dataclass(frozen=True)
@@ -223,7 +228,9 @@ def _panel(
             y = y_of(point.nbytes)
             coordinates += [(_x(point.phase, 0, left), y), (_x(point.phase, 1, left), y)]
         views.append((stage, " ".join(f"{x:.2f},{y:.2f}" for x, y in coordinates), len(coordinates)))
-    ends = _labels([(stage, y_of(points[-1].nbytes) + 5) for stage, points in lines.items()], TOP + 5, bottom)
+    # The lowest label's box ends above the plot's floor, clear of the passes' names under it.
+    floor = bottom - TEXT * BELOW_BASELINE - 1
+    ends = _labels([(stage, y_of(points[-1].nbytes) + 5) for stage, points in lines.items()], TOP + 5, floor)
     shown = lines[current][index]
     now_label = f"Phase {index}: {units.show(shown.nbytes)}"
     # The phase's label stays over the plot, right of the unit's name and left of the stages' labels.

@@ -343,7 +343,8 @@ def test_a_backward_phase_the_backward_pass_never_reaches_holds_and_moves_nothin
     assert "never reaches column 0" in explanation(last, MIXED_ADAM, model_columns(run.params, None, None))
     # Phases 25-27, the backward over column 7, gather its 3,750,000,000 weights (1/8 P) and reduce-scatters
     # their gradients: the step's tally is then 1P forward + 1/8 P + 1/8 P.
-    assert phases[25].reached and phases[27].reached
+    assert phases[25].reached
+    assert phases[27].reached
     assert phases[-1].tally_p == Fraction(5, 4)
 
 
