@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -335,3 +336,21 @@ def test_offloaded_weights_come_up_to_every_card_for_the_layer_in_hand(client: T
 )
 def test_the_step_says_what_trains_in_the_column_in_hand(client: TestClient, query: str, said: str) -> None:
     assert said in client.get(f"/api/step?{query}").json()["explanation"]
+
+
+def test_with_the_defaults_each_cards_now_figure_rises_and_falls_16_times_across_zero3s_clicks(
+    client: TestClient,
+) -> None:
+    # The fragment each click swaps in: every card's "now" figure, phase by phase. A gather adds a layer
+    # (7.5e9 B: 55.9 → 62.9 GiB), a backward compute its gradients too (69.8 GiB), each discard drops back.
+    nows = []
+    for phase in range(53):
+        tree = _page(client, f"stage=zero3&phase={phase}", {"HX-Request": "true"})
+        figures = {text(card, ".card-sub").split(" · ")[0] for card in tree.select("#grid .card")}
+        assert len(figures) == 1  # every card holds the same
+        nows.append(float(figures.pop().removeprefix("now ").removesuffix(" GiB")))
+    pairs = list(itertools.pairwise(nows))
+    assert sum(b > a for a, b in pairs) >= 16
+    assert sum(b < a for a, b in pairs) >= 16
+    assert [nows[i] for i in range(3, 49, 3)] == [55.9] * 16  # every discard
+    assert max(nows) == 69.8
