@@ -69,8 +69,8 @@ COOKIE = "zb-teacher"
 """The teacher's cookie (app/web/live_view.py COOKIE)."""
 FIRST_VIEW = "/?stage=zero3"
 STAGES = ("dp", "zero1", "zero2", "zero3")
-PHASES = 21
-"""Phases 0-20 of a step (app/domain/step.py LAST_PHASE is 20)."""
+PHASES = 53
+"""Phases 0-52 of a step (app/domain/step.py LAST_PHASE is 52)."""
 RUNS = ("", "&model=llama-3-8b", "&model=llama-3-70b&gpus=16")
 """The lecture's runs: the default, then two changes of model (values of app/web/inputs.py)."""
 PACE_SECONDS = 0.25
@@ -681,8 +681,8 @@ FORM = "application/x-www-form-urlencoded"
 
 
 def lecture_views(count: int) -> list[str]:
-    """`count` distinct views: the four stages in turn, phases 0-20, and two changes of run on the way."""
-    # 4 and 21 are coprime: (stage, phase) repeats only after 84 actions.
+    """`count` distinct views: the four stages in turn, phases 0-52, and two changes of run on the way."""
+    # 4 and 53 are coprime: (stage, phase) repeats only after 212 actions.
     return [f"/?stage={STAGES[i % 4]}{RUNS[i * len(RUNS) // count]}&phase={i % PHASES}" for i in range(count)]
 
 

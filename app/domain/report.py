@@ -24,17 +24,20 @@ from app.domain.overheads import OverheadItem
 from app.domain.run import MAX_BATCH, Run
 from app.domain.sizing import UNKNOWN_LAYER_RULE, layer_exceeds_card, stage_report
 from app.domain.stages import Stage
-from app.domain.step import LAST_PHASE, Holding, InFlight, Part, Phase, step
+from app.domain.step import FIRST_SYNC, LAST_PHASE, PHASES, Beat, Holding, InFlight, Part, Phase, step
 from app.domain.terms import Look, Place, TermKind
 from app.domain.timeline import POINTS, Instant, Point, timeline
 from app.domain.wire import LinkBytes, Span, StepTime
 
 __all__ = [
+    "FIRST_SYNC",
     "LAST_PHASE",
     "MAX_BATCH",
+    "PHASES",
     "POINTS",
     "UNKNOWN_LAYER_RULE",
     "Accounting",
+    "Beat",
     "Change",
     "Collective",
     "Holding",
@@ -84,7 +87,7 @@ class RunReport:
         return self.stages[list(Stage).index(stage)]
 
     def step(self, stage: Stage) -> tuple[Phase, ...]:
-        """The 21 phases of one step under `stage`: worked out the first time they are asked for."""
+        """The 53 phases of one step under `stage`: worked out the first time they are asked for."""
         if stage not in self._steps:
             if not self.columns:
                 raise ValueError("a report without the model's columns has no step")
@@ -94,7 +97,7 @@ class RunReport:
     def timeline(self, stage: Stage) -> tuple[Point, ...]:
         """One card's memory through the step under `stage`, moment by moment, from its step's figures."""
         if stage not in self._timelines:
-            self._timelines[stage] = timeline(self.step(stage), self.run)
+            self._timelines[stage] = timeline(self.step(stage))
         return self._timelines[stage]
 
     def change(self, before: Stage, after: Stage) -> Change:

@@ -2,19 +2,26 @@
 
 The columns are the model in eighths, first layer to last (`eighths`). Card c is responsible for
 the c-th of N equal slices of the weights, so with 8 cards it owns column c, with 16 half a column,
-with 4 two columns. A step is 21 phases for every stage and every run, so a phase number means the
+with 4 two columns. A step is 53 phases for every stage and every run, so a phase number means the
 same moment whichever arrangement is shown:
 
-  0        the step begins, state at rest
-  1 - 8    forward, column 0 to column 7
-  9 - 16   backward, column 7 to column 0
-  17, 18   gradient synchronisation (data parallelism's all-reduce is both halves)
-  19       optimizer update
-  20       weight synchronisation, where the stage needs it
+  0         the step begins, state at rest
+  1 - 24    forward, column 0 to column 7, three beats a column: gather, compute, discard
+  25 - 48   backward, column 7 to column 0, the same three beats
+  49, 50    gradient synchronisation (data parallelism's all-reduce is both halves)
+  51        optimizer update
+  52        weight synchronisation, where the stage needs it
+
+A pass column is three phases (`Beat`) under every stage, so that the seed's "collect that layer's
+weights, use them, and discard them again immediately" is a click each: the gather (ZeRO-3's all-gather;
+under the other stages nothing arrives), the compute (the layer in hand), the discard (the assembled copy
+dropped and, in the backward, ZeRO-2 and 3's reduce-scatter of the gradients). Links numbered before the
+beats (21 phases) are read with `from_old_phase`.
 
 Every card's live memory is its state at rest (`state_bytes.per_gpu_bytes`) plus what it holds at the
-moment (`sizing.layer_extra`): the layer in hand and the activations kept so far, the run's own moments
-(`Run.moments`) that the table's peak is the highest of, so the step's highest figure is the peak.
+moment (`sizing.layer_extra`). The compute beat holds the column's highest moment, the run's own moments
+(`Run.moments`) that the table's peak is the highest of; the gather holds no more than it and the discard
+what is left between layers, so the step's highest figure is the peak.
 """
 
 from __future__ import annotations
@@ -33,13 +40,44 @@ from app.domain.sharding import CellState, Share, share
 from app.domain.sizing import counted_overhead_bytes, layer_extra
 from app.domain.stages import OPTIMIZER_STATE, Stage
 from app.domain.state_bytes import per_gpu_bytes
-from app.domain.terms import AT_REST, Moment
+from app.domain.terms import AT_REST, Moment, Pass
 from app.domain.wire import split
 
-PHASES = 1 + 2 * COLUMNS + 4
+
+class Beat(StrEnum):
+    """Which of its three phases a pass column is in."""
+
+    GATHER = "gather"
+    """The layer's slices arrive from their owners (ZeRO-3); under the other stages nothing arrives."""
+    COMPUTE = "compute"
+    """The layer computes: activations in the forward, gradients in the backward."""
+    DISCARD = "discard"
+    """The assembled copy is dropped; in the backward ZeRO-2 and 3 reduce-scatter the gradients and drop them."""
+
+
+BEATS = tuple(Beat)
+PASS_PHASES = 2 * COLUMNS * len(BEATS)
+PHASES = 1 + PASS_PHASES + 4
 LAST_PHASE = PHASES - 1
-FIRST_SYNC = 2 * COLUMNS + 1
+FIRST_SYNC = PASS_PHASES + 1
 """The first of the two gradient-synchronisation phases."""
+OLD_PHASES = 21
+"""Phases a step had before each pass column was three: links of that time say `phase21=`."""
+
+
+def from_old_phase(old: int) -> int:
+    """The phase now nearest to a phase of the 21-phase step: a pass column's was its layer in hand, the compute.
+
+    0 stays 0; the old 1-16 (one a pass column) become their compute beats, 3 × old − 1; 17-20 follow the
+    passes, old + 32.
+    """
+    if not 0 <= old < OLD_PHASES:
+        raise ValueError(f"the old step had phases 0 to {OLD_PHASES - 1}")
+    if old == 0:
+        return 0
+    if old <= 2 * COLUMNS:
+        return len(BEATS) * old - 1
+    return old - 2 * COLUMNS - 1 + FIRST_SYNC
 
 
 class Part(StrEnum):
@@ -158,6 +196,8 @@ class Phase:
     """Bytes one card has sent inside its node so far this step, this phase included."""
     between_so_far: Fraction = Fraction(0)
     """Bytes one card has sent between nodes so far this step, this phase included."""
+    beat: Beat | None = None
+    """Which of its column's three phases a pass phase is; None outside the passes."""
 
     @property
     def group(self) -> int:
@@ -184,19 +224,19 @@ class Phase:
         # A band on the host comes up to the card for the layer in hand, the card's own slice too.
         if column != self.column or not self.reached or (rest is Holding.HELD and band not in self.on_host):
             return rest
-        if band is Band.WEIGHTS and self.part in (Part.FORWARD, Part.BACKWARD):
+        # The weights are assembled for the gather and the compute, and dropped at the discard; the gradients
+        # exist from the compute, and leave at the discard's reduce-scatter.
+        if band is Band.WEIGHTS and self.part in (Part.FORWARD, Part.BACKWARD) and self.beat is not Beat.DISCARD:
             return Holding.GATHERED
-        if band is Band.GRADIENTS and self.part is Part.BACKWARD:
+        if band is Band.GRADIENTS and self.part is Part.BACKWARD and self.beat is not Beat.GATHER:
             return Holding.SENT
         return rest
 
     def active(self, card: int, column: int, band: Band) -> bool:
         """Whether this phase works on one card's band of one column: the cells its text names."""
         part = self.part
-        if part is Part.FORWARD:
-            return column == self.column and band is Band.WEIGHTS
-        if part is Part.BACKWARD:
-            return self.reached and column == self.column and band in (Band.WEIGHTS, Band.GRADIENTS)
+        if part in (Part.FORWARD, Part.BACKWARD):
+            return self.reached and column == self.column and band in self._beat_bands()
         if part is Part.UPDATE:
             updates_all = not self.sharded & set(OPTIMIZER_STATE)
             mine = updates_all or self.slice_of(card, column) is not None
@@ -208,6 +248,19 @@ class Phase:
         # Synchronisation works on exactly the band its collectives move, in every column.
         return any(t.band is band and column in t.columns for t in self.transfers)
 
+    def _beat_bands(self) -> frozenset[Band]:
+        """The bands a pass phase works on: what arrives at the gather, what computes, what the discard lets go.
+
+        Where nothing arrives or goes (a band the stage keeps whole), that beat works on nothing.
+        """
+        arrives = Band.WEIGHTS in self.sharded or Band.WEIGHTS in self.on_host
+        if self.beat is Beat.GATHER:
+            return frozenset({Band.WEIGHTS} if arrives else ())
+        sent = {Band.GRADIENTS} if self.transfers else set()
+        if self.beat is Beat.DISCARD:
+            return frozenset(({Band.WEIGHTS} if arrives else set()) | sent)
+        return frozenset({Band.WEIGHTS, Band.GRADIENTS} if self.part is Part.BACKWARD else {Band.WEIGHTS})
+
     @property
     def title(self) -> str:
         """A heading for the phase."""
@@ -215,10 +268,11 @@ class Phase:
             return "Gradients down to the host"
         if self.pcie and self.part is Part.WEIGHT_SYNC:
             return "Weights up from the host" + (", then all-gathered" if self.transfers else "")
+        beat = f": {self.beat}" if self.beat else ""
         return {
             Part.START: "The step begins: state at rest",
-            Part.FORWARD: f"Forward pass, column {self.column}",
-            Part.BACKWARD: f"Backward pass, column {self.column}",
+            Part.FORWARD: f"Forward pass, column {self.column}{beat}",
+            Part.BACKWARD: f"Backward pass, column {self.column}{beat}",
             Part.GRADIENT_SYNC: "Gradient synchronisation",
             Part.UPDATE: "Optimizer update",
             Part.WEIGHT_SYNC: "Weight synchronisation",
@@ -234,40 +288,42 @@ def _at_rest(phase: Phase, card: int, column: int, band: Band) -> Holding:
     return Holding.HELD if part.size == 1 else Holding.PARTIAL
 
 
-def _part(index: int) -> tuple[Part, int | None]:
+def _part(index: int) -> tuple[Part, int | None, Beat | None]:
     if index == 0:
-        return Part.START, None
-    if index <= COLUMNS:
-        return Part.FORWARD, index - 1
-    if index <= 2 * COLUMNS:
-        return Part.BACKWARD, 2 * COLUMNS - index
-    return {
-        FIRST_SYNC: (Part.GRADIENT_SYNC, None),
-        FIRST_SYNC + 1: (Part.GRADIENT_SYNC, None),
-        FIRST_SYNC + 2: (Part.UPDATE, None),
-        FIRST_SYNC + 3: (Part.WEIGHT_SYNC, None),
-    }[index]
+        return Part.START, None, None
+    if index < FIRST_SYNC:
+        walked, beat = divmod(index - 1, len(BEATS))  # the pass columns walked before this one, and its beat
+        if walked < COLUMNS:
+            return Part.FORWARD, walked, BEATS[beat]
+        return Part.BACKWARD, 2 * COLUMNS - 1 - walked, BEATS[beat]
+    part = {FIRST_SYNC: Part.GRADIENT_SYNC, FIRST_SYNC + 1: Part.GRADIENT_SYNC, FIRST_SYNC + 2: Part.UPDATE}
+    return part.get(index, Part.WEIGHT_SYNC), None, None
 
 
 Scopes = dict[tuple[Collective, Band, Whose], Scope]
 
 
 def _transfers(
-    stage: Stage, sharded: frozenset[Band], index: int, part: Part, column: int | None, run: Run, scopes: Scopes
+    stage: Stage,
+    sharded: frozenset[Band],
+    index: int,
+    at: tuple[Part, int | None, Beat | None],
+    run: Run,
+    scopes: Scopes,
 ) -> tuple[InFlight, ...]:
     """The collectives of a phase, each of a column's weights or every column's (volumes: `_volumes`)."""
+    part, column, beat = at
     every = tuple(range(COLUMNS))
     replicated = Scope.REPLICAS if stage is not Stage.DP and not sharded and run.shards < run.gpus else Scope.GROUP
-    if part is Part.FORWARD and column is not None and Band.WEIGHTS in sharded:
+    if part is Part.FORWARD and column is not None and Band.WEIGHTS in sharded and beat is Beat.GATHER:
         return (InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (column,), Fraction(0), Whose.EVERY),)
     if part is Part.BACKWARD and column is not None:
-        moves: list[InFlight] = []
-        if Band.WEIGHTS in sharded:  # ZeRO-3 gathers the layers again to compute their gradients
+        if Band.WEIGHTS in sharded and beat is Beat.GATHER:  # ZeRO-3 gathers the layers again for their gradients
             scope = scopes[Collective.ALL_GATHER, Band.WEIGHTS, Whose.REACHED]
-            moves.append(InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (column,), Fraction(0), Whose.REACHED, scope))
-        if Band.GRADIENTS in sharded:  # ZeRO-2 and -3 send each layer's gradients to their owners at once
-            moves.append(InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, (column,), Fraction(0)))
-        return tuple(moves)
+            return (InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (column,), Fraction(0), Whose.REACHED, scope),)
+        if Band.GRADIENTS in sharded and beat is Beat.DISCARD:  # ZeRO-2 and -3 send each layer's gradients at once
+            return (InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, (column,), Fraction(0)),)
+        return ()
     if part is Part.GRADIENT_SYNC and Band.GRADIENTS not in sharded:
         if index == FIRST_SYNC:
             return (InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, every, Fraction(0), scope=replicated),)
@@ -312,16 +368,49 @@ def _moment(stage: Stage, run: Run, part: Part, column: int | None) -> Moment:
     return max(choices, key=lambda m: layer_extra(stage, run, m).total, default=AT_REST)
 
 
-def _host_moves(host: HostReport, fetched: bool, part: Part, index: int) -> tuple[HostMove, ...]:
+def kept_after_forward(run: Run) -> tuple[int, ...]:
+    """The activations a card keeps when the forward pass leaves each column: its last layer's stack."""
+    kept: list[int] = []
+    for column in run.column_moments:
+        kept.append(max((m.activation for m in column.forward), default=kept[-1] if kept else 0))
+    return tuple(kept)
+
+
+def _beat_extra(
+    stage: Stage, run: Run, at: tuple[Part, int | None, Beat | None], moment: Moment, kept: tuple[int, ...]
+) -> LayerExtra:
+    """What a card holds beyond its state in one beat of a pass column (in hand: the compute's, `moment`).
+
+    The activations kept when a forward column ends are those of its last layer (`kept_after_forward`); a
+    backward column starts with them and ends with those of the column before it. The gather holds the
+    layer's weights and the activations as the column begins, never more than the compute (the highest
+    moment, which may be a later layer's); the discard, what is left between layers: the activations, and
+    a term that lasts the pass (FSDP2's ZeRO-2 keeps the whole model gathered).
+    """
+    part, column, beat = at
+    in_hand = layer_extra(stage, run, moment)
+    if column is None or beat is Beat.COMPUTE or (part is Part.BACKWARD and moment is AT_REST):
+        return in_hand
+    earlier = kept[column - 1] if column else 0
+    forward = part is Part.FORWARD
+    entering, leaving = (earlier, kept[column]) if forward else (kept[column], earlier)
+    which = Pass.FORWARD if forward else Pass.BACKWARD
+    if beat is Beat.DISCARD:
+        return layer_extra(stage, run, Moment(which, None, leaving))
+    gathered = layer_extra(stage, run, Moment(which, moment.layer, entering, trained=0))
+    return gathered if gathered.total <= in_hand.total else in_hand
+
+
+def _host_moves(host: HostReport, fetched: bool, part: Part, beat: Beat | None, index: int) -> tuple[HostMove, ...]:
     """PCIe in a phase: gradients down after the backward, weights up after the CPU's update.
 
     With the weights on the host, each pass's gathers fetch them instead: a card's slice twice a
-    step, drawn as an equal share in each of the 16 pass phases (averaged over the cards).
+    step, drawn as an equal share in each of the 16 pass columns' gathers (averaged over the cards).
     """
     if index == FIRST_SYNC + 1 and host.gradients_down:
         return (HostMove(Band.GRADIENTS, True, host.gradients_down),)
-    if part in (Part.FORWARD, Part.BACKWARD) and fetched and host.weights_up:
-        first = index - 1
+    if part in (Part.FORWARD, Part.BACKWARD) and beat is Beat.GATHER and fetched and host.weights_up:
+        first = (index - 1) // len(BEATS)
         share = host.weights_up * (first + 1) // (2 * COLUMNS) - host.weights_up * first // (2 * COLUMNS)
         return (HostMove(Band.WEIGHTS, False, share),)
     if part is Part.WEIGHT_SYNC and not fetched and host.weights_up:
@@ -350,19 +439,21 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport |
     pcie = 0
     on_host = run.on_host(stage)
     highest = 0
+    kept = kept_after_forward(run)
     for index in range(PHASES):
-        part, column = _part(index)
+        at = _part(index)
+        part, column, beat = at
         # Data parallelism on one card still has nobody to all-reduce with.
-        moving = _transfers(stage, sharded, index, part, column, run, scopes) if run.gpus > 1 else ()
+        moving = _transfers(stage, sharded, index, at, run, scopes) if run.gpus > 1 else ()
         transfers = _volumes(stage, run, moving)
         tally += sum((t.volume_p for t in transfers), start=Fraction(0))
         inside += sum((t.inside for t in transfers), start=Fraction(0))
         between += sum((t.between for t in transfers), start=Fraction(0))
         moment = _moment(stage, run, part, column)
-        extra = layer_extra(stage, run, moment)
+        extra = _beat_extra(stage, run, at, moment, kept)
         frozen = column is not None and run.frozen_column(column)
         reached = part is not Part.BACKWARD or moment is not AT_REST
-        moves = _host_moves(host, Band.WEIGHTS in on_host, part, index) if on_host else ()
+        moves = _host_moves(host, Band.WEIGHTS in on_host, part, beat, index) if on_host else ()
         pcie += sum(move.nbytes for move in moves)
         highest = max(highest, state + extra.total + overhead)
         phases.append(
@@ -393,6 +484,7 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport |
                 run.shards,
                 inside,
                 between,
+                beat,
             )
         )
     return tuple(phases)

@@ -13,7 +13,7 @@ from app.domain.eighths import COLUMNS, Column
 from app.domain.recipes import Band, Recipe
 from app.domain.sharding import holders
 from app.domain.stages import OPTIMIZER_STATE, Stage
-from app.domain.step import FIRST_SYNC, Part, Phase
+from app.domain.step import FIRST_SYNC, Beat, Part, Phase
 
 
 def cards_text(cards: range) -> str:
@@ -62,7 +62,7 @@ def _passes(phase: Phase, columns: tuple[Column, ...]) -> str:
 def detail(phase: Phase, columns: tuple[Column, ...]) -> str:
     """The longer explanation of a phase, when it has one: how a pass goes, and what its activations do."""
     said = _passes(phase, columns)
-    if phase.extra.activations:
+    if phase.extra.activations and phase.beat is not Beat.GATHER:
         kept = (
             "This column's activations stay until its backward pass."
             if phase.part is Part.FORWARD
@@ -131,54 +131,90 @@ def explanation(phase: Phase, recipe: Recipe, columns: tuple[Column, ...]) -> st
 
 
 def _pass(phase: Phase, column: Column) -> str:
-    k, what, sharded = column.index, column.label, phase.sharded
-    owners = holders(k, phase.group)
-    if phase.part is Part.FORWARD:
-        if Band.WEIGHTS in sharded:
-            frozen = " Frozen weights are gathered too: the forward pass needs them." if phase.frozen else ""
-            return (
-                f"The cards all-gather column {k}'s weights ({what}) from {_owners(phase, k)}, one layer at a "
-                f"time: each card assembles a layer, runs it on its batch, then discards it.{frozen}"
-            )
-        if phase.gpus == 1:
-            return f"The card runs column {k} ({what}) on its batch. Nothing moves: there is no other card."
-        return f"Each card runs column {k} ({what}) on its own batch with its own copy of the weights. Nothing moves."
-    if not phase.reached:
+    if phase.part is Part.BACKWARD and not phase.reached:
+        k, what = column.index, column.label
         return (
             f"The backward pass never reaches column {k} ({what}): nothing in it or before it trains, so autograd "
             "stops at the first layer that trains. The cards gather nothing and compute nothing for it."
         )
+    if phase.beat is Beat.GATHER:
+        return _gather(phase, column)
+    if phase.beat is Beat.DISCARD:
+        return _discard(phase, column)
+    return _compute(phase, column)
+
+
+def _gather(phase: Phase, column: Column) -> str:
+    """The first beat of a pass column: the layer's slices arrive, where the stage splits the weights."""
+    k, what = column.index, column.label
+    again = " again" if phase.part is Part.BACKWARD else ""
+    if Band.WEIGHTS in phase.sharded:
+        frozen = " Frozen weights are gathered too: the forward pass needs them." if phase.frozen else ""
+        need = "the forward runs on it" if phase.part is Part.FORWARD else "the gradients need it"
+        return (
+            f"The cards all-gather column {k}'s weights ({what}){again} from {_owners(phase, k)}, one layer at a "
+            f"time: each card assembles a whole layer, as {need}.{frozen}"
+        )
+    keeps = "the card keeps" if phase.gpus == 1 else "every card keeps"
+    return f"Nothing to gather for column {k} ({what}): {keeps} all its weights. Nothing moves."
+
+
+def _discard(phase: Phase, column: Column) -> str:
+    """The last beat of a pass column: the assembled copy dropped; in the backward, the gradients sent."""
+    k, what, sharded = column.index, column.label, phase.sharded
+    owners = holders(k, phase.group)
+    dropped = "drops the assembled weights" if Band.WEIGHTS in sharded else ""
+    if phase.part is Part.BACKWARD and phase.transfers:
+        then = f", then {dropped}" if dropped else ""
+        return (
+            f"Each card reduce-scatters column {k}'s gradients ({what}): {_cards(owners, 'keep')} the sums; "
+            f"each card drops what it sent{then}. Its figure falls."
+        )
+    if dropped:
+        kept = " Its activations stay for the backward pass." if phase.extra.activations else ""
+        return f"Each card {dropped} of column {k} ({what}): only its own slice stays. Its figure falls.{kept}"
+    if phase.part is Part.BACKWARD and phase.column_trains[0] and phase.gpus > 1:
+        return (
+            f"Nothing is sent yet: column {k}'s gradients ({what}) stay in each card's full gradient buffer until "
+            "the synchronisation after the backward pass."
+        )
+    return f"Nothing to drop after column {k} ({what}): the weights are the card's own. Nothing moves."
+
+
+def _compute(phase: Phase, column: Column) -> str:
+    """The middle beat of a pass column: the layer computes."""
+    k, what, sharded = column.index, column.label, phase.sharded
+    if phase.part is Part.FORWARD:
+        if Band.WEIGHTS in sharded:
+            return f"Each card runs the assembled column {k} ({what}) on its own batch, layer by layer. Nothing moves."
+        if phase.gpus == 1:
+            return f"The card runs column {k} ({what}) on its batch. Nothing moves: there is no other card."
+        return f"Each card runs column {k} ({what}) on its own batch with its own copy of the weights. Nothing moves."
     trains, weights = phase.column_trains
     stops = " The backward pass stops here, at the first layer that trains." if phase.stops_here else ""
     if trains < weights:  # a frozen column, or one where only some weights train (a boundary, LoRA's adapters)
-        gather = "gather its weights again and " if Band.WEIGHTS in sharded else ""
         onwards = (
             "pass the backward through it to the layers before"
             if k and not phase.stops_here
             else "finish the backward pass on it"
         )
-        send = "computing and reduce-scattering" if Band.GRADIENTS in sharded else "computing"
         if trains:
             return (
                 f"Column {k} ({what}) is partly frozen: {trains:,} of its {weights:,} weights train. The cards "
-                f"{gather}{onwards}, {send} gradients only for those.{stops}"
+                f"{onwards}, computing gradients only for those.{stops}"
             )
         if phase.trained:  # a layer it shares with the next column trains from that column on
             return (
                 f"Column {k} ({what}) is frozen, but its last layer, which it shares with column {k + 1}, trains "
-                f"in part: the cards {gather}{onwards}, {send} gradients for that "
+                f"in part: the cards {onwards}, computing gradients for that "
                 f"layer's {phase.trained:,} weights that train.{stops}"
             )
-        return f"Column {k} ({what}) is frozen: the cards {gather}{onwards}, but compute no gradients for its weights."
-    if Band.WEIGHTS in sharded:
+        return f"Column {k} ({what}) is frozen: the cards {onwards}, but compute no gradients for its weights."
+    if sharded & {Band.WEIGHTS, Band.GRADIENTS}:
+        used = " with the assembled layer" if Band.WEIGHTS in sharded else ""
         return (
-            f"Layer by layer, the cards gather column {k}'s weights ({what}) again, compute the gradients and "
-            f"reduce-scatter them ({_cards(owners, 'keep')} the sums), then discard the layer."
-        )
-    if Band.GRADIENTS in sharded:
-        return (
-            f"Each card computes column {k}'s gradients ({what}) and reduce-scatters them: "
-            f"{_cards(owners, 'keep')} the sums; the others drop what they sent."
+            f"Each card computes column {k}'s gradients ({what}){used}: the whole layer's, held only until "
+            "the discard sends them to their owners."
         )
     if phase.gpus == 1:
         return f"The card computes column {k}'s gradients ({what}) into its gradient buffer. Nothing moves."

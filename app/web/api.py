@@ -54,9 +54,9 @@ def training_step(query: Annotated[StepQuery, Query()]) -> StepOut:
 def memory_timeline(query: Annotated[RunQuery, Query()]) -> TimelineOut:
     """One card's memory through one training step, under each stage: the points the step's chart draws.
 
-    A phase outside the passes is one point; a pass phase three: before its gather, the layer in hand, and
-    after its discard. ZeRO-3 rises at each gather and falls at each discard; activations rise through the
-    forward pass and fall through the backward.
+    One point a phase, a pass column's three among them: its gather, the layer in hand, and its discard.
+    ZeRO-3 rises at each gather and falls at each discard; activations rise through the forward pass and fall
+    through the backward.
     """
     return TimelineOut.of(resolve(query.inputs()))
 

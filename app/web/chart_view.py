@@ -1,7 +1,7 @@
 """The step's chart: one card's memory through the step, each stage a line, drawn as server-side SVG.
 
-x is the step's moments: its 21 phases, a pass phase in three (before its gather, the layer in hand,
-after its discard), so ZeRO-3's line rises at each gather and falls at each discard. y is bytes, from
+x is the step's 53 phases, a pass column's three beats among them (its gather, the layer in hand, its
+discard), so ZeRO-3's line rises at each gather and falls at each discard. y is bytes, from
 0. The first drawing lays the four stages over one another on one scale, data parallelism's flat
 line above ZeRO-3's sawtooth; a second gives the stage shown alone, on its own scale, so that its
 rises stay visible (ZeRO-3's 7.5e9-byte gather is 1.6% of data parallelism's 447 GiB). The phase
@@ -15,31 +15,42 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from app.domain.report import LAST_PHASE, Instant, Point
+from app.domain.report import FIRST_SYNC, PHASES, Point
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
 from app.domain.units import ByteUnit
 
 WIDTH = 600.0
 """The drawings' width in SVG units: at 600 px a unit is a pixel, and the 16-unit text 16 px (narrower, the
-text takes up to 24 units: static/app.css, "Memory over time")."""
-LEFT, RIGHT, TOP = 62.0, 110.0, 42.0
-"""Room for the bytes' ticks, the stages' labels, and the phase's label above the plot."""
+text takes up to 30 units: static/app.css, "Memory over time")."""
+TEXT = 30.0
+"""The largest the text is drawn, in SVG units (a box under 420 px): every label is laid out for it."""
+EM = {"digit": 0.7, "narrow": 0.4, "upper": 0.8, "lower": 0.68}
+"""A character's advance in ems, at least bold sans-serif's in Chromium (DejaVu Sans Bold: "ZeRO-3" 4.15 em)."""
+ABOVE, BELOW_BASELINE = 0.96, 0.24
+"""A line of text's box in ems above and below its baseline, as Chromium draws it (0.95 and 0.2), and a little."""
+LINE = TEXT * (ABOVE + BELOW_BASELINE) + 1
+"""The least distance between two labels one above the other: a line of the largest text, and a unit."""
+LEFT, TOP = 62.0, 62.0
+"""The least room for the bytes' ticks; room for the unit's name and the phase's label above the plot, a line of
+the largest text clear of the highest tick's label."""
+RIGHT = 134.0
+"""Room for the stages' labels, the widest ("ZeRO-3", bold) at the largest text, ending at the drawing's edge."""
 BELOW = 40.0
-"""Room under the plot for the passes' names."""
-LABEL_GAP = 26.0
+"""Room under the plot for the passes' names (their baseline 30 under it)."""
+LABEL_GAP = LINE
 """The least distance between two stages' labels, one above the other."""
-TICK_GAP = 30.0
-"""The least distance between two ticks of the bytes' scale."""
-SPANS: dict[Instant, tuple[float, float]] = {
-    Instant.WHOLE: (0.0, 1.0),
-    Instant.BEFORE: (0.0, 0.25),
-    Instant.IN_HAND: (0.25, 0.75),
-    Instant.AFTER: (0.75, 1.0),
-}
-"""The part of its phase's width each instant is drawn across."""
-SECTIONS = (("forward", 1, 9), ("backward", 9, 17), ("update", 17, LAST_PHASE + 1))
+TICK_GAP = LINE
+"""The least distance between two ticks of the bytes' scale, so their labels never touch."""
+SECTIONS = (("forward", 1, 1 + (FIRST_SYNC - 1) // 2), ("backward", 1 + (FIRST_SYNC - 1) // 2, FIRST_SYNC),
+            ("update", FIRST_SYNC, PHASES))  # fmt: skip
 """The passes' names under the x axis, each over its phases [first, end)."""
+
+
+def text_width(text: str, size: float = TEXT) -> float:
+    """How wide `text` is drawn at `size` units, at most: so that no label is laid out over another or the edge."""
+    kinds = ("digit" if c.isdigit() else "upper" if c.isupper() else "lower" if c.isalpha() else "narrow" for c in text)
+    return sum(EM[kind] for kind in kinds) * size
 
 
 @dataclass(frozen=True)
@@ -70,11 +81,12 @@ class LineView:
 
 @dataclass(frozen=True)
 class Section:
-    """A pass's name under the x axis, and where its phases begin."""
+    """A pass's name under the x axis, and where its phases begin; `anchor`: how its text sits on `x`."""
 
     label: str
     x: float
     start: float
+    anchor: str = "middle"
 
 
 @dataclass(frozen=True)
@@ -133,9 +145,28 @@ class ChartView:
     rows: tuple[ChartRow, ...]
 
 
-def _x(phase: int, fraction: float) -> float:
-    width = (WIDTH - RIGHT - LEFT) / (LAST_PHASE + 1)
-    return LEFT + (phase + fraction) * width
+def _x(phase: int, fraction: float, left: float = LEFT) -> float:
+    width = (WIDTH - RIGHT - left) / PHASES
+    return left + (phase + fraction) * width
+
+
+def _sections(left: float) -> tuple[Section, ...]:
+    """The passes' names, each centred under its phases unless it would cross its neighbour or the edge.
+
+    The last ("update", four phases) is narrower than its name: it starts at its first phase instead.
+    """
+    placed: list[Section] = []
+    end = 0.0
+    for name, first, stop in SECTIONS:
+        start, half = _x(first, 0, left), text_width(name) / 2
+        middle = (start + _x(stop, 0, left)) / 2
+        if middle - half >= end and middle + half <= WIDTH:
+            placed.append(Section(name, middle, start))
+            end = middle + half
+        else:
+            placed.append(Section(name, max(start, end) + 4, start, "start"))
+            end = max(start, end) + 4 + 2 * half
+    return tuple(placed)
 
 
 def _nice_top(highest: float, steps: int) -> tuple[float, float]:
@@ -188,20 +219,24 @@ def _panel(
     ticks = tuple(
         Tick(y_of(round(k * step * units.size)), _number(k * step)) for k in range(round(axis_top / step) + 1)
     )
+    # The ticks' labels end 6 units left of the plot and the unit's name is above them: room for the widest.
+    left = max(LEFT, max(text_width(t.label) for t in ticks) + 10)
     views = []
     for stage, points in lines.items():
         coordinates = []
         for point in points:
-            start, end = SPANS[point.instant]
             y = y_of(point.nbytes)
-            coordinates += [(_x(point.phase, start), y), (_x(point.phase, end), y)]
+            coordinates += [(_x(point.phase, 0, left), y), (_x(point.phase, 1, left), y)]
         views.append((stage, " ".join(f"{x:.2f},{y:.2f}" for x, y in coordinates), len(coordinates)))
-    ends = _labels([(stage, y_of(points[-1].nbytes) + 5) for stage, points in lines.items()], TOP + 5, bottom)
-    shown = next(p for p in lines[current] if p.phase == index and p.instant in (Instant.WHOLE, Instant.IN_HAND))
+    # The lowest label's box ends above the plot's floor, clear of the passes' names under it.
+    floor = bottom - TEXT * BELOW_BASELINE - 1
+    ends = _labels([(stage, y_of(points[-1].nbytes) + 5) for stage, points in lines.items()], TOP + 5, floor)
+    shown = lines[current][index]
     now_label = f"Phase {index}: {units.show(shown.nbytes)}"
-    # About half a digit's width a character at 24 units, the largest text: keep the label inside the drawing.
-    half = 6.8 * len(now_label)
-    middle = _x(index, 0.5)
+    # The phase's label stays over the plot, right of the unit's name and left of the stages' labels.
+    half = text_width(now_label) / 2
+    middle = _x(index, 0.5, left)
+    lowest = max(left, 4 + text_width(units.value) + 8) + half
     return PanelView(
         css=css,
         height=height,
@@ -214,12 +249,13 @@ def _panel(
             )
             for stage, points, n in views
         ),
-        sections=tuple(Section(name, (_x(first, 0) + _x(end, 0)) / 2, _x(first, 0)) for name, first, end in SECTIONS),
-        now_x=_x(index, 0),
-        now_width=_x(index, 1) - _x(index, 0),
+        sections=_sections(left),
+        now_x=_x(index, 0, left),
+        now_width=_x(index, 1, left) - _x(index, 0, left),
         now_label=now_label,
-        now_label_x=min(max(middle, LEFT + half), WIDTH - half - 2),
+        now_label_x=max(min(middle, WIDTH - RIGHT - half), lowest),
         now_y=y_of(shown.nbytes),
+        plot_left=left,
     )
 
 
@@ -236,7 +272,7 @@ def chart_view(stage: Stage, scenario: Scenario, index: int) -> ChartView:
     """The chart of one card's memory through the step, at phase `index` under `stage`."""
     report, units = scenario.report, scenario.units
     lines = {s: report.timeline(s) for s in Stage}
-    now = {s: next(p for p in lines[s] if p.phase == index and p.instant is not Instant.BEFORE) for s in Stage}
+    now = {s: lines[s][index] for s in Stage}
     title = stage.info.title
     every = "; ".join(f"{s.info.title} {_span(lines[s], units)}" for s in Stage)
     holds = f"At phase {index}, {title} holds {units.show(now[stage].nbytes)}."
@@ -267,7 +303,7 @@ def chart_view(stage: Stage, scenario: Scenario, index: int) -> ChartView:
         ChartRow(s, s.info.title, *_range(lines[s], units), units.show(now[s].nbytes), s is stage) for s in Stage
     )
     caption = (
-        f"One card's memory through the step, in {units.value}: each phase of a pass in three, before the gather, "
-        "with the layer in hand, after the discard."
+        f"One card's memory through the step, in {units.value}: each column of a pass in three phases, its "
+        "gather, the layer in hand, its discard."
     )
     return ChartView(caption=caption, panels=tuple(panels), rows=rows)

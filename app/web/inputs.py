@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Self
 
 from pydantic import (
     BaseModel,
@@ -21,6 +21,7 @@ from pydantic import (
     ValidationInfo,
     create_model,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 
@@ -33,7 +34,7 @@ from app.domain.run import groups_refused
 from app.domain.scenario import DEFAULT_MODEL, Inputs
 from app.domain.stages import Stage
 from app.domain.state_bytes import DEFAULT_GPUS
-from app.domain.step import LAST_PHASE
+from app.domain.step import LAST_PHASE, OLD_PHASES, from_old_phase
 from app.domain.trainable import parse_trainable
 from app.domain.units import ambiguity, parse_bytes, parse_count
 from app.measure.snapshots import IMPLS, Impl, default_impl
@@ -304,11 +305,33 @@ def _refuse_groups(info: ValidationInfo, shard: int | None = None, hpz: int = 1)
         raise PydanticCustomError("groups", refused)
 
 
-class StepQuery(RunQuery):
+PHASE_HELP = "0: at rest; 1-24 forward, 25-48 backward, three a column (gather, compute, discard); 49-52 after."
+OLD_PHASE_HELP = (
+    "A phase as links numbered it before a column was three phases (0-20): read as the nearest phase now, "
+    "a column's compute; `phase` wins."
+)
+
+
+class _OldPhase(BaseModel):
+    """`phase21`: an old link's phase, read as the nearest phase now (`step.from_old_phase`), then forgotten."""
+
+    phase21: int | None = Field(None, ge=0, le=OLD_PHASES - 1, description=OLD_PHASE_HELP)
+    if TYPE_CHECKING:  # each query declares its own phase field, with its own default
+        phase: int | None
+
+    @model_validator(mode="after")
+    def _nearest(self) -> Self:
+        old, self.phase21 = self.phase21, None
+        if old is not None and "phase" not in self.model_fields_set:
+            self.phase = from_old_phase(old)
+        return self
+
+
+class StepQuery(_OldPhase, RunQuery):
     """A phase of one training step under one stage, for the run's weights and recipe."""
 
     stage: Stage = Field(Stage.DP, description="The arrangement.")
-    phase: int = Field(0, ge=0, le=LAST_PHASE, description="0: at rest; 1-8 forward; 9-16 backward; 17-20 after.")
+    phase: int = Field(0, ge=0, le=LAST_PHASE, description=PHASE_HELP)
 
 
 class LayoutQuery(RunQuery):
@@ -317,11 +340,13 @@ class LayoutQuery(RunQuery):
     stage: Stage = Field(Stage.DP, description="The arrangement.")
 
 
-class PageQuery(RunQuery):
+class PageQuery(_OldPhase, RunQuery):
     """The page's parameters: a run, the stage to draw, and a moment of the step."""
 
     stage: Stage = Field(Stage.DP, description="The arrangement to draw.")
-    phase: int | None = Field(None, ge=0, le=LAST_PHASE, description="A phase of one training step; none: at rest.")
+    phase: int | None = Field(
+        None, ge=0, le=LAST_PHASE, description=f"A phase of one training step ({PHASE_HELP}); none: at rest."
+    )
     previous: Stage | None = Field(
         None, alias="from", description="The stage shown before this one: the cells that changed are marked."
     )

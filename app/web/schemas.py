@@ -28,6 +28,7 @@ from app.domain.report import (
     LAST_PHASE,
     POINTS,
     Accounting,
+    Beat,
     Collective,
     Holding,
     Instant,
@@ -553,6 +554,10 @@ class StepOut(BaseModel):
     last_phase: int
     part: Part
     column: int | None = Field(description="The column being computed; none outside the passes.")
+    beat: Beat | None = Field(
+        description="Which of the column's three phases: gather (its slices arrive), compute, discard (the "
+        "assembled copy dropped, the backward's gradients sent); none outside the passes."
+    )
     title: str
     explanation: str
     transfers: list[StepTransferOut]
@@ -580,6 +585,7 @@ class StepOut(BaseModel):
             last_phase=LAST_PHASE,
             part=phase.part,
             column=phase.column,
+            beat=phase.beat,
             title=phase.title,
             explanation=explanation(phase, run.recipe, columns),
             transfers=[
@@ -627,12 +633,12 @@ class StepOut(BaseModel):
 
 
 class PointOut(BaseModel):
-    """What one card holds at one instant of the step: every card holds the same."""
+    """What one card holds at one phase of the step: every card holds the same."""
 
     phase: int
     instant: Instant = Field(
-        description="whole (a phase outside the passes, one amount all through it); in a pass phase: before (its "
-        "gather), in hand (the layer in hand: the phase's live_bytes in /api/step), after (its discard)."
+        description="whole (a phase outside the passes); in a pass column, its three phases: gather (the layer's "
+        "weights assembled), compute (the layer in hand), discard (the assembled copy dropped, gradients sent)."
     )
     live_bytes: int = Field(description="All of it: the five below added up.")
     state_bytes: int = Field(description="What the card keeps at rest.")
@@ -654,7 +660,7 @@ class TimelineOut(BaseModel):
     """One card's memory through one training step, under each stage: the points of the step's chart."""
 
     last_phase: int
-    points_per_step: int = Field(description="One for each phase outside the passes, three for each pass phase.")
+    points_per_step: int = Field(description="One a phase: the live_bytes of each phase in /api/step.")
     stages: list[StageTimelineOut]
 
     @classmethod

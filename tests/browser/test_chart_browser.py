@@ -98,3 +98,32 @@ def test_in_an_embed_the_drawings_stand_side_by_side_as_tall_for_every_stage(pag
         heights.append(box["height"])
     assert max(heights) - min(heights) <= 1, heights
     assert max(heights) <= 200
+
+
+# Every text of the chart as drawn: its box, and the drawing's.
+TEXT_BOXES = """() => [...document.querySelectorAll('#chart svg')].map(svg => ({
+  svg: svg.getBoundingClientRect().toJSON(),
+  texts: [...svg.querySelectorAll('text')].map(t => ({text: t.textContent, box: t.getBoundingClientRect().toJSON()})),
+}))"""
+
+
+def _overlap(a: dict[str, float], b: dict[str, float]) -> bool:
+    return a["left"] < b["right"] and b["left"] < a["right"] and a["top"] < b["bottom"] and b["top"] < a["bottom"]
+
+
+@pytest.mark.parametrize("width", [390, 768, 1024, 1280, 1920])
+@pytest.mark.parametrize("path", ["/?stage=zero3&phase=51", "/?stage=zero1&phase=1&model=llama-3-8b&theme=projector"])
+def test_the_charts_labels_are_whole_and_apart_at_every_width(page: Page, server: str, path: str, width: int) -> None:
+    page.set_viewport_size({"width": width, "height": 800})
+    page.goto(server + path)
+    for drawing in page.evaluate(TEXT_BOXES):
+        svg, texts = drawing["svg"], drawing["texts"]
+        for label in texts:  # inside its drawing: nothing clipped by the box around it
+            box = label["box"]
+            assert svg["left"] - 0.5 <= box["left"], (width, label)
+            assert box["right"] <= svg["right"] + 0.5, (width, label)
+            assert svg["top"] - 0.5 <= box["top"], (width, label)
+            assert box["bottom"] <= svg["bottom"] + 0.5, (width, label)
+        for i, a in enumerate(texts):
+            for b in texts[i + 1 :]:
+                assert not _overlap(a["box"], b["box"]), (width, a, b)

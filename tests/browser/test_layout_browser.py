@@ -11,7 +11,7 @@ from playwright.sync_api import Browser, Page, expect
 SIZES = [(390, 844), (768, 1024), (820, 1180), (1024, 768), (1100, 800), (1280, 720), (1280, 800), (1920, 1080)]
 STAGES = ["dp", "zero1", "zero2", "zero3"]
 # At rest, then the step's first phase, a forward, a backward and the update.
-MOMENTS = [None, 0, 5, 10, 17]
+MOMENTS = [None, 0, 14, 29, 49]
 
 # The lowest a card reaches, and the top of the step's bar at the foot of the window where it is fixed
 # there (a card under it would be hidden), else the window's height.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 from datetime import UTC, datetime, timedelta
@@ -20,7 +21,7 @@ def _in_address(page: Page, name: str) -> list[str]:
 
 @pytest.mark.parametrize(
     ("keys", "phase"),
-    [(["ArrowRight", "ArrowRight", "ArrowRight"], "3"), (["ArrowRight", "ArrowRight", "End", "ArrowLeft"], "19")],
+    [(["ArrowRight", "ArrowRight", "ArrowRight"], "3"), (["ArrowRight", "ArrowRight", "End", "ArrowLeft"], "51")],
 )
 def test_keys_pressed_faster_than_a_swap_all_count(
     page: Page, server: str, watch: Watch, keys: list[str], phase: str
@@ -69,7 +70,7 @@ def test_changing_the_run_while_stepping_stays_at_the_same_phase(page: Page, ser
 
 
 def test_the_step_legend_shows_each_cell_as_the_grid_draws_it(page: Page, server: str, watch: Watch) -> None:
-    page.goto(f"{server}/?stage=zero3&phase=10")
+    page.goto(f"{server}/?stage=zero3&phase=26")  # the backward's compute of column 7: gathered and sent cells
     styles = page.evaluate(
         """() => ['gathered', 'sent'].map((kind) => [
             getComputedStyle(document.querySelector('.legend .swatch.' + kind)).backgroundImage,
@@ -367,4 +368,39 @@ def test_the_page_keys_work_when_the_steps_own_control_has_the_focus(
     page.focus(focused)
     page.keyboard.press("1")
     expect(page.locator("#grid")).to_have_attribute("data-stage", "zero1")
+    watch.assert_clean(page)
+
+
+def _gib(text: str) -> float:
+    """A card's "now 62.9 GiB" as a number of GiB."""
+    found = re.search(r"now ([\d,.]+) GiB", text)
+    assert found, text
+    return float(found.group(1).replace(",", ""))
+
+
+def test_pressing_right_through_zero3s_step_moves_the_cards_figure_at_every_gather_and_discard(
+    page: Page, server: str, watch: Watch
+) -> None:
+    # The page's default run (the seed's 30B on 8 cards), ZeRO-3: a column's gather adds its layer, 62.9 GiB;
+    # the backward's compute its gradients too, 69.8 GiB; every discard drops back to 55.9 GiB at rest.
+    page.goto(f"{server}/?stage=zero3&phase=0")
+    figure = page.locator("#grid .card-sub").first
+    seen = [(0, _gib(figure.inner_text()))]
+    page.focus("#step-next")
+    for phase in range(1, 53):
+        page.keyboard.press("ArrowRight")
+        expect(page.locator("#step")).to_have_attribute("data-phase", str(phase))
+        settled(page)
+        seen.append((phase, _gib(figure.inner_text())))
+    moves = list(itertools.pairwise(seen))
+    rises = [b for (_, x), (b, y) in moves if y > x]
+    falls = [b for (_, x), (b, y) in moves if y < x]
+    gathers, discards = list(range(1, 49, 3)), list(range(3, 49, 3))
+    assert set(gathers) <= set(rises)
+    assert set(discards) == set(falls)
+    assert len(rises) >= 16
+    assert len(falls) >= 16
+    assert {y for b, y in seen if b in gathers} == {62.9}
+    assert {y for b, y in seen if b in discards} == {55.9}
+    assert max(y for _, y in seen) == 69.8  # the table's peak
     watch.assert_clean(page)

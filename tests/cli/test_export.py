@@ -75,9 +75,9 @@ def test_a_query_cannot_write_outside_the_export() -> None:
         assert ".." not in name.split("/"), name
 
 
-# The page at rest and each stage, each stage's 21 phases, the same as embeds, and the 16 compare pairs;
+# The page at rest and each stage, each stage's 53 phases, the same as embeds, and the 16 compare pairs;
 # the pages and the pairs again in the projector theme; the 7 measured arrangements in both themes.
-PAGES = 2 * (1 + 4 + 4 * 21) + 4 + 4 * 21 + 2 * 16 + 2 * 7
+PAGES = 2 * (1 + 4 + 4 * 53) + 4 + 4 * 53 + 2 * 16 + 2 * 7
 
 
 def _exported_pages() -> set[str]:

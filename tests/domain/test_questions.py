@@ -118,10 +118,10 @@ def test_a_cells_question_about_a_card_not_drawn_is_refused() -> None:
 
 def test_predict_then_step_asks_for_the_next_phases_live_memory_and_reveals_it() -> None:
     lesson = resolve(Inputs())  # the seed's 30B weights in 8 equal layers of 3.75B, on 8 cards
-    question = next_phase_question(lesson.report, Stage.ZERO3, 5, ByteUnit.GIB)
-    assert question.reveal_phase == 6
+    question = next_phase_question(lesson.report, Stage.ZERO3, 6, ByteUnit.GIB)
+    assert question.reveal_phase == 7
     assert not question.hides_picture
-    # Forward, phase 6: its 2 B/weight slice at rest (60e9 B) and one layer gathered in bf16 (3.75e9 x 2 B).
+    # Phase 7, column 2's gather: its 2 B/weight slice at rest (60e9 B) and one layer gathered in bf16 (3.75e9 x 2 B).
     assert float(question.answer) == pytest.approx((60e9 + 7.5e9) / GIB, abs=0.001)  # 62.864 GiB
     with pytest.raises(ValueError, match="last phase"):
         next_phase_question(lesson.report, Stage.ZERO3, len(lesson.report.step(Stage.ZERO3)) - 1, ByteUnit.GIB)

@@ -21,8 +21,10 @@ from app.domain.state_bytes import per_gpu_bytes
 from app.domain.step import (
     LAST_PHASE,
     PHASES,
+    Beat,
     Holding,
     Part,
+    from_old_phase,
     peak_so_far,
     step,
 )
@@ -90,10 +92,10 @@ def test_the_steps_highest_figure_is_the_tables_peak(
 def test_llama_8b_on_8_gpus_column_0_by_hand(stage: Stage, forward: int, backward: int) -> None:
     run, columns = _llama(8)
     phases = step(stage, run, columns)
-    assert (phases[1].part, phases[1].column) == (Part.FORWARD, 0)
-    assert (phases[16].part, phases[16].column) == (Part.BACKWARD, 0)
-    assert phases[1].live_bytes == forward
-    assert phases[16].live_bytes == backward
+    assert (phases[2].part, phases[2].column, phases[2].beat) == (Part.FORWARD, 0, Beat.COMPUTE)
+    assert (phases[47].part, phases[47].column, phases[47].beat) == (Part.BACKWARD, 0, Beat.COMPUTE)
+    assert phases[2].live_bytes == forward
+    assert phases[47].live_bytes == backward
 
 
 def test_the_issues_figures_come_out_of_the_run() -> None:
@@ -112,10 +114,10 @@ def test_the_issues_figures_come_out_of_the_run() -> None:
     assert {_gib(p.live_bytes) for stage in Stage for p in step(stage, one, SEED_COLUMNS)} == {"447.0"}
 
 
-def test_405b_on_1024_gpus_at_phase_12_holds_its_slice_and_one_layer() -> None:
+def test_405b_on_1024_gpus_at_phase_35_holds_its_slice_and_one_layer() -> None:
     preset = PRESETS[ModelName("llama-3.1-405b")]
     run = Run(params=preset.params, gpus=1024, largest_layer=preset.largest_layer, capacity=80 * 10**9)
-    phase = step(Stage.ZERO3, run, model_columns(run.params, preset.architecture, run.largest_layer))[12]
+    phase = step(Stage.ZERO3, run, model_columns(run.params, preset.architecture, run.largest_layer))[35]
     # Column 4 is all transformer blocks: 16 B for each of 396,341,200 weights in a slice, plus
     # one block's weights and gradients, 4 B × 3,187,703,808.
     assert phase.column == 4
@@ -126,42 +128,45 @@ def test_405b_on_1024_gpus_at_phase_12_holds_its_slice_and_one_layer() -> None:
 @pytest.mark.parametrize(("stage", "p"), [(Stage.DP, 2), (Stage.ZERO1, 2), (Stage.ZERO2, 2), (Stage.ZERO3, 3)])
 def test_the_tally_ends_the_step_at_the_seed_figures(stage: Stage, p: int) -> None:
     phases = step(stage, SEED, SEED_COLUMNS)
-    assert len(phases) == PHASES == 21
+    assert len(phases) == PHASES == 53
     assert phases[LAST_PHASE].tally_p == p
     assert step(stage, Run(gpus=1), SEED_COLUMNS)[LAST_PHASE].tally_p == 0
 
 
 def test_zero3_forward_gathers_the_column_from_its_owner() -> None:
-    forward = step(Stage.ZERO3, SEED, SEED_COLUMNS)[3]
-    assert (forward.part, forward.column) == (Part.FORWARD, 2)
+    forward = step(Stage.ZERO3, SEED, SEED_COLUMNS)[7]
+    assert (forward.part, forward.column, forward.beat) == (Part.FORWARD, 2, Beat.GATHER)
     assert [forward.holding(card, 2, Band.WEIGHTS) for card in range(8)] == [
         Holding.HELD if card == 2 else Holding.GATHERED for card in range(8)
     ]
     assert [(t.collective, t.band, t.columns) for t in forward.transfers] == [
         (Collective.ALL_GATHER, Band.WEIGHTS, (2,))
     ]
-    # The next phase has discarded it.
-    assert step(Stage.ZERO3, SEED, SEED_COLUMNS)[4].holding(0, 2, Band.WEIGHTS) is Holding.DASHED
+    # The compute still has it; the discard has dropped it.
+    assert step(Stage.ZERO3, SEED, SEED_COLUMNS)[8].holding(0, 2, Band.WEIGHTS) is Holding.GATHERED
+    assert step(Stage.ZERO3, SEED, SEED_COLUMNS)[9].holding(0, 2, Band.WEIGHTS) is Holding.DASHED
 
 
 @pytest.mark.parametrize("stage", [Stage.ZERO2, Stage.ZERO3])
 def test_gradients_computed_for_another_card_are_sent_not_gathered(stage: Stage) -> None:
-    backward = step(stage, SEED, SEED_COLUMNS)[9]
-    assert (backward.part, backward.column) == (Part.BACKWARD, 7)
+    phases = step(stage, SEED, SEED_COLUMNS)
+    backward, discard = phases[26], phases[27]
+    assert (backward.part, backward.column, backward.beat) == (Part.BACKWARD, 7, Beat.COMPUTE)
     assert [backward.holding(card, 7, Band.GRADIENTS) for card in range(8)] == [Holding.SENT] * 7 + [Holding.HELD]
-    assert Collective.REDUCE_SCATTER in {t.collective for t in backward.transfers}
+    assert Collective.REDUCE_SCATTER in {t.collective for t in discard.transfers}
+    assert phases[25].holding(0, 7, Band.GRADIENTS) is Holding.DASHED  # the gather: not computed yet
 
 
 @pytest.mark.parametrize("stage", [Stage.DP, Stage.ZERO1])
 def test_stages_that_keep_every_gradient_compute_them_in_place(stage: Stage) -> None:
-    backward = step(stage, SEED, SEED_COLUMNS)[9]
+    backward = step(stage, SEED, SEED_COLUMNS)[26]
     assert {backward.holding(card, 7, Band.GRADIENTS) for card in range(8)} == {Holding.HELD}
     assert backward.transfers == ()
 
 
 def test_zero2_has_nothing_left_to_do_after_the_backward_pass_and_rings_nothing() -> None:
     phases = step(Stage.ZERO2, SEED, SEED_COLUMNS)
-    for phase in phases[17:19]:
+    for phase in phases[49:51]:
         assert phase.transfers == ()
         assert not any(phase.active(card, c, band) for card in range(8) for c in range(COLUMNS) for band in Band)
         assert explanation(phase, MIXED_ADAM, SEED_COLUMNS).startswith(("Nothing to do", "Nothing more to do"))
@@ -169,7 +174,7 @@ def test_zero2_has_nothing_left_to_do_after_the_backward_pass_and_rings_nothing(
 
 @pytest.mark.parametrize(("stage", "gpus"), [(Stage.ZERO1, 8), (Stage.ZERO2, 16), (Stage.ZERO3, 4)])
 def test_each_card_updates_only_its_own_columns(stage: Stage, gpus: int) -> None:
-    update = step(stage, Run(gpus=gpus), SEED_COLUMNS)[19]
+    update = step(stage, Run(gpus=gpus), SEED_COLUMNS)[51]
     assert update.part is Part.UPDATE
     for card in range(gpus):
         ringed = {c for c in range(COLUMNS) if update.active(card, c, Band.MASTER)}
@@ -179,7 +184,7 @@ def test_each_card_updates_only_its_own_columns(stage: Stage, gpus: int) -> None
 
 def test_data_parallelism_updates_everything_everywhere_and_shows_the_all_reduce_as_two_halves() -> None:
     phases = step(Stage.DP, SEED, SEED_COLUMNS)
-    assert all(phases[19].active(card, c, Band.MOMENTS) for card in range(8) for c in range(COLUMNS))
+    assert all(phases[51].active(card, c, Band.MOMENTS) for card in range(8) for c in range(COLUMNS))
     sync = [t for phase in phases if phase.part is Part.GRADIENT_SYNC for t in phase.transfers]
     assert [(t.collective, t.band) for t in sync] == [
         (Collective.REDUCE_SCATTER, Band.GRADIENTS),
@@ -263,7 +268,7 @@ def test_every_phase_says_what_happens_in_at_most_35_words(model: ModelName, gpu
 def test_zero3_more_says_how_the_drawn_gather_relates_to_a_real_one(gpus: int) -> None:
     lesson = resolve(Inputs(gpus=gpus))  # the seed's 30B in 8 equal layers: the largest layer is known
     passes = [p for p in step(Stage.ZERO3, lesson.run, lesson.columns) if p.part in (Part.FORWARD, Part.BACKWARD)]
-    assert len(passes) == 16
+    assert len(passes) == 48
     for phase in passes:
         more = detail(phase, lesson.columns)
         assert "at most 3,750,000,000 weights are assembled at once and the weights it holds stay level" in more
@@ -273,10 +278,10 @@ def test_zero3_more_says_how_the_drawn_gather_relates_to_a_real_one(gpus: int) -
 # The seed's 30B on 8 cards with offload: (offload, stage, phases with PCIe moves, a card's PCIe bytes).
 SLICE = 30 * 10**9 // 8
 OFFLOADED = [
-    (Offload.OPTIMIZER, Stage.ZERO1, [18, 20], 2 * 2 * SLICE),
-    (Offload.OPTIMIZER, Stage.ZERO2, [18, 20], 2 * 2 * SLICE),
-    # The weights on the host: every pass phase fetches its share of the card's slice, twice a step.
-    (Offload.OPTIMIZER_PARAMS, Stage.ZERO3, [*range(1, 17), 18], 3 * 2 * SLICE),
+    (Offload.OPTIMIZER, Stage.ZERO1, [50, 52], 2 * 2 * SLICE),
+    (Offload.OPTIMIZER, Stage.ZERO2, [50, 52], 2 * 2 * SLICE),
+    # The weights on the host: every pass column's gather fetches its share of the card's slice, twice a step.
+    (Offload.OPTIMIZER_PARAMS, Stage.ZERO3, [*range(1, 49, 3), 50], 3 * 2 * SLICE),
     (Offload.OPTIMIZER, Stage.DP, [], 0),
 ]
 
@@ -292,13 +297,13 @@ def test_pcie_crosses_after_the_backward_and_after_the_update(
     # Gradients go down first; the tally only grows.
     assert all(a.pcie_bytes <= b.pcie_bytes for a, b in itertools.pairwise(phases))
     if moving:
-        (down,) = phases[18].pcie
+        (down,) = phases[50].pcie
         assert (down.band, down.down) == (Band.GRADIENTS, True)
 
 
 def test_the_update_of_offloaded_state_is_the_hosts() -> None:
     scenario = resolve(Inputs(offload=Offload.OPTIMIZER))
-    update = step(Stage.ZERO2, scenario.run, scenario.columns)[19]
+    update = step(Stage.ZERO2, scenario.run, scenario.columns)[51]
     assert {Band.MASTER, Band.MOMENTS} <= update.on_host
     assert "host updates the card's slice on its CPU" in explanation(update, scenario.recipe, scenario.columns)
     # The card keeps only what did not move: its whole weights.
@@ -315,7 +320,7 @@ def test_the_update_of_offloaded_state_is_the_hosts() -> None:
 def test_the_trips_over_pcie_are_phases_of_their_own(stage: Stage, titles: tuple[str, str]) -> None:
     scenario = resolve(Inputs(offload=Offload.OPTIMIZER))
     phases = step(stage, scenario.run, scenario.columns)
-    down, update, up = phases[18], phases[19], phases[20]
+    down, update, up = phases[50], phases[51], phases[52]
     assert (down.title, up.title) == titles
     assert "down to its host over PCIe" in explanation(down, scenario.recipe, scenario.columns)
     assert "comes back up from its host over PCIe" in explanation(up, scenario.recipe, scenario.columns)
@@ -328,15 +333,82 @@ def test_the_trips_over_pcie_are_phases_of_their_own(stage: Stage, titles: tuple
 
 def test_a_backward_phase_the_backward_pass_never_reaches_holds_and_moves_nothing() -> None:
     # The seed's 30B in 8 equal layers, the first 7 frozen: the backward stops at layer 8 (column 7).
-    # Phase 16 is the backward over column 0: nothing in hand, nothing gathered, nothing sent.
+    # Phase 47 is the backward's compute over column 0: nothing in hand, nothing gathered, nothing sent.
     run = Run(params=30 * 10**9, largest_layer=3_750_000_000, frozen=7 * 3_750_000_000)
     phases = step(Stage.ZERO3, run, model_columns(run.params, None, run.largest_layer, equal_layers=True))
-    last = phases[16]
+    last = phases[47]
     assert (last.reached, last.transfers, last.extra.total) == (False, (), 0)
     assert last.holding(0, 0, Band.WEIGHTS) is Holding.HELD  # its own slice, at rest; not gathered
     assert not last.active(0, 0, Band.WEIGHTS)
     assert "never reaches column 0" in explanation(last, MIXED_ADAM, model_columns(run.params, None, None))
-    # Phase 9, the backward over column 7, gathers its 3,750,000,000 weights (1/8 P) and reduce-scatters
+    # Phases 25-27, the backward over column 7, gather its 3,750,000,000 weights (1/8 P) and reduce-scatters
     # their gradients: the step's tally is then 1P forward + 1/8 P + 1/8 P.
-    assert phases[9].reached
+    assert phases[25].reached
+    assert phases[27].reached
     assert phases[-1].tally_p == Fraction(5, 4)
+
+
+# Llama 3 8B on 8 GPUs, by hand, column 0 (the embedding, 525,336,576 weights) in its three phases of each
+# pass: the gather assembles the layer (2 B a weight), the compute adds its gradients (2 B, backward), the
+# discard drops both. At rest ZeRO-3 keeps a 1/8 slice of 16 B a weight; ZeRO-2 its 2 B weights whole.
+EMBEDDING, LLAMA_8B_WEIGHTS = 525_336_576, 8_030_261_248
+ZERO3_REST, ZERO2_REST = 1_003_782_656 * 16, LLAMA_8B_WEIGHTS * 2 + 1_003_782_656 * 14
+
+
+@pytest.mark.parametrize(
+    ("stage", "index", "beat", "nbytes"),
+    [
+        (Stage.ZERO3, 1, Beat.GATHER, ZERO3_REST + EMBEDDING * 2),
+        (Stage.ZERO3, 2, Beat.COMPUTE, ZERO3_REST + EMBEDDING * 2),
+        (Stage.ZERO3, 3, Beat.DISCARD, ZERO3_REST),
+        (Stage.ZERO3, 46, Beat.GATHER, ZERO3_REST + EMBEDDING * 2),
+        (Stage.ZERO3, 47, Beat.COMPUTE, ZERO3_REST + EMBEDDING * 4),
+        (Stage.ZERO3, 48, Beat.DISCARD, ZERO3_REST),
+        (Stage.ZERO2, 46, Beat.GATHER, ZERO2_REST),
+        (Stage.ZERO2, 47, Beat.COMPUTE, ZERO2_REST + EMBEDDING * 2),
+        (Stage.ZERO2, 48, Beat.DISCARD, ZERO2_REST),
+        (Stage.DP, 47, Beat.COMPUTE, LLAMA_8B_WEIGHTS * 16),
+    ],
+)
+def test_a_columns_gather_compute_and_discard_by_hand(stage: Stage, index: int, beat: Beat, nbytes: int) -> None:
+    run, columns = _llama(8)
+    phase = step(stage, run, columns)[index]
+    assert (phase.column, phase.beat, phase.live_bytes) == (0, beat, nbytes)
+
+
+def test_the_beats_carry_the_collectives_zero3_gathers_then_sends() -> None:
+    phases = step(Stage.ZERO3, SEED, SEED_COLUMNS)
+    moved = {p.index: [(t.collective, t.band) for t in p.transfers] for p in phases if p.transfers}
+    gathers = [*range(1, 25, 3), *range(25, 49, 3)]
+    assert {i: moved[i] for i in gathers} == {i: [(Collective.ALL_GATHER, Band.WEIGHTS)] for i in gathers}
+    sends = range(27, 49, 3)
+    assert {i: moved[i] for i in sends} == {i: [(Collective.REDUCE_SCATTER, Band.GRADIENTS)] for i in sends}
+    assert set(moved) == {*gathers, *sends}
+
+
+@pytest.mark.parametrize(("stage", "rises", "falls"), [(Stage.ZERO3, 16, 16), (Stage.ZERO2, 8, 8)])
+def test_with_the_defaults_a_cards_figure_rises_and_falls_at_the_gathers_and_discards(
+    stage: Stage, rises: int, falls: int
+) -> None:
+    lesson = resolve(Inputs())
+    figures = [p.live_bytes for p in lesson.report.step(stage)]
+    steps = list(itertools.pairwise(figures))
+    assert sum(b > a for a, b in steps) >= rises
+    assert sum(b < a for a, b in steps) >= falls
+    assert max(figures) == lesson.report[stage].peak_bytes
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [(0, 0), (1, 2), (8, 23), (9, 26), (12, 35), (16, 47), (17, 49), (18, 50), (19, 51), (20, 52)],
+)
+def test_an_old_links_phase_is_the_nearest_phase_now(old: int, new: int) -> None:
+    assert from_old_phase(old) == new
+    phases = step(Stage.ZERO3, SEED, SEED_COLUMNS)
+    assert phases[new].beat in (None, Beat.COMPUTE)  # a pass column's was its layer in hand
+
+
+@pytest.mark.parametrize("old", [-1, 21])
+def test_an_old_phase_out_of_the_old_step_is_refused(old: int) -> None:
+    with pytest.raises(ValueError, match="0 to 20"):
+        from_old_phase(old)

@@ -46,143 +46,143 @@ EXPLANATIONS = [
     (
         "8 cards",
         Stage.DP,
-        1,
+        2,
         "Each card runs column 0 (the model's first eighth) on its own batch with its own copy of the weights. "
         "Nothing moves.",
     ),
     (
         "8 cards",
         Stage.DP,
-        9,
+        26,
         "Each card computes column 7's gradients (the model's last eighth) into its own full gradient buffer. "
         "Nothing moves yet.",
     ),
     (
         "8 cards",
         Stage.DP,
-        17,
+        49,
         "All-reduce, first half: a reduce-scatter leaves each card the summed gradients of its own slice.",
     ),
-    ("8 cards", Stage.DP, 18, "All-reduce, second half: an all-gather gives every card every summed gradient."),
-    ("8 cards", Stage.DP, 19, "Every card applies the same update to every weight: 8 cards repeating one job."),
-    ("8 cards", Stage.DP, 20, "Nothing to do: every card already computed the same new weights."),
-    ("8 cards", Stage.ZERO1, 17, "A reduce-scatter gives each card the summed gradients of the slice it updates."),
-    ("8 cards", Stage.ZERO1, 18, "Nothing more to do: each card has the summed gradients it needs."),
+    ("8 cards", Stage.DP, 50, "All-reduce, second half: an all-gather gives every card every summed gradient."),
+    ("8 cards", Stage.DP, 51, "Every card applies the same update to every weight: 8 cards repeating one job."),
+    ("8 cards", Stage.DP, 52, "Nothing to do: every card already computed the same new weights."),
+    ("8 cards", Stage.ZERO1, 49, "A reduce-scatter gives each card the summed gradients of the slice it updates."),
+    ("8 cards", Stage.ZERO1, 50, "Nothing more to do: each card has the summed gradients it needs."),
     (
         "8 cards",
         Stage.ZERO1,
-        19,
+        51,
         "Each card updates only its own slice: the fp32 master copy and Adam's two fp32 moments, then the bf16 "
         "weights of that slice from the new master copy.",
     ),
     (
         "8 cards",
         Stage.ZERO1,
-        20,
+        52,
         "An all-gather sends each card's updated slice of the weights to every card: the whole model, everywhere, "
         "again.",
     ),
     (
         "8 cards",
         Stage.ZERO2,
-        9,
-        "Each card computes column 7's gradients (the model's last eighth) and reduce-scatters them: GPU 7 keeps "
-        "the sums; the others drop what they sent.",
+        27,
+        "Each card reduce-scatters column 7's gradients (the model's last eighth): GPU 7 keeps the sums; each "
+        "card drops what it sent. Its figure falls.",
     ),
     (
         "8 cards",
         Stage.ZERO2,
-        17,
+        49,
         "Nothing to do: each layer's gradients were reduce-scattered during the backward pass.",
     ),
     (
         "8 cards",
         Stage.ZERO2,
-        18,
+        50,
         "Nothing more to do: each card already holds the summed gradients of its own slice, and no others.",
     ),
     (
         "8 cards",
         Stage.ZERO3,
         1,
-        "The cards all-gather column 0's weights (the model's first eighth) from GPU 0, one layer at a time: each "
-        "card assembles a layer, runs it on its batch, then discards it.",
+        "The cards all-gather column 0's weights (the model's first eighth) from GPU 0, one layer at a time: "
+        "each card assembles a whole layer, as the forward runs on it.",
     ),
     (
         "8 cards",
         Stage.ZERO3,
-        9,
-        "Layer by layer, the cards gather column 7's weights (the model's last eighth) again, compute the "
-        "gradients and reduce-scatter them (GPU 7 keeps the sums), then discard the layer.",
+        26,
+        "Each card computes column 7's gradients (the model's last eighth) with the assembled layer: the "
+        "whole layer's, held only until the discard sends them to their owners.",
     ),
-    ("8 cards", Stage.ZERO3, 20, "Nothing to do: each card keeps only its own slice, which it has just updated."),
+    ("8 cards", Stage.ZERO3, 52, "Nothing to do: each card keeps only its own slice, which it has just updated."),
     # Three cards: column 2 is split between GPUs 0 and 1, and a pair of owners keep, not keeps.
     (
         "3 cards",
         Stage.ZERO2,
-        14,
-        "Each card computes column 2's gradients (the model's third eighth) and reduce-scatters them: GPUs 0–1 "
-        "keep the sums; the others drop what they sent.",
+        42,
+        "Each card reduce-scatters column 2's gradients (the model's third eighth): GPUs 0–1 keep the sums; "
+        "each card drops what it sent. Its figure falls.",
     ),
     (
         "3 cards",
         Stage.ZERO3,
-        3,
-        "The cards all-gather column 2's weights (the model's third eighth) from GPUs 0–1, one layer at a time: "
-        "each card assembles a layer, runs it on its batch, then discards it.",
+        9,
+        "Each card drops the assembled weights of column 2 (the model's third eighth): only its own slice "
+        "stays. Its figure falls.",
     ),
     (
         "3 cards",
         Stage.ZERO3,
-        14,
-        "Layer by layer, the cards gather column 2's weights (the model's third eighth) again, compute the "
-        "gradients and reduce-scatter them (GPUs 0–1 keep the sums), then discard the layer.",
+        42,
+        "Each card reduce-scatters column 2's gradients (the model's third eighth): GPUs 0–1 keep the sums; "
+        "each card drops what it sent, then drops the assembled weights. Its figure falls.",
     ),
     (
         "1 card",
         Stage.DP,
-        1,
+        2,
         "The card runs column 0 (the model's first eighth) on its batch. Nothing moves: there is no other card.",
     ),
     (
         "1 card",
         Stage.DP,
-        9,
+        26,
         "The card computes column 7's gradients (the model's last eighth) into its gradient buffer. Nothing moves.",
     ),
-    ("1 card", Stage.DP, 17, "Nothing to do: one card has nobody to sum its gradients with."),
-    ("1 card", Stage.DP, 19, "The one card updates every weight."),
-    ("1 card", Stage.DP, 20, "Nothing to do: the one card has every new weight."),
+    ("1 card", Stage.DP, 49, "Nothing to do: one card has nobody to sum its gradients with."),
+    ("1 card", Stage.DP, 51, "The one card updates every weight."),
+    ("1 card", Stage.DP, 52, "Nothing to do: the one card has every new weight."),
     (
         "fp32 Adam",
         Stage.ZERO1,
-        19,
+        51,
         "Each card updates only its own slice of the fp32 weights, in place, with Adam's two fp32 moments.",
     ),
     (
         "no optimizer state",
         Stage.ZERO1,
-        19,
+        51,
         "Each card updates only its own slice of the weights (2 B), in place, with no optimizer state.",
     ),
     (
         "offloaded",
         Stage.ZERO1,
-        18,
+        50,
         "Each card sends its slice of the summed gradients down to its host over PCIe, the link between a GPU "
         "and its server's CPU, where the optimizer state waits.",
     ),
     (
         "offloaded",
         Stage.ZERO1,
-        19,
+        51,
         "Each card's host updates the card's slice on its CPU, where the fp32 master copy and Adam's two fp32 "
         "moments are kept. The GPU waits: its new weights come up next.",
     ),
     (
         "offloaded",
         Stage.ZERO1,
-        20,
+        52,
         "Each card's updated slice of the weights comes back up from its host over PCIe. An all-gather then "
         "sends it to every card: the whole model, everywhere, again.",
     ),
@@ -191,7 +191,7 @@ EXPLANATIONS = [
     (
         "half frozen",
         Stage.DP,
-        13,
+        38,
         "The backward pass never reaches column 3 (the model's fourth eighth): nothing in it or before it "
         "trains, so autograd stops at the first layer that trains. The cards gather nothing and compute "
         "nothing for it.",
@@ -199,7 +199,7 @@ EXPLANATIONS = [
     (
         "half frozen",
         Stage.ZERO3,
-        16,
+        47,
         "The backward pass never reaches column 0 (the model's first eighth): nothing in it or before it "
         "trains, so autograd stops at the first layer that trains. The cards gather nothing and compute "
         "nothing for it.",
@@ -207,16 +207,16 @@ EXPLANATIONS = [
     (
         "mostly frozen",
         Stage.ZERO2,
-        12,
+        35,
         "Column 4 (the model's fifth eighth) is partly frozen: 1,750,000,000 of its 3,750,000,000 weights "
-        "train. The cards finish the backward pass on it, computing and reduce-scattering gradients only for "
-        "those. The backward pass stops here, at the first layer that trains.",
+        "train. The cards finish the backward pass on it, computing gradients only for those. The backward "
+        "pass stops here, at the first layer that trains.",
     ),
     # One card: the weights come up from the host, and no other card needs them.
     (
         "1 card offloaded",
         Stage.ZERO1,
-        20,
+        52,
         "Each card's updated slice of the weights comes back up from its host over PCIe.",
     ),
 ]
@@ -237,19 +237,19 @@ KNOWN = ", so at most 3,750,000,000 weights are assembled at once and the weight
 
 # (stage, phase, columns, the longer explanation); none for a phase that has nothing more to say.
 DETAILS = [
-    (Stage.ZERO3, 1, COLUMNS, LAYER_BY_LAYER.format(sent="", limit=UNKNOWN)),
-    (Stage.ZERO3, 9, COLUMNS, LAYER_BY_LAYER.format(sent=", reduce-scatters its gradients", limit=UNKNOWN)),
-    (Stage.ZERO3, 1, LAYERED, LAYER_BY_LAYER.format(sent="", limit=KNOWN)),
+    (Stage.ZERO3, 2, COLUMNS, LAYER_BY_LAYER.format(sent="", limit=UNKNOWN)),
+    (Stage.ZERO3, 26, COLUMNS, LAYER_BY_LAYER.format(sent=", reduce-scatters its gradients", limit=UNKNOWN)),
+    (Stage.ZERO3, 2, LAYERED, LAYER_BY_LAYER.format(sent="", limit=KNOWN)),
     (
         Stage.ZERO2,
-        9,
+        26,
         COLUMNS,
         "Layer by layer: each layer's gradients are sent as soon as they are computed, so a card never holds a "
         "full set of gradients, only its own slice and the layer in hand.",
     ),
-    (Stage.ZERO2, 1, COLUMNS, ""),
-    (Stage.ZERO1, 9, COLUMNS, ""),
-    (Stage.ZERO3, 19, COLUMNS, ""),
+    (Stage.ZERO2, 2, COLUMNS, ""),
+    (Stage.ZERO1, 26, COLUMNS, ""),
+    (Stage.ZERO3, 51, COLUMNS, ""),
 ]
 
 
@@ -261,12 +261,12 @@ def test_the_longer_explanation_of_a_pass(stage: Stage, index: int, columns: tup
 def test_a_columns_activations_stay_until_its_backward() -> None:
     scenario = resolve(Inputs(model=ModelName.LLAMA_3_8B, gpus=8, batch=1))
     zero2 = step(Stage.ZERO2, scenario.run, scenario.columns)
-    assert detail(zero2[1], scenario.columns) == "This column's activations stay until its backward pass."
-    assert detail(zero2[9], scenario.columns) == (
+    assert detail(zero2[2], scenario.columns) == "This column's activations stay until its backward pass."
+    assert detail(zero2[26], scenario.columns) == (
         "Layer by layer: each layer's gradients are sent as soon as they are computed, so a card never holds a "
         "full set of gradients, only its own slice and the layer in hand. This column's activations then go."
     )
-    assert detail(step(Stage.DP, scenario.run, scenario.columns)[9], scenario.columns) == (
+    assert detail(step(Stage.DP, scenario.run, scenario.columns)[26], scenario.columns) == (
         "This column's activations then go."
     )
 

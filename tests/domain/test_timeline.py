@@ -33,11 +33,11 @@ def _moves(points: tuple[Point, ...]) -> tuple[list[tuple[Point, Point]], list[t
     return [(a, b) for a, b in pairs if b.nbytes > a.nbytes], [(a, b) for a, b in pairs if b.nbytes < a.nbytes]
 
 
-def test_every_step_has_53_points_three_in_each_pass_phase() -> None:
+def test_every_step_has_53_points_one_a_phase() -> None:
     points = _report().timeline(Stage.ZERO3)
     assert POINTS == 53 == len(points)
-    assert [p.phase for p in points] == [0, *(i for i in range(1, 17) for _ in range(3)), 17, 18, 19, 20]
-    assert [p.instant for p in points[:4]] == [Instant.WHOLE, Instant.BEFORE, Instant.IN_HAND, Instant.AFTER]
+    assert [p.phase for p in points] == list(range(53))
+    assert [p.instant for p in points[:4]] == [Instant.WHOLE, Instant.GATHER, Instant.COMPUTE, Instant.DISCARD]
 
 
 def test_zero3_rises_at_each_of_16_gathers_and_falls_at_each_of_16_discards() -> None:
@@ -45,14 +45,14 @@ def test_zero3_rises_at_each_of_16_gathers_and_falls_at_each_of_16_discards() ->
     rest = SEED * 16 // 8  # 2 + 2 + 4 + 8 bytes a weight, each card an eighth: 60,000,000,000 B, 55.9 GiB
     gathered = LAYER * 2  # one layer's bf16 weights, whole: 7,500,000,000 B
     rises, falls = _moves(points)
-    assert len(rises) == 16
-    assert len(falls) == 16
-    assert all(a.instant is Instant.BEFORE and b.instant is Instant.IN_HAND for a, b in rises)
-    assert all(a.instant is Instant.IN_HAND and b.instant is Instant.AFTER for a, b in falls)
-    assert {p.nbytes for p in points if p.instant is not Instant.IN_HAND} == {rest}
-    forward = [p for p in points if p.instant is Instant.IN_HAND and p.phase <= 8]
-    backward = [p for p in points if p.instant is Instant.IN_HAND and p.phase > 8]
-    assert {p.nbytes for p in forward} == {rest + gathered}  # 67,500,000,000 B: 62.9 GiB
+    # Each gather rises by the layer; each backward compute by its gradients; each discard falls to rest.
+    assert [b.instant for _, b in rises] == [Instant.GATHER] * 8 + [Instant.GATHER, Instant.COMPUTE] * 8
+    assert [b.instant for _, b in falls] == [Instant.DISCARD] * 16
+    assert {p.nbytes for p in points if p.instant in (Instant.WHOLE, Instant.DISCARD)} == {rest}
+    forward = [p for p in points if p.instant is not Instant.DISCARD and 0 < p.phase <= 24]
+    gathers = [p for p in points if p.instant is Instant.GATHER and p.phase > 24]
+    backward = [p for p in points if p.instant is Instant.COMPUTE and 24 < p.phase < 49]
+    assert {p.nbytes for p in forward + gathers} == {rest + gathered}  # 67,500,000,000 B: 62.9 GiB
     assert {p.nbytes for p in backward} == {rest + gathered + LAYER * 2}  # and the layer's gradients: 69.8 GiB
     assert f"{(rest + gathered) / 2**30:.1f}" == "62.9"
     assert {(p.gathered, p.computed) for p in backward} == {(gathered, LAYER * 2)}
@@ -70,12 +70,13 @@ def test_zero3_rises_at_each_of_16_gathers_and_falls_at_each_of_16_discards() ->
 def test_each_stage_in_hand_over_its_rest(stage: Stage, rest: int, forward: int, backward: int) -> None:
     points = _report().timeline(stage)
     for point in points:
-        in_pass = point.instant is Instant.IN_HAND
-        added = (forward if point.phase <= 8 else backward) if in_pass else 0
+        # The gather holds the layer's weights (ZeRO-3), the compute the layer in hand, the discard nothing.
+        computed = forward if point.phase <= 24 else backward
+        added = {Instant.GATHER: forward, Instant.COMPUTE: computed}.get(point.instant, 0)
         assert point.nbytes == rest + added
         assert point.state == rest
     rises, falls = _moves(points)
-    assert len(rises) == len(falls) == (0 if not forward and not backward else 8 if not forward else 16)
+    assert (len(rises), len(falls)) == {0: (0, 0), LAYER * 2: (8, 8), LAYER * 4: (24, 16)}[backward]
 
 
 def test_data_parallelism_is_flat_without_activations() -> None:
@@ -94,18 +95,18 @@ LLAMA_8B = PRESETS[ModelName("llama-3-8b")].params
 @pytest.mark.parametrize("stage", list(Stage))
 def test_activations_rise_through_the_forward_and_fall_through_the_backward(stage: Stage) -> None:
     points = _report(model=ModelName("llama-3-8b"), seq=8192).timeline(stage)
-    forward = [p.activations for p in points if 1 <= p.phase <= 8]
-    backward = [p.activations for p in points if 9 <= p.phase <= 16]
+    forward = [p.activations for p in points if 1 <= p.phase <= 24]
+    backward = [p.activations for p in points if 25 <= p.phase <= 48]
     assert forward == sorted(forward)
     assert backward == sorted(backward, reverse=True)
     assert points[0].activations == points[-1].activations == 0
-    after = [p.activations for p in points if p.instant is Instant.AFTER and p.phase <= 8]
+    after = [p.activations for p in points if p.instant is Instant.DISCARD and p.phase <= 24]
     assert after[0] == 3 * BLOCK
     assert after[-1] == 32 * BLOCK + OUTPUT == 48_393_879_552
     # The backward starts with all of them, and leaves each column with the column before it's.
-    before = [p.activations for p in points if p.instant is Instant.BEFORE and p.phase > 8]
+    before = [p.activations for p in points if p.instant is Instant.GATHER and p.phase > 24]
     assert before == after[::-1]
-    assert [p.activations for p in points if p.instant is Instant.AFTER and p.phase > 8] == [*after[-2::-1], 0]
+    assert [p.activations for p in points if p.instant is Instant.DISCARD and p.phase > 24] == [*after[-2::-1], 0]
 
 
 def test_data_parallelism_with_activations_is_its_state_and_them() -> None:
@@ -123,8 +124,7 @@ def test_the_points_are_the_steps_own_figures() -> None:
         for point in points:
             phase = phases[point.phase]
             assert (point.state, point.overheads) == (phase.state_bytes, phase.overhead_bytes)
-            if point.instant in (Instant.WHOLE, Instant.IN_HAND):
-                assert point.nbytes == phase.live_bytes
+            assert point.nbytes == phase.live_bytes
         assert {p.phase for p in points if p.instant is Instant.WHOLE} == {
             phase.index for phase in phases if phase.part not in (Part.FORWARD, Part.BACKWARD)
         }
@@ -135,17 +135,14 @@ def _check(report: RunReport, stage: Stage) -> None:
     phases, points = report.step(stage), report.timeline(stage)
     assert len(points) == POINTS
     assert max(p.nbytes for p in points) == max(p.live_bytes for p in phases) == report[stage].peak_bytes
-    for index in range(1, 17):
-        before, in_hand, after = (p for p in points if p.phase == index)
-        if not phases[index].reached:
-            assert before.nbytes == in_hand.nbytes == after.nbytes
-        assert in_hand.nbytes == phases[index].live_bytes
-        assert in_hand.nbytes >= max(before.nbytes, after.nbytes)
-    for a, b in itertools.pairwise(points[1:-4]):
-        # One phase's discard leaves what the next phase begins with; a backward phase the backward pass
-        # does not reach holds the step's figure, nothing in hand, all through.
-        if a.instant is Instant.AFTER and phases[b.phase].reached:
-            assert a.nbytes == b.nbytes
+    for first in range(1, 49, 3):
+        # A column's gather and discard hold no more than its compute, the layer in hand; a backward column
+        # the backward pass does not reach holds the step's figure, nothing in hand, all through.
+        gather, in_hand, discard = points[first : first + 3]
+        if not phases[first].reached:
+            assert gather.nbytes == in_hand.nbytes == discard.nbytes
+        assert in_hand.nbytes == phases[first + 1].live_bytes
+        assert in_hand.nbytes >= max(gather.nbytes, discard.nbytes)
     assert points[0].nbytes == points[-1].nbytes == phases[0].live_bytes
 
 

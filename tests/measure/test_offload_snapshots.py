@@ -118,5 +118,5 @@ def test_the_parser_reads_categories_and_moments() -> None:
         ("optimizer", 2 * FP32 * L, 2 * FP32 * L),
     ]
     assert first.counters_bytes == 32
-    # 21 phases of the model's step: start, 8 forward, 8 backward, after backward, after update.
-    assert [p.phase for p in first.phases] == [*range(17), 18, 19]
+    # The model's step: start, each of 8 layers' compute forward and backward, after backward, after update.
+    assert [p.phase for p in first.phases] == [0, *range(2, 48, 3), 50, 51]

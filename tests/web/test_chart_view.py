@@ -11,10 +11,11 @@ from fastapi.testclient import TestClient
 from tests.conftest import dom, one, text
 
 GIB = 2**30
-# The drawing's frame (app/web/chart_view.py): 600 units wide, the plot from x = 62 to 600 - 110 = 490 and
-# from y = 42 down to 240 - 40 = 200 in the first drawing (190 - 40 = 150 in the second).
-LEFT, RIGHT, TOP = 62.0, 490.0, 42.0
-PHASE_WIDTH = (RIGHT - LEFT) / 21
+# The drawing's frame (app/web/chart_view.py): 600 units wide, the plot from x = 73 (10 units right of a
+# three-digit tick's label at the largest text, 3 × 0.7 × 30 = 63 units) to 600 - 134 = 466, and from y = 62
+# down to 240 - 40 = 200 in the first drawing (190 - 40 = 150 in the second).
+LEFT, RIGHT, TOP = 73.0, 466.0, 62.0
+PHASE_WIDTH = (RIGHT - LEFT) / 53
 STAGES = ["dp", "zero1", "zero2", "zero3"]
 
 
@@ -43,21 +44,21 @@ def _rises_and_falls(line: Tag) -> tuple[int, int]:
 
 
 def test_zero3s_chart_lays_the_four_stages_on_one_scale(client: TestClient) -> None:
-    chart = one(_page(client, "/?stage=zero3&phase=5"), "#step #chart")
+    chart = one(_page(client, "/?stage=zero3&phase=4"), "#step #chart")
     first = one(chart, "svg.chart-all")
     assert first["viewbox"] == "0 0 600 240"
     lines = first.select("polyline.line")
     assert [line["data-stage"] for line in lines] == STAGES
-    # 53 instants a step (1 + 16 × 3 + 4), each drawn across its part of its phase: two points each.
+    # 53 phases a step (1 + 16 × 3 + 4), each drawn across its width: two points each.
     assert [len(str(line["points"]).split()) for line in lines] == [106] * 4
     assert [line["data-stage"] for line in first.select("polyline.current")] == ["zero3"]
     assert [_said(label) for label in first.select("text.line-label")] == ["DP", "ZeRO-1", "ZeRO-2", "ZeRO-3"]
-    # The scale: 447.0 GiB rounds up to 500 in steps of 100.
-    assert [_said(label) for label in first.select("text.tick-label")] == ["0", "100", "200", "300", "400", "500"]
+    # The scale: 447.0 GiB rounds up to 600 in steps of 200 (ticks a line of the largest text apart).
+    assert [_said(label) for label in first.select("text.tick-label")] == ["0", "200", "400", "600"]
     assert text(first, "text.unit") == "GiB"
 
     def y_of(nbytes: int) -> float:
-        return 200 - nbytes / GIB / 500 * (200 - TOP)
+        return 200 - nbytes / GIB / 600 * (200 - TOP)
 
     by_stage = {line["data-stage"]: line for line in lines}
     assert _ys(by_stage["dp"]) == [pytest.approx(y_of(30 * 10**9 * 16), abs=0.01)] * 106
@@ -70,7 +71,8 @@ def test_zero3s_chart_lays_the_four_stages_on_one_scale(client: TestClient) -> N
     ]
     # Data parallelism's flat line stands above ZeRO-3's sawtooth, all of it.
     assert max(_ys(by_stage["dp"])) < min(zero3)
-    assert _rises_and_falls(by_stage["zero3"]) == (16, 16)
+    # ZeRO-3 rises at each of 16 gathers and each of 8 backward computes (the gradients), falls at 16 discards.
+    assert _rises_and_falls(by_stage["zero3"]) == (24, 16)
     assert _rises_and_falls(by_stage["dp"]) == (0, 0)
     assert _rises_and_falls(by_stage["zero2"]) == (8, 8)  # the gradients in hand, backward only
     # The x axis: the step from its first phase's left edge to its last's right.
@@ -78,25 +80,25 @@ def test_zero3s_chart_lays_the_four_stages_on_one_scale(client: TestClient) -> N
 
 
 def test_the_phase_shown_is_marked_with_a_band_and_its_figure(client: TestClient) -> None:
-    chart = one(_page(client, "/?stage=zero3&phase=5"), "#chart")
+    chart = one(_page(client, "/?stage=zero3&phase=4"), "#chart")
     for svg in chart.select("svg"):
         band = one(svg, "rect.now")
-        assert float(str(band["x"])) == pytest.approx(LEFT + 5 * PHASE_WIDTH, abs=0.01)
+        assert float(str(band["x"])) == pytest.approx(LEFT + 4 * PHASE_WIDTH, abs=0.01)
         assert float(str(band["width"])) == pytest.approx(PHASE_WIDTH, abs=0.01)
-        # 60e9 + 7.5e9 bytes: the state at rest and the layer gathered.
-        assert text(svg, "text.now-label") == "Phase 5: 62.9 GiB"
+        # 60e9 + 7.5e9 bytes: the state at rest and the layer gathered (column 1's gather).
+        assert text(svg, "text.now-label") == "Phase 4: 62.9 GiB"
         dot = one(svg, "circle.now-dot")
-        assert float(str(dot["cx"])) == pytest.approx(LEFT + 5.5 * PHASE_WIDTH, abs=0.01)
+        assert float(str(dot["cx"])) == pytest.approx(LEFT + 4.5 * PHASE_WIDTH, abs=0.01)
 
 
 @pytest.mark.parametrize(
     ("url", "ticks", "label"),
     [
-        # 69.8 GiB at most: up to 75 in steps of 25 (three steps, each at least 30 units of the 108 high).
-        ("/?stage=zero3&phase=5", ["0", "25", "50", "75"],
+        # 69.8 GiB at most: up to 100 in steps of 50 (two steps, each at least a line of text of the 88 high).
+        ("/?stage=zero3&phase=5", ["0", "50", "100"],
          "ZeRO-3 alone, on its own scale: from 55.9 GiB to 69.8 GiB."),
         ("/?stage=zero1&phase=5", ["0", "100", "200"], "ZeRO-1 alone, on its own scale: 153.7 GiB flat."),
-        ("/?stage=dp&phase=0", ["0", "200", "400", "600"],
+        ("/?stage=dp&phase=0", ["0", "250", "500"],
          "Data parallelism alone, on its own scale: 447.0 GiB flat."),
     ],
 )  # fmt: skip
@@ -111,21 +113,21 @@ def test_the_stage_shown_is_drawn_again_on_its_own_scale(
     assert [_said(t) for t in second.select("text.tick-label")] == ticks
     assert str(second["aria-label"]).startswith(label)
     if "zero3" in url:
-        assert _rises_and_falls(one(second, "polyline")) == (16, 16)
+        assert _rises_and_falls(one(second, "polyline")) == (24, 16)
 
 
 def test_the_chart_says_its_lines_in_words(client: TestClient) -> None:
-    chart = one(_page(client, "/?stage=zero3&phase=12"), "#chart")
+    chart = one(_page(client, "/?stage=zero3&phase=35"), "#chart")
     first = one(chart, "svg.chart-all")
     assert first["role"] == "img"
     label = str(first["aria-label"])
     assert text(first, "title") == label
     assert (
         "Data parallelism 447.0 GiB flat; ZeRO-1 153.7 GiB flat; ZeRO-2 from 104.8 GiB to 111.8 GiB; "
-        "ZeRO-3 from 55.9 GiB to 69.8 GiB. At phase 12, ZeRO-3 holds 69.8 GiB."
+        "ZeRO-3 from 55.9 GiB to 69.8 GiB. At phase 35, ZeRO-3 holds 69.8 GiB."
     ) in label
     rows = [[_said(cell) for cell in row.select("th, td")] for row in chart.select("table tbody tr")]
-    # Phase 12 is a backward phase: ZeRO-2 and 3 hold a layer's gradients (7.5e9 B), ZeRO-3 its weights too.
+    # Phase 35, a backward compute (column 4): ZeRO-2 and 3 hold a layer's gradients (7.5e9 B), ZeRO-3 its weights.
     assert rows == [
         ["Data parallelism", "447.0 GiB", "447.0 GiB", "447.0 GiB"],
         ["ZeRO-1", "153.7 GiB", "153.7 GiB", "153.7 GiB"],
@@ -138,7 +140,7 @@ def test_the_chart_says_its_lines_in_words(client: TestClient) -> None:
 def test_activations_rise_through_the_forward_and_fall_through_the_backward(client: TestClient) -> None:
     chart = one(_page(client, "/?stage=dp&phase=3&model=llama-3-8b&seq=4096"), "#chart")
     ys = _ys(one(chart, "polyline.dp"))
-    # Points 2 to 49 are the 16 pass phases' 48 instants, 2 each: forward first, then backward.
+    # Points 2 to 97 are the 48 pass phases, 2 each: forward first, then backward.
     forward, backward = ys[2:50], ys[50:98]
     assert forward == sorted(forward, reverse=True)  # higher up, lower y
     assert backward == sorted(backward)
@@ -150,8 +152,8 @@ def test_the_units_are_the_pages(client: TestClient) -> None:
     chart = one(_page(client, "/?stage=zero3&phase=1&units=GB"), "#chart")
     first = one(chart, "svg.chart-all")
     assert text(first, "text.unit") == "GB"
-    # 480 GB for data parallelism: up to 500 in steps of 100; the phase's 60 + 7.5 = 67.5 GB.
-    assert [_said(t) for t in first.select("text.tick-label")] == ["0", "100", "200", "300", "400", "500"]
+    # 480 GB for data parallelism: up to 600 in steps of 200; the phase's 60 + 7.5 = 67.5 GB (column 0's gather).
+    assert [_said(t) for t in first.select("text.tick-label")] == ["0", "200", "400", "600"]
     assert text(first, "text.now-label") == "Phase 1: 67.5 GB"
 
 
@@ -160,7 +162,7 @@ def test_the_units_are_the_pages(client: TestClient) -> None:
     [
         "/?stage=zero3&phase=5&theme=projector",
         "/embed?stage=zero3&phase=5&controls=step",
-        "/embed?stage=zero1&phase=17&controls=step&calculator=1",
+        "/embed?stage=zero1&phase=49&controls=step&calculator=1",
     ],
 )
 def test_the_chart_is_in_the_projector_and_the_embeds_step(client: TestClient, url: str) -> None:
@@ -175,5 +177,5 @@ def test_the_chart_is_drawn_in_the_step_only(client: TestClient) -> None:
 
 
 def test_the_chart_has_no_style_attributes(client: TestClient) -> None:
-    chart = one(_page(client, "/?stage=zero2&phase=9"), "#chart")
+    chart = one(_page(client, "/?stage=zero2&phase=26"), "#chart")
     assert [tag.name for tag in chart.find_all(style=True)] == []

@@ -212,7 +212,7 @@ def test_a_forced_scheme_starts_a_session_and_each_follower_keeps_its_own(
     ("view", "status", "said"),
     [
         ("/?stage=zero9", 422, "'dp', 'zero1', 'zero2' or 'zero3'"),
-        ("/?stage=zero3&phase=99", 422, "less than or equal to 20"),
+        ("/?stage=zero3&phase=99", 422, "less than or equal to 52"),
         ("/?gpus=<script>", 422, "valid integer"),
         ("/?stage=zero3&x=" + "a" * 9000, 413, "too long"),
         ("https://elsewhere.example/?stage=zero3", 422, "views of this page only"),

@@ -182,10 +182,10 @@ def test_a_cells_question_is_the_grids_own_solid_cells_and_its_heat_map_counts_t
 
 
 def test_predict_then_step_reveals_by_stepping_every_screen_to_the_phase_asked_about(live: TestClient) -> None:
-    code = started(live, "/?stage=zero3&phase=5")
+    code = started(live, "/?stage=zero3&phase=6")
     response = live.post(f"/live/{code}/ask", data={"kind": "number"}, headers=HTMX)
     panel = one(dom(response.text), "#live-poll")
-    assert "phase 6" in text(panel, ".poll-prompt")
+    assert "phase 7" in text(panel, ".poll-prompt")
     assert not panel.has_attr("data-hides")  # the next phase is not on the screen: the picture stays
     student = joined(live, code)
     question = follower_panel(student, code)
@@ -197,7 +197,7 @@ def test_predict_then_step_reveals_by_stepping_every_screen_to_the_phase_asked_a
     response = live.post(f"/live/{code}/poll", data={"action": "reveal"}, headers=HTMX)
     assert response.headers["HX-Refresh"] == "true"
     widget = one(dom(student.get(f"/live/{code}").text), "#widget")
-    assert (widget["data-stage"], widget["data-phase"]) == ("zero3", "6")
+    assert (widget["data-stage"], widget["data-phase"]) == ("zero3", "7")
     assert "was right" in text(follower_panel(student, code), ".poll-answer")
 
 

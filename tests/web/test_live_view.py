@@ -51,7 +51,7 @@ def test_a_session_keeps_the_view_as_the_pages_links_write_it(address: str, kept
     assert canonical_view(view_query(address)) == kept
 
 
-@pytest.mark.parametrize("address", ["/?stage=zero4", "/?phase=21", "/?gpus=0", "/?theme=neon", "/?from=zero9"])
+@pytest.mark.parametrize("address", ["/?stage=zero4", "/?phase=53", "/?gpus=0", "/?theme=neon", "/?from=zero9"])
 def test_an_address_that_is_no_view_is_refused(address: str) -> None:
     with pytest.raises(BadView):
         view_query(address)

@@ -128,7 +128,7 @@ ZERO1_SWITCH = (
     "ZeRO-1 splits the fp32 master copy and Adam's two fp32 moments: each card drops 10.50 of its 16.00 bytes per "
     "weight (now 5.50)."
 )
-PHASE_4 = "Phase 4 of 20: Forward pass, column 3. Traffic so far: 0P of 2P."
+PHASE_4 = "Phase 4 of 52: Forward pass, column 1: gather. Traffic so far: 0P of 2P."
 # 5.5 B × 30e9 = 165e9 B = 153.7 GiB against 80 GiB = 85.9e9 B: 79.1e9 B = 73.7 GiB over.
 ZERO1_OVER = "ZeRO-1 does not fit on 80.0 GiB: 73.7 GiB over."
 # ZeRO-3: 2 B × 30e9 = 60e9 B at rest, and one of its 8 layers of 3.75e9 weights gathered (2 B) with its

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -32,10 +33,10 @@ def test_at_rest_offers_the_step(client: TestClient) -> None:
 
 @pytest.mark.parametrize("headers", [{}, {"HX-Request": "true"}], ids=["page", "fragment"])
 def test_zero3_forward_column_2_shows_the_gathered_weights(client: TestClient, headers: dict[str, str]) -> None:
-    tree = _page(client, "stage=zero3&phase=3", headers)
+    tree = _page(client, "stage=zero3&phase=7", headers)
     panel = one(tree, "#step")
-    assert panel["data-phase"] == "3"
-    assert text(panel, "h3") == "Phase 3 of 20 Forward pass, column 2"
+    assert panel["data-phase"] == "7"
+    assert text(panel, "h3") == "Phase 7 of 52 Forward pass, column 2: gather"
     assert text(panel, "#tally strong") == "0.375P"
     assert one(panel, ".transfer figcaption").get_text() == "all-gather of column 2's weights: 0.125P"
     weights = tree.select(cell_selector(weight=2, band="weights"))
@@ -49,14 +50,14 @@ def test_zero3_forward_column_2_shows_the_gathered_weights(client: TestClient, h
 
 
 def test_gradients_made_for_another_card_are_drawn_as_sent(client: TestClient) -> None:
-    tree = _page(client, "stage=zero2&phase=9")
+    tree = _page(client, "stage=zero2&phase=26")
     gradients = tree.select(cell_selector(weight=7, band="gradients"))
     assert [cell_facts(c)["holding"] for c in gradients] == ["sent"] * 7 + ["held"]
     assert "computed here, then reduce-scattered to GPU 7" in str(gradients[0]["aria-label"])
     keys = [text(li, "strong") for li in tree.select(".legend ul.states li")]
     # With 8 GPUs every card holds whole columns: no part-filled cell, so no key for one.
     assert keys == ["Filled", "Striped", "Barred", "Dashed", "Ringed"]
-    sixteen = _page(client, "stage=zero2&phase=9&gpus=16")
+    sixteen = _page(client, "stage=zero2&phase=26&gpus=16")
     assert sixteen.select("#grid .cell.partial")
     keys = [text(li, "strong") for li in sixteen.select(".legend ul.states li")]
     assert keys == ["Filled", "Part filled", "Striped", "Barred", "Dashed", "Ringed"]
@@ -67,12 +68,12 @@ def test_controls_are_real_links_that_keep_the_run(client: TestClient) -> None:
     assert _query(one(tree, "#step-prev")["href"]) == {"stage": ["zero1"], "model": ["llama-3-8b"], "phase": ["4"]}
     assert _query(one(tree, "#step-next")["href"])["phase"] == ["6"]
     assert _query(one(tree, "#step-first")["href"])["phase"] == ["0"]
-    assert _query(one(tree, "#step-last")["href"])["phase"] == ["20"]
+    assert _query(one(tree, "#step-last")["href"])["phase"] == ["52"]
     assert "phase" not in _query(one(tree, ".leave")["href"])
     # Switching the arrangement keeps the moment of the step.
     assert _query(one(tree, "#switch-zero3")["href"])["phase"] == ["5"]
     slider = one(tree, "#phase-slider")
-    assert (slider["min"], slider["max"], slider["value"]) == ("0", "20", "5")
+    assert (slider["min"], slider["max"], slider["value"]) == ("0", "52", "5")
     hidden = {i["name"]: i["value"] for i in tree.select('.phase-form input[type="hidden"]')}
     assert hidden == {"stage": "zero1", "model": "llama-3-8b"}
 
@@ -99,7 +100,7 @@ def test_the_phase_buttons_are_kept_together_for_the_bar_on_the_page(client: Tes
 
 def test_ends_have_no_link_past_them(client: TestClient) -> None:
     # The control stays, disabled but focusable, so focus has somewhere to stay; it links nowhere.
-    for phase, controls in [(0, ["#step-first", "#step-prev"]), (20, ["#step-next", "#step-last"])]:
+    for phase, controls in [(0, ["#step-first", "#step-prev"]), (52, ["#step-next", "#step-last"])]:
         tree = _page(client, f"stage=dp&phase={phase}")
         for selector in controls:
             control = one(tree, selector)
@@ -111,7 +112,7 @@ def test_ends_have_no_link_past_them(client: TestClient) -> None:
 
 @pytest.mark.parametrize(("stage", "tally"), [("dp", "2P"), ("zero1", "2P"), ("zero2", "2P"), ("zero3", "3P")])
 def test_the_tally_ends_at_the_seed_figures(client: TestClient, stage: str, tally: str) -> None:
-    assert text(_page(client, f"stage={stage}&phase=20"), "#tally strong") == tally
+    assert text(_page(client, f"stage={stage}&phase=52"), "#tally strong") == tally
 
 
 def test_a_run_on_64_gpus_is_stepped_on_its_own_cards(client: TestClient) -> None:
@@ -146,7 +147,7 @@ def test_a_run_on_64_gpus_is_stepped_on_its_own_cards(client: TestClient) -> Non
 )
 @pytest.mark.parametrize("stage", ["dp", "zero1", "zero2", "zero3"])
 def test_the_steps_peak_is_the_tables_peak(client: TestClient, query: str, stage: str) -> None:
-    end = _page(client, f"stage={stage}&phase=20&{query}")
+    end = _page(client, f"stage={stage}&phase=52&{query}")
     peaks = {text(card, ".card-sub").split(" · ")[1] for card in end.select("#grid .card")}
     assert peaks == {f"peak {text(end, f'table.figures tr[data-stage={stage}] td.peak')}"}
     start = _page(client, f"stage={stage}&phase=0&{query}")
@@ -170,16 +171,16 @@ def test_at_rest_and_phase_0_draw_the_same_bar_and_columns(client: TestClient) -
 
 
 def test_the_step_says_what_each_column_stands_for(client: TestClient) -> None:
-    tree = _page(client, "stage=zero3&phase=5&model=llama-3-70b")
+    tree = _page(client, "stage=zero3&phase=14&model=llama-3-70b")
     assert [li.get_text() for li in tree.select(".column-key li")][4] == "4: layers 41–51 of 80"
     assert "layers 41–51 of 80" in text(tree, ".step-explanation")
     assert tree.select(".step-note") == []
-    unknown = _page(client, "stage=zero3&phase=5&model=zero-7.5b")
+    unknown = _page(client, "stage=zero3&phase=14&model=zero-7.5b")
     assert text(unknown, ".step-note").startswith("Largest layer unknown")
     assert "unknown" in text(unknown, ".boundary-verdict")
 
 
-@pytest.mark.parametrize("phase", ["-1", "21", "x", "1.5"])
+@pytest.mark.parametrize("phase", ["-1", "53", "x", "1.5"])
 def test_phase_out_of_range_is_a_readable_422(client: TestClient, phase: str) -> None:
     response = client.get(f"/?stage=zero3&phase={phase}")
     assert response.status_code == 422
@@ -187,11 +188,13 @@ def test_phase_out_of_range_is_a_readable_422(client: TestClient, phase: str) ->
 
 
 def test_api_step(client: TestClient) -> None:
-    body = client.get("/api/step", params={"stage": "zero3", "phase": "9", "model": "llama-3-8b", "batch": "0"}).json()
-    assert (body["part"], body["column"], body["title"]) == ("backward", 7, "Backward pass, column 7")
+    body = client.get("/api/step", params={"stage": "zero3", "phase": "26", "model": "llama-3-8b", "batch": "0"}).json()
+    assert (body["part"], body["column"], body["beat"]) == ("backward", 7, "compute")
+    assert body["title"] == "Backward pass, column 7: compute"
     assert body["columns"][7]["label"] == "layers 30–32 of 32 and the output head"
-    assert [t["collective"] for t in body["transfers"]] == ["all-gather", "reduce-scatter"]
-    assert body["tally_p"] == 1.25
+    # The column's gather (phase 25) all-gathered its weights; its discard (27) reduce-scatters the gradients.
+    assert body["transfers"] == []
+    assert body["tally_p"] == 1.125
     # By hand: 16 B × 1,003,782,656 weights in a slice, plus the output head's 525,336,576 weights as
     # weights (2 B) and as gradients (2 B). Exact integers, as the table's peak.
     assert body["state_bytes"] == 16_060_522_496
@@ -201,8 +204,16 @@ def test_api_step(client: TestClient) -> None:
     assert memory["stages"][3]["peak_bytes"] == body["live_bytes"]
     assert len(body["cells"]) == 8 * 8 * 4
     assert {c["holding"] for c in body["cells"] if c["column"] == 7 and c["band"] == "gradients"} == {"sent", "held"}
-    assert client.get("/api/step", params={"stage": "zero2", "phase": "20"}).json()["tally_p"] == 2.0
-    assert client.get("/api/step", params={"phase": "21"}).status_code == 422
+    gather = client.get("/api/step", params={"stage": "zero3", "phase": "25", "model": "llama-3-8b", "batch": "0"})
+    discard = client.get("/api/step", params={"stage": "zero3", "phase": "27", "model": "llama-3-8b", "batch": "0"})
+    assert [t["collective"] for t in gather.json()["transfers"]] == ["all-gather"]
+    assert [t["collective"] for t in discard.json()["transfers"]] == ["reduce-scatter"]
+    assert discard.json()["tally_p"] == 1.25
+    assert client.get("/api/step", params={"stage": "zero2", "phase": "52"}).json()["tally_p"] == 2.0
+    assert client.get("/api/step", params={"phase": "53"}).status_code == 422
+    # An old link's phase: the 21-phase step's 9, the backward over column 7, is its compute now.
+    old = client.get("/api/step", params={"stage": "zero3", "phase21": "9", "model": "llama-3-8b", "batch": "0"})
+    assert old.json() == body
 
 
 runs = st.fixed_dictionaries(
@@ -224,13 +235,13 @@ runs = st.fixed_dictionaries(
 @given(query=runs)
 def test_one_screen_one_story_for_any_run(client: TestClient, query: dict[str, str]) -> None:
     """At the step's last phase each card's peak so far is the step's highest figure; the table beside it agrees."""
-    response = client.get("/", params={**query, "phase": "20"})
+    response = client.get("/", params={**query, "phase": "52"})
     assert response.status_code == 200
     tree = dom(response.text)
     stage = query["stage"]
     peaks = {text(card, ".card-sub").split(" · ")[1] for card in tree.select("#grid .card")}
     assert peaks == {f"peak {text(tree, f'table.figures tr[data-stage={stage}] td.peak')}"}
-    api = client.get("/api/step", params={**query, "phase": "20"}).json()
+    api = client.get("/api/step", params={**query, "phase": "52"}).json()
     memory = client.get("/api/memory", params=query).json()
     assert api["peak_bytes_so_far"] == next(row["peak_bytes"] for row in memory["stages"] if row["stage"] == stage)
 
@@ -250,7 +261,7 @@ def test_zero3_gathering_a_layer_moves_a_tenth_of_the_bar_and_discarding_it_brin
 ) -> None:
     run = f"stage=zero3&model={model}&gpus={gpus}" + ("&params=7.5B&largest_layer=500M" if model == "custom" else "")
     at_rest = _page(client, f"{run}&phase=0")
-    forward = [_page(client, f"{run}&phase={phase}") for phase in range(1, 9)]
+    forward = [_page(client, f"{run}&phase={phase}") for phase in range(1, 25, 3)]  # each column's gather
     rest = _drawn_now(at_rest)
     # Nothing in hand at rest; each layer's gather puts something on the bar in hand (its own scale), and
     # the largest at least a tenth of it.
@@ -261,14 +272,14 @@ def test_zero3_gathering_a_layer_moves_a_tenth_of_the_bar_and_discarding_it_brin
     # once the backward pass is done and the layers are discarded.
     now = text(at_rest, "#grid .card .card-sub").split(" · ")[0]
     assert all(text(tree, "#grid .card .card-sub").split(" · ")[0] != now for tree in forward)
-    after = _page(client, f"{run}&phase=17")
+    after = _page(client, f"{run}&phase=49")
     assert text(after, "#grid .card .card-sub").split(" · ")[0] == now
     assert _drawn_now(after) == pytest.approx(rest)
 
 
 def test_a_frozen_column_in_the_step_keeps_its_weights_and_its_place(client: TestClient) -> None:
     # A quarter trains: columns 0-5 are frozen. In the JSON, as on the page, they keep their weights only.
-    query = {"model": "llama-3-8b", "stage": "zero3", "trainable": "0.25", "batch": "0", "phase": "11"}
+    query = {"model": "llama-3-8b", "stage": "zero3", "trainable": "0.25", "batch": "0", "phase": "32"}
     body = client.get("/api/step", params=query).json()
     frozen = {c["band"] for c in body["cells"] if c["column"] == 5}
     assert frozen == {"weights"}
@@ -277,8 +288,10 @@ def test_a_frozen_column_in_the_step_keeps_its_weights_and_its_place(client: Tes
     # 525,336,576 + 25 × 218,112,000 = 5,978,136,576 on, those from 6,022,695,936 (a quarter of
     # 8,030,261,248 trains) train: 173,552,640, whose bf16 gradients the backward computes.
     assert body["computed_bytes"] == 2 * 173_552_640
-    assert [t["collective"] for t in body["transfers"]] == ["all-gather"]
     assert "is frozen" in body["explanation"]
+    # Its gather, the phase before, all-gathers the whole column, frozen weights and all.
+    gather = client.get("/api/step", params={**query, "phase": "31"}).json()
+    assert [t["collective"] for t in gather["transfers"]] == ["all-gather"]
     tree = dom(client.get("/", params=query).text)
     column = one(tree, "#grid .card .plot .column[data-weight='5']")
     # The blank below its weights is the 14 B per weight a frozen weight does not keep: area stays memory.
@@ -288,7 +301,7 @@ def test_a_frozen_column_in_the_step_keeps_its_weights_and_its_place(client: Tes
 def test_offloaded_weights_come_up_to_every_card_for_the_layer_in_hand(client: TestClient) -> None:
     # ZeRO-3 with the weights on the host, backward over column 4: each card, its owner GPU 4 too,
     # gathers the column's weights and computes its gradients on the card; the slices stay on the host.
-    tree = run_page(client, "stage=zero3&offload=optimizer%2Bparams&phase=12")
+    tree = run_page(client, "stage=zero3&offload=optimizer%2Bparams&phase=35")
     for card in tree.select("#grid section.card"):
         on_card = [cell_facts(c) for c in one(card, ".stack > .plot").select(".cell")]
         assert [(c["weight"], c["band"], c["holding"]) for c in on_card] == [
@@ -309,17 +322,35 @@ def test_offloaded_weights_come_up_to_every_card_for_the_layer_in_hand(client: T
     [
         # Column 5 ends in layer 26, which trains from 6,022,695,936 on: 173,552,640 of its weights.
         (
-            "stage=zero3&model=llama-3-8b&trainable=0.25&batch=0&phase=11",
+            "stage=zero3&model=llama-3-8b&trainable=0.25&batch=0&phase=32",
             "gradients for that layer's 173,552,640 weights that train. The backward pass stops here",
         ),
         # LoRA: column 6 holds 4 blocks' adapters, 4 × 20,971,520 = 83,886,080 (ZeRO-1 sends none yet).
         (
-            "stage=zero1&model=llama-3-8b&lora_rank=256&lora_targets=all-linear&batch=0&phase=10",
+            "stage=zero1&model=llama-3-8b&lora_rank=256&lora_targets=all-linear&batch=0&phase=29",
             "is partly frozen: 83,886,080 of its 1,087,668,736 weights train. The cards pass the backward through "
             "it to the layers before, computing gradients only for those.",
         ),
-        ("stage=zero1&model=zero-7.5b&trainable=10%25&batch=0&phase=20", "the frozen weights did not change"),
+        ("stage=zero1&model=zero-7.5b&trainable=10%25&batch=0&phase=52", "the frozen weights did not change"),
     ],
 )
 def test_the_step_says_what_trains_in_the_column_in_hand(client: TestClient, query: str, said: str) -> None:
     assert said in client.get(f"/api/step?{query}").json()["explanation"]
+
+
+def test_with_the_defaults_each_cards_now_figure_rises_and_falls_16_times_across_zero3s_clicks(
+    client: TestClient,
+) -> None:
+    # The fragment each click swaps in: every card's "now" figure, phase by phase. A gather adds a layer
+    # (7.5e9 B: 55.9 → 62.9 GiB), a backward compute its gradients too (69.8 GiB), each discard drops back.
+    nows = []
+    for phase in range(53):
+        tree = _page(client, f"stage=zero3&phase={phase}", {"HX-Request": "true"})
+        figures = {text(card, ".card-sub").split(" · ")[0] for card in tree.select("#grid .card")}
+        assert len(figures) == 1  # every card holds the same
+        nows.append(float(figures.pop().removeprefix("now ").removesuffix(" GiB")))
+    pairs = list(itertools.pairwise(nows))
+    assert sum(b > a for a, b in pairs) >= 16
+    assert sum(b < a for a, b in pairs) >= 16
+    assert [nows[i] for i in range(3, 49, 3)] == [55.9] * 16  # every discard
+    assert max(nows) == 69.8

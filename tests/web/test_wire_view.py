@@ -100,7 +100,7 @@ def test_hpz_draws_its_band_of_its_own(client: TestClient) -> None:
 
 def test_the_replicas_all_reduce_pairs_each_card_with_its_twin_across_the_network(client: TestClient) -> None:
     # Hybrid on 2 × 4: GPU c and GPU c + 4 keep the same slice: four pairs, each across the nodes.
-    tree = run_page(client, f"{HYBRID}&phase=18")
+    tree = run_page(client, f"{HYBRID}&phase=50")
     drawing = one(tree, ".transfer svg")
     assert len(drawing.select("path.arrow")) == 4
     assert len(drawing.select("path.arrow.between")) == 4
@@ -108,7 +108,7 @@ def test_the_replicas_all_reduce_pairs_each_card_with_its_twin_across_the_networ
 
 
 def test_the_step_tallies_each_link_and_draws_the_network_dashed(client: TestClient) -> None:
-    tree = run_page(client, "stage=zero3&nodes=2&phase=20")
+    tree = run_page(client, "stage=zero3&nodes=2&phase=52")
     # The step's end is the table's: 3 × 45 GB inside, 3 × 7.5 GB between.
     assert text(tree, "#links-tally") == (
         "Sent so far, each card: 125.7 GiB of 125.7 GiB inside a node, 21.0 GiB of 21.0 GiB between nodes"
