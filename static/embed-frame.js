@@ -1,22 +1,22 @@
-// Inside an embed, after app.js (its byId). The height, on load, swap or change, to any parent ("*", the host checks):
+// Inside an embed, after app.js (its byId). The height, once after load, to any parent ("*", the host checks):
 // {type: "zero-bands:resize", height: N}, and Canvas's '{"subject":"lti.frameResize","height":N}'. The state API (as
 // PhET-iO's): "zero-bands:get-state" gets {type: "zero-bands:state", stage, phase, run, following, error}; set-state
 // {stage, phase, run} shows that view. Only from the parent window and origin, which alone hears.
 "use strict";
 (function () {
   if (window.parent === window) { return; }
-  let last = -1;
+  let last = 0;
   // The root element's own box, not scrollHeight, which is never less than the frame: a frame would never shrink back.
-  function report(always) {
+  // The embed is as tall in every stage and phase (embed.css), so a click sends nothing: only content that outgrows
+  // the frame (it would scroll) or leaves more than 8 px of it empty (the calculator's details) is sent again.
+  function report() {
     const height = Math.ceil(document.documentElement.getBoundingClientRect().height);
-    if (always !== true && height === last) { return; }
+    if (height <= last && last - height <= 8) { return; }
     last = height;
     window.parent.postMessage({ type: "zero-bands:resize", height }, "*");
     window.parent.postMessage(JSON.stringify({ subject: "lti.frameResize", height }), "*");
   }
-  window.addEventListener("load", () => report(true));
-  document.addEventListener("htmx:afterSettle", () => report(true));
-  new ResizeObserver(() => report(false)).observe(document.documentElement);
+  window.addEventListener("load", () => { report(); new ResizeObserver(report).observe(document.documentElement); });
   const ancestors = window.location.ancestorOrigins;
   let parentOrigin = ancestors && ancestors.length ? ancestors[0] : null;
   try { parentOrigin = parentOrigin || new URL(document.referrer).origin; } catch (e) { parentOrigin = null; }

@@ -27,8 +27,16 @@ class EmbedView:
 
     @property
     def step_controls(self) -> bool:
-        """Whether the step's controls (and the way into the step) are shown."""
+        """Whether the step's controls are shown."""
         return self.controls == "step"
+
+    def phase(self, asked: int | None) -> int | None:
+        """The phase drawn for the phase `asked` (None: at rest).
+
+        With the step's controls the step is always open, at rest at its first phase (the state at rest):
+        a frame as tall as the step from the start, so that entering it never moves the course page.
+        """
+        return STEP_START if asked is None and self.step_controls else asked
 
 
 @dataclass(frozen=True)
@@ -112,9 +120,12 @@ class SharePageView:
     theme: Theme = Theme.DEFAULT
 
 
-EMBED_HEIGHT = 720
+STEP_START = 0
+"""The step's first phase: every card's state at rest, before anything moves (app/domain/step.py)."""
+
+EMBED_HEIGHT = 800
 """The snippet's height in pixels: with the host script the frame then fits its content; without,
-the embed scrolls inside it."""
+the embed scrolls inside it. The switcher's embed (the snippet's default) fits in it in a 700–800 px column."""
 
 
 _CONTROL_LABELS = {

@@ -228,10 +228,11 @@ async def embed(request: Request, kept: EmbedRead) -> Response:
     query = kept.query
     assert isinstance(query, EmbedQuery)
     query, live = await follower_embed(request, query) if query.live else (query, None)
-    inputs, link = query.inputs(), embed_links(request, query)
-    view = page_view(query.stage, link, resolve(inputs), inputs, query.phase, query.previous)
+    inputs, link, shown = query.inputs(), embed_links(request, query), embed_view(query.controls, query.calculator)
+    phase = query.phase if live else shown.phase(query.phase)  # a follower draws the teacher's view as it is
+    view = page_view(query.stage, link, resolve(inputs), inputs, phase, query.previous)
     first = form_first(request) and wants_fragment(request)
-    embedded = replace(view, embed=embed_view(query.controls, query.calculator), form_first=first, live=live,
+    embedded = replace(view, embed=shown, form_first=first, live=live,
                        address=link.switch(query.stage, query.previous))  # fmt: skip
     response = replace_history(render(request, "embed.html", "widget", embedded, push_url=link(query.stage)))
     if live:

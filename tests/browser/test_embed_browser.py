@@ -19,6 +19,8 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import ConsoleMessage, Frame, Page, expect
 
+from app.domain.step import LAST_PHASE
+from app.web.embed_view import EMBED_HEIGHT
 from tests.browser.conftest import _free_port, screenshot, serving, settled, zero_bands_command
 from tests.conftest import dom, one
 
@@ -59,10 +61,10 @@ def serve(tmp_path: Path) -> Iterator[Any]:
     httpd.server_close()
 
 
-def _lesson(snippet: str) -> str:
+def _lesson(snippet: str, column: int = COLUMN) -> str:
     # A course page's column; a host may use inline styles, this app's own pages never do.
     return (
-        '<h1>Lesson 4</h1><div style="width:760px;margin:0 auto">'
+        f'<h1>Lesson 4</h1><div style="width:{column}px;margin:0 auto">'
         f"<p>Before the figure.</p>{snippet}<p id=after>After the figure.</p></div>"
     )
 
@@ -75,7 +77,7 @@ def _frame(page: Page, server: str) -> Frame:
     return frame
 
 
-def _fits(page: Page, frame: Frame, selector: str = "iframe") -> int:
+def _fits(page: Page, frame: Frame, selector: str = "iframe", column: int = COLUMN) -> int:
     """Wait until the frame is as tall as its content and shows no scrollbar; its height."""
     deadline = time.monotonic() + 10
     while True:
@@ -87,8 +89,8 @@ def _fits(page: Page, frame: Frame, selector: str = "iframe") -> int:
         box = page.locator(selector).first.bounding_box()
         assert box is not None
         if abs(box["height"] - content) <= 1 and scroll <= client:
-            assert box["width"] == COLUMN
-            assert frame.evaluate("document.documentElement.scrollWidth") <= COLUMN
+            assert box["width"] == column
+            assert frame.evaluate("document.documentElement.scrollWidth") <= column
             return content
         if time.monotonic() > deadline:
             raise AssertionError(f"frame {box['height']} px, content {content} px, scroll {scroll} > {client}")
@@ -115,21 +117,19 @@ def test_the_frame_fits_its_content_after_load_and_every_swap(page: Page, server
     frame = _frame(page, server)
     expect(frame.locator("#grid")).to_have_attribute("data-stage", "zero1")
     at_rest = _fits(page, frame)
-    assert at_rest != 720, "the snippet's default height should have been replaced"
+    assert at_rest != EMBED_HEIGHT, "the snippet's default height should have been replaced"
     screenshot(page, "embed-760-zero1")
-    heights = {"rest": at_rest}
-    for control, name in [("#watch-step", "step"), ("#step-next", "next"), ("#switch-zero3", "zero3")]:
+    # The step's controls open the step at its first phase, the state at rest: nothing to enter, or leave.
+    expect(frame.locator("#step")).to_have_attribute("data-phase", "0")
+    expect(frame.locator("#watch-step")).to_have_count(0)
+    expect(frame.locator("#step-leave")).to_be_hidden()
+    for control in ["#step-next", "#switch-zero3"]:
         frame.click(control)
         settled(frame)
-        heights[name] = _fits(page, frame)
+        assert _fits(page, frame) == pytest.approx(at_rest, abs=8)
     expect(frame.locator("#step")).to_have_attribute("data-phase", "1")
     expect(frame.locator("#grid")).to_have_attribute("data-stage", "zero3")
     screenshot(page, "embed-760-zero3-step")
-    # The step panel makes the content taller; leaving it, the frame shrinks back.
-    assert heights["step"] > heights["rest"]
-    frame.click("#step-leave")
-    settled(frame)
-    assert _fits(page, frame) < heights["zero3"]
     # The address stays inside the embed, with its options.
     assert frame.url.startswith(server + "/embed?stage=zero3")
     assert "controls=step" in frame.url
@@ -152,16 +152,16 @@ def test_the_host_script_ignores_messages_from_anyone_but_the_frame(page: Page, 
 def test_without_the_host_script_the_default_height_scrolls_and_cuts_nothing_off(
     page: Page, server: str, serve: Any
 ) -> None:
-    # The step's embed is taller than the snippet's 720 px (the switcher's alone now fits in it).
+    # The step's embed is taller than the snippet's 800 px (the switcher's alone fits in it).
     snippet = _snippet(server, "/?stage=zero2&phase=10", "step").split("<script")[0]
     page.goto(serve("plain.html", _lesson(snippet)))
     frame = _frame(page, server)
     expect(frame.locator("#grid")).to_have_attribute("data-stage", "zero2")
     box = page.locator("iframe").bounding_box()
     assert box is not None
-    assert box["height"] == 720
+    assert box["height"] == EMBED_HEIGHT
     # The content is taller than the frame, and the frame scrolls to all of it.
-    assert frame.evaluate("document.documentElement.scrollHeight") > 720
+    assert frame.evaluate("document.documentElement.scrollHeight") > EMBED_HEIGHT
     frame.locator("#grid .card").last.scroll_into_view_if_needed()
     expect(frame.locator("#grid .card").last).to_be_in_viewport()
 
@@ -236,7 +236,7 @@ def test_embed_this_copies_the_snippet_for_the_chosen_controls(page: Page, serve
     snippet = page.locator("#embed-snippet")
     expect(snippet).to_have_value(
         f'<iframe src="{server}/embed?stage=zero1&amp;gpus=16&amp;controls=none" title="ZeRO Bands: ZeRO-1" '
-        'width="100%" height="720" style="border:0;max-width:800px" allow="fullscreen" loading="lazy" '
+        f'width="100%" height="{EMBED_HEIGHT}" style="border:0;max-width:800px" allow="fullscreen" loading="lazy" '
         f'data-zero-bands></iframe>\n<script src="{server}/static/embed.js" defer></script>'
     )
     page.click("#embed-copy")
@@ -249,7 +249,7 @@ def test_embed_this_copies_the_snippet_for_the_chosen_controls(page: Page, serve
     expect(page.locator("#embed-controls")).to_have_value("none")
     expect(snippet).to_have_value(
         f'<iframe src="{server}/embed?stage=zero3&amp;gpus=16&amp;controls=none" title="ZeRO Bands: ZeRO-3" '
-        'width="100%" height="720" style="border:0;max-width:800px" allow="fullscreen" loading="lazy" '
+        f'width="100%" height="{EMBED_HEIGHT}" style="border:0;max-width:800px" allow="fullscreen" loading="lazy" '
         f'data-zero-bands></iframe>\n<script src="{server}/static/embed.js" defer></script>'
     )
     screenshot(page, "embed-this-panel")
@@ -331,10 +331,12 @@ _CELLS = """() => {
     [
         ("none", "", 600),  # the picture alone
         # The step: its controls, words and drawing, and one card's memory through the step (the chart,
-        # 184 px at 760 px wide), which issue 33 put in the embed's step.
-        ("step", "&phase=5", 1140),  # a forward phase
-        ("step", "&phase=12", 1140),  # a backward phase: ZeRO-2 and 3 draw a collective more
-        ("stages", "", 720),  # the switcher: within the snippet's own height, so it fits without the script too
+        # 184 px at 760 px wide), which issue 33 put in the embed's step; and the room of the sentence on
+        # what a switch changed, kept while it is empty (issue 45: one height in every stage and phase).
+        ("step", "&phase=5", 1190),  # a forward phase
+        ("step", "&phase=12", 1190),  # a backward phase: ZeRO-2 and 3 draw a collective more
+        # The switcher: within the snippet's own height, so it fits without the script too.
+        ("stages", "", EMBED_HEIGHT),
     ],
     ids=["picture", "step-forward", "step-backward", "switcher"],
 )
@@ -393,21 +395,75 @@ def test_the_calculators_embed_holds_the_run_form(page: Page, server: str, serve
     print(f"embed stages with the calculator zero2: {_fits(page, frame)} px in a {COLUMN} px frame")
 
 
-_CONTENT_BOTTOM = "Math.max(...[...document.querySelectorAll('main > *')].map(e => e.getBoundingClientRect().bottom))"
+# The course page counts the frame's height messages, in both forms (static/embed-frame.js).
+_COUNTER = """<script>
+window.resizes = []; window.lti = [];
+addEventListener("message", (e) => {
+  if (e.data && e.data.type === "zero-bands:resize") { resizes.push(e.data.height); }
+  if (typeof e.data === "string" && e.data.includes("lti.frameResize")) { lti.push(JSON.parse(e.data).height); }
+});
+</script>"""
+MIDDLE = LAST_PHASE // 2
 
 
-@pytest.mark.parametrize("controls", ["none", "stages", "step"])
-def test_an_embed_is_as_tall_under_every_stage_and_in_every_phase(page: Page, server: str, controls: str) -> None:
-    # A course page's text must not move when a class switches or steps: one height, within 8 px.
-    page.set_viewport_size({"width": COLUMN, "height": 400})
-    phases = [0, 5, 12, 17, 20] if controls == "step" else [None]
-    heights = []
-    for stage in STAGES:
-        for phase in phases:
-            page.goto(
-                f"{server}/embed?stage={stage}&controls={controls}" + ("" if phase is None else f"&phase={phase}")
-            )
-            heights.append(page.evaluate(_CONTENT_BOTTOM))
-    assert max(heights) - min(heights) <= 8, heights
+def _moves(controls: str) -> list[tuple[str, str, str]]:
+    """What a class clicks in an embed with `controls`: each control, and the stage and phase it leads to."""
     if controls == "none":
-        assert max(heights) <= 600
+        return []
+    stages = [(f"#switch-{stage}", stage, "0" if controls == "step" else "") for stage in [*STAGES[1:], "dp"]]
+    if controls == "stages":
+        return stages
+    last = str(LAST_PHASE)
+    # Into the step's first move, its middle (by the slider) and its end; every stage there; back to the start.
+    step = [("#step-next", "dp", "1"), (f"#phase-slider={MIDDLE}", "dp", str(MIDDLE)), ("#step-last", "dp", last)]
+    at_last = [(f"#switch-{stage}", stage, last) for stage in STAGES[1:]]
+    return [*stages, *step, *at_last, ("#step-first", "zero3", "0")]
+
+
+@pytest.mark.parametrize("column", [COLUMN, 400])
+@pytest.mark.parametrize("controls", ["none", "stages", "step"])
+def test_an_embed_keeps_one_height_and_says_it_once(
+    page: Page, server: str, serve: Any, controls: str, column: int
+) -> None:
+    # A course page's text must not move when a class switches or steps: one height within 8 px, under every
+    # stage, entering the step and in its phases, sent to the page once. The picture alone has no switcher:
+    # each stage is a page of its own, each the same height.
+    page.set_viewport_size({"width": column + 40, "height": 800})
+    heights: list[int] = []
+    messages: list[tuple[int, int]] = []
+    for stage in ["dp"] if controls != "none" else STAGES:
+        page.goto(
+            serve(
+                f"{controls}-{stage}-{column}.html",
+                _COUNTER + _lesson(_snippet(server, f"/?stage={stage}", controls), column),
+            )
+        )
+        frame = _frame(page, server)
+        expect(frame.locator("#grid")).to_have_attribute("data-stage", stage)
+        heights.append(_fits(page, frame, column=column))
+        screenshot(page, f"embed-{column}-{controls}-{stage}")
+        for control, shown, phase in _moves(controls):
+            name, _, value = control.partition("=")
+            if value:  # the slider: a change submits its form
+                frame.locator(name).evaluate(
+                    "(e, v) => { e.value = v; e.dispatchEvent(new Event('change', {bubbles: true})); }", value
+                )
+            else:
+                frame.click(name)
+            settled(frame)
+            expect(frame.locator("#widget")).to_have_attribute("data-stage", shown)
+            expect(frame.locator("#widget")).to_have_attribute("data-phase", phase)
+            box = page.locator("iframe").bounding_box()
+            assert box is not None
+            # Nothing scrolls inside the frame: its content is whole, in a frame as tall as at first.
+            scroll, client = frame.evaluate(
+                "[document.documentElement.scrollHeight, document.documentElement.clientHeight]"
+            )
+            assert scroll <= client, (control, scroll, client)
+            heights.append(round(box["height"]))
+            screenshot(page, f"embed-{column}-{controls}-{shown}-{phase or 'rest'}-{name.strip('#')}")
+        time.sleep(0.3)  # a late message would have come by now
+        messages.append((page.evaluate("resizes.length"), page.evaluate("lti.length")))
+    print(f"embed {controls} at {column} px: {min(heights)}-{max(heights)} px; messages {messages}")
+    assert max(heights) - min(heights) <= 8, heights
+    assert messages == [(1, 1)] * len(messages)

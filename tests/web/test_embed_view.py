@@ -8,6 +8,7 @@ import pytest
 from bs4 import Tag
 from fastapi.testclient import TestClient
 
+from app.web.embed_view import EMBED_HEIGHT, embed_view
 from tests.conftest import dom, one, opened_panel, sent, text, unversioned
 from tests.web.helpers import query_of
 
@@ -58,8 +59,21 @@ def test_controls_choose_what_shows(
         assert bool(tree.select(".step-controls #step-next, #phase-slider")) is step_controls
         assert bool(tree.select(".step-keys")) is step_controls
     else:
-        assert bool(tree.select("#watch-step")) is step_controls
+        # With the step's controls the step is always open, at rest at its first phase (the state at rest):
+        # there is no way into it to take, and none elsewhere.
+        assert tree.select("#watch-step, #step-enter") == []
+        assert [str(s["data-phase"]) for s in tree.select("#step")] == (["0"] if step_controls else [])
     assert len(tree.select("#grid .card")) == 8
+
+
+@pytest.mark.parametrize(
+    ("controls", "asked", "drawn"),
+    [("step", None, 0), ("step", 0, 0), ("step", 5, 5), ("stages", None, None), ("stages", 5, 5), ("none", None, None)],
+)
+def test_the_step_controls_open_the_step_at_its_first_phase(
+    controls: str, asked: int | None, drawn: int | None
+) -> None:
+    assert embed_view(controls, False).phase(asked) == drawn
 
 
 def test_the_calculator_is_hidden_unless_asked_for(client: TestClient) -> None:
@@ -177,7 +191,7 @@ def test_the_page_offers_a_snippet_for_exactly_what_it_shows(client: TestClient)
     assert frame["allow"] == "fullscreen"
     assert frame["loading"] == "lazy"
     assert frame["width"] == "100%"
-    assert frame["height"] == "720"
+    assert frame["height"] == str(EMBED_HEIGHT)
     assert frame.has_attr("data-zero-bands")
     assert script["src"] == "http://testserver/static/embed.js"
     link = str(one(panel, "#share-link")["href"])
