@@ -191,6 +191,11 @@ class StageView:
     overhead_hints: tuple[str, ...] = field(init=False, repr=False, compare=False)
     """Where to count the overheads, beside each verdict, while they are not."""
     wire_columns: tuple[WireView, ...] = field(init=False, repr=False, compare=False)
+    """The traffic by link and its time, each row's under its P figure (no columns of their own)."""
+    peak_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """Under the peak's heading: the parts of the peak each row says under its figure; none without any."""
+    comm_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """Under the communication's heading: what each row says under its P figure, with the links' figures."""
     host_columns: tuple[str, ...] = field(init=False, repr=False, compare=False)
     table_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
     overheads_details: tuple[OverheadsDetail, ...] = field(init=False, repr=False, compare=False)
@@ -237,12 +242,20 @@ class StageView:
             "overhead_columns": ("Overheads",) if counted else (),
             "overhead_hints": () if counted else (self.overheads_href,),
             "wire_columns": shown(self.wire),
+            "peak_notes": _peak_notes(shape, counted),
+            "comm_notes": ("(a card's bytes by link; the time a step, an estimate)",) if self.wire else (),
             "host_columns": ("Host per node",) if self.rows and self.rows[0].host is not None else (),
             "table_notes": shown(self.table_note),
             "overheads_details": (detail,) if self.capacity or counted else (),
         }
         for name, value in derived.items():
             object.__setattr__(self, name, value)
+
+
+def _peak_notes(shaped: bool, counted: bool) -> tuple[str, ...]:
+    """The peak's heading's note: the parts of the peak said under each row's figure."""
+    parts = [part for part, shown_ in (("activations", shaped), ("overheads", counted)) if shown_]
+    return (f"(of it: {' and '.join(parts)})",) if parts else ()
 
 
 @dataclass(frozen=True)

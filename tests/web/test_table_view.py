@@ -177,7 +177,8 @@ def test_activations_and_the_largest_micro_batch_have_their_columns(client: Test
     tree = run_page(client, "model=llama-3-8b&capacity=80GiB&stage=zero3")
     # Every stage keeps the same activations: 32 blocks × 1,376,780,288 B, the output layer's inputs
     # (134,217,728 B) and the logits (4,202,692,608 B): 48,393,660,416 B = 45.1 GiB.
-    assert table_cells(tree, "td.activations") == ["45.1 GiB"] * 4
+    # Said under each peak, of which they are part.
+    assert table_cells(tree, "td.peak-cell span.activations") == ["45.1 GiB activations"] * 4
     # DP's states alone are 119.7 GiB; ZeRO-1's 41.1 GiB + 45.1 GiB of activations is over 80 GiB.
     assert table_cells(tree, "td.max-batch") == [
         "none: the model states alone are too big",
@@ -189,7 +190,7 @@ def test_activations_and_the_largest_micro_batch_have_their_columns(client: Test
 
 def test_a_bare_count_has_no_activation_columns_and_says_why(client: TestClient) -> None:
     tree = run_page(client, "model=zero-7.5b&capacity=80GB")
-    assert tree.select("td.activations") == []
+    assert tree.select("span.activations") == []
     assert tree.select("td.max-batch") == []
     assert "has no layer shapes: its activations are not counted" in text(tree, ".table-note")
     # The lesson's picture says nothing of the activations it has no shape for.
@@ -201,11 +202,12 @@ def test_the_overheads_are_one_click_from_the_verdict_and_back(client: TestClien
     hints = tree.select("td.verdict-cell a.overhead-hint")
     assert len(hints) == 4
     said = hints[3].get_text(" ", strip=True)
-    assert said.startswith("+ ")
+    # Said as what the verdict leaves out, not as a figure to add to the one over it (issue 45).
+    assert said.startswith("not counting ")
     assert said.endswith("of overheads: count them")
     counted = run_page(client, str(hints[3]["href"]).split("?", 1)[1].split("#")[0])
     assert counted.select("td.verdict-cell a.overhead-hint") == []
-    assert len(counted.select("td.overheads")) == 4
+    assert len(counted.select("td.peak-cell span.overheads")) == 4
     # Kept all through the step, as the state is: drawn right after the bands, before the tick at rest.
     parts = [r["class"][0] for r in counted.select("#grid .card")[0].select(".bar rect")]
     assert parts[4] == "overheads"
