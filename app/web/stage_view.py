@@ -144,7 +144,8 @@ class StageView:
     total: TotalLine | None = None
     """What a card holds at its peak, part by part, and its verdict on the card given."""
     table_note: str = ""
-    """Under the table: why a bare weight count has no activation columns; blank with a shape."""
+    """Under the table: why a bare weight count has no activation figures, and that one GPU's rows are the same;
+    blank where neither is so."""
     wire: WireView | None = None
     """The stage's traffic by link and its time on the wire; None on one card."""
     nodes: tuple[NodeView | NodeGap, ...] = ()
@@ -258,6 +259,13 @@ def _peak_notes(shaped: bool, counted: bool) -> tuple[str, ...]:
     return (f"(of it: {' and '.join(parts)})",) if parts else ()
 
 
+ONE_GPU = (
+    "With one GPU every arrangement is the same: there is no other card to split the state with or to send to, "
+    "so the four rows agree."
+)
+"""Under the table on one card, said once rather than read off four identical rows."""
+
+
 @dataclass(frozen=True)
 class Narration:
     """One sentence each for what a swap can change; `said` picks the one that applies."""
@@ -357,7 +365,9 @@ def stage_view(
         host=host_view(scenario, chosen),
         total=total_line(scenario, chosen),
         fixes=fix_lines(scenario, stage, link, phase),
-        table_note="" if run.activations is not None else NO_SHAPE,
+        table_note=" ".join(
+            note for note, said in ((NO_SHAPE, run.activations is None), (ONE_GPU, run.gpus == 1)) if said
+        ),
         wire=wire_view(scenario, chosen) if run.gpus > 1 else None,
         nodes=in_nodes(cards, run.gpus_per_node, run.nodes, link_words(run)),
         replicated=bool(stage.sharded) and run.shards < run.gpus,
