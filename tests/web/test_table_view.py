@@ -242,3 +242,24 @@ def test_the_host_column_with_offload(
     rows = tree.select("table.figures tbody tr")
     said = [row.select_one(".pcie") for row in rows]
     assert [None if s is None else s.get_text().split()[1] for s in said] == pcie
+
+
+def test_zero3s_limit_and_its_row_say_one_verdict(client: TestClient) -> None:
+    # Llama 3 70B, 64 cards of 80 GB, 4,096 tokens: its output head assembled, 3.9 GiB, fits on 74.5 GiB, but the
+    # activations alone (103.3 GiB at the peak) do not, so the ZeRO-3 row's largest model is none (issue 45).
+    tree = run_page(client, "model=llama-3-70b&gpus=64&capacity=80GB&seq=4096&recompute=selective&stage=zero3")
+    row = one(tree, "table.figures tr[data-stage=zero3]")
+    assert text(row, "td.max-model") == "none: one layer and this micro-batch's activations are too big"
+    verdict = text(tree, ".boundary-verdict")
+    assert verdict.startswith("One assembled layer fits on the card alone, but not beside this micro-batch's ")
+    assert "(103.3 GiB at the peak)" in verdict
+    assert "can gather it" not in verdict
+    # Where a model does fit under ZeRO-3, the box says the layer can be gathered.
+    fits = run_page(client, "model=llama-3-70b&gpus=64&capacity=80GB&seq=4096&recompute=full&stage=zero3")
+    assert "can gather it" in text(fits, ".boundary-verdict")
+
+
+@pytest.mark.parametrize(("gpus", "said"), [(1, True), (8, False)])
+def test_one_gpu_says_once_that_every_row_is_the_same(client: TestClient, gpus: int, said: bool) -> None:
+    notes = [p.get_text(" ") for p in run_page(client, f"model=llama-3-8b&gpus={gpus}").select(".table-note")]
+    assert any("With one GPU every arrangement is the same" in note for note in notes) is said
