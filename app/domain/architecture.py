@@ -42,7 +42,14 @@ class Architecture:
     positions: int = 0
     """Learned position embeddings (GPT-3 has 2048); 0 for rotary."""
     context: int = 4096
-    """The sequence length it was trained at: the default length of a micro-batch's sequences."""
+    """The longest sequence it reads: its context window."""
+    train_seq: int = 0
+    """The sequence length a run of it trains at unless told: the length it was pre-trained at, which a
+    person sizing a run would choose; 0: its context. Llama 3.1 was pre-trained at 8,192 tokens and its
+    context extended to 131,072 only in a last, short stage (Llama Team 2024, "The Llama 3 Herd of Models",
+    section 3.4), so a run of it defaults to 8,192, not to the whole context."""
+    family: str = ""
+    """The family the default sequence is said to come from: "Llama 3's training length"."""
     dropout: bool = False
     """Dropout after attention and MLP (GPT-3 trained with it; Llama without): each keeps a 1-byte mask."""
     flash_attention: bool = True
@@ -54,6 +61,11 @@ class Architecture:
             raise ValueError("every dimension of an architecture is at least 1")
         if self.hidden % self.heads or self.heads % self.kv_heads:
             raise ValueError("heads must divide hidden, and kv_heads must divide heads")
+
+    @property
+    def default_seq(self) -> int:
+        """The tokens of a sequence when none are given: its training length, else its context."""
+        return self.train_seq or self.context
 
     @property
     def head_dim(self) -> int:
@@ -158,13 +170,38 @@ def _preset(name: ModelName, title: str, architecture: Architecture, source: str
 
 
 LLAMA_3_8B = Architecture(
-    layers=32, hidden=4096, ffn=14336, vocab=128256, heads=32, kv_heads=8, tied_embeddings=False, context=8192
+    layers=32,
+    hidden=4096,
+    ffn=14336,
+    vocab=128256,
+    heads=32,
+    kv_heads=8,
+    tied_embeddings=False,
+    context=8192,
+    family="Llama 3",
 )
 LLAMA_3_70B = Architecture(
-    layers=80, hidden=8192, ffn=28672, vocab=128256, heads=64, kv_heads=8, tied_embeddings=False, context=8192
+    layers=80,
+    hidden=8192,
+    ffn=28672,
+    vocab=128256,
+    heads=64,
+    kv_heads=8,
+    tied_embeddings=False,
+    context=8192,
+    family="Llama 3",
 )
 LLAMA_3_1_405B = Architecture(
-    layers=126, hidden=16384, ffn=53248, vocab=128256, heads=128, kv_heads=8, tied_embeddings=False, context=131072
+    layers=126,
+    hidden=16384,
+    ffn=53248,
+    vocab=128256,
+    heads=128,
+    kv_heads=8,
+    tied_embeddings=False,
+    context=131072,
+    train_seq=8192,
+    family="Llama 3.1",
 )
 GPT_3_175B = Architecture(
     layers=96,
@@ -179,6 +216,7 @@ GPT_3_175B = Architecture(
     layer_norm=True,
     positions=2048,
     context=2048,
+    family="GPT-3",
     dropout=True,
     flash_attention=False,
 )

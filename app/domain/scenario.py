@@ -44,7 +44,7 @@ class Scenario:
     equal_layers: bool = False
     """Whether the model is drawn as 8 equal layers, one a column (the lesson's example)."""
     seq: int = DEFAULT_SEQ
-    """Tokens per sequence: as entered, else the model's context."""
+    """Tokens per sequence: as entered, else the model's training length (`Architecture.default_seq`)."""
     adapters: int = 0
     """LoRA's adapter weights, counted in the run's weights; 0 without LoRA."""
     ruled: tuple[tuple[RecipeRule, Any], ...] = ()
@@ -205,7 +205,7 @@ def _resolved(inputs: Inputs) -> Scenario:
         largest, source = None, "unknown"
     architecture = preset.architecture if preset is not None else None
     equal = preset is not None and preset.equal_layers == COLUMNS and inputs.largest_layer is None
-    seq = inputs.seq or (architecture.context if architecture else DEFAULT_SEQ)
+    seq = inputs.seq or (architecture.default_seq if architecture else DEFAULT_SEQ)
     activations = for_one_sequence(architecture, seq, inputs.recompute) if architecture else None
     cluster = cluster_of(inputs.gpus, inputs.nodes, inputs.gpus_per_node)
     placement = Placement(inputs.offload, inputs.offload_device or Device.CPU, inputs.pin_memory)

@@ -361,14 +361,17 @@ FIELDS: tuple[RunField, ...] = (
     ),
     RunField(
         "seq", "Sequence length", Group.MORE, Kind.WHOLE, None,
-        "Tokens per sequence. Defaults to the model's context, or 4096.",
+        "Tokens per sequence. Defaults to the model's training length (8,192 for Llama 3 and 3.1), or 4096.",
         lambda s: f"sequences of {s.seq:,} tokens",
         f"tokens per sequence, 1–{MAX_SEQ:,}",
-        "the model's context (8,192 for Llama 3, 131,072 for Llama 3.1, 2,048 for GPT-3), else 4,096",
+        "the length the model was trained at: 8,192 for Llama 3 and Llama 3.1 (whose context, 131,072, came in a "
+        "last, short stage), 2,048 for GPT-3; else 4,096",
         low=1, high=MAX_SEQ, blank=True,
-        message=f"Enter a whole number of tokens between 1 and {MAX_SEQ:,}, or leave it blank for the model's context.",
+        message=f"Enter a whole number of tokens between 1 and {MAX_SEQ:,}, or leave it blank for the model's "
+        "training length.",
         echo="seq",
-        form_label="Sequence length (tokens)", placeholder=lambda s: f"{s.seq:,}", tip="Blank for the model's context",
+        form_label="Sequence length (tokens)", placeholder=lambda s: f"{s.seq:,}",
+        tip="Blank for the model's training length",
     ),
     RunField(
         "recompute", "Recomputation", Group.MORE, Kind.CHOICE, Recompute.NONE,

@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.recipes import RECIPES, RecipeName, bytes_a_weight
-from app.domain.scenario import Inputs, Scenario
+from app.domain.scenario import DEFAULT_SEQ, Inputs, Scenario
 from app.domain.stages import Stage
 from app.web.fields import BY_NAME, FIELDS, FOLDS, Group, Kind, RunField, given, in_group, read, unfolded
 
@@ -67,6 +67,8 @@ class Control:
     """A text field's datalist, `list_id`."""
     list_id: str = ""
     problem: FieldProblem | None = None
+    notes: tuple[str, ...] = ()
+    """Words beside the field, read with it (`aria-describedby`): where its default comes from; empty: none."""
     attributes: tuple[tuple[str, str], ...] = ()
     """Its input's or select's attributes, in the order written, from the rest (`_finished`): the template
     writes them as they are."""
@@ -211,8 +213,12 @@ def _finished(c: Control) -> Control:
             ("readonly", "" if c.readonly else None),
         )
         pairs += [(name, value) for name, value in optional if value is not None]
+    described = [f"{c.field_id}-note"] if c.notes else []
     if c.problem is not None:
-        pairs += [("aria-invalid", "true"), ("aria-describedby", f"{c.field_id}-error")]
+        pairs.append(("aria-invalid", "true"))
+        described.append(f"{c.field_id}-error")
+    if described:
+        pairs.append(("aria-describedby", " ".join(described)))
     return replace(c, attributes=tuple(pairs))
 
 
@@ -316,6 +322,19 @@ def _offload_device(built: Control, target: Any) -> Control:
     return replace(built, options=tuple(replace(o, selected=o.value == target) for o in built.options))
 
 
+def default_seq_note(scenario: Scenario) -> str:
+    """Beside the sequence field: its default, and where it comes from ("default 8,192: Llama 3's training length")."""
+    shape = scenario.architecture
+    if shape is None or not shape.family:
+        return f"default {DEFAULT_SEQ:,}" if shape is None else f"default {shape.default_seq:,}"
+    context = f" (its context: {shape.context:,})" if shape.default_seq != shape.context else ""
+    return f"default {shape.default_seq:,}: {shape.family}'s training length{context}"
+
+
+def _seq(built: Control, note: Any) -> Control:
+    return replace(built, notes=(note,))
+
+
 def _band(built: Control, recipe: Any) -> Control:
     band = BY_NAME[built.field].band
     assert band is not None
@@ -332,6 +351,7 @@ _SPECIAL: Mapping[str, Shaping] = {
     "params": (lambda s: (s.model, s.run.params), _params),
     "recipe": (lambda s: s.recipe, _recipe),
     "offload_device": (lambda s: s.run.setup.placement.target, _offload_device),
+    "seq": (default_seq_note, _seq),
     # A recipe's bands: its own bytes, read-only unless it is the custom one.
     **{f.name: (lambda s: s.recipe, _band) for f in FIELDS if f.band is not None},
 }

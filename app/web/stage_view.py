@@ -144,7 +144,8 @@ class StageView:
     total: TotalLine | None = None
     """What a card holds at its peak, part by part, and its verdict on the card given."""
     table_note: str = ""
-    """Under the table: why a bare weight count has no activation columns; blank with a shape."""
+    """Under the table: why a bare weight count has no activation figures, and that one GPU's rows are the same;
+    blank where neither is so."""
     wire: WireView | None = None
     """The stage's traffic by link and its time on the wire; None on one card."""
     nodes: tuple[NodeView | NodeGap, ...] = ()
@@ -191,6 +192,11 @@ class StageView:
     overhead_hints: tuple[str, ...] = field(init=False, repr=False, compare=False)
     """Where to count the overheads, beside each verdict, while they are not."""
     wire_columns: tuple[WireView, ...] = field(init=False, repr=False, compare=False)
+    """The traffic by link and its time, each row's under its P figure (no columns of their own)."""
+    peak_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """Under the peak's heading: the parts of the peak each row says under its figure; none without any."""
+    comm_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """Under the communication's heading: what each row says under its P figure, with the links' figures."""
     host_columns: tuple[str, ...] = field(init=False, repr=False, compare=False)
     table_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
     overheads_details: tuple[OverheadsDetail, ...] = field(init=False, repr=False, compare=False)
@@ -237,12 +243,27 @@ class StageView:
             "overhead_columns": ("Overheads",) if counted else (),
             "overhead_hints": () if counted else (self.overheads_href,),
             "wire_columns": shown(self.wire),
+            "peak_notes": _peak_notes(shape, counted),
+            "comm_notes": ("(a card's bytes by link; the time a step, an estimate)",) if self.wire else (),
             "host_columns": ("Host per node",) if self.rows and self.rows[0].host is not None else (),
             "table_notes": shown(self.table_note),
             "overheads_details": (detail,) if self.capacity or counted else (),
         }
         for name, value in derived.items():
             object.__setattr__(self, name, value)
+
+
+def _peak_notes(shaped: bool, counted: bool) -> tuple[str, ...]:
+    """The peak's heading's note: the parts of the peak said under each row's figure."""
+    parts = [part for part, shown_ in (("activations", shaped), ("overheads", counted)) if shown_]
+    return (f"(of it: {' and '.join(parts)})",) if parts else ()
+
+
+ONE_GPU = (
+    "With one GPU every arrangement is the same: there is no other card to split the state with or to send to, "
+    "so the four rows agree."
+)
+"""Under the table on one card, said once rather than read off four identical rows."""
 
 
 @dataclass(frozen=True)
@@ -344,7 +365,9 @@ def stage_view(
         host=host_view(scenario, chosen),
         total=total_line(scenario, chosen),
         fixes=fix_lines(scenario, stage, link, phase),
-        table_note="" if run.activations is not None else NO_SHAPE,
+        table_note=" ".join(
+            note for note, said in ((NO_SHAPE, run.activations is None), (ONE_GPU, run.gpus == 1)) if said
+        ),
         wire=wire_view(scenario, chosen) if run.gpus > 1 else None,
         nodes=in_nodes(cards, run.gpus_per_node, run.nodes, link_words(run)),
         replicated=bool(stage.sharded) and run.shards < run.gpus,

@@ -182,6 +182,13 @@ def boundary(scenario: Scenario) -> Boundary:
             "One assembled layer alone is bigger than the card, so ZeRO cannot help: the layer itself "
             "must be split across cards, which is tensor parallelism."
         )
+    elif (zero3 := scenario.report[Stage.ZERO3]).max_params_that_fit is None and zero3.activation_bytes:
+        # The table's ZeRO-3 row says no model fits: the layer fits alone, not beside the activations.
+        verdict = (
+            "One assembled layer fits on the card alone, but not beside this micro-batch's activations "
+            f"({units.show(zero3.activation_bytes)} at the peak): no model of any size fits under ZeRO-3 with them, "
+            "as the table's ZeRO-3 row says. Fewer tokens a card, or recomputation, would leave the layer room."
+        )
     elif run.gpus == 1:
         verdict = "One assembled layer fits on the card; with one card nothing is gathered, the whole model is there."
     else:

@@ -127,3 +127,23 @@ def test_every_offload_and_device_the_form_offers_is_a_run(client: TestClient, o
             assert page.status_code == 200, query
             if chosen == "nvme":
                 assert one(dom(page.text), "#f-offload_device option[selected]")["value"] == "nvme"
+
+
+@pytest.mark.parametrize(
+    ("model", "placeholder", "note"),
+    [
+        ("llama-3-8b", "8,192", "default 8,192: Llama 3's training length"),
+        ("llama-3-70b", "8,192", "default 8,192: Llama 3's training length"),
+        # Llama 3.1 was pre-trained at 8,192 tokens; its 131,072-token context came in a last, short stage.
+        ("llama-3.1-405b", "8,192", "default 8,192: Llama 3.1's training length (its context: 131,072)"),
+        ("gpt-3-175b", "2,048", "default 2,048: GPT-3's training length"),
+        ("seed-30b", "4,096", "default 4,096"),
+    ],
+)
+def test_the_sequence_field_says_its_default_and_why(
+    client: TestClient, model: str, placeholder: str, note: str
+) -> None:
+    tree = run_page(client, f"model={model}")
+    field = one(tree, "#f-seq")
+    assert (field["placeholder"], field["aria-describedby"]) == (placeholder, "f-seq-note")
+    assert one(tree, "#f-seq-note").get_text() == note

@@ -149,7 +149,7 @@ def test_a_run_on_64_gpus_is_stepped_on_its_own_cards(client: TestClient) -> Non
 def test_the_steps_peak_is_the_tables_peak(client: TestClient, query: str, stage: str) -> None:
     end = _page(client, f"stage={stage}&phase=52&{query}")
     peaks = {text(card, ".card-sub").split(" · ")[1] for card in end.select("#grid .card")}
-    assert peaks == {f"peak {text(end, f'table.figures tr[data-stage={stage}] td.peak')}"}
+    assert peaks == {f"peak {text(end, f'table.figures tr[data-stage={stage}] span.peak')}"}
     start = _page(client, f"stage={stage}&phase=0&{query}")
     nows = {text(card, ".card-sub").split(" · ")[0] for card in start.select("#grid .card")}
     assert nows == {f"now {text(start, f'table.figures tr[data-stage={stage}] td.per-gpu')}"}
@@ -240,7 +240,7 @@ def test_one_screen_one_story_for_any_run(client: TestClient, query: dict[str, s
     tree = dom(response.text)
     stage = query["stage"]
     peaks = {text(card, ".card-sub").split(" · ")[1] for card in tree.select("#grid .card")}
-    assert peaks == {f"peak {text(tree, f'table.figures tr[data-stage={stage}] td.peak')}"}
+    assert peaks == {f"peak {text(tree, f'table.figures tr[data-stage={stage}] span.peak')}"}
     api = client.get("/api/step", params={**query, "phase": "52"}).json()
     memory = client.get("/api/memory", params=query).json()
     assert api["peak_bytes_so_far"] == next(row["peak_bytes"] for row in memory["stages"] if row["stage"] == stage)

@@ -177,7 +177,8 @@ def test_activations_and_the_largest_micro_batch_have_their_columns(client: Test
     tree = run_page(client, "model=llama-3-8b&capacity=80GiB&stage=zero3")
     # Every stage keeps the same activations: 32 blocks × 1,376,780,288 B, the output layer's inputs
     # (134,217,728 B) and the logits (4,202,692,608 B): 48,393,660,416 B = 45.1 GiB.
-    assert table_cells(tree, "td.activations") == ["45.1 GiB"] * 4
+    # Said under each peak, of which they are part.
+    assert table_cells(tree, "td.peak-cell span.activations") == ["45.1 GiB activations"] * 4
     # DP's states alone are 119.7 GiB; ZeRO-1's 41.1 GiB + 45.1 GiB of activations is over 80 GiB.
     assert table_cells(tree, "td.max-batch") == [
         "none: the model states alone are too big",
@@ -189,7 +190,7 @@ def test_activations_and_the_largest_micro_batch_have_their_columns(client: Test
 
 def test_a_bare_count_has_no_activation_columns_and_says_why(client: TestClient) -> None:
     tree = run_page(client, "model=zero-7.5b&capacity=80GB")
-    assert tree.select("td.activations") == []
+    assert tree.select("span.activations") == []
     assert tree.select("td.max-batch") == []
     assert "has no layer shapes: its activations are not counted" in text(tree, ".table-note")
     # The lesson's picture says nothing of the activations it has no shape for.
@@ -201,11 +202,12 @@ def test_the_overheads_are_one_click_from_the_verdict_and_back(client: TestClien
     hints = tree.select("td.verdict-cell a.overhead-hint")
     assert len(hints) == 4
     said = hints[3].get_text(" ", strip=True)
-    assert said.startswith("+ ")
+    # Said as what the verdict leaves out, not as a figure to add to the one over it (issue 45).
+    assert said.startswith("not counting ")
     assert said.endswith("of overheads: count them")
     counted = run_page(client, str(hints[3]["href"]).split("?", 1)[1].split("#")[0])
     assert counted.select("td.verdict-cell a.overhead-hint") == []
-    assert len(counted.select("td.overheads")) == 4
+    assert len(counted.select("td.peak-cell span.overheads")) == 4
     # Kept all through the step, as the state is: drawn right after the bands, before the tick at rest.
     parts = [r["class"][0] for r in counted.select("#grid .card")[0].select(".bar rect")]
     assert parts[4] == "overheads"
@@ -240,3 +242,24 @@ def test_the_host_column_with_offload(
     rows = tree.select("table.figures tbody tr")
     said = [row.select_one(".pcie") for row in rows]
     assert [None if s is None else s.get_text().split()[1] for s in said] == pcie
+
+
+def test_zero3s_limit_and_its_row_say_one_verdict(client: TestClient) -> None:
+    # Llama 3 70B, 64 cards of 80 GB, 4,096 tokens: its output head assembled, 3.9 GiB, fits on 74.5 GiB, but the
+    # activations alone (103.3 GiB at the peak) do not, so the ZeRO-3 row's largest model is none (issue 45).
+    tree = run_page(client, "model=llama-3-70b&gpus=64&capacity=80GB&seq=4096&recompute=selective&stage=zero3")
+    row = one(tree, "table.figures tr[data-stage=zero3]")
+    assert text(row, "td.max-model") == "none: one layer and this micro-batch's activations are too big"
+    verdict = text(tree, ".boundary-verdict")
+    assert verdict.startswith("One assembled layer fits on the card alone, but not beside this micro-batch's ")
+    assert "(103.3 GiB at the peak)" in verdict
+    assert "can gather it" not in verdict
+    # Where a model does fit under ZeRO-3, the box says the layer can be gathered.
+    fits = run_page(client, "model=llama-3-70b&gpus=64&capacity=80GB&seq=4096&recompute=full&stage=zero3")
+    assert "can gather it" in text(fits, ".boundary-verdict")
+
+
+@pytest.mark.parametrize(("gpus", "said"), [(1, True), (8, False)])
+def test_one_gpu_says_once_that_every_row_is_the_same(client: TestClient, gpus: int, said: bool) -> None:
+    notes = [p.get_text(" ") for p in run_page(client, f"model=llama-3-8b&gpus={gpus}").select(".table-note")]
+    assert any("With one GPU every arrangement is the same" in note for note in notes) is said

@@ -18,7 +18,7 @@ def test_the_default_page_draws_no_nodes(client: TestClient) -> None:
     # One node: no line beside the cards (the page as it was); the table and its details give the links.
     assert tree.select("#wire-line, #links-tally") == []
     # Data parallelism's all-reduce on one node of 8: 2 × 7/8 × 60 GB = 105 GB = 97.8 GiB.
-    assert table_cells(tree, "td.by-link")[0] == "97.8 GiB inside"
+    assert table_cells(tree, "td.comm-cell span.by-link")[0] == "97.8 GiB inside"
     assert tree.select("#wire") == []  # the collectives by link, across nodes only: the first load stays small
 
 
@@ -78,7 +78,7 @@ def test_the_traffic_by_link_beside_the_cards_and_in_the_table(client: TestClien
         "collective over n cards, where the P count above takes each as a whole P. On the wire: 0.3 s inside "
         "the node + 0.3 s between nodes = 0.6 s a step"
     )
-    assert table_cells(tree, "td.by-link")[3] == "125.7 GiB inside · 14.0 GiB between"
+    assert table_cells(tree, "td.comm-cell span.by-link")[3] == "125.7 GiB inside · 14.0 GiB between"
     assert text(tree, "table.figures tr[data-stage=zero3] .comm") == "3.5P"
     rows = tree.select("#wire .wire-items tbody tr")
     assert [row.get("class") for row in rows] == [None, None, None, ["crosses"]]
