@@ -15,7 +15,7 @@ from app.domain.scenario import Inputs, resolve
 from app.domain.sizing import report
 from app.domain.stages import Stage
 from app.domain.state_bytes import band_bytes
-from app.domain.step import step
+from app.domain.step import Beat, step
 from app.domain.trainable import LoraTargets, adapter_params, parse_trainable
 from tests.conftest import examples
 
@@ -158,7 +158,8 @@ def test_the_steps_tally_is_the_tables_traffic_with_frozen_weights(stage: Stage,
     # and sends gradients only where the column has weights that train.
     for p in phases:
         if p.part.value == "backward" and p.column is not None:
-            computes = stage in (Stage.ZERO2, Stage.ZERO3) and run.gpus > 1
+            # Gradients are held at the column's compute phase only: not yet at its gather, sent at its discard.
+            computes = stage in (Stage.ZERO2, Stage.ZERO3) and run.gpus > 1 and p.beat is Beat.COMPUTE
             assert p.extra.computed == (gradients * (p.trained or 0) if computes else 0)
             if not run.moved[Whose.TRAINED][p.column]:
                 assert all(t.band is not Band.GRADIENTS for t in p.transfers)

@@ -108,23 +108,26 @@ LAYER_BYTES = 30 * 10**9 // 8 * 2
 
 def test_timeline_gives_each_stages_points(client: TestClient) -> None:
     body = client.get("/api/timeline").json()
-    assert (body["last_phase"], body["points_per_step"]) == (20, 53)
+    assert (body["last_phase"], body["points_per_step"]) == (52, 53)
     assert [s["stage"] for s in body["stages"]] == [stage.value for stage in Stage]
     lines = {s["stage"]: s for s in body["stages"]}
     assert {p["live_bytes"] for p in lines["dp"]["points"]} == {SEED_REST["dp"]}
     zero3 = lines["zero3"]["points"]
     assert len(zero3) == 53
-    assert zero3[:4] == [
-        {"phase": 0, "instant": "whole", "live_bytes": SEED_REST["zero3"], "state_bytes": SEED_REST["zero3"],
-         "gathered_bytes": 0, "computed_bytes": 0, "activation_bytes": 0, "overhead_bytes": 0},
-        {"phase": 1, "instant": "before", "live_bytes": SEED_REST["zero3"], "state_bytes": SEED_REST["zero3"],
-         "gathered_bytes": 0, "computed_bytes": 0, "activation_bytes": 0, "overhead_bytes": 0},
-        {"phase": 1, "instant": "in hand", "live_bytes": SEED_REST["zero3"] + LAYER_BYTES,
-         "state_bytes": SEED_REST["zero3"], "gathered_bytes": LAYER_BYTES, "computed_bytes": 0,
-         "activation_bytes": 0, "overhead_bytes": 0},
-        {"phase": 1, "instant": "after", "live_bytes": SEED_REST["zero3"], "state_bytes": SEED_REST["zero3"],
-         "gathered_bytes": 0, "computed_bytes": 0, "activation_bytes": 0, "overhead_bytes": 0},
-    ]  # fmt: skip
+
+    def point(phase: int, instant: str, gathered: int = 0, computed: int = 0) -> dict[str, int | str]:
+        rest = SEED_REST["zero3"]
+        return {
+            "phase": phase, "instant": instant, "live_bytes": rest + gathered + computed, "state_bytes": rest,
+            "gathered_bytes": gathered, "computed_bytes": computed, "activation_bytes": 0, "overhead_bytes": 0,
+        }  # fmt: skip
+
+    # One point a phase: the forward's first column gathered, used and discarded; the backward's first
+    # (column 7) gathered, its gradients computed beside it, then both dropped.
+    assert zero3[:4] == [point(0, "whole"), point(1, "gather", LAYER_BYTES), point(2, "compute", LAYER_BYTES),
+                         point(3, "discard")]  # fmt: skip
+    assert zero3[25:28] == [point(25, "gather", LAYER_BYTES), point(26, "compute", LAYER_BYTES, LAYER_BYTES),
+                            point(27, "discard")]  # fmt: skip
     highest = SEED_REST["zero3"] + 2 * LAYER_BYTES  # the backward's layer: weights and gradients
     assert lines["zero3"]["peak_bytes"] == max(p["live_bytes"] for p in zero3) == highest
 
@@ -132,10 +135,9 @@ def test_timeline_gives_each_stages_points(client: TestClient) -> None:
 def test_timeline_in_hand_is_the_steps_live_bytes(client: TestClient) -> None:
     run = {"model": "llama-3-8b", "seq": "4096", "stage": "zero2"}
     line = next(s for s in client.get("/api/timeline", params=run).json()["stages"] if s["stage"] == "zero2")
-    for phase in (0, 5, 12, 17):
+    for phase in (0, 13, 14, 15, 35, 49, 52):
         step = client.get("/api/step", params={**run, "phase": str(phase)}).json()
-        held = {p["instant"]: p["live_bytes"] for p in line["points"] if p["phase"] == phase}
-        assert held.get("in hand", held.get("whole")) == step["live_bytes"]
+        assert [p["live_bytes"] for p in line["points"] if p["phase"] == phase] == [step["live_bytes"]]
 
 
 def test_timeline_refuses_a_bad_run(client: TestClient) -> None:
