@@ -56,7 +56,7 @@ EXTRA = (
     "/?theme=dark",
     "/?stage=zero1&theme=light",
     "/embed?stage=zero1",
-    "/embed?stage=zero3&controls=step&phase=9",
+    "/embed?stage=zero3&controls=step&phase=26",
     "/embed?stage=zero2&controls=none&calculator=1&model=llama-3-8b",
     "/embed?gpus=0",
     "/compare",
@@ -87,7 +87,7 @@ def urls() -> list[str]:
         for stage in STAGES:
             query = f"stage={stage}" + (f"&{run}" if run else "")
             found += [f"/?{query}", f"/api/memory?{query}"]
-            phases = (0, 1, 5, 9, 12, 17, 18, 19, 20) if run in STEPPED else (5,)
+            phases = (0, 1, 2, 3, 14, 25, 26, 27, 35, 49, 50, 51, 52) if run in STEPPED else (14,)
             found += [f"/?{query}&phase={phase}" for phase in phases]
             found += [f"/api/step?{query}&phase={phase}" for phase in phases]
     return found + list(EXTRA)
@@ -110,7 +110,7 @@ def write(folder: Path) -> int:
                 body = FINGERPRINT.sub("?v=", answer.text)
                 (folder / _name(kind, address)).write_text(f"{address}\n{answer.status_code}\n{body}")
                 count += 1
-        started = client.post("/live", data={"view": "/?stage=zero3&phase=5"}, follow_redirects=False)
+        started = client.post("/live", data={"view": "/?stage=zero3&phase=14"}, follow_redirects=False)
         code = started.headers["location"].split("/")[2]
         for kind, path in (("teacher", f"/live/{code}/teach"), ("follower", f"/live/{code}")):
             body = FINGERPRINT.sub("?v=", client.get(path).text).replace(code, "CODE")
