@@ -10,7 +10,7 @@ the cards, the recipe, the offload or the phase.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from app.domain.recipes import Band, Recipe
@@ -18,7 +18,7 @@ from app.domain.report import Holding
 from app.domain.sharding import CellState
 
 if TYPE_CHECKING:  # grid_view builds its cards' sentences here
-    from app.web.grid_view import CellView, ColumnView
+    from app.web.grid_view import ColumnView
 
 _HOW = {Holding.GATHERED: "assembled from their owners", Holding.SENT: "computed here, to be sent on"}
 """What a card does with what it holds in hand for the phase, by holding."""
@@ -44,57 +44,69 @@ def holding_sentence(
     other columns of a sampled grid are left out of the drawing, held like the drawn ones the card is not
     responsible for); `host`: the columns of its host's strip.
     """
-    said = f"{title} keeps {_kept(_cells(columns), noun, count, recipe, nothing=True)}"
-    for column, holdings in _in_hand(_cells(columns)).items():
+    card = _Read(columns)
+    said = f"{title} keeps {card.kept(noun, count, recipe, nothing=True)}"
+    for column, holdings in card.in_hand.items():
         held = [f"{recipe.phrase(tuple(bands))} of {noun} {column}, {_HOW[how]}" for how, bands in holdings.items()]
         said += f"; for this phase it also holds {_listed(held)}"
-    hosted = _cells(host)
-    if any(_whole(c) or _part(c) for _, c in hosted):
-        said += f"; its host keeps {_kept(hosted, noun, count, recipe, nothing=False)}"
+    hosted = _Read(host)
+    if hosted.whole or hosted.part:
+        said += f"; its host keeps {hosted.kept(noun, count, recipe, nothing=False)}"
     return f"{said}: {figure}." if figure else f"{said}."
 
 
-def _cells(columns: tuple[ColumnView, ...]) -> list[tuple[int, CellView]]:
-    """Each drawn cell with its column's number (a gap, standing for the columns left out, has none)."""
-    return [(column.weight, cell) for column in columns if column.weight is not None for cell in column.cells]
+class _Read:
+    """A card's (or its host's) columns, read once: each band's columns kept whole, kept in part, held for now.
+
+    The page's hot loop reads some 256 cells a click: one pass, no object a cell.
+    """
+
+    def __init__(self, columns: tuple[ColumnView, ...]) -> None:
+        self.drawn: list[int] = []
+        self.whole: dict[Band, list[int]] = {}
+        self.part: dict[Band, list[tuple[int, str]]] = {}
+        self.in_hand: dict[int, dict[Holding, list[Band]]] = {}
+        solid, partial, held = CellState.SOLID, CellState.PARTIAL, Holding.HELD
+        for column in columns:
+            number = column.weight
+            if number is None:  # a gap, standing for the columns left out
+                continue
+            self.drawn.append(number)
+            for cell in column.cells:
+                state, holding = cell.state, cell.holding
+                if holding in _HOW:  # on the card for this phase only
+                    self.in_hand.setdefault(number, {}).setdefault(holding, []).append(cell.band)
+                elif state is solid and (holding is None or holding is held):
+                    self.whole.setdefault(cell.band, []).append(number)
+                elif state is partial and cell.share:
+                    self.part.setdefault(cell.band, []).append((number, cell.share))
+
+    def kept(self, noun: str, count: int, recipe: Recipe, nothing: bool) -> str:
+        """Each set of bands kept for the same columns, named with them; `nothing`: say what is kept of none."""
+        by_extent: dict[Extent, list[Band]] = {}
+        for spec in recipe.specs:  # the bands' order, weights first
+            extent = (tuple(self.whole.get(spec.band, ())), tuple(self.part.get(spec.band, ())))
+            if extent[0] or extent[1]:
+                by_extent.setdefault(extent, []).append(spec.band)
+        present = _stored(recipe)
+        pieces = [
+            f"{_ALL.get(len(bands), 'every band') if tuple(bands) == present else recipe.phrase(tuple(bands))} "
+            f"of {_where(extent, self.drawn, noun)}"
+            for extent, bands in by_extent.items()
+        ]
+        some = {column for whole, part in by_extent for column in (*whole, *(c for c, _ in part))}
+        if nothing and len(some) < count:
+            others = count - len(some)
+            pieces.append(
+                f"nothing of the other {others:,} {noun}" + ("s" if others > 1 else "") if some else "nothing"
+            )
+        return _listed(pieces)
 
 
-def _whole(cell: CellView) -> bool:
-    """Kept all through, whole, on the card (or its host): not only for the phase."""
-    return cell.state is CellState.SOLID and cell.holding in (None, Holding.HELD)
-
-
-def _part(cell: CellView) -> bool:
-    """Kept all through, its slice only."""
-    return cell.state is CellState.PARTIAL and bool(cell.share)
-
-
-def _kept(cells: list[tuple[int, CellView]], noun: str, count: int, recipe: Recipe, nothing: bool) -> str:
-    """Each set of bands kept for the same columns, named with them; `nothing`: say what is kept of none."""
-    drawn = sorted({column for column, _ in cells})
-    extents: dict[Band, tuple[set[int], dict[int, str]]] = {}
-    for column, cell in cells:
-        whole, part = extents.setdefault(cell.band, (set(), {}))
-        if _whole(cell):
-            whole.add(column)
-        elif _part(cell):
-            part[column] = cell.share
-    by_extent: dict[Extent, list[Band]] = {}
-    for band in Band:  # the bands' order, weights first
-        if band in extents and any(extents[band]):
-            whole, part = extents[band]
-            by_extent.setdefault((tuple(sorted(whole)), tuple(sorted(part.items()))), []).append(band)
-    present = [spec.band for spec in recipe.specs if spec.nbytes > 0]
-    pieces = [
-        f"{_ALL.get(len(bands), 'every band') if bands == present else recipe.phrase(tuple(bands))} "
-        f"of {_where(extent, drawn, noun)}"
-        for extent, bands in by_extent.items()
-    ]
-    some = {column for whole, part in by_extent for column in (*whole, *(c for c, _ in part))}
-    if nothing and len(some) < count:
-        others = count - len(some)
-        pieces.append(f"nothing of the other {others:,} {noun}" + ("s" if others > 1 else "") if some else "nothing")
-    return _listed(pieces)
+@lru_cache(maxsize=64)
+def _stored(recipe: Recipe) -> tuple[Band, ...]:
+    """The bands a recipe keeps (of more than 0 bytes), in order: what "all four bands" means for it."""
+    return tuple(spec.band for spec in recipe.specs if spec.nbytes > 0)
 
 
 def _where(extent: Extent, drawn: list[int], noun: str) -> str:
@@ -105,15 +117,6 @@ def _where(extent: Extent, drawn: list[int], noun: str) -> str:
     said = [f"{noun}{'s' if len(whole) > 1 else ''} {_listed([str(c) for c in whole], comma='')}"] if whole else []
     said += [f"{'half' if share == '1/2' else share} of {noun} {column}" for column, share in part]
     return _listed(said, comma="")
-
-
-def _in_hand(cells: Iterable[tuple[int, CellView]]) -> dict[int, dict[Holding, list[Band]]]:
-    """What the card holds for the phase only, column by column: the bands assembled, and those computed to send."""
-    held: dict[int, dict[Holding, list[Band]]] = {}
-    for column, cell in cells:
-        if cell.holding in _HOW:
-            held.setdefault(column, {}).setdefault(cell.holding, []).append(cell.band)
-    return held
 
 
 def _listed(items: list[str], comma: str = ",") -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from tests.conftest import one, text
+from tests.conftest import dom, one, text
 from tests.web.helpers import run_page
 
 # The lesson's 30B on 8 GPUs, GPU 3, by hand from the paper's bands (2 : 2 : 4 : 8 B a weight): what each
@@ -124,3 +124,10 @@ def test_a_card_is_read_by_its_sentence_and_its_cells_are_hidden(client: TestCli
         assert {p.get("aria-hidden") for p in plots} == {"true"}
         assert all(cell["aria-label"] and cell["tabindex"] == "-1" for cell in card.select(".cell"))
         assert not [c for c in card.select(".cell") if not c.find_parent(class_="plot")]
+
+
+def test_the_side_by_side_page_reads_each_card_by_its_sentence_too(client: TestClient) -> None:
+    tree = dom(client.get("/compare?left=zero1&right=zero3").text)
+    assert text(tree, "#left-card-3-said") == dict(AT_REST)["zero1"]
+    assert text(tree, "#right-card-3-said") == dict(AT_REST)["zero3"]
+    assert {p.get("aria-hidden") for p in tree.select(".compare-side .plot")} == {"true"}
