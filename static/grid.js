@@ -1,5 +1,5 @@
-// The grid's roving tabindex: one tab stop, arrows between cells, each cell's place read from the page (its card,
-// column and row). (The rings round what changed fade by CSS alone: app.css, "Teaching".)
+// The grid's roving tabindex: one tab stop, a card (read by its sentence), arrows from it into its cells and between
+// them, each cell's place read from the page (its card, column and row). (The rings fade by CSS alone: app.css.)
 "use strict";
 (function () {
   const KEYS = ["ArrowRight", "ArrowLeft", "ArrowDown", "ArrowUp", "Home", "End"];
@@ -16,15 +16,15 @@
     return cells[Math.min(r, cells.length - 1)];
   }
   document.addEventListener("keydown", function (event) {
-    const cell = event.target instanceof Element ? event.target.closest("#grid .cell") : null;
-    const next = cell && KEYS.includes(event.key) && target(cell.closest("#grid"), cell, event.key);
+    const at = event.target instanceof Element && KEYS.includes(event.key) ? event.target : null;
+    const next = at && (at.matches("#grid .card") ? at.querySelector(".cell") : at.matches("#grid .cell") && target(at.closest("#grid"), at, event.key));
     if (next) { event.preventDefault(); next.focus(); }
   });
-  // A click or tap focuses a cell too: the single tab stop is where the person is.
+  // A click or tap focuses a cell too: the single tab stop is the card where the person is.
   document.addEventListener("focusin", function (event) {
-    const cell = event.target instanceof Element ? event.target.closest("#grid .cell") : null;
-    if (!cell) { return; }
-    cell.closest("#grid").querySelectorAll('.cell[tabindex="0"]').forEach((other) => { other.tabIndex = -1; });
-    cell.tabIndex = 0;
+    const card = event.target instanceof Element ? event.target.closest("#grid .card") : null;
+    if (!card) { return; }
+    card.closest("#grid").querySelectorAll('.card[tabindex="0"]').forEach((other) => { other.tabIndex = -1; });
+    card.tabIndex = 0;
   });
 })();

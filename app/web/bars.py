@@ -1,10 +1,10 @@
-"""A card's memory in two bars: what it keeps at rest (one scale for all four stages), and what it holds in hand.
+"""A card's memory in one bar, on one scale for all four stages: what it keeps at rest, then what it holds in hand.
 
-The bar at rest runs from nothing to the largest state at rest of the four stages (data parallelism's,
-in the paper's count), so a switch from data parallelism to ZeRO-3 shrinks it to an eighth on 8 cards,
-as the memory does. The layer in hand, a few percent of that, would be a sliver on that scale: it gets a
-second bar, under the first, drawn to the stage's own peak in hand and labelled so. The note under the
-cards and the key say which scale each bar uses.
+The bar runs from nothing to the highest peak of the four stages (data parallelism's, in the paper's count),
+so a switch from data parallelism to ZeRO-3 shrinks the state at rest to an eighth on 8 cards, as the
+memory does. What a card holds for the layer in hand is stacked after its state at rest, on the same scale:
+a few percent of the bar, as it is of the memory, so the longest bar is always the most memory. The note
+under the cards and the key say so.
 """
 
 from __future__ import annotations
@@ -73,65 +73,66 @@ class BarScale:
         return Fraction(nbytes * 100, self.top) if self.top else Fraction(0)
 
 
-def rest_scale(scenario: Scenario) -> BarScale:
-    """The one scale of every bar at rest: the largest state at rest of the four stages (overheads included)."""
-    return BarScale(max(row.rest_bytes for row in scenario.report))
+def bar_scale(scenario: Scenario) -> BarScale:
+    """The one scale of every card's bar: the highest peak of the four stages (state, the layer in hand, overheads).
+
+    The peak is the state at rest and the most held in hand at once (`StageReport.peak_bytes` is
+    `rest_bytes + extra.total`), so no stage's bar, at rest or at any phase of its step, runs past the end.
+    """
+    return BarScale(max(row.peak_bytes for row in scenario.report))
 
 
-def rest_bar(
-    scenario: Scenario, stage: Stage, caption: str = "", verdict: str = "", fits: bool | None = None
+def card_bar(
+    scenario: Scenario,
+    stage: Stage,
+    extra: LayerExtra,
+    peak: int | None = None,
+    caption: str = "",
+    verdict: str = "",
+    fits: bool | None = None,
 ) -> BarView:
-    """What a card keeps all through the step, band by band, then the overheads, on the scale of all four stages."""
+    """A card's memory on the scale of all four stages: its state at rest, band by band, the overheads, then in hand.
+
+    `extra`: what it holds in hand, stacked after the state (at rest, the stage's peak's; in a step, the
+    phase's). `peak`: in a step, the highest live bytes so far, whose part above what is held now is drawn
+    pale after it.
+    """
     run, units, row = scenario.run, scenario.units, scenario.report[stage]
-    scale = rest_scale(scenario)
+    scale = bar_scale(scenario)
     parts = [*state_on_card(row, run)]
     if row.overhead_bytes:  # kept all through the step, as the state is
         look = TermKind.OVERHEADS.look
         parts.append((look.css, row.overhead_bytes, look.label))
+    hand = [(f"{kind.look.css} {IN_HAND}", nbytes, kind.label(run.recipe)) for kind, nbytes in extra.parts]
+    now = row.rest_bytes + extra.total
+    so_far = 0 if peak is None else peak - now
+    if so_far > 0:
+        hand.append((f"peak {IN_HAND}", so_far, "peak so far, above now"))
     capacity = run.capacity
-    label = (
-        f"At rest on one card: {units.show(row.rest_bytes)}, "
-        f"on the scale of the four arrangements, 0 to {units.show(scale.top)}"
-    )
+    said = f"On one card: {units.show(row.rest_bytes)} at rest"
+    if extra.total:
+        moment = "at the peak" if peak is None else "now"
+        said += f" + {units.show(extra.total)} in hand {moment} = {units.show(now)}"
+    if so_far > 0 and peak is not None:
+        said += f"; {units.show(peak)} at the peak so far"
     return BarView(
-        segments=_stacked(parts, scale, scenario),
+        segments=_stacked([*parts, *hand], scale, scenario),
         # A card bigger than the bar's end is said in the caption, not drawn off the end.
         capacity_x=float(scale.x(capacity)) if capacity and capacity <= scale.top else None,
-        label=label + (f"; the card: {units.show(capacity)}" if capacity else ""),
+        label=f"{said}, on the scale of the four arrangements, 0 to {units.show(scale.top)}"
+        + (f"; the card: {units.show(capacity)}" if capacity else ""),
         caption=caption,
         verdict=verdict,
         fits=fits,
     )
 
 
-def hand_bar(scenario: Scenario, stage: Stage, extra: LayerExtra, peak: int | None = None) -> BarView:
-    """What a card holds beyond its state for one layer, on the stage's own scale; empty if it never holds any.
-
-    The layer's weights gathered, its gradients computed and the activations, on a scale from 0 to the most
-    it holds so, at its peak. `peak`: in a step, the
-    highest live bytes so far, whose part beyond the state is drawn pale after what is in hand now.
-    """
-    row, units = scenario.report[stage], scenario.units
-    top = max(row.extra.total, extra.total)
-    if not top:  # drawn empty all the same, so that a card is as tall under every stage
-        return BarView((), None, "Nothing in hand: every layer's weights and gradients are kept whole at rest")
-    scale = BarScale(top)
-    parts = [(kind.look.css, nbytes, kind.label(scenario.run.recipe)) for kind, nbytes in extra.parts]
-    so_far = 0 if peak is None else min(top, peak - row.rest_bytes)
-    if so_far > extra.total:
-        parts.append(("peak", so_far - extra.total, "peak so far, above now"))
-    held = units.show(extra.total)
-    caption = f"In hand: {held} of {units.show(top)}" if peak is not None else f"In hand at the peak: {held}"
-    return BarView(
-        segments=_stacked(parts, scale, scenario),
-        capacity_x=None,
-        # No caption under it: the key names it, and the words beside the cards give its figure.
-        label=f"{caption}, on this arrangement's own scale, 0 to {units.show(top)}",
-    )
+IN_HAND = "in-hand"
+"""The class of a bar's stretches held in hand (and the pale peak so far), after its kind's: drawn after the state."""
 
 
 def _stacked(parts: list[tuple[str, int, str]], scale: BarScale, scenario: Scenario) -> tuple[Segment, ...]:
-    """Each part after the one before, from the bar's start."""
+    """Each part after the one before, from the bar's start: its classes, bytes and name."""
     segments, total = [], 0
     for css, nbytes, text in parts:
         start = scale.x(total)
@@ -154,13 +155,15 @@ def state_on_card(row: StageReport, run: Run) -> tuple[tuple[str, int, str], ...
 def bar_note(scenario: Scenario, stage: Stage) -> str:
     """What the bars under the cards are drawn to, in a sentence or two."""
     units, capacity = scenario.units, scenario.run.capacity
-    top = rest_scale(scenario).top
+    top = bar_scale(scenario).top
     said = (
-        "The bar under each card is its memory at rest, on one scale for all four arrangements "
-        f"(0 to {units.show(top)}), so a switch shows the saving."
+        "The bar under each card is its memory, on one scale for all four arrangements "
+        f"(0 to {units.show(top)}, the highest peak), so a switch shows the saving"
     )
     if scenario.report[stage].extra.total:
-        said += " The bar under it is what the card holds in hand for one layer, on this arrangement's own scale."
+        said += ": what it keeps at rest, then what it holds in hand for one layer, stacked after it."
+    else:
+        said += "."
     said = f"{said} {activations_said(scenario, stage)}{overheads_said(scenario, stage)}{frozen_said(scenario)}"
     if capacity is None:
         return said

@@ -14,7 +14,8 @@ from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, layout
 from app.domain.stages import Stage
 from app.domain.units import ByteUnit, per_weight
-from app.web.bars import BarView, hand_bar, rest_bar
+from app.web.bars import BarView, card_bar
+from app.web.card_words import holding_sentence
 from app.web.parts import shown
 
 
@@ -29,13 +30,14 @@ class CellView:
     holder: int
     nbytes: int
     label: str
-    focusable: bool
     holding: Holding | None = None
     """During a step: held, gathered for this phase only, or dashed; None at rest."""
     active: bool = False
     """Whether the phase shown works on this cell."""
     strip: tuple[int, int] | None = None
     """A partial cell's part of the column, in 48ths: where its strip starts and ends."""
+    share: str = ""
+    """A partial cell's part of the column as people write it ("1/2"), for the card's sentence; blank if whole."""
     changed: bool = False
     """Whether the cell changed state (filled or dashed) since the stage the person came from."""
     on_host: bool = False
@@ -44,12 +46,9 @@ class CellView:
     """Kept because hybrid sharding replicates it across the shard groups, where one group would dash it."""
     css: str = field(init=False, repr=False, compare=False)
     """The cell's classes: band hue, state, height in bytes, and during a step its holding."""
-    tabindex: int = field(init=False, repr=False, compare=False)
-    """0 for the grid's one tab stop (static/grid.js moves it), -1 for the others."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "css", self._css())
-        object.__setattr__(self, "tabindex", 0 if self.focusable else -1)
 
     def _css(self) -> str:
         extra = (f" {self.holding}" if self.holding else "") + (" active" if self.active else "")
@@ -101,11 +100,13 @@ class CardView:
     bytes_per_weight: str
     model_bytes: str
     bar: BarView
-    """Its memory at rest, on the scale of all four stages; its caption the card's total, then its verdict."""
+    """Its memory, at rest then in hand, on the scale of all four stages; its caption the total, then the verdict."""
+    summary: str = ""
+    """What it holds, in one sentence (`holding_sentence`): what a screen reader reads instead of its cells."""
+    tab_stop: bool = False
+    """Whether it is the grid's one tab stop (static/grid.js moves it to the card of the cell last focused)."""
     host: Host | None = None
     """The card's host strip, with the bands offloaded to it; None when nothing is."""
-    hand: BarView | None = None
-    """What it holds in hand for one layer, on the stage's own scale; None where it never holds any."""
     secondary: Secondary | None = None
     """ZeRO++'s hpZ: the card's slice of the second copy of the weights; None without hpZ."""
     kind: ClassVar[str] = "card"
@@ -113,7 +114,9 @@ class CardView:
     """The plot and its host's strip in one stack, with its classes; empty without a host (`bare_plots`)."""
     bare_plots: tuple[tuple[ColumnView, ...], ...] = field(init=False, repr=False, compare=False)
     secondaries: tuple[Secondary, ...] = field(init=False, repr=False, compare=False)
-    hands: tuple[BarView, ...] = field(init=False, repr=False, compare=False)
+    tabindex: int = field(init=False, repr=False, compare=False)
+    """0 for the grid's one tab stop, -1 for the other cards: its cells are hidden from assistive tech, so the
+    tab stop is the card, whose sentence is read; the arrow keys go on into its cells (static/grid.js)."""
 
     def __post_init__(self) -> None:
         host = self.host
@@ -121,7 +124,7 @@ class CardView:
         object.__setattr__(self, "stack_css", stack)
         object.__setattr__(self, "bare_plots", () if host else (self.columns,))
         object.__setattr__(self, "secondaries", shown(self.secondary))
-        object.__setattr__(self, "hands", shown(self.hand))
+        object.__setattr__(self, "tabindex", 0 if self.tab_stop else -1)
 
 
 @dataclass(frozen=True)
@@ -251,9 +254,9 @@ def _hidden_before(shown: tuple[int, ...], position: int) -> int:
 
 
 def _columns(
-    grid: Layout, card: int, tab_stop: bool, moved: Change | None = None, frozen: frozenset[int] = frozenset()
+    grid: Layout, card: int, moved: Change | None = None, frozen: frozenset[int] = frozenset()
 ) -> tuple[ColumnView, ...]:
-    """A card's columns; `tab_stop` makes its first cell the grid's single tab stop.
+    """A card's columns.
 
     A `frozen` weight's column keeps its weights band only: no gradient, master copy or moments.
     """
@@ -263,7 +266,6 @@ def _columns(
         for c in grid.card_cells(card)
         if recipe.nbytes(c.band) > 0 and (c.band is Band.WEIGHTS or c.weight not in frozen)
     ]
-    first = cells[0] if tab_stop else None
     by_weight: dict[int, list[Cell]] = {}
     for c in cells:
         by_weight.setdefault(c.weight, []).append(c)
@@ -290,8 +292,6 @@ def _columns(
                         nbytes=band_height(recipe.nbytes(c.band)),
                         label=cell_label(c, recipe, c.band in grid.stage.sharded)
                         + (" Frozen: it has no gradient and needs no optimizer state." if c.weight in frozen else ""),
-                        # One tab stop for the whole grid; the arrow keys move within it.
-                        focusable=c is first,
                         changed=moved is not None
                         and moved.cell_changes(c.card, c.weight, c.band, grid.gpus, grid.shards),
                         replica=c.replica,
@@ -316,13 +316,12 @@ def card_columns(
     gpus: int,
     recipe: Recipe,
     card: int,
-    tab_stop: bool,
     moved: Change | None,
     frozen: frozenset[int] = frozenset(),
     shards: int | None = None,
 ) -> tuple[ColumnView, ...]:
     """One drawn card's columns of cells (see `_columns`), built once for each set of inputs."""
-    return _columns(_layout(stage, gpus, recipe, shards), card, tab_stop, moved, frozen)
+    return _columns(_layout(stage, gpus, recipe, shards), card, moved, frozen)
 
 
 def host_title(row: StageReport) -> str:
@@ -386,13 +385,14 @@ def split_host(
     return tuple(on_card), Host(title, tuple(hosted), share, shrinks=rest is None)
 
 
-def card_total(row: StageReport, units: ByteUnit) -> tuple[str, str]:
+def card_total(row: StageReport, units: ByteUnit, step: bool = False) -> tuple[str, str]:
     """A card's total at its peak, and its verdict on the card given (blank without one).
 
     Each short enough for one line under a card: "Peak 69.8 GiB", then "✓ fits, 4.7 GiB left" or
-    "✗ over by 32.8 GiB".
+    "✗ over by 32.8 GiB". In the step (`step`), "Step's peak 69.8 GiB": the whole step's, which the verdict
+    weighs, beside the card's own figure now and its peak so far.
     """
-    total = f"Peak {units.show(row.peak_bytes)}"
+    total = ("Step's peak " if step else "Peak ") + units.show(row.peak_bytes)
     if row.fits is None or row.headroom_bytes is None:
         return total, ""
     if row.fits:
@@ -405,29 +405,35 @@ def rest_cards(
 ) -> tuple[CardView | CardGap, ...]:
     """The cards of `stage` at rest, their bars on the scale of all four stages; `moved` marks what a switch changed."""
     grid = _layout(stage, scenario.run.gpus, scenario.recipe, scenario.run.shards)
-    bar = rest_bar(scenario, stage, *card_total(row, scenario.units), row.fits)
-    hand = hand_bar(scenario, stage, row.extra)
+    units = scenario.units
+    bar = card_bar(scenario, stage, row.extra, None, *card_total(row, units), row.fits)
     # Every card at rest holds as much as every other: its figures are printed once, shown on each.
     bytes_per_weight = f"{per_weight(row.bytes_per_weight)} B/weight"
-    model_bytes = scenario.units.show(row.per_gpu_bytes)
+    model_bytes = units.show(row.per_gpu_bytes)
+    figure = units.show(row.rest_bytes) + (
+        f" at rest, {units.show(row.peak_bytes)} at its peak" if row.peak_bytes != row.rest_bytes else ""
+    )
     frozen = frozenset(w for w in grid.shown if scenario.run.frozen_column(w, grid.gpus))
     away, title = row.on_host, host_title(row)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(grid.shown):
         if hidden := _hidden_before(grid.shown, position):
             cards.append(CardGap(f"GPU {card - hidden:,} to GPU {card - 1:,}: the same pattern"))
-        columns = card_columns(stage, grid.gpus, grid.recipe, card, position == 0, moved, frozen, grid.shards)
+        columns = card_columns(stage, grid.gpus, grid.recipe, card, moved, frozen, grid.shards)
         columns, host = split_host(columns, away, grid.recipe, title)
+        name = f"GPU {card:,}"
+        hosted = host.columns if host else ()
         cards.append(
             CardView(
                 index=card,
-                title=f"GPU {card:,}",
+                title=name,
                 columns=columns,
                 bytes_per_weight=bytes_per_weight,
                 model_bytes=model_bytes,
                 bar=bar,
+                summary=holding_sentence(name, "weight", grid.gpus, grid.recipe, columns, hosted, figure),
+                tab_stop=position == 0,
                 host=host,
-                hand=hand,
                 secondary=secondary_strip(scenario, stage, grid.shown, card),
             )
         )

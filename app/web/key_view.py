@@ -134,11 +134,9 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
         states.append(KeyEntry("Ringed", ring, "neutral solid active", "ring-entry"))
     bands = tuple(KeyEntry(k.label, f" · {k.precision}, {k.shown} B", _band_swatch(k)) for k in legend)
     more += [f"{k.label}: {k.description}" for k in legend]
-    bars = [KeyEntry("Bar", ": at rest, one scale", "bar-rest")]
+    bars = [KeyEntry("Bar", ": at rest, then in hand; one scale" if d.hand else ": at rest, one scale", "bar-rest")]
     if d.capacity:
         bars.append(KeyEntry("Line", ": card size", "bar-capacity"))
-    if d.hand:
-        bars.append(KeyEntry("Second bar", ": in hand, own scale", "bar-hand"))
     for kind in d.kinds:  # each kind drawn, in its own words (app/domain/terms.py)
         look = kind.look
         bars.append(KeyEntry(look.colour, f": {look.short}", f"bar-{look.css}"))
@@ -150,8 +148,8 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
     area = f"{'Column: an eighth of the model' if d.step else 'Column: a weight'}; height: bytes ({ratio})."
     more.insert(0, f"{first}, its bands stacked top to bottom, each as tall as the bytes it costs: area is memory.")
     more.append(
-        "The bar at rest is drawn on one scale for the four arrangements, so a switch shows the saving; the second "
-        "bar, what a card holds for the layer in hand, has a scale of its own, since on the first it would be a sliver."
+        "The bar is drawn on one scale for the four arrangements, so a switch shows the saving: what a card keeps at "
+        "rest, then what it holds in hand for the layer it works on, stacked after it. The longest bar holds the most."
     )
     return Key(False, area, tuple(states), bands, tuple(bars), tuple(more))
 
@@ -175,7 +173,7 @@ def _compact(legend: tuple[BandSpec, ...], d: _Drawn, ring_key: bool) -> Key:
     # What the bars draw besides their bands (app/web/bars.py), said in a phrase where the page has a line each.
     scale = ": at rest, one scale for all four"
     if d.hand:
-        scale += "; the second, in hand, its own"
+        scale = ": at rest, then in hand, one scale for all four"
     if d.capacity:
         scale += "; the line, the card's size"
     bars = [KeyEntry("Bar", scale, css="bar-scale")]

@@ -358,7 +358,7 @@ def stage_view(
         boundary=boundary(scenario),
         notes=scenario.notes,
         step=stepping,
-        change="" if moved is None else moved.sentence,
+        change="" if moved is None else switch_said(scenario, moved),
         bar_note=bar_note(scenario, stage),
         bar_keys=bar_keys(chosen),
         narration=narration(stage, scenario, chosen, moved, stepping),
@@ -409,12 +409,14 @@ def narration(
             f"{stage.info.title}, offloaded: each card keeps {per_weight(row.bytes_per_weight)} bytes per weight, "
             "its host the rest."
         )
+    if moved is not None:
+        said += per_gpu_said(scenario, moved)
     phase = (
         ""
         if stepping is None
         else (
             f"Phase {stepping.index} of {stepping.last}: {stepping.title.rstrip('.')}. "
-            f"Traffic so far: {stepping.tally} of {stepping.total}."
+            f"Traffic so far: {stepping.tally} of {stepping.total}.{phase_memory_said(scenario, stage, stepping.index)}"
         )
     )
     fit, units = "", scenario.units
@@ -428,3 +430,34 @@ def narration(
         else:
             fit = f"{stage.info.title} does not fit on {card}: {units.show(-row.headroom_bytes)} over."
     return Narration(stage=said, phase=phase, fit=fit, switched=moved is not None)
+
+
+def switch_said(scenario: Scenario, moved: Change) -> str:
+    """What a switch changed on every card, in the domain's sentence, and each card's memory before and after."""
+    return moved.sentence + per_gpu_said(scenario, moved)
+
+
+def per_gpu_said(scenario: Scenario, moved: Change) -> str:
+    """Each card's state at rest after a switch and before it: " Each GPU keeps 104.8 GiB, was 153.7 GiB."."""
+    rows, units = scenario.report, scenario.units
+    now, was = rows[moved.after].per_gpu_bytes, rows[moved.before].per_gpu_bytes
+    if now == was:
+        return f" Each GPU keeps {units.show(now)}, as before."
+    return f" Each GPU keeps {units.show(now)}, was {units.show(was)}."
+
+
+def phase_memory_said(scenario: Scenario, stage: Stage, index: int) -> str:
+    """What each card holds at a phase of the step against the phase before it, in a sentence (the live region's).
+
+    From each phase's own figure (`Phase.live_bytes`), whatever the phase does: it rises with a gather, falls
+    with a discard, and says so where it stays.
+    """
+    phases, units = scenario.report.step(stage), scenario.units
+    now = phases[index].live_bytes
+    said = f" Each GPU holds {units.show(now)}"
+    if index == 0:
+        return f"{said}."
+    before = phases[index - 1].live_bytes
+    if before == now:
+        return f"{said}, as in the phase before."
+    return f"{said}, {'up' if now > before else 'down'} from {units.show(before)} in the phase before."

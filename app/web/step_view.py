@@ -15,7 +15,8 @@ from app.domain.sharding import Share, holders, owned_columns, shown_indices
 from app.domain.stages import Stage
 from app.domain.step_text import cards_text, detail, explanation
 from app.domain.units import ByteUnit, p_units
-from app.web.bars import hand_bar, legend, rest_bar
+from app.web.bars import card_bar, legend
+from app.web.card_words import holding_sentence
 from app.web.chart_view import ChartView, chart_view
 from app.web.grid_view import (
     NO_COPY,
@@ -320,7 +321,7 @@ def _step_label(phase: Phase, card: int, column: Column, spec: BandSpec, holding
     return f"{where}: held on this card; every card keeps its own copy."
 
 
-def _step_cell(phase: Phase, card: int, column: Column, spec: BandSpec, focusable: bool) -> CellView:
+def _step_cell(phase: Phase, card: int, column: Column, spec: BandSpec) -> CellView:
     holding = phase.holding(card, column.index, spec.band)
     part = phase.slice_of(card, column.index)
     strip = None
@@ -336,15 +337,15 @@ def _step_cell(phase: Phase, card: int, column: Column, spec: BandSpec, focusabl
         holder=card - card % phase.group + holders(column.index, phase.group)[0],
         nbytes=band_height(spec.nbytes),
         label=_step_label(phase, card, column, spec, holding, part),
-        focusable=focusable,
         holding=holding,
         active=phase.active(card, column.index, spec.band),
         strip=strip,
+        share=part.text if strip and part else "",
     )
 
 
-def _step_columns(phase: Phase, scenario: Scenario, card: int, mine: set[int], first: bool) -> tuple[ColumnView, ...]:
-    """One card's columns in a phase; `first`: the card whose first cell is the grid's tab stop."""
+def _step_columns(phase: Phase, scenario: Scenario, card: int, mine: set[int]) -> tuple[ColumnView, ...]:
+    """One card's columns in a phase."""
     run, recipe = scenario.run, scenario.recipe
     specs = legend(recipe)
     return tuple(
@@ -356,7 +357,7 @@ def _step_columns(phase: Phase, scenario: Scenario, card: int, mine: set[int], f
             if run.frozen_column(column.index)
             else 0,
             cells=tuple(
-                _step_cell(phase, card, column, spec, first and column.index == 0 and spec is specs[0])
+                _step_cell(phase, card, column, spec)
                 for spec in specs
                 # A frozen column keeps its weights only: no gradient, master copy or moments.
                 if spec.band is Band.WEIGHTS or not run.frozen_column(column.index)
@@ -371,8 +372,7 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
     peak = phase.peak_bytes_so_far
     now = phase.live_bytes
     row = scenario.report[phase.stage]
-    bar = rest_bar(scenario, phase.stage, *card_total(row, units), row.fits)
-    hand = hand_bar(scenario, phase.stage, phase.extra, peak)
+    bar = card_bar(scenario, phase.stage, phase.extra, peak, *card_total(row, units, step=True), row.fits)
     shown = shown_indices(run.gpus)
     away, title = row.on_host, host_title(row)
     cards: list[CardView | CardGap] = []
@@ -380,20 +380,22 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
         if position and (hidden := card - shown[position - 1] - 1):
             cards.append(CardGap(f"GPU {card - hidden:,} to GPU {card - 1:,}: the same pattern"))
         mine = set(owned_columns(card % run.shards, run.shards)) if phase.sharded else set()
-        first = position == 0
-        view_columns = _step_columns(phase, scenario, card, mine, first)
-        rest = _step_columns(phases[0], scenario, card, mine, first) if away else None
+        view_columns = _step_columns(phase, scenario, card, mine)
+        rest = _step_columns(phases[0], scenario, card, mine) if away else None
         on_card, host = split_host(view_columns, away, recipe, title, rest)
+        name = f"GPU {card:,}"
+        hosted = host.columns if host else ()
         cards.append(
             CardView(
                 index=card,
-                title=f"GPU {card:,}",
+                title=name,
                 columns=on_card,
                 host=host,
                 bytes_per_weight=f"now {units.show(now)}",
                 model_bytes=f"peak {units.show(peak)}",
                 bar=bar,
-                hand=hand,
+                summary=holding_sentence(name, "column", COLUMNS, recipe, on_card, hosted, f"{units.show(now)} now"),
+                tab_stop=position == 0,
                 # The step's 8 columns are eighths of the model, not the grid's weights: hpZ's strip keeps its room.
                 secondary=NO_COPY if run.setup.hpz > 1 else None,
             )

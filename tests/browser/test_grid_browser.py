@@ -110,9 +110,15 @@ def test_links_work_without_javascript(browser: Browser, server: str) -> None:
 
 def test_keyboard_moves_between_cells_and_each_names_itself(page: Page, server: str, watch: Watch) -> None:
     page.goto(server + "/?stage=zero1")
-    # The grid comes right after the switcher; from its last tab, Tab enters the grid.
+    # The grid comes right after the switcher; from its last tab, Tab enters the grid: its first card, read by
+    # its sentence, then an arrow key into its cells.
     page.focus("#switch-zero3")
     page.keyboard.press("Tab")
+    card = page.locator("#grid .card").first
+    expect(card).to_be_focused()
+    expect(card).to_have_accessible_name("GPU 0")
+    expect(card).to_have_accessible_description(re.compile(r"^GPU 0 keeps the bf16 weights and the bf16 gradients"))
+    page.keyboard.press("ArrowDown")
     assert page.evaluate(ACTIVE_CELL)[:3] == ["0", "0", "weights"]
 
     page.keyboard.press("ArrowRight")
@@ -210,12 +216,103 @@ def test_nothing_is_clipped_from_phone_to_projector(page: Page, server: str, wid
 
 
 @pytest.mark.parametrize(
-    "path", ["/?stage=dp", "/?stage=zero3", "/?stage=nope", "/?stage=zero3&phase=9&capacity=80GiB&model=llama-3-8b"]
+    "path",
+    [
+        "/?stage=dp",
+        "/?stage=zero3",
+        "/?stage=nope",
+        "/?stage=zero3&phase=9&capacity=80GiB&model=llama-3-8b",
+        "/?stage=zero1&offload=optimizer&gpus=16&phase=4",
+    ],
 )
 def test_axe_finds_no_accessibility_violations(page: Page, server: str, path: str) -> None:
     page.goto(server + path)
     results = Axe().run(page)
     assert results.violations_count == 0, results.generate_report()
+    # With a cell focused too (by a click, or the arrow keys from its card): the plot it is in stays hidden.
+    if page.locator("#grid .cell").count():
+        page.locator("#grid .card").nth(1).locator(".cell").first.click()
+        results = Axe().run(page)
+        assert results.violations_count == 0, results.generate_report()
+
+
+@pytest.mark.parametrize("query", ["stage=zero3", "stage=zero2&gpus=16&phase=12"])
+def test_a_screen_reader_meets_one_sentence_a_card_and_no_cell(page: Page, server: str, query: str) -> None:
+    page.goto(f"{server}/?{query}")
+    cards = page.locator("#grid .card")
+    # Each card a group named by its title and described by its sentence (tests/web/test_card_words.py has
+    # them word for word), and not one cell an image in the accessibility tree.
+    for index in range(cards.count()):
+        card = cards.nth(index)
+        title = card.locator("h3").inner_text()
+        expect(page.get_by_role("group", name=title, exact=True)).to_have_accessible_description(
+            re.compile(rf"^{title} keeps .+ GiB (now|at rest|at its peak)\.$")
+        )
+    assert page.get_by_role("img", name=re.compile(r"^GPU \d+, (weight|column) \d+")).count() == 0
+    # Each cell still names itself to sighted readers, on hover.
+    cell = cards.nth(2).locator(".cell.dashed").first
+    cell.hover()
+    assert "not here" in cell.evaluate("el => getComputedStyle(el, '::after').content").replace("stored ", "")
+
+
+# Each card's bar, as Chromium draws it: its width, and the pixels of its stretches at rest and in hand.
+_BAR_PIXELS = """() => Array.from(document.querySelectorAll('#grid .card .card-bar svg'), svg => {
+  const sum = (held) => Array.from(svg.querySelectorAll('rect'))
+    .filter(r => r.classList.contains('in-hand') === held && !r.classList.contains('peak'))
+    .reduce((s, r) => s + r.getBoundingClientRect().width, 0);
+  return [svg.getBoundingClientRect().width, sum(false), sum(true)];
+})"""
+
+# The lesson's 30B on 8 GPUs, by hand, in bytes of the bar's one scale, data parallelism's 480e9 B (16 B a
+# weight, nothing in hand): at rest 16, 5.5, 3.75 and 2 B a weight × 30e9; in hand at the peak nothing,
+# nothing, one layer's 3.75e9 gradients (7.5e9 B), and its weights too (15e9 B).
+_SCALE = 480e9
+_STAGE_BYTES = {
+    "dp": (480e9, 0.0),
+    "zero1": (165e9, 0.0),
+    "zero2": (112.5e9, 7.5e9),
+    "zero3": (60e9, 15e9),
+}
+
+
+def test_every_bar_is_on_one_scale_and_the_longest_holds_the_most(page: Page, server: str) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    drawn = {}
+    for stage, (rest, hand) in _STAGE_BYTES.items():
+        page.goto(f"{server}/?stage={stage}")
+        bars = page.evaluate(_BAR_PIXELS)
+        assert len(bars) == 8
+        # One scale on every card: pixels for bytes, at rest and in hand alike, and nothing past the bar's end.
+        for width, at_rest, in_hand in bars:
+            assert at_rest == pytest.approx(width * rest / _SCALE, abs=0.3), stage
+            assert in_hand == pytest.approx(width * hand / _SCALE, abs=0.3), stage
+            assert at_rest + in_hand <= width + 0.01
+        drawn[stage] = (bars[0][1], bars[0][2])
+    # The state at rest in true proportion, as before (186.0 / 63.9 / 43.6 / 23.2 px at 1280 for a 186 px bar):
+    # 16 : 5.5 : 3.75 : 2.
+    dp = drawn["dp"][0]
+    assert [drawn[s][0] / dp for s in _STAGE_BYTES] == pytest.approx([1, 5.5 / 16, 3.75 / 16, 2 / 16], abs=0.003)
+    # The longest bar is the most memory: ZeRO-3's 14 GiB in hand is never longer than its 55.9 GiB at rest.
+    totals = {stage: sum(pixels) for stage, pixels in drawn.items()}
+    peaks = {stage: sum(nbytes) for stage, nbytes in _STAGE_BYTES.items()}
+    assert sorted(totals, key=totals.__getitem__) == sorted(peaks, key=peaks.__getitem__)
+    assert drawn["zero3"][1] < drawn["zero3"][0]
+
+
+@pytest.mark.parametrize("phase", [0, 1, 5, 9, 12, 16, 17, 20])
+def test_in_the_step_what_is_in_hand_never_runs_past_the_scale(page: Page, server: str, phase: int) -> None:
+    # ZeRO-3's step: its 60e9 B at rest never moves; what it holds in hand, at most the peak's 15e9 B of the
+    # 480e9 B scale, is stacked after it, and the pale peak so far after that, all inside the bar.
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{server}/?stage=zero3&phase={phase}")
+    [width, at_rest, in_hand], *_ = page.evaluate(_BAR_PIXELS)
+    assert at_rest == pytest.approx(width * 60e9 / _SCALE, abs=0.3)
+    assert in_hand <= width * 15e9 / _SCALE + 0.3
+    ends = page.evaluate(
+        "Array.from(document.querySelectorAll('#grid .card .card-bar svg'), svg => Math.max(...Array.from("
+        "svg.querySelectorAll('rect'), r => r.getBoundingClientRect().right)) - svg.getBoundingClientRect().right)"
+    )
+    assert max(ends) <= 0.01
 
 
 def test_describing_a_run_updates_grid_bars_and_verdicts(page: Page, server: str, watch: Watch) -> None:

@@ -47,8 +47,8 @@ def test_the_eight_cards_are_on_the_first_screen_at_rest_and_in_the_step(
     assert missed == []
 
 
-BAR_LENGTH = """() => [...document.querySelectorAll('#grid .card .rest-bar svg')].map(svg =>
-  [...svg.querySelectorAll('rect')].reduce((sum, r) => sum + r.getBoundingClientRect().width, 0))"""
+BAR_LENGTH = """() => [...document.querySelectorAll('#grid .card .card-bar svg')].map(svg =>
+  [...svg.querySelectorAll('rect:not(.in-hand)')].reduce((sum, r) => sum + r.getBoundingClientRect().width, 0))"""
 
 
 @pytest.mark.parametrize(("width", "height"), [(390, 844), (1280, 800)])

@@ -433,7 +433,7 @@ def test_nothing_focused_hides_under_the_step_bar(
         page.keyboard.press("Tab")
         if check() == "BODY":
             break
-    page.focus("#grid .cell[tabindex='0']")
+    page.focus("#grid .card[tabindex='0'] .cell")
     for _ in range(page.locator("#grid .cell").count()):
         page.keyboard.press("ArrowRight")
         check()

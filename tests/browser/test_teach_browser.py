@@ -23,10 +23,11 @@ def test_number_keys_switch_the_stage_and_the_narration_says_what_changed(
     page.keyboard.press("2")
     expect(grid).to_have_attribute("data-stage", "zero2")
     expect(page).to_have_url(f"{server}/?stage=zero2")
-    # Gradients 2 + master 4 + moments 8 = 14 B split 8 ways: 14 × 7/8 = 12.25 of 16 dropped.
+    # Gradients 2 + master 4 + moments 8 = 14 B split 8 ways: 14 × 7/8 = 12.25 of 16 dropped; 16 and
+    # 3.75 B × 30e9 weights = 447.0 and 104.8 GiB a card.
     expect(narration).to_have_text(
         "ZeRO-2 splits the bf16 gradients, the fp32 master copy and Adam's two fp32 moments: each card drops "
-        "12.25 of its 16.00 bytes per weight (now 3.75)."
+        "12.25 of its 16.00 bytes per weight (now 3.75). Each GPU keeps 104.8 GiB, was 447.0 GiB."
     )
     expect(page.locator("#grid .cell.changed")).to_have_count(3 * 56)
     expect(page.locator("#change-note")).to_have_text(narration.text_content() or "")
@@ -109,13 +110,18 @@ def test_a_phase_change_is_said_as_its_title_and_tally(page: Page, server: str, 
     page.locator("#step-heading").click()
     page.keyboard.press("ArrowRight")
     expect(page.locator("#step")).to_have_attribute("data-phase", "4")
-    expect(page.locator("#narration")).to_have_text("Phase 4 of 20: Forward pass, column 3. Traffic so far: 0P of 2P.")
+    # ZeRO-1 holds nothing in hand: 5.5 B × 30e9 = 153.7 GiB a card all through the forward pass.
+    expect(page.locator("#narration")).to_have_text(
+        "Phase 4 of 20: Forward pass, column 3. Traffic so far: 0P of 2P. "
+        "Each GPU holds 153.7 GiB, as in the phase before."
+    )
     settled(page)
     # A stage change during the step says the change, not the phase.
     page.keyboard.press("2")
     expect(page.locator("#grid")).to_have_attribute("data-stage", "zero2")
     expect(page.locator("#narration")).to_have_text(
-        "ZeRO-2 splits the bf16 gradients too: each card drops 1.75 of its 5.50 bytes per weight (now 3.75)."
+        "ZeRO-2 splits the bf16 gradients too: each card drops 1.75 of its 5.50 bytes per weight (now 3.75). "
+        "Each GPU keeps 104.8 GiB, was 153.7 GiB."
     )
     watch.assert_clean(page)
 
@@ -197,16 +203,17 @@ def test_the_default_run_shows_zero3_gather_a_layer_use_it_and_discard_it(
         settled(page)
     expect(page.locator("#step")).to_have_attribute("data-phase", "5")
     expect(now).to_have_text("now 62.9 GiB")
-    # The layer in hand on its own bar and scale: its weights, half of what ZeRO-3 holds in hand at the
-    # peak (the backward's weights and gradients), not a sliver of the bar at rest.
-    gathered = page.locator("#grid .card").first.locator(".hand-bar rect.gathered").bounding_box()
-    bar = page.locator("#grid .card").first.locator(".hand-bar svg").bounding_box()
+    # The layer in hand on the card's one bar, after its state at rest and on the same scale: its 7.5e9 B
+    # of weights, 1/64 of data parallelism's 480e9 B.
+    gathered = page.locator("#grid .card").first.locator(".card-bar rect.gathered").bounding_box()
+    bar = page.locator("#grid .card").first.locator(".card-bar svg").bounding_box()
     assert gathered is not None
     assert bar is not None
-    assert gathered["width"] == pytest.approx(0.5 * bar["width"], abs=1)
+    assert gathered["width"] == pytest.approx(bar["width"] / 64, abs=0.5)
+    assert gathered["x"] == pytest.approx(bar["x"] + bar["width"] / 8, abs=0.5)
     page.goto(f"{server}/?stage=zero3&phase=17")
     expect(now).to_have_text("now 55.9 GiB")
-    expect(page.locator("#grid .card").first.locator(".hand-bar rect.gathered")).to_have_count(0)
+    expect(page.locator("#grid .card").first.locator(".card-bar rect.gathered")).to_have_count(0)
     watch.assert_clean(page)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
+from bs4 import BeautifulSoup, Tag
 from fastapi.testclient import TestClient
 
 from app.domain.architecture import ModelName
@@ -13,7 +14,7 @@ from app.domain.report import Accounting, TermKind
 from app.domain.scenario import Inputs, resolve
 from app.domain.stages import Stage
 from app.paths import STATIC_DIR
-from app.web.bars import bar_keys, hand_bar, rest_bar
+from app.web.bars import bar_keys, card_bar
 from app.web.fields import FIELDS
 from app.web.links import Links
 from app.web.page_view import page_view
@@ -38,9 +39,9 @@ def test_a_band_of_zero_bytes_disappears(client: TestClient) -> None:
     assert "(4 : 4 : 8)" in text(tree, ".legend p.area")
 
 
-# Widths in percent of the bar, worked by hand. The bar at rest runs to the largest state at rest of the
-# four stages: data parallelism's 16 B a weight, in the paper's count. The bar in hand runs to the stage's
-# own peak in hand.
+# Widths in percent of the bar, worked by hand. Every card's bar runs to the highest peak of the four stages:
+# with no activations, data parallelism's 16 B a weight (it holds nothing in hand), in the paper's count. What
+# a card holds in hand is stacked after its state at rest, on the same scale.
 _LLAMA_8B, _LLAMA_8B_EMBEDDING = 8_030_261_248, 128_256 * 4096
 
 
@@ -53,21 +54,25 @@ _BARS = [
         {},
         80 * 2**30 / (_LLAMA_8B * 16) * 100,
     ),
-    # The lesson's 30B in 8 layers under ZeRO-3 on 8 cards: 16/8 = 2 B a weight, an eighth of DP's bar;
-    # in hand one layer of 3.75e9 weights, 7.5e9 B gathered and 7.5e9 B of gradients, half each.
+    # The lesson's 30B in 8 layers under ZeRO-3 on 8 cards: 16/8 = 2 B a weight, an eighth of DP's bar; in
+    # hand at the peak one layer of 3.75e9 weights, 7.5e9 B gathered and 7.5e9 B of gradients: each
+    # 7.5e9 / 480e9 = 1/64 of the bar, after the state's 12.5%.
     (
         "stage=zero3",
         {"band-weights": 100 / 64, "band-gradients": 100 / 64, "band-master": 100 / 32, "band-moments": 100 / 16},
-        {"gathered": 50.0, "sent": 50.0},
+        {"gathered": 100 / 64, "sent": 100 / 64},
         None,
     ),
     # Llama 3 8B on 64 cards under ZeRO-3: 16/64 of DP's bar; its largest layer, the embedding, 525.3e6
-    # weights × 2 B gathered and × 2 B computed: half and half of the bar in hand. The 4 GiB card is on
-    # the bar at 4.295e9 / 128.48e9.
+    # weights × 2 B gathered and × 2 B computed, each 2 × 525.3e6 / (16 × 8.03e9) of the bar. The 4 GiB
+    # card is on the bar at 4.295e9 / 128.48e9.
     (
         "model=llama-3-8b&gpus=64&stage=zero3&capacity=4GiB&batch=0",
         {"band-weights": 2 / 64 / 16 * 100, "band-moments": 8 / 64 / 16 * 100},
-        {"gathered": 50.0, "sent": 50.0},
+        {
+            "gathered": 2 * _LLAMA_8B_EMBEDDING / (16 * _LLAMA_8B) * 100,
+            "sent": 2 * _LLAMA_8B_EMBEDDING / (16 * _LLAMA_8B) * 100,
+        },
         4 * 2**30 / (_LLAMA_8B * 16) * 100,
     ),
     # Under data parallelism the whole bar, the master copy a quarter of it; a 64 GiB card's line at
@@ -81,33 +86,110 @@ _BARS = [
 ]
 
 
+def _drawn(bar: Tag) -> list[tuple[str, float, float, bool]]:
+    """A bar's stretches as drawn: kind, start and width in percent of the bar, and whether held in hand."""
+    return [
+        (str(rect["class"][0]), float(str(rect["x"])), float(str(rect["width"])), "in-hand" in rect["class"])
+        for rect in bar.select("rect")
+    ]
+
+
 @pytest.mark.parametrize(("query", "widths", "hand", "capacity_x"), _BARS)
-def test_each_card_has_its_state_at_rest_on_one_scale_and_its_layer_in_hand_on_its_own(
+def test_each_card_has_its_state_at_rest_then_what_it_holds_in_hand_on_one_scale(
     client: TestClient, query: str, widths: dict[str, float], hand: dict[str, float], capacity_x: float | None
 ) -> None:
     tree = run_page(client, query)
-    rest, in_hand = tree.select("#grid .card .rest-bar svg"), tree.select("#grid .card .hand-bar svg")
-    assert len(rest) == len(in_hand) == 8
-    drawn = {str(rect["class"][0]): float(str(rect["width"])) for rect in rest[0].select("rect")}
+    bars = tree.select("#grid .card .card-bar svg")
+    assert len(bars) == 8
+    assert tree.select("#grid .hand-bar") == []  # one bar a card: no second scale
+    drawn = _drawn(bars[0])
+    at_rest = {css: width for css, _, width, in_hand in drawn if not in_hand}
     for css, width in widths.items():
-        assert drawn[css] == pytest.approx(width, abs=1e-3), css
-    held = {str(rect["class"][0]): float(str(rect["width"])) for rect in in_hand[0].select("rect")}
+        assert at_rest[css] == pytest.approx(width, abs=1e-3), css
+    held = {css: width for css, _, width, in_hand in drawn if in_hand}
     assert held == pytest.approx(hand, abs=1e-3)
-    line = rest[0].select("line.capacity")
+    # Stacked: each stretch starts where the one before ends, what is in hand after all that is kept at rest.
+    ends = [0.0] + [x + width for _, x, width, _ in drawn]
+    assert [x for _, x, _, _ in drawn] == pytest.approx(ends[:-1], abs=1e-3)
+    assert [in_hand for *_, in_hand in drawn] == sorted(in_hand for *_, in_hand in drawn)
+    line = bars[0].select("line.capacity")
     assert (float(str(line[0]["x1"])) if line else None) == pytest.approx(capacity_x, abs=1e-3)
     note = text(tree, ".grid-note")
     assert "one scale for all four arrangements" in note
-    assert ("own scale" in note) is bool(hand)
+    assert "own scale" not in note
+    assert ("then what it holds in hand" in note) is bool(hand)
 
 
-def test_a_switch_from_data_parallelism_to_zero3_shrinks_the_bar_to_an_eighth(client: TestClient) -> None:
-    # 16 B a weight on every card, then 2: the bar at rest is 100, then 12.5, of the same scale.
-    def length(stage: str) -> float:
-        bar = one(run_page(client, f"stage={stage}"), "#grid .card .rest-bar svg")
-        return sum(float(str(rect["width"])) for rect in bar.select("rect"))
+def _length(tree: BeautifulSoup, in_hand: bool | None = None) -> float:
+    """The first card's bar, drawn: all of it, or its stretches at rest (False) or in hand (True)."""
+    drawn = _drawn(one(tree, "#grid .card .card-bar svg"))
+    return sum(width for _, _, width, held in drawn if in_hand is None or held is in_hand)
 
-    assert length("dp") == pytest.approx(100)
-    assert length("zero3") == pytest.approx(12.5)
+
+def test_a_switch_from_data_parallelism_to_zero3_shrinks_the_state_to_an_eighth(client: TestClient) -> None:
+    # 16 B a weight on every card, then 2: the state at rest is 100, then 12.5, of the same scale; in hand
+    # ZeRO-3's peak adds 15e9 B of 480e9, 3.125, after it.
+    dp, zero3 = run_page(client, "stage=dp"), run_page(client, "stage=zero3")
+    assert (_length(dp, False), _length(dp, True)) == pytest.approx((100, 0))
+    assert (_length(zero3, False), _length(zero3, True)) == pytest.approx((12.5, 3.125))
+
+
+# The lesson's 30B on 8 cards, each stage's bar in percent of data parallelism's 480e9 B, by hand: at rest
+# 16, 5.5, 3.75 and 2 B a weight of 16; in hand at the peak nothing, nothing, one layer's gradients
+# (3.75e9 × 2 B = 7.5e9 B, 1.5625%) and its weights too (3.125%). The longest bar holds the most.
+_STAGE_BARS = {"dp": (100.0, 0.0), "zero1": (34.375, 0.0), "zero2": (23.4375, 1.5625), "zero3": (12.5, 3.125)}
+
+
+def test_the_four_stages_bars_are_on_one_scale_and_the_longest_holds_the_most(client: TestClient) -> None:
+    drawn = {}
+    for stage, (rest, hand) in _STAGE_BARS.items():
+        tree = run_page(client, f"stage={stage}")
+        drawn[stage] = _length(tree)
+        assert (_length(tree, False), _length(tree, True)) == pytest.approx((rest, hand)), stage
+    peaks = {row["stage"]: row["peak_bytes"] for row in client.get("/api/memory").json()["stages"]}
+    assert sorted(drawn, key=drawn.__getitem__) == sorted(peaks, key=peaks.__getitem__)
+    assert max(drawn.values()) == pytest.approx(100)
+
+
+@pytest.mark.parametrize(
+    ("phase", "now", "pale"),
+    [
+        # Phase 0, at rest: 60e9 B, nothing in hand, nothing pale.
+        (0, {}, 0.0),
+        # The forward's first layer: its 7.5e9 B of weights gathered, 1/64 of the bar.
+        (1, {"gathered": 100 / 64}, 0.0),
+        # The backward's last layer: its weights and gradients, the step's peak.
+        (9, {"gathered": 100 / 64, "sent": 100 / 64}, 0.0),
+        # After the backward pass the layers are discarded: the peak so far, 15e9 B above now, pale.
+        (17, {}, 3.125),
+    ],
+)
+def test_in_the_step_what_a_card_holds_now_and_its_peak_so_far_are_on_the_same_scale(
+    client: TestClient, phase: int, now: dict[str, float], pale: float
+) -> None:
+    drawn = _drawn(one(run_page(client, f"stage=zero3&phase={phase}"), "#grid .card .card-bar svg"))
+    assert sum(width for css, _, width, held in drawn if not held) == pytest.approx(12.5)
+    assert {css: width for css, _, width, held in drawn if held and css != "peak"} == pytest.approx(now)
+    assert sum(width for css, _, width, _ in drawn if css == "peak") == pytest.approx(pale)
+    assert sum(width for *_, width, _ in drawn) <= 100
+
+
+def test_no_bar_runs_past_its_end_for_any_run_stage_or_phase() -> None:
+    # Every run the inputs make that changes a card's kinds (below): each stage at rest and each phase of its
+    # step, on the one scale, the highest peak of the four; the bar's end is the stage's peak (at rest) or
+    # what is held now (in the step), in proportion to its bytes.
+    for inputs in RUNS[::7]:
+        scenario = resolve(inputs)
+        top = max(row.peak_bytes for row in scenario.report)
+        for stage in Stage:
+            row = scenario.report[stage]
+            bar = card_bar(scenario, stage, row.extra)
+            assert sum(s.width for s in bar.segments) == pytest.approx(row.peak_bytes / top * 100)
+            for phase in scenario.report.step(stage):
+                bar = card_bar(scenario, stage, phase.extra, phase.peak_bytes_so_far)
+                end = max(phase.peak_bytes_so_far, phase.live_bytes)
+                assert sum(s.width for s in bar.segments) == pytest.approx(end / top * 100)
+                assert end <= top
 
 
 @pytest.mark.parametrize(
@@ -120,6 +202,8 @@ def test_a_switch_from_data_parallelism_to_zero3_shrinks_the_bar_to_an_eighth(cl
         # = 120e9 B (111.8 GiB) is over by 37.3 GiB.
         ("stage=zero3&capacity=80GB", "Peak 69.8 GiB ✓ fits, 4.7 GiB left"),
         ("stage=zero2&capacity=80GB", "Peak 111.8 GiB ✗ over by 37.3 GiB"),
+        # In the step it is the whole step's peak, beside the card's own figure now.
+        ("stage=zero3&phase=1", "Step's peak 69.8 GiB"),
     ],
 )
 def test_each_card_says_its_total_and_whether_it_fits(client: TestClient, query: str, caption: str) -> None:
@@ -127,7 +211,9 @@ def test_each_card_says_its_total_and_whether_it_fits(client: TestClient, query:
     assert {text(card, ".card-foot") for card in tree.select("#grid .card")} == {caption}
 
 
-@pytest.mark.parametrize(("gpus", "said"), [("1", "(0 to 447.0 GiB)"), ("2", "(0 to 447.0 GiB)")])
+@pytest.mark.parametrize(
+    ("gpus", "said"), [("1", "(0 to 447.0 GiB, the highest peak)"), ("2", "(0 to 447.0 GiB, the highest peak)")]
+)
 def test_the_note_under_the_cards_says_what_the_bar_is(client: TestClient, gpus: str, said: str) -> None:
     # 16 B × 30e9 weights = 480e9 B = 447.0 GiB on every card under data parallelism; the picture's own
     # scale (its 8 weights of 16 B) is not a quantity a student meets.
@@ -222,11 +308,12 @@ def test_every_kind_a_run_draws_is_drawn_and_keyed_from_its_declaration() -> Non
                 at_rest.append((TermKind.OVERHEADS, row.overhead_bytes))
             in_hand = list(row.extra.parts)
             drawn |= {kind for kind, _ in at_rest + in_hand}
-            # Each stretch of each bar is its kind's: its class, and its name before its bytes.
-            for bar, parts in ((rest_bar(scenario, stage), at_rest), (hand_bar(scenario, stage, row.extra), in_hand)):
-                assert [s.css for s in bar.segments] == [kind.look.css for kind, _ in parts]
-                for segment, (kind, nbytes) in zip(bar.segments, parts, strict=True):
-                    assert segment.label == f"{kind.label(recipe)}: {scenario.units.show(nbytes)}"
+            # Each stretch of the bar is its kind's: its class (in hand, after the state), its name before its bytes.
+            bar = card_bar(scenario, stage, row.extra)
+            classes = [kind.look.css for kind, _ in at_rest] + [f"{kind.look.css} in-hand" for kind, _ in in_hand]
+            assert [s.css for s in bar.segments] == classes
+            for segment, (kind, nbytes) in zip(bar.segments, at_rest + in_hand, strict=True):
+                assert segment.label == f"{kind.label(recipe)}: {scenario.units.show(nbytes)}"
             # The key has a line for each kind the bars draw beyond the bands, in its words, and no other.
             if bar_keys(row) in keyed:  # the key's lines of kinds depend on these alone
                 continue

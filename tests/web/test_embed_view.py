@@ -142,7 +142,7 @@ def test_an_embed_has_the_compact_key_and_leaves_the_full_pages_prose_to_screen_
     assert len(_entries(key, ".bands li")) == 4
     # The bars: what they are drawn to, and only what ZeRO-2's draw (gradients, no assembled weights).
     bars = _entries(key, ".bar-key li")
-    assert bars[0].startswith("Bar : at rest, one scale for all four")
+    assert bars[0].startswith("Bar : at rest, then in hand, one scale for all four")
     assert bars[1:] == ["Bar, dark amber : a layer's gradients"]
     # The picture alone: the stage's paragraph is the course page's to write; the note under the cards
     # stays for screen readers (hidden by static/embed.css, not removed).

@@ -32,22 +32,24 @@ def uncached() -> Iterator[TestClient]:
 # Each figure worked out by hand: DeepSpeed adds fp32 gradients (4 B), split by ZeRO-2, so ZeRO-2
 # keeps 2 + (2 + 4 + 4 + 8) / 8 = 4.25 and ZeRO-1 2 + 2 + (4 + 4 + 8) / 8 = 6.00, a drop of 1.75.
 # FSDP2's ZeRO-2 shards its fp32 weights, their gradients and the optimizer state: (4 + 4 + 8) / 8 =
-# 2.00; it has no ZeRO-1 of its own, so ZeRO-1 is the paper's 2 + 2 + 12 / 8 = 5.50, a drop of 3.50.
+# 2.00; it has no ZeRO-1 of its own, so ZeRO-1 is the paper's 2 + 2 + 12 / 8 = 5.50, a drop of 3.50. A card
+# of 30e9 weights: 4.25 and 6.00 B a weight, 127.5e9 and 180e9 B = 118.7 and 167.6 GiB; 2.00 and 5.50, 55.9
+# and 153.7 GiB.
 TWO_TRUTHS = [
-    ("/?stage=zero2&accounting=deepspeed&from=zero1", "4.25", "6.00", "1.75"),
-    ("/?stage=zero2&accounting=fsdp2&from=zero1", "2.00", "5.50", "3.50"),
+    ("/?stage=zero2&accounting=deepspeed&from=zero1", "4.25", "6.00", "1.75", "118.7 GiB, was 167.6 GiB"),
+    ("/?stage=zero2&accounting=fsdp2&from=zero1", "2.00", "5.50", "3.50", "55.9 GiB, was 153.7 GiB"),
 ]
 
 
-@pytest.mark.parametrize(("url", "now", "was", "dropped"), TWO_TRUTHS)
+@pytest.mark.parametrize(("url", "now", "was", "dropped", "per_gpu"), TWO_TRUTHS)
 def test_the_headline_and_the_change_note_say_one_figure(
-    client: TestClient, url: str, now: str, was: str, dropped: str
+    client: TestClient, url: str, now: str, was: str, dropped: str, per_gpu: str
 ) -> None:
     page = dom(client.get(url).text)
     headline = one(page, "p.headline strong").get_text()
     note = text(page, "#change-note")
     assert headline == f"{now} bytes"
-    assert note.endswith(f"drops {dropped} of its {was} bytes per weight (now {now}).")
+    assert note.endswith(f"drops {dropped} of its {was} bytes per weight (now {now}). Each GPU keeps {per_gpu}.")
     # The live region says the same switch in the same words (out of band, with the swap's fragment).
     fragment = dom(client.get(url, headers={"HX-Request": "true"}).text)
     assert text(fragment, "#narration") == note

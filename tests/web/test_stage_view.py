@@ -85,9 +85,11 @@ def test_notes_for_what_was_set_aside(client: TestClient) -> None:
 
 def test_coming_from_zero1_marks_the_gradients_other_cards_no_longer_keep(client: TestClient) -> None:
     tree = get_tree(client, "stage=zero2&from=zero1")
-    # 2 B of gradients split 8 ways: each card drops 2 × 7/8 = 1.75 of its 5.50 bytes per weight.
+    # 2 B of gradients split 8 ways: each card drops 2 × 7/8 = 1.75 of its 5.50 bytes per weight; of 30e9
+    # weights, 3.75 × 30e9 = 112.5e9 B = 104.8 GiB, was 5.5 × 30e9 = 165e9 B = 153.7 GiB.
     assert text(tree, "#change-note") == (
-        "ZeRO-2 splits the bf16 gradients too: each card drops 1.75 of its 5.50 bytes per weight (now 3.75)."
+        "ZeRO-2 splits the bf16 gradients too: each card drops 1.75 of its 5.50 bytes per weight (now 3.75). "
+        "Each GPU keeps 104.8 GiB, was 153.7 GiB."
     )
     changed = tree.select("#grid .cell.changed")
     # One band, 8 cards, the 7 weights each card does not hold.
@@ -123,12 +125,42 @@ def test_one_polite_live_region_outside_the_widget(client: TestClient) -> None:
     assert one(tree, ".step-explanation").get("aria-live") is None
 
 
-# Master 4 + moments 8 split 8 ways: 12 × 7/8 = 10.5 of 16 dropped.
+# Master 4 + moments 8 split 8 ways: 12 × 7/8 = 10.5 of 16 dropped; 16 × 30e9 = 480e9 B = 447.0 GiB a card
+# before, 5.5 × 30e9 = 165e9 B = 153.7 GiB after.
 ZERO1_SWITCH = (
+    "ZeRO-1 splits the fp32 master copy and Adam's two fp32 moments: each card drops 10.50 of its 16.00 bytes per "
+    "weight (now 5.50). Each GPU keeps 153.7 GiB, was 447.0 GiB."
+)
+# At rest without a switch, what the stage keeps against data parallelism: no "was".
+ZERO1_AT_REST = (
     "ZeRO-1 splits the fp32 master copy and Adam's two fp32 moments: each card drops 10.50 of its 16.00 bytes per "
     "weight (now 5.50)."
 )
-PHASE_4 = "Phase 4 of 52: Forward pass, column 1: gather. Traffic so far: 0P of 2P."
+# ZeRO-1 holds nothing in hand: each card holds its 153.7 GiB through the forward pass, and gathers nothing.
+PHASE_4 = (
+    "Phase 4 of 52: Forward pass, column 1: gather. Traffic so far: 0P of 2P. "
+    "Each GPU holds 153.7 GiB, as in the phase before."
+)
+# ZeRO-3 on 8 cards: each column's all-gather moves 1/8 P, its gradients' reduce-scatter (at the backward's
+# discard) 1/8 P more; the forward's 8 gathers make 1P, the backward's first gather 1.125P, its discard 1.25P.
+PHASE_ZERO3 = {
+    0: "Phase 0 of 52: The step begins: state at rest. Traffic so far: 0P of 3P. Each GPU holds 55.9 GiB.",
+    1: "Phase 1 of 52: Forward pass, column 0: gather. Traffic so far: 0.125P of 3P. "
+    "Each GPU holds 62.9 GiB, up from 55.9 GiB in the phase before.",
+    3: "Phase 3 of 52: Forward pass, column 0: discard. Traffic so far: 0.125P of 3P. "
+    "Each GPU holds 55.9 GiB, down from 62.9 GiB in the phase before.",
+    26: "Phase 26 of 52: Backward pass, column 7: compute. Traffic so far: 1.125P of 3P. "
+    "Each GPU holds 69.8 GiB, up from 62.9 GiB in the phase before.",
+    27: "Phase 27 of 52: Backward pass, column 7: discard. Traffic so far: 1.25P of 3P. "
+    "Each GPU holds 55.9 GiB, down from 69.8 GiB in the phase before.",
+    49: "Phase 49 of 52: Gradient synchronisation. Traffic so far: 3P of 3P. "
+    "Each GPU holds 55.9 GiB, as in the phase before.",
+}
+# 2 B of weights split 8 ways: 2 × 7/8 = 1.75 of 3.75 dropped; 3.75 and 2 B × 30e9 = 104.8 and 55.9 GiB.
+ZERO3_SWITCH = (
+    "ZeRO-3 splits the bf16 weights too: each card drops 1.75 of its 3.75 bytes per weight (now 2.00). "
+    "Each GPU keeps 55.9 GiB, was 104.8 GiB."
+)
 # 5.5 B × 30e9 = 165e9 B = 153.7 GiB against 80 GiB = 85.9e9 B: 79.1e9 B = 73.7 GiB over.
 ZERO1_OVER = "ZeRO-1 does not fit on 80.0 GiB: 73.7 GiB over."
 # ZeRO-3: 2 B × 30e9 = 60e9 B at rest, and one of its 8 layers of 3.75e9 weights gathered (2 B) with its
@@ -150,7 +182,13 @@ ZERO3_FITS = "ZeRO-3 fits on 80.0 GiB: 10.2 GiB left for activations."
         # At rest: the fit; without a card, what the stage keeps against data parallelism.
         ("stage=zero3&capacity=80GiB", True, ZERO3_FITS),
         ("stage=zero3&capacity=80GiB", False, ZERO3_FITS),
-        ("stage=zero1", True, ZERO1_SWITCH),
+        ("stage=zero1", True, ZERO1_AT_REST),
+        # Each phase says what each card holds against the phase before, from the phase's own figure: ZeRO-3's
+        # 60e9 B at rest, + 7.5e9 B of a layer's weights gathered (67.5e9 B = 62.9 GiB), + its gradients
+        # (75e9 B = 69.8 GiB), back to 60e9 B = 55.9 GiB once the last layer's are discarded.
+        *((f"stage=zero3&phase={phase}", False, said) for phase, said in PHASE_ZERO3.items()),
+        # A switch during the step: ZeRO-3 splits the weights as well, 104.8 GiB a card before, 55.9 after.
+        ("stage=zero3&phase=4&from=zero2", False, ZERO3_SWITCH),
     ],
 )
 def test_a_swap_brings_the_one_sentence_the_live_region_says(

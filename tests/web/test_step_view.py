@@ -247,27 +247,26 @@ def test_one_screen_one_story_for_any_run(client: TestClient, query: dict[str, s
 
 
 def _drawn_now(tree: BeautifulSoup) -> float:
-    """How much of the first card's bar in hand is what it holds now (the pale peak-so-far left out)."""
-    bar = tree.select("#grid .card .hand-bar svg")[0]
-    return sum(float(str(r["width"])) for r in bar.select("rect") if "peak" not in r["class"])
+    """How much of the first card's bar is what it holds in hand now (the pale peak-so-far left out)."""
+    bar = tree.select("#grid .card .card-bar svg")[0]
+    return sum(float(str(r["width"])) for r in bar.select("rect.in-hand") if "peak" not in r["class"])
 
 
 @pytest.mark.parametrize(
     "model", ["seed-30b", *full_run_only("llama-3-8b", "llama-3-70b", "llama-3.1-405b", "gpt-3-175b", "custom")]
 )
 @pytest.mark.parametrize("gpus", [8, 64])
-def test_zero3_gathering_a_layer_moves_a_tenth_of_the_bar_and_discarding_it_brings_it_back(
+def test_zero3_gathering_a_layer_moves_the_bar_and_discarding_it_brings_it_back(
     client: TestClient, model: str, gpus: int
 ) -> None:
     run = f"stage=zero3&model={model}&gpus={gpus}" + ("&params=7.5B&largest_layer=500M" if model == "custom" else "")
     at_rest = _page(client, f"{run}&phase=0")
     forward = [_page(client, f"{run}&phase={phase}") for phase in range(1, 25, 3)]  # each column's gather
     rest = _drawn_now(at_rest)
-    # Nothing in hand at rest; each layer's gather puts something on the bar in hand (its own scale), and
-    # the largest at least a tenth of it.
+    # Nothing in hand at rest; each layer's gather puts something on the bar, after the state at rest and on
+    # its scale (tests/web/test_bars.py works its widths out by hand).
     assert rest == 0
     assert all(_drawn_now(tree) > 0 for tree in forward)
-    assert max(_drawn_now(tree) for tree in forward) >= 10
     # Each layer gathered is also said in figures: "now" rises above the state at rest, and falls back
     # once the backward pass is done and the layers are discarded.
     now = text(at_rest, "#grid .card .card-sub").split(" · ")[0]

@@ -69,20 +69,15 @@ def test_verdicts_follow_the_capacity(client: TestClient, capacity: str, fits: l
 def test_zero3_bar_shows_the_gathered_layer_and_the_boundary(client: TestClient) -> None:
     tree = run_page(client, "model=gpt-3-175b&gpus=1024&capacity=4GiB&stage=zero3&batch=0")
     # By hand: the largest layer, 1,812,099,072 weights, gathered in bf16 is 3,624,198,144 B = 3.375 GiB, and
-    # its bf16 gradients as much; with no activations (batch=0) each is half of the bar in hand.
-    hand = [
-        (rect["class"], rect["x"], rect["width"], rect.get_text(strip=True))
-        for rect in one(tree, "#grid .card .hand-bar").select("rect")
+    # its bf16 gradients as much; with no activations (batch=0), on the bar's one scale, data parallelism's
+    # 16 B × 174,604,259,328 weights, each is 0.130% of it, stacked after the state at rest.
+    hand = one(tree, "#grid .card .card-bar").select("rect.in-hand")
+    assert [(r["class"], r.get_text(strip=True)) for r in hand] == [
+        (["gathered", "in-hand"], "one layer's weights, assembled from their owners: 3.4 GiB"),
+        (["sent", "in-hand"], "one layer's gradients, computed here before they are reduce-scattered: 3.4 GiB"),
     ]
-    assert hand == [
-        (["gathered"], "0.0000", "50.0000", "one layer's weights, assembled from their owners: 3.4 GiB"),
-        (
-            ["sent"],
-            "50.0000",
-            "50.0000",
-            "one layer's gradients, computed here before they are reduce-scattered: 3.4 GiB",
-        ),
-    ]
+    share = 3_624_198_144 / (16 * 174_604_259_328) * 100
+    assert [float(str(r["width"])) for r in hand] == pytest.approx([share, share], abs=1e-4)
     boundary = one(tree, ".boundary")
     assert "exceeds" in boundary["class"]
     assert "tensor parallelism" in text(boundary, ".boundary-verdict")

@@ -57,7 +57,7 @@ def test_every_drawn_cell_is_its_stages_own_whatever_was_drawn_before(
 
 def test_a_new_object_is_never_given_another_ones_markup() -> None:
     def columns(label: str) -> tuple[ColumnView, ...]:
-        cell = CellView(0, 0, Band.WEIGHTS, CellState.SOLID, 0, 2, label, True)
+        cell = CellView(0, 0, Band.WEIGHTS, CellState.SOLID, 0, 2, label)
         return (ColumnView(0, True, (cell,)),)
 
     # Far more objects than the memo holds, each dropped at once: ids are reused, entries evicted.
