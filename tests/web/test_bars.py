@@ -158,10 +158,14 @@ def test_the_four_stages_bars_are_on_one_scale_and_the_longest_holds_the_most(cl
         (0, {}, 0.0),
         # The forward's first layer: its 7.5e9 B of weights gathered, 1/64 of the bar.
         (1, {"gathered": 100 / 64}, 0.0),
-        # The backward's last layer: its weights and gradients, the step's peak.
-        (9, {"gathered": 100 / 64, "sent": 100 / 64}, 0.0),
+        # The forward's first layer in use, then discarded: the peak so far, 7.5e9 B above now, pale.
+        (2, {"gathered": 100 / 64}, 0.0),
+        (3, {}, 100 / 64),
+        # The backward's last layer: gathered, then its gradients computed beside it, the step's peak.
+        (25, {"gathered": 100 / 64}, 0.0),
+        (26, {"gathered": 100 / 64, "sent": 100 / 64}, 0.0),
         # After the backward pass the layers are discarded: the peak so far, 15e9 B above now, pale.
-        (17, {}, 3.125),
+        (49, {}, 3.125),
     ],
 )
 def test_in_the_step_what_a_card_holds_now_and_its_peak_so_far_are_on_the_same_scale(

@@ -61,10 +61,10 @@ IN_THE_STEP = [
         "GPU 1 keeps all four bands of 2/3 of column 1 and 2/3 of column 2, and nothing of the other 6 "
         "columns: 74.5 GiB now.",
     ),
-    # The backward pass at column 7 (phase 9) on 8 GPUs: GPU 3 has column 7's weights assembled and its
+    # The backward pass at column 7 (phase 26, its compute) on 8 GPUs: GPU 3 has column 7's weights assembled and its
     # gradients computed, 7.5e9 B each on its 60e9 B: 75e9 B = 69.8 GiB.
     (
-        "stage=zero3&phase=9",
+        "stage=zero3&phase=26",
         3,
         "GPU 3 keeps all four bands of column 3, and nothing of the other 7 columns; for this phase it also "
         "holds the bf16 weights of column 7, assembled from their owners, and the bf16 gradients of column 7, "
@@ -72,7 +72,7 @@ IN_THE_STEP = [
     ),
     # GPU 7 is column 7's owner: it gathers nothing, and computes the gradients it keeps.
     (
-        "stage=zero3&phase=9",
+        "stage=zero3&phase=26",
         7,
         "GPU 7 keeps all four bands of column 7, and nothing of the other 7 columns: 69.8 GiB now.",
     ),
@@ -108,7 +108,7 @@ def test_offload_and_hybrid_sharding_are_said_as_they_are_drawn(client: TestClie
     assert text(run_page(client, query), "#card-1-said") == said
 
 
-@pytest.mark.parametrize("query", ["stage=zero2", "stage=zero3&phase=9", "stage=zero1&offload=optimizer&gpus=64"])
+@pytest.mark.parametrize("query", ["stage=zero2", "stage=zero3&phase=26", "stage=zero1&offload=optimizer&gpus=64"])
 def test_a_card_is_read_by_its_sentence_and_its_cells_are_hidden(client: TestClient, query: str) -> None:
     tree = run_page(client, query)
     cards = tree.select("#grid section.card")
