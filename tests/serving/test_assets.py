@@ -169,14 +169,16 @@ def _linked(client: TestClient, url: str) -> set[str]:
 
 
 def test_a_live_sessions_own_files_load_on_its_pages_only(client: TestClient) -> None:
-    # live.js and live.css are a live session's: every other first load goes without them (docs/performance.md).
+    # live.js, live.css and poll.css are a live session's: every other first load goes without them
+    # (docs/performance.md); poll.css comes with a predict-first question too (its own link).
     started = client.post("/live", data={"view": "/?stage=zero1"}, follow_redirects=False)
     assert started.status_code == 303
     teacher = _linked(client, started.headers["location"])
-    assert {"live.js", "live.css", "app.js", "app.css"} <= teacher
+    assert {"live.js", "live.css", "poll.css", "app.js", "app.css"} <= teacher
     assert "live.css" in _linked(client, "/live")  # the start page: its join and start forms
     for page in ["/", "/?theme=projector", "/embed", "/compare", "/share"]:
-        assert not {"live.js", "live.css"} & _linked(client, page), page
+        assert not {"live.js", "live.css", "poll.css"} & _linked(client, page), page
+    assert {"poll.css", "predict.css"} <= _linked(client, "/predict?stage=zero1&to=zero2")
     # The bundle no longer holds live.js, which uses the bundle's `byId`: it is loaded after it.
     assert "live.js" not in BUNDLES["app.js"]
     tree = dom(client.get(started.headers["location"]).text)

@@ -317,8 +317,11 @@ def test_a_question_resolves_its_run_once(uncached: TestClient, monkeypatch: pyt
 
 def test_its_stylesheet_comes_with_the_question_not_with_the_page(client: TestClient) -> None:
     page = dom(client.get("/?stage=dp&predict=1").text)
-    assert not [link for link in page.select("link[href]") if "predict.css" in str(link["href"])]
+    linked = " ".join(str(link["href"]) for link in page.select("link[href]"))
+    assert "predict.css" not in linked
+    assert "poll.css" not in linked
     fragment = dom(client.get("/predict?stage=dp&to=zero1", headers=HX).text)
-    href = str(one(fragment, "#widget link[rel=stylesheet]")["href"])
-    assert href.startswith("/static/predict.css?v=")
-    assert client.get(href).status_code == 200
+    hrefs = [str(link["href"]) for link in fragment.select("#widget link[rel=stylesheet]")]
+    # The poll's card (poll.css, the live session's too) and the question's own rules.
+    assert [href.partition("?")[0] for href in hrefs] == ["/static/poll.css", "/static/predict.css"]
+    assert all(client.get(href).status_code == 200 for href in hrefs)
