@@ -58,7 +58,7 @@ DROPPED = {
     "teach-live-form": "",
 }
 """Elements left out of the copy, by id, with the note that stands in their place (none if empty)."""
-INLINED = {"keys-help-slot": "keys.html"}
+INLINED = {"keys-help-slot": "keys.html", "words-slot": "words.html"}
 """Slots the app fills on demand, by id, with the static file the copy puts in their place: a
 static host answers an htmx request with the whole file, not what the slot asks for."""
 FILE_SCRIPT = "export.js"

@@ -184,7 +184,7 @@ def secondary(run_gpus: int, hpz: int, shown: tuple[int, ...], card: int, nbytes
             slots.append(None)
         holder = card - card % hpz + weight % hpz
         solid = holder == card
-        where = f"GPU {card:,}, weight {weight:,}, hpZ's second copy of its weights ({bytes_a_weight(nbytes)} B)"
+        where = f"Weight {weight:,}, hpZ's second copy of its weights ({bytes_a_weight(nbytes)} B)"
         slots.append(
             SecondarySlot(
                 solid,
@@ -234,7 +234,9 @@ def column_height(recipe: Recipe) -> int:
 def cell_label(cell: Cell, recipe: Recipe, sharded: bool) -> str:
     """What a person hovering, focusing or listening to a cell is told; `sharded`: whether the stage shards its band."""
     spec = recipe.spec(cell.band)
-    where = f"GPU {cell.card}, weight {cell.weight}, {spec.label} ({spec.precision}, {spec.shown} B)"
+    # The card is named once, by its heading (the tooltip opens over it) and its sentence (what a screen reader
+    # reads; the plot is hidden from it): 520 B of the first load's 40 kB were "GPU n, " in each cell.
+    where = f"Weight {cell.weight}, {spec.label} ({spec.precision}, {spec.shown} B)"
     if cell.state is CellState.DASHED:
         return f"{where}: not stored here. GPU {cell.holder} holds it on this weight's behalf."
     if cell.replica:

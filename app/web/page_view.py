@@ -49,10 +49,11 @@ _SCHEME_LABELS = (("system", "Auto"), ("light", "Light"), ("dark", "Dark"))
 
 @dataclass(frozen=True)
 class ThemeTools:
-    """The page's theme toggle: the other type, and each colour scheme."""
+    """The page's theme toggle: the other type, and each colour scheme; and predict first, on or off."""
 
     size: ThemeToggle
     schemes: tuple[SchemeLink, ...]
+    predict: ThemeToggle
 
 
 @dataclass(frozen=True)
@@ -102,6 +103,9 @@ class PageView:
     """The same view in the other type (a whole page load: the theme styles the page, not the widget)."""
     scheme_hrefs: tuple[str, ...] = ()
     """The same view in the system's colours, light and dark (`Theme.schemes`), in the same type."""
+    predict_href: str = ""
+    """The same view with predict first turned on, or off where it is on (`predicting`)."""
+    predicting: bool = False
     embed: EmbedView | None = None
     """Set when the widget is drawn alone, inside another site's page."""
     share_href: str = ""
@@ -172,7 +176,8 @@ class PageView:
             SchemeLink(f"scheme-{word}", href, words, {"aria-current": "true" if t is theme else None})
             for (word, words), href, t in zip(_SCHEME_LABELS, self.scheme_hrefs, theme.schemes, strict=False)
         )
-        tools = ThemeTools(ThemeToggle(self.theme_href, label), schemes)
+        predict = ThemeToggle(self.predict_href, "Stop predicting" if self.predicting else "Predict first")
+        tools = ThemeTools(ThemeToggle(self.theme_href, label), schemes, predict)
         toggles = shown(tools if self.theme_href and e is None else None)
         links = self.links if e is None or e.switcher or self.error else None
         steps = e is None or e.step_controls
@@ -270,6 +275,11 @@ def page_view(
         theme=link.theme,
         theme_href=link.themed(link.theme.other).at(stage, phase),
         scheme_hrefs=tuple(link.themed(t).at(stage, phase) for t in link.theme.schemes),
+        # Predict first's options come last in an address (`Links.options`): on, it is one more of them.
+        predict_href=(
+            replace(link, predict="").at(stage, phase) if link.predict else f"{link.at(stage, phase)}&predict=1"
+        ),
+        predicting=bool(link.predict),
         **ways,
     )
 

@@ -126,7 +126,7 @@ def test_keyboard_moves_between_cells_and_each_names_itself(page: Page, server: 
         page.keyboard.press("ArrowDown")
     assert page.evaluate(ACTIVE_CELL) == ["0", "1", "moments", "dashed"]
     tip = page.evaluate("getComputedStyle(document.activeElement, '::after').content")
-    assert "GPU 0, weight 1, Adam moments" in tip
+    assert "Weight 1, Adam moments" in tip
     assert "GPU 1 holds it on this weight's behalf" in tip
 
     # A stage's key while a cell has the focus: that cell keeps it through the swap (static/swap.js),
@@ -149,7 +149,7 @@ def test_hover_shows_the_cell_details(page: Page, server: str) -> None:
     cell = page.locator('#grid [data-card-index="4"] .column[data-weight="6"] > .cell.band-weights')
     cell.hover()
     tip = cell.evaluate("el => getComputedStyle(el, '::after').content")
-    assert "GPU 4, weight 6, Weights (bf16, 2 B): not stored here. GPU 6 holds it" in tip
+    assert "Weight 6, Weights (bf16, 2 B): not stored here. GPU 6 holds it" in tip
 
 
 def test_bad_stage_is_shown_in_place_by_the_htmx_swap(page: Page, server: str, watch: Watch) -> None:

@@ -11,7 +11,7 @@ from fastapi.testclient import TestClient
 from app.main import create_app
 from app.paths import STATIC_DIR
 from app.serving.assets import BUNDLES, IMMUTABLE
-from tests.conftest import dom, served, unversioned
+from tests.conftest import dom, one, served, unversioned
 
 GZIP = {"Accept-Encoding": "gzip"}
 BR = {"Accept-Encoding": "gzip, deflate, br, zstd"}
@@ -192,3 +192,17 @@ def test_small_static_files_are_compressed_too(client: TestClient, name: str, se
     status, headers, body = _wire(client, f"/static/{name}", BR)
     assert (status, headers.get("content-encoding")) == (200, served_as)
     assert len(body) < len(served(name))
+
+
+def test_the_words_come_when_their_fold_is_opened(client: TestClient) -> None:
+    # The glossary is static/words.html, fetched on the fold's first toggle (a link without JavaScript):
+    # the page's first load carries only its summary and the run's own P.
+    fold = one(dom(client.get("/?model=llama-3-8b").text), "details#words")
+    href = str(fold["hx-get"])
+    assert (fold["hx-trigger"], fold["hx-target"]) == ("toggle once", "#words-slot")
+    assert str(one(fold, "#words-slot a")["href"]) == href
+    assert "Here P is 8.03B weights." in fold.text
+    words = dom(client.get(href).text)
+    terms = [dt.text for dt in words.select("dl#words-list dt")]
+    assert terms[:4] == ["P", "All-reduce", "Reduce-scatter", "All-gather"]
+    assert "Gather, compute, discard" in terms

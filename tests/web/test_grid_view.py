@@ -36,19 +36,23 @@ def test_grid_cells(client: TestClient, stage: Stage, solid: list[int], headers:
     assert {c["state"] for c in cells} <= {"solid", "dashed"}
 
 
-def test_every_cell_names_its_card_weight_band_and_holder(client: TestClient) -> None:
+def test_every_cell_names_its_weight_band_and_holder_its_card_by_its_heading(client: TestClient) -> None:
     cells = stage_page(client, Stage.ZERO1).select("#grid .cell")
     for cell in cells:
         label = str(cell["aria-label"])
         facts = cell_facts(cell)
         assert cell["role"] == "img"
-        assert f"GPU {facts['card']}, weight {facts['weight']}," in label
+        assert label.startswith(f"Weight {facts['weight']}, ")
+        # The card is named once, by its heading, above its cells.
+        card = cell.find_parent("section", class_="card")
+        assert card is not None
+        assert text(card, "h3") == f"GPU {facts['card']}"
         if facts["state"] == "dashed":
             assert f"GPU {facts['weight']} holds it on this weight's behalf" in label
     dashed_master = stage_page(client, Stage.ZERO1).select_one(cell_selector(2, 5, "master"))
     assert dashed_master is not None
     assert dashed_master["aria-label"] == (
-        "GPU 2, weight 5, Master copy (fp32, 4 B): not stored here. GPU 5 holds it on this weight's behalf."
+        "Weight 5, Master copy (fp32, 4 B): not stored here. GPU 5 holds it on this weight's behalf."
     )
 
 

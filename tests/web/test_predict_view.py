@@ -325,3 +325,21 @@ def test_its_stylesheet_comes_with_the_question_not_with_the_page(client: TestCl
     # The poll's card (poll.css, the live session's too) and the question's own rules.
     assert [href.partition("?")[0] for href in hrefs] == ["/static/poll.css", "/static/predict.css"]
     assert all(client.get(href).status_code == 200 for href in hrefs)
+
+
+@pytest.mark.parametrize(
+    ("url", "href", "label"),
+    [
+        # Off: the same view, predict first on (it comes last in an address, as `Links.options` writes it).
+        ("/?stage=zero1&phase=3", "/?stage=zero1&phase=3&predict=1", "Predict first"),
+        ("/?stage=zero2&theme=projector", "/?stage=zero2&theme=projector&predict=1", "Predict first"),
+        # On: the same view without it, the theme kept.
+        ("/?stage=zero1&predict=1&theme=projector", "/?stage=zero1&theme=projector", "Stop predicting"),
+    ],
+)
+def test_the_page_turns_predict_first_on_and_off(client: TestClient, url: str, href: str, label: str) -> None:
+    toggle = one(dom(client.get(url).text), "#scheme-menu #predict-toggle")
+    assert (toggle["href"], toggle.text) == (href, label)
+    # Followed, the link turns it on or off: the switcher's links to the other stages go to the question, or on.
+    switches = [str(a["href"]) for a in dom(client.get(href).text).select(".switcher a.switch:not([aria-current])")]
+    assert all(s.startswith("/predict?") for s in switches) is (label == "Predict first")
