@@ -56,6 +56,9 @@ DROPPED = {
     "offload-model-link": "The model with these settings is in the live app (run zero-bands).",
     # A live session is kept by the app: a static host can neither start nor serve one.
     "teach-live-form": "",
+    # The forced colour schemes and predict first: pages of their own the copy does not hold (it follows the
+    # system's colours, and a prediction is checked by the app).
+    "scheme-menu": "",
 }
 """Elements left out of the copy, by id, with the note that stands in their place (none if empty)."""
 INLINED = {"keys-help-slot": "keys.html", "words-slot": "words.html"}

@@ -198,9 +198,10 @@ def test_the_words_come_when_their_fold_is_opened(client: TestClient) -> None:
     # The glossary is static/words.html, fetched on the fold's first toggle (a link without JavaScript):
     # the page's first load carries only its summary and the run's own P.
     fold = one(dom(client.get("/?model=llama-3-8b").text), "details#words")
-    href = str(fold["hx-get"])
-    assert (fold["hx-trigger"], fold["hx-target"]) == ("toggle once", "#words-slot")
-    assert str(one(fold, "#words-slot a")["href"]) == href
+    slot = one(fold, "#words-slot")
+    href = str(slot["hx-get"])
+    assert (slot["hx-trigger"], slot["hx-swap"]) == ("toggle once from:closest details", "outerHTML")
+    assert str(one(slot, "a")["href"]) == href
     assert "Here P is 8.03B weights." in fold.text
     words = dom(client.get(href).text)
     terms = [dt.text for dt in words.select("dl#words-list dt")]
