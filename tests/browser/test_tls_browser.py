@@ -91,6 +91,8 @@ def test_a_lecture_over_https_follows_and_votes_with_no_500(
     phone, embed = phone_context.new_page(), contexts(viewport=DESKTOP, ignore_https_errors=True).new_page()
     responses = [_recording(screen) for screen in (teacher, phone, embed)]
     code = start_from_page(teacher, https, "/?stage=zero2")
+    # The join address the class is shown names the proxy's port ($http_host), not the bare host.
+    expect(teacher.locator(".live-url").first).to_contain_text(f"{https}/live")
     assert phone.goto(f"{https}/live/{code}") is not None
     assert embed.goto(f"{https}/embed?live={code}") is not None
     followers: dict[str, Screen] = {"phone": phone, "embed": embed}
