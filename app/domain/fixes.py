@@ -8,8 +8,12 @@ here is written by hand. The knobs, in the order of how little they change the r
 2. the micro-batch, the largest that fits (the report's bisection, `sizing.max_batch_that_fits`);
 3. the sequence, the longest power of two that fits;
 4. offload, the optimizer, then the optimizer and the weights;
-5. the next ZeRO stage;
+5. the next ZeRO stage, and ZeRO-3 where the next does not fit;
 6. more GPUs, the fewest that fit (`MAX_GPUS` at most).
+
+Where no one knob fits under a stage below ZeRO-3, two are turned: ZeRO-3, with each of the changes that
+make the run fit under ZeRO-3 (Llama 3.1 405B on 1,024 GPUs under data parallelism: ZeRO-3 and full
+recomputation).
 
 A change that takes almost nothing off the peak (less than `SMALL` of it) is said to, apart: selective
 recomputation on a model with tiled attention keeps all but the log-sum-exp (Llama 3 70B at 4,096 tokens:
@@ -62,6 +66,8 @@ class Fix:
     """What the change takes off the run's peak."""
     current: bool = False
     """Whether it is the run's own setting, weighed against the knob's weaker one (its selective against none)."""
+    then: tuple[str, str] | None = None
+    """A second knob turned with this one, and its value: ZeRO-3's own change, where no one knob fits."""
 
     @property
     def headroom_bytes(self) -> int:
@@ -106,7 +112,14 @@ def fixes(scenario: Scenario, stage: Stage) -> Fixes:
     small = [f for f in tried if f.small]
     if own := _own_recompute(scenario, inputs, stage, peak, capacity):
         small.insert(0, own)
-    return Fixes(tuple(f for f in big if f.fits) + tuple(f for f in big if not f.fits), tuple(small))
+    fitting = tuple(f for f in big if f.fits)
+    if not fitting and stage is not Stage.ZERO3:
+        fitting = tuple(
+            replace(f, knob="stage", value=Stage.ZERO3.value, saved_bytes=peak - f.peak_bytes, then=(f.knob, f.value))
+            for f in fixes(scenario, Stage.ZERO3).changes
+            if f.fits
+        )
+    return Fixes(fitting + tuple(f for f in big if not f.fits), tuple(small))
 
 
 def _peak(scenario: Scenario, stage: Stage, **knobs: Any) -> int | None:
@@ -145,10 +158,11 @@ def _tried(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity
             candidates.append(_fix(scenario, stage, peak, capacity, offload=offload))
             moved = more
     stages = list(Stage)
-    if stage is not Stage.ZERO3:
-        after = stages[stages.index(stage) + 1]
+    # The next stage; and ZeRO-3, where it fits and the next does not.
+    for after in stages[stages.index(stage) + 1 :]:
         changed = scenario.report[after].peak_bytes
-        candidates.append(Fix("stage", after, changed, capacity, peak - changed))
+        if after is stages[stages.index(stage) + 1] or (after is Stage.ZERO3 and changed <= capacity):
+            candidates.append(Fix("stage", after, changed, capacity, peak - changed))
     candidates.append(_gpus(scenario, inputs, stage, peak, capacity))
     yield from (f for f in candidates if f is not None)
 

@@ -32,20 +32,28 @@ class FixLine:
 
 
 def label(fix: Fix) -> str:
-    """The change in words: 'full recomputation', 'micro-batch 1', 'sequence 4,096', 'ZeRO-3', '128 GPUs'."""
-    match fix.knob:
+    """The change in words: 'full recomputation', 'micro-batch 1', 'sequence 4,096', 'ZeRO-3', '128 GPUs'.
+
+    Two knobs: 'ZeRO-3 and full recomputation'.
+    """
+    words = _words(fix.knob, fix.value)
+    return words if fix.then is None else f"{words} and {_words(*fix.then)}"
+
+
+def _words(knob: str, value: str) -> str:
+    match knob:
         case "recompute":
-            return f"{fix.value} recomputation"
+            return f"{value} recomputation"
         case "batch":
-            return f"micro-batch {int(fix.value):,}"
+            return f"micro-batch {int(value):,}"
         case "seq":
-            return f"sequence {int(fix.value):,}"
+            return f"sequence {int(value):,}"
         case "offload":
-            return _OFFLOADED[fix.value]
+            return _OFFLOADED[value]
         case "stage":
-            return Stage(fix.value).info.title
+            return Stage(value).info.title
         case _:
-            return f"{int(fix.value):,} GPUs"
+            return f"{int(value):,} GPUs"
 
 
 def fix_lines(scenario: Scenario, stage: Stage, link: Links, phase: int | None) -> tuple[FixLine, ...]:
@@ -71,6 +79,11 @@ def fix_lines(scenario: Scenario, stage: Stage, link: Links, phase: int | None) 
 def _href(fix: Fix, link: Links, stage: Stage, phase: int | None) -> str:
     """The same view with the change made: the next stage's, or this stage's with the knob set."""
     if fix.knob == "stage":
-        return link.at(Stage(fix.value), phase)
-    changed = link.setting(fix.knob, fix.value)
-    return (changed.setting("nodes", None) if fix.knob == "gpus" else changed).at(stage, phase)
+        return (link if fix.then is None else _set(link, *fix.then)).at(Stage(fix.value), phase)
+    return _set(link, fix.knob, fix.value).at(stage, phase)
+
+
+def _set(link: Links, knob: str, value: str) -> Links:
+    """The run's addresses with one knob set; more GPUs leave the nodes to their default."""
+    changed = link.setting(knob, value)
+    return changed.setting("nodes", None) if knob == "gpus" else changed

@@ -238,6 +238,11 @@ class FixOut(BaseModel):
         description="Whether it takes almost nothing off (under 1% of the peak); the run's own selective "
         "recomputation is weighed against none."
     )
+    then: dict[str, str] | None = Field(
+        None,
+        description="A second knob turned with this one, where no one knob fits: ZeRO-3's own change, "
+        'e.g. {"recompute": "full"} with stage zero3.',
+    )
 
     @classmethod
     def all_of(cls, found: Fixes) -> list[FixOut] | None:
@@ -256,6 +261,7 @@ class FixOut(BaseModel):
             fits=fix.fits,
             saved_bytes=fix.saved_bytes,
             small=fix.small,
+            then=None if fix.then is None else dict([fix.then]),
         )
 
 

@@ -179,3 +179,22 @@ def test_nothing_to_change(inputs: Inputs, stage: Stage) -> None:
 def test_a_scenario_without_its_inputs_has_no_changes() -> None:
     scenario = resolve(LORA)
     assert fixes(replace(scenario, inputs=None), Stage.DP) == Fixes()
+
+
+@pytest.mark.parametrize("stage", [Stage.DP, Stage.ZERO1, Stage.ZERO2])
+def test_where_no_one_knob_fits_zero3_and_its_own_change_do(stage: Stage) -> None:
+    # Llama 3.1 405B on 1,024 GPUs: below ZeRO-3 the state alone (16 B a weight, split only in part) is over
+    # 80 GB whatever else is turned; ZeRO-3 with full recomputation peaks at FULL_405 (by hand, above), with a
+    # sequence of 512 at SEQ512_405.
+    scenario = resolve(L405)
+    found = fixes(scenario, stage)
+    first, second = found.changes[:2]
+    assert (first.knob, first.value, first.then, first.peak_bytes) == (
+        "stage",
+        "zero3",
+        ("recompute", "full"),
+        FULL_405,
+    )
+    assert (second.then, second.peak_bytes) == (("seq", "512"), SEQ512_405)
+    assert first.saved_bytes == scenario.report[stage].peak_bytes - FULL_405
+    assert not any(f.fits for f in found.changes if f.then is None)

@@ -55,6 +55,9 @@ def test_each_change_links_to_the_run_changed(client: TestClient) -> None:
     hrefs = [query_of(href) for _, _, href in _lines(client, f"{L70}&stage=zero2")]
     keys = ("stage", "recompute", "seq", "offload")
     assert [tuple(h.get(key, [None])[0] for key in keys) for h in hrefs] == [
+        # No one knob fits under ZeRO-2: ZeRO-3 with either of its own changes that fit comes first.
+        ("zero3", "full", "4096", None),
+        ("zero3", "selective", "2048", None),
         ("zero2", "full", "4096", None),
         ("zero2", "selective", "256", None),
         ("zero2", "selective", "4096", "optimizer"),
@@ -94,3 +97,14 @@ def test_the_api_gives_each_stages_changes(client: TestClient) -> None:
 def test_the_api_leaves_them_out_where_it_fits(client: TestClient) -> None:
     assert all("fixes" not in row for row in _stages(client, "capacity=800GB"))
     assert all("fixes" not in row for row in _stages(client, ""))
+
+
+def test_two_knobs_where_one_does_not_fit(client: TestClient) -> None:
+    # Llama 3.1 405B on 1,024 × 80 GB under data parallelism: ZeRO-3 and full recomputation peak at
+    # 57,784,728,832 B (tests/domain/test_fixes.py FULL_405, by hand): 80e9 B less that is 20.7 GiB left.
+    said, css, href = _lines(client, "model=llama-3.1-405b&gpus=1024&capacity=80GB&stage=dp")[0]
+    assert said.startswith("ZeRO-3 and full recomputation")
+    assert said.endswith("fits, 20.7 GiB left")
+    assert "fits" in css
+    query = query_of(href)
+    assert (query["stage"], query["recompute"]) == (["zero3"], ["full"])
