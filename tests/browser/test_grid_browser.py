@@ -447,21 +447,25 @@ def test_stepping_through_zero3_from_the_keyboard(page: Page, server: str, watch
     expect(panel).to_have_attribute("data-phase", "0")
     page.evaluate("window.__sameDocument = true; document.activeElement.blur()")
 
-    tallies = ["0.125P", "0.25P", "0.375P"]
+    # Each forward column is three phases: gather (the tally grows), compute, discard.
+    tallies = ["0.125P"] * 3 + ["0.25P"] * 3 + ["0.375P"]
     for phase, tally in enumerate(tallies, start=1):
         page.keyboard.press("ArrowRight")
         expect(panel).to_have_attribute("data-phase", str(phase))
         expect(page).to_have_url(f"{server}/?stage=zero3&phase={phase}")
         expect(page.locator("#tally strong")).to_have_text(tally)
-        layer = phase - 1
+        layer, part = divmod(phase - 1, 3)
         gathered = page.locator("#grid .cell.gathered")
+        if part == 2:  # discarded: no gathered copy left anywhere
+            expect(gathered).to_have_count(0)
+            continue
         expect(gathered).to_have_count(7)  # the layer's weights on every card but its owner
         expect(page.locator(f'#grid .column[data-weight="{layer}"] > .cell.gathered')).to_have_count(7)
 
     page.keyboard.press("ArrowLeft")
-    expect(panel).to_have_attribute("data-phase", "2")
+    expect(panel).to_have_attribute("data-phase", "6")
     page.keyboard.press("End")
-    expect(panel).to_have_attribute("data-phase", "20")
+    expect(panel).to_have_attribute("data-phase", "52")
     expect(page.locator("#tally strong")).to_have_text("3P")
     expect(page.locator("#grid .cell.gathered")).to_have_count(0)
     page.keyboard.press("Home")
@@ -470,20 +474,20 @@ def test_stepping_through_zero3_from_the_keyboard(page: Page, server: str, watch
     screenshot(page, "step-zero3-phase-0-1280")
 
     page.go_back()
-    expect(panel).to_have_attribute("data-phase", "20")
+    expect(panel).to_have_attribute("data-phase", "52")
     watch.assert_clean(page)
 
 
 def test_play_advances_one_request_at_a_time(page: Page, server: str, watch: Watch) -> None:
-    page.goto(server + "/?stage=zero2&phase=17")
+    page.goto(server + "/?stage=zero2&phase=49")
     play = page.locator("#step-play")
     expect(play).to_be_visible()
     play.click()
     expect(play).to_have_attribute("aria-pressed", "true")
-    expect(page.locator("#step")).to_have_attribute("data-phase", "20", timeout=15_000)
+    expect(page.locator("#step")).to_have_attribute("data-phase", "52", timeout=15_000)
     expect(page.locator("#step-play")).to_have_attribute("aria-pressed", "false")
     steps = [r.url for r in watch.requests if r.headers.get("hx-request") == "true"]
-    assert [url.split("phase=")[1] for url in steps] == ["18", "19", "20"]
+    assert [url.split("phase=")[1] for url in steps] == ["50", "51", "52"]
     watch.assert_clean(page)
 
 

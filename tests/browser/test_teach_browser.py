@@ -106,13 +106,13 @@ def test_f_asks_for_full_screen(page: Page, server: str, watch: Watch, width: in
 
 
 def test_a_phase_change_is_said_as_its_title_and_tally(page: Page, server: str, watch: Watch) -> None:
-    page.goto(server + "/?stage=zero1&phase=3")
+    page.goto(server + "/?stage=zero1&phase=10")
     page.locator("#step-heading").click()
     page.keyboard.press("ArrowRight")
-    expect(page.locator("#step")).to_have_attribute("data-phase", "4")
+    expect(page.locator("#step")).to_have_attribute("data-phase", "11")
     # ZeRO-1 holds nothing in hand: 5.5 B × 30e9 = 153.7 GiB a card all through the forward pass.
     expect(page.locator("#narration")).to_have_text(
-        "Phase 4 of 20: Forward pass, column 3. Traffic so far: 0P of 2P. "
+        "Phase 11 of 52: Forward pass, column 3: compute. Traffic so far: 0P of 2P. "
         "Each GPU holds 153.7 GiB, as in the phase before."
     )
     settled(page)
@@ -193,7 +193,7 @@ def test_the_default_run_shows_zero3_gather_a_layer_use_it_and_discard_it(
 ) -> None:
     # The lesson as the page comes: no option but the stage. The seed's 30B in 8 layers of 3.75e9 weights:
     # at rest 16 B × 30e9 / 8 cards = 60e9 B = 55.9 GiB a card; a layer gathered adds 3.75e9 × 2 B = 7.5e9 B,
-    # 67.5e9 B = 62.9 GiB; discarded after the backward pass, it is 55.9 GiB again.
+    # 67.5e9 B = 62.9 GiB; discarded the phase after its compute, it is 55.9 GiB again.
     page.set_viewport_size({"width": 1280, "height": 800})
     page.goto(f"{server}/?stage=zero3&phase=0")
     now = page.locator("#grid .card").first.locator(".card-sub span").first
@@ -211,7 +211,13 @@ def test_the_default_run_shows_zero3_gather_a_layer_use_it_and_discard_it(
     assert bar is not None
     assert gathered["width"] == pytest.approx(bar["width"] / 64, abs=0.5)
     assert gathered["x"] == pytest.approx(bar["x"] + bar["width"] / 8, abs=0.5)
-    page.goto(f"{server}/?stage=zero3&phase=17")
+    # Phase 6 discards the layer used in phase 5: a click of its own, the card's figure falls.
+    page.keyboard.press("PageDown")
+    expect(page.locator("#step")).to_have_attribute("data-phase", "6")
+    expect(now).to_have_text("now 55.9 GiB")
+    expect(page.locator("#grid .card").first.locator(".card-bar rect.gathered")).to_have_count(0)
+    # After the backward pass (the gradients' sync), nothing is in hand either.
+    page.goto(f"{server}/?stage=zero3&phase=49")
     expect(now).to_have_text("now 55.9 GiB")
     expect(page.locator("#grid .card").first.locator(".card-bar rect.gathered")).to_have_count(0)
     watch.assert_clean(page)
@@ -229,8 +235,9 @@ def test_on_a_phone_the_cards_come_first_then_how_to_read_them_then_the_calculat
         assert box is not None, selector
         return box["y"]
 
-    # The key before the stage's explanation (issue 33): how to read the cards, then what they show.
-    order = ["#switch-zero2", "#grid", ".legend", ".explanation", "#run-form"]
+    # The stage's words just under the cards, then their key (issue 45: on a phone the words had started
+    # 1,320 px down, under the key); the calculator after both.
+    order = ["#switch-zero2", "#grid", ".explanation", ".legend", "#run-form"]
     tops = [top(selector) for selector in order]
     assert tops == sorted(tops), dict(zip(order, tops, strict=True))
     # The first cards are on the first screen, under the switcher.
