@@ -143,19 +143,20 @@ def test_the_class_answers_the_spread_shows_they_vote_again_and_the_reveal_shows
         expect(screen.locator("#live-question")).to_be_hidden()
     teacher_moves(teacher, lambda: teacher.click("#switch-zero3"))
     teacher.locator("#stage-heading").click()
-    for _ in range(5):  # a clicker's PageDown: into the step at phase 1, then on
+    for _ in range(6):  # a clicker's PageDown: into the step at phase 1, then on to column 1's discard
         teacher_moves(teacher, lambda: teacher.keyboard.press("PageDown"))
     now = converge(teacher, followers)
-    assert (now["stage"], now["phase"]) == ("zero3", "5")
+    assert (now["stage"], now["phase"]) == ("zero3", "6")
     teacher.click("#live-ask summary")
     teacher.click("#ask-number")
-    expect(teacher.locator("#live-poll .poll-prompt")).to_contain_text("phase 6")
+    expect(teacher.locator("#live-poll .poll-prompt")).to_contain_text("phase 7")
     expect(teacher.locator("#widget")).to_be_visible()
     for name in ("desktop", "phone"):  # the picture stays, but no one steps ahead to the answer
         expect(followers[name].locator("#phase-slider")).to_be_hidden()
         expect(followers[name].locator("#step")).to_be_visible()
     expect(teacher.locator("#phase-slider")).to_be_visible()
-    # 60e9 B at rest and one 3.75e9-weight layer gathered in bf16: 67.5e9 B = 62.864 GiB; 80 is wrong.
+    # Phase 7, column 2's gather: 60e9 B at rest and one 3.75e9-weight layer gathered in bf16: 67.5e9 B = 62.864 GiB
+    # (phase 6, the discard, holds 55.879 GiB); 80 is wrong.
     guesses = {"desktop": "62.9", "phone": "80", "embed": "63"}
     for name, value in guesses.items():
         answer_number(followers[name], value)
@@ -165,11 +166,11 @@ def test_the_class_answers_the_spread_shows_they_vote_again_and_the_reveal_shows
     bars = teacher.locator(".poll-bars li .poll-n")
     assert sum(int(n) for n in bars.all_inner_texts()) == 3
     with teacher.expect_navigation():
-        teacher.click("#poll-reveal")  # the teacher's page reloads at phase 6 (HX-Refresh)
-    expect(teacher.locator("#widget")).to_have_attribute("data-phase", "6")
+        teacher.click("#poll-reveal")  # the teacher's page reloads at phase 7 (HX-Refresh)
+    expect(teacher.locator("#widget")).to_have_attribute("data-phase", "7")
     expect(teacher.locator("#poll-answer")).to_have_text("The answer: 62.864 GiB (within 5%).")
     expect(teacher.locator(".poll-share")).to_have_text("66.7% right (2 of 3)")
-    assert converge(teacher, followers)["phase"] == "6"
+    assert converge(teacher, followers)["phase"] == "7"
     for name, screen in followers.items():
         verdict = "not right" if name == "phone" else "right"
         expect(screen.locator("#live-question .poll-answer")).to_contain_text(f"was {verdict}.")
