@@ -175,7 +175,8 @@ def test_without_the_mode_a_switch_goes_straight_to_the_view(client: TestClient)
     tree = dom(client.get("/?stage=zero1&phase=3").text)
     hrefs = [str(a["href"]) for a in tree.select("a[href]")]
     assert not any(h.startswith("/predict") for h in hrefs)
-    assert not any("predict=" in h for h in hrefs)
+    # Only the switch that turns it on names it.
+    assert [h for h in hrefs if "predict=" in h] == [str(one(tree, "#predict-toggle")["href"])]
 
 
 def test_the_question_keeps_the_run_the_theme_and_the_mode_in_its_ways_on(client: TestClient) -> None:
