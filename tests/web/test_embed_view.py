@@ -16,9 +16,10 @@ from tests.web.helpers import query_of
 def _widget_urls(tree: Tag) -> list[str]:
     """Every address a reader can go to from the widget: links, htmx requests and form actions."""
     widget = one(tree, "#widget")
-    # A source of an overhead's default (a.source) is a page elsewhere, opened in its own tab.
-    urls = [str(tag["href"]) for tag in widget.select("a[href]:not(.source)")]
-    urls += [str(tag["hx-get"]) for tag in widget.select("[hx-get]")]
+    # A source of an overhead's default (a.source) is a page elsewhere, opened in its own tab; the glossary
+    # (#words) is a static file, the same for every view.
+    urls = [str(tag["href"]) for tag in widget.select("a[href]:not(.source, #words a)")]
+    urls += [str(tag["hx-get"]) for tag in widget.select("[hx-get]:not(#words-slot)")]
     urls += [str(tag["action"]) for tag in widget.select("form[action]")]
     return urls
 
