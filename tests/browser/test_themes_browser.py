@@ -140,7 +140,8 @@ def test_projector_type_is_larger_and_darker(browser: Browser, server: str) -> N
     sizes: dict[str, dict[str, Any]] = {}
     for theme in ("default", "projector"):
         page = browser.new_page(viewport={"width": 1920, "height": 1080})
-        page.goto(f"{server}/?stage=zero3&phase=9&theme={theme}")
+        # Phase 25 gathers the last column's weights for the backward pass: a transfer is drawn.
+        page.goto(f"{server}/?stage=zero3&phase=25&theme={theme}")
         sizes[theme] = {
             "sub": float(_style(page, ".card-sub", "font-size")[:-2]),
             "axis": float(_style(page, ".axis", "font-size")[:-2]),
@@ -411,8 +412,9 @@ LOOK = """el => { const s = getComputedStyle(el);
 def test_forced_colours_keep_every_state_apart(browser: Browser, server: str) -> None:
     """Under Windows high contrast the page's colours are replaced: each state must still look its own."""
     page = browser.new_page(viewport={"width": 1280, "height": 800}, forced_colors="active")
-    # ZeRO-3's backward pass at the last column: weights gathered, gradients sent, a ring on the work.
-    page.goto(f"{server}/?stage=zero3&phase=9")
+    # ZeRO-3's backward pass at the last column, its compute (26): weights gathered, gradients sent, a
+    # ring on the work.
+    page.goto(f"{server}/?stage=zero3&phase=26")
     states = {
         "held": "#grid .cell.solid:not(.active)",
         "dashed": "#grid .cell.dashed:not(.active)",
