@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from app.domain.step import LAST_PHASE
 from tests.browser.conftest import serving, settled, watching
 
 
@@ -112,12 +113,12 @@ def test_without_javascript_every_link_loads_its_static_page(browser: Browser, s
         page.click("#step-next")
         _shows(page, "ZeRO-2", 1)
         page.click("#step-last")
-        _shows(page, "ZeRO-2", 20)
+        _shows(page, "ZeRO-2", LAST_PHASE)
         page.click("#step-prev")
-        _shows(page, "ZeRO-2", 19)
+        _shows(page, "ZeRO-2", LAST_PHASE - 1)
         page.click("#row-dp")
-        _shows(page, "Data parallelism", 19)
-        expect(page).to_have_url(f"{static_server}/dp-phase-19.html")
+        _shows(page, "Data parallelism", LAST_PHASE - 1)
+        expect(page).to_have_url(f"{static_server}/dp-phase-{LAST_PHASE - 1}.html")
         page.click("#step-leave")
         _shows(page, "Data parallelism")
         page.click(".masthead a")
