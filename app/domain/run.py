@@ -18,6 +18,7 @@ from app.domain.eighths import COLUMNS
 from app.domain.hardware import H100_FABRIC, Fabric
 from app.domain.layers import ColumnMoments, Layer, bare_layers, column_moments, column_weights, first_trained
 from app.domain.overheads import DEFAULTS, Overheads
+from app.domain.parallel import NO_CUT, Cut, cut_refused
 from app.domain.recipes import MIXED_ADAM, Band, Recipe
 from app.domain.stages import Stage
 from app.domain.state_bytes import DEFAULT_GPUS, DEFAULT_PARAMS
@@ -143,6 +144,8 @@ class Run:
     """Tokens per sequence: with `batch`, the tokens a card computes on in a step."""
     links: Fabric = H100_FABRIC
     """The links' bandwidths and the card's compute, for the time on the wire (`wire`)."""
+    cut: Cut = NO_CUT
+    """How the model is cut across the cards (`parallel`): tensor, sequence, pipeline and context parallelism."""
     memo: Memo = field(default_factory=Memo, compare=False, hash=False, repr=False)
     """What this run and those `replace` makes of it ask again (`Memo`): shared by them, equal or not."""
 
@@ -162,6 +165,13 @@ class Run:
         if self.nodes < 1 or self.gpus % self.nodes:
             raise ValueError(f"{self.gpus} GPUs do not split evenly across {self.nodes} nodes")
         self._check_groups()
+        if refused := cut_refused(self.cut, self.gpus, self.gpus_per_node):
+            raise ValueError(refused)
+
+    @property
+    def dp(self) -> int:
+        """The data-parallel degree: the cards left once the model is cut (`gpus / (tp × pp × cp)`)."""
+        return self.cut.dp(self.gpus)
 
     def _check_groups(self) -> None:
         """Hybrid sharding's and hpZ's groups: whole, and lined up with the nodes."""

@@ -16,6 +16,7 @@ from app.domain.eighths import COLUMNS, Column, model_columns
 from app.domain.hardware import H100_FABRIC, Fabric
 from app.domain.layers import Layer, model_layers
 from app.domain.overheads import DEFAULTS, Overheads
+from app.domain.parallel import Cut, cut_refused
 from app.domain.placement import Device, Offload, Placement, cluster_of
 from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, RecipeRule, custom_recipe
 from app.domain.report import RunReport, run_report
@@ -137,6 +138,12 @@ class Inputs:
     network: int = H100_FABRIC.network
     tflops: int = H100_FABRIC.tflops
     mfu: int = H100_FABRIC.mfu
+    tp: int = 1
+    sp: bool = False
+    pp: int = 1
+    vpp: int = 1
+    microbatches: int = 1
+    cp: int = 1
     ruled: tuple[tuple[RecipeRule, Any], ...] = ()
     """The inputs declared with a rule of their own (app/web/fields.py `RunField.rule`), each with its
     value: `resolve` applies them, in their order, to the recipe chosen, and the run is of the recipe they make."""
@@ -210,6 +217,10 @@ def _resolved(inputs: Inputs) -> Scenario:
     cluster = cluster_of(inputs.gpus, inputs.nodes, inputs.gpus_per_node)
     placement = Placement(inputs.offload, inputs.offload_device or Device.CPU, inputs.pin_memory)
     setup = Setup(inputs.accounting, placement, inputs.hpz)
+    cut = Cut(inputs.tp, inputs.sp, inputs.pp, inputs.vpp, inputs.microbatches, inputs.cp)
+    blocks = architecture.layers if architecture else None
+    if refused := cut_refused(cut, inputs.gpus, cluster.gpus_per_node, blocks):
+        raise ValueError(refused)
     run = Run(
         params=params + adapters,
         frozen=frozen,
@@ -233,6 +244,7 @@ def _resolved(inputs: Inputs) -> Scenario:
         qgz=inputs.qgz,
         seq=seq,
         links=Fabric(inputs.nvlink, inputs.network, inputs.tflops, inputs.mfu),
+        cut=cut,
     )
     return Scenario(
         run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq, adapters, inputs.ruled, inputs

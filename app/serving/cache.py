@@ -37,9 +37,9 @@ DEFAULT_MAX_BYTES = DEFAULT_CACHE_BYTES
 KEY_HEADERS = (
     b"accept-encoding", b"host", b"hx-request", b"hx-history-restore-request", b"zb-history", b"zb-form-first",
 )  # fmt: skip
-# The longest address the app builds is the run form's query with every field filled: about 750
-# bytes with 12 characters a value (tests/serving/test_cache.py). A path and query over 2.5 kB is no link of the app's.
-MAX_KEPT_ADDRESS = 2560
+# The longest address the app builds is the run form's query with every field filled: about 880
+# bytes with 12 characters a value (tests/serving/test_cache.py). A path and query over 3 kB is no link of the app's.
+MAX_KEPT_ADDRESS = 3072
 # Host is at most 253 characters of DNS name and a port; Accept-Encoding and the htmx headers a few dozen.
 MAX_KEPT_HEADER = 300
 ENTRY_OVERHEAD = 400

@@ -59,11 +59,13 @@ class Group(StrEnum):
     """Folded under "Offload, nodes and whose accounting" (`#more-host`)."""
     WIRE = "wire"
     """Folded under "Across nodes: hybrid sharding, ZeRO++ and the links" (`#more-wire`)."""
+    CUT = "cut"
+    """Folded under "The model cut across cards: tensor, pipeline and context parallelism" (`#more-cut`)."""
     ADDRESS = "address"
     """Not in the form: set in the address (the overheads' settings, named in the overheads' table)."""
 
 
-FOLDS = (Group.MORE, Group.HOST, Group.WIRE)
+FOLDS = (Group.MORE, Group.HOST, Group.WIRE, Group.CUT)
 """The form's folded parts, in the order of the form."""
 
 
@@ -684,6 +686,70 @@ FIELDS: tuple[RunField, ...] = (
         str(H100_FABRIC.mfu),
         low=1, high=100, message="Enter a whole percent between 1 and 100.", echo="mfu",
         placeholder="", tip=None,
+    ),
+    RunField(
+        "tp", "Tensor parallel (GPUs)", Group.CUT, Kind.WHOLE, 1,
+        "Tensor parallelism: each layer's matrices split across this many GPUs of one node (Megatron-LM's "
+        "--tensor-model-parallel-size). 1: off.",
+        lambda s: f"tp={s.run.cut.tp}",
+        f"tensor-parallel degree, 1–{MAX_GPUS:,}: each layer's matrices split across this many GPUs, inside a node; "
+        "`tp × pp × cp` divides `gpus`. [parallelism.md](parallelism.md)",
+        "`1`",
+        low=1, high=MAX_GPUS, message=f"Enter a whole number of GPUs between 1 and {MAX_GPUS:,} (1: no tensor "
+        "parallelism).",
+        echo="tp", placeholder="", tip=None,
+    ),
+    RunField(
+        "sp", "Sequence parallel", Group.CUT, Kind.SWITCH, False,
+        "Sequence parallelism (with tp > 1): the activations outside the matrices split along the sequence "
+        "across the tensor-parallel group (--sequence-parallel).",
+        lambda s: _switch(s.run.cut.sp, "sequence parallelism"),
+        "`1`: sequence parallelism, Korthikanti et al. 2022: the norms' and dropouts' activations split across "
+        "the tensor-parallel group; needs `tp` above 1",
+        "`0`",
+        echo="sp",
+    ),
+    RunField(
+        "pp", "Pipeline stages", Group.CUT, Kind.WHOLE, 1,
+        "Pipeline parallelism: the blocks split into this many stages, each on its own GPUs "
+        "(--pipeline-model-parallel-size). 1: off.",
+        lambda s: f"pp={s.run.cut.pp}",
+        f"pipeline stages, 1–{MAX_GPUS:,}: each keeps a run of the blocks; it divides the model's blocks. "
+        "[parallelism.md](parallelism.md)",
+        "`1`",
+        low=1, high=MAX_GPUS, message=f"Enter a whole number of stages between 1 and {MAX_GPUS:,} (1: no pipeline).",
+        echo="pp", placeholder="", tip=None,
+    ),
+    RunField(
+        "vpp", "Virtual stages per GPU", Group.CUT, Kind.WHOLE, 1,
+        "Interleaved 1F1B: each GPU keeps this many separate runs of the blocks, which shrinks the bubble "
+        "(--num-layers-per-virtual-pipeline-stage). 1: plain 1F1B.",
+        lambda s: f"vpp={s.run.cut.vpp}",
+        "virtual pipeline stages per GPU, 1–128, interleaved 1F1B (Narayanan et al. 2021); needs `pp` above 1",
+        "`1`",
+        low=1, high=128, message="Enter a whole number between 1 and 128 (1: no interleaving).",
+        echo="vpp", placeholder="", tip=None,
+    ),
+    RunField(
+        "microbatches", "Micro-batches per step", Group.CUT, Kind.WHOLE, 1,
+        "Micro-batches each data-parallel rank runs per step (gradient accumulation): what fills the pipeline.",
+        lambda s: f"{s.run.cut.microbatches:,} micro-batches a step",
+        f"micro-batches per step per data-parallel rank, 1–{MAX_BATCH:,}: the gradient accumulation, and the "
+        "pipeline's bubble, (pp − 1) / microbatches",
+        "`1`",
+        low=1, high=MAX_BATCH, message=f"Enter a whole number between 1 and {MAX_BATCH:,}.",
+        echo="microbatches", placeholder="", tip=None,
+    ),
+    RunField(
+        "cp", "Context parallel (GPUs)", Group.CUT, Kind.WHOLE, 1,
+        "Context parallelism: each sequence split across this many GPUs (--context-parallel-size). 1: off.",
+        lambda s: f"cp={s.run.cut.cp}",
+        f"context-parallel degree, 1–{MAX_GPUS:,}: each sequence split across this many GPUs, which gather the "
+        "keys and values (ring attention). [parallelism.md](parallelism.md)",
+        "`1`",
+        low=1, high=MAX_GPUS, message=f"Enter a whole number of GPUs between 1 and {MAX_GPUS:,} (1: no context "
+        "parallelism).",
+        echo="cp", placeholder="", tip=None,
     ),
 )  # fmt: skip
 """Every run field, in the order the query models read them: a rule across fields reads the earlier ones."""

@@ -134,6 +134,7 @@ _FOLDS = {
     Group.MORE: ("Micro-batch, frozen weights, LoRA, bytes per band and largest layer", None),
     Group.HOST: ("Offload, nodes and whose accounting", "more-host"),
     Group.WIRE: ("Across nodes: hybrid sharding, ZeRO++ and the links", "more-wire"),
+    Group.CUT: ("The model cut across cards: tensor, pipeline and context parallelism", "more-cut"),
 }
 
 

@@ -28,6 +28,7 @@ from pydantic_core import PydanticCustomError
 from app.domain.accounting import Accounting
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.overheads import DEFAULTS
+from app.domain.parallel import Cut, cut_refused
 from app.domain.placement import Device, Offload, cluster_of
 from app.domain.recipes import RecipeName
 from app.domain.run import groups_refused
@@ -241,6 +242,27 @@ class RunQuery(_RunFields):
             _refuse_groups(info)
         return on
 
+    @field_validator("tp", "sp", "pp", "vpp", "microbatches", "cp")
+    @classmethod
+    def _a_whole_cut(cls, value: int, info: ValidationInfo) -> int:
+        # Run for each field given: the last one given sees the whole cut, the earlier fields read and the
+        # later ones at their defaults, which they are, not being given.
+        data = info.data
+        if any(name not in data for name in ("gpus", "nodes", "gpus_per_node")):
+            return value  # the cluster's own error is the one to read
+        given = {**{n: BY_NAME[n].default for n in _CUT_FIELDS}, **data, str(info.field_name): value}
+        if any(name not in given for name in _CUT_FIELDS):
+            return value  # an earlier field's own error is the one to read
+        cluster = cluster_of(data["gpus"], data["nodes"], data["gpus_per_node"])
+        tp, sp, pp, vpp, microbatches, cp = (int(given[n]) for n in _CUT_FIELDS)
+        cut = Cut(tp, bool(sp), pp, vpp, microbatches, cp)
+        model = data.get("model")
+        architecture = PRESETS[model].architecture if model in PRESETS else None
+        blocks = architecture.layers if architecture is not None else None
+        if refused := cut_refused(cut, cluster.gpus, cluster.gpus_per_node, blocks):
+            raise PydanticCustomError("cut", refused)
+        return value
+
     def inputs(self) -> Inputs:
         """The domain's inputs, with texts read as counts and sizes: each field where its `into` says."""
         direct: dict[str, Any] = {}
@@ -310,6 +332,10 @@ OLD_PHASE_HELP = (
     "A phase as links numbered it before a column was three phases (0-20): read as the nearest phase now, "
     "a column's compute; `phase` wins."
 )
+
+
+_CUT_FIELDS = ("tp", "sp", "pp", "vpp", "microbatches", "cp")
+"""The fields of `parallel.Cut`, in its order."""
 
 
 class _OldPhase(BaseModel):

@@ -442,6 +442,13 @@ class _ResolvedByHand(BaseModel):
     network: int = Field(description="Gb/s one GPU sends between nodes.")
     tflops: int = Field(description="The card's dense bf16 peak, TFLOP/s.")
     mfu: int = Field(description="Percent of the peak the step reaches.")
+    tp: int = Field(description="Tensor-parallel degree.")
+    sp: bool = Field(description="Sequence parallelism (with tp > 1).")
+    pp: int = Field(description="Pipeline stages.")
+    vpp: int = Field(description="Virtual pipeline stages per GPU (interleaved 1F1B).")
+    microbatches: int = Field(description="Micro-batches per step per data-parallel rank.")
+    cp: int = Field(description="Context-parallel degree.")
+    dp: int = Field(description="The data-parallel degree: gpus / (tp × pp × cp).")
 
 
 def _echoed(field: RunField) -> Any:
@@ -512,6 +519,13 @@ class MemoryOut(BaseModel):
                 network=run.links.network,
                 tflops=run.links.tflops,
                 mfu=run.links.mfu,
+                tp=run.cut.tp,
+                sp=run.cut.sp,
+                pp=run.cut.pp,
+                vpp=run.cut.vpp,
+                microbatches=run.cut.microbatches,
+                cp=run.cut.cp,
+                dp=run.dp,
                 **{str(f.echo): f.applied(scenario) for f in FIELDS if f.echoed},
             ),
             stages=[MemoryRow.of(row, run, what_fits(scenario, row.stage)) for row in scenario.report],

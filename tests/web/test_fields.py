@@ -88,6 +88,7 @@ def test_a_field_sits_in_its_fold_with_its_id(form: Tag, field: RunField) -> Non
             Group.MORE: ["more"],
             Group.HOST: ["more-host"],
             Group.WIRE: ["more-wire"],
+            Group.CUT: ["more-cut"],
         }[field.group]
     )
 
@@ -105,6 +106,7 @@ def test_a_field_sits_in_its_fold_with_its_id(form: Tag, field: RunField) -> Non
         ("gpus=0", []),
         ("mfu=50", ["more-wire"]),
         ("shard=3", ["more-wire"]),
+        ("tp=2", ["more-cut"]),
     ],
 )
 def test_a_fold_is_open_when_it_holds_a_value_given_or_set_aside(
@@ -168,6 +170,11 @@ TAKES_ZERO = {
     "nvme_space": True,
     "shard": False,
     "hpz": False,
+    "tp": False,
+    "pp": False,
+    "vpp": False,
+    "microbatches": False,
+    "cp": False,
     "nvlink": False,
     "network": False,
     "tflops": False,

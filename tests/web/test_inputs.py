@@ -43,6 +43,12 @@ _AGREEING = {
     "hpz": st.just("1"),
     "qwz": st.just("0"),
     "qgz": st.just("0"),
+    # The model cut across cards, against the cluster and the model's blocks: not cut (tests/domain/test_parallel.py).
+    "tp": st.just("1"),
+    "sp": st.just("0"),
+    "pp": st.just("1"),
+    "vpp": st.just("1"),
+    "cp": st.just("1"),
 }
 
 

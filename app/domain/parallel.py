@@ -1,0 +1,104 @@
+"""The model cut across cards: tensor, sequence, pipeline and context parallelism, and the data-parallel rest.
+
+Past ZeRO's limit (the largest layer, assembled, larger than a card) sharding the state is not enough: the
+model itself is cut. `Cut` is how: `tp` cards split each layer's matrices (inside a node), `sp` splits the
+activations outside them along the sequence on the same cards, `pp` stages each keep a run of the layers,
+`vpp` runs a card keeps in interleaved 1F1B, `microbatches` micro-batches fill the pipeline each step, and
+`cp` cards split every sequence. What is left, `gpus / (tp × pp × cp)`, is the data-parallel degree, over
+which ZeRO's stage shards the state (with `cp`, as Megatron's distributed optimizer does).
+
+Megatron-LM orders its groups tp, cp, dp, pp from the fastest-varying rank (`--order tp-cp-ep-dp-pp`): a
+card's rank is `tp_rank + tp × (cp_rank + cp × (dp_rank + dp × pp_rank))`, so a tensor-parallel group is
+neighbouring ranks, inside a node.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+
+
+@dataclass(frozen=True)
+class Cut:
+    """How the model is cut across the cards; every degree 1 (the default) is ZeRO's picture alone."""
+
+    tp: int = 1
+    """Tensor-parallel degree: each layer's matrices split across this many cards of one node."""
+    sp: bool = False
+    """Sequence parallelism (with tp > 1): the norms' and dropouts' activations split along the sequence."""
+    pp: int = 1
+    """Pipeline stages: each keeps `layers / pp` of the blocks."""
+    vpp: int = 1
+    """Virtual stages per card (interleaved 1F1B): a card keeps `vpp` separate runs of the blocks."""
+    microbatches: int = 1
+    """Micro-batches per step per data-parallel rank (gradient accumulation; what fills the pipeline)."""
+    cp: int = 1
+    """Context-parallel degree: each sequence split across this many cards."""
+
+    @property
+    def model_parallel(self) -> int:
+        """The cards one copy of the model is cut across: tp × pp × cp."""
+        return self.tp * self.pp * self.cp
+
+    @property
+    def cuts(self) -> bool:
+        """Whether the model is cut at all (any degree above 1)."""
+        return self.model_parallel > 1
+
+    def dp(self, gpus: int) -> int:
+        """The data-parallel degree on `gpus` cards: what the cut leaves (the cut must divide them)."""
+        return gpus // self.model_parallel
+
+    @property
+    def bubble(self) -> Fraction:
+        """The pipeline bubble's share of the ideal step: (pp − 1) / microbatches, ÷ vpp when interleaved.
+
+        Narayanan et al. 2021 (Megatron-LM at scale), §2.2: 1F1B idles (p − 1) / m of the time; interleaving
+        v model chunks per card divides it by v.
+        """
+        return Fraction(self.pp - 1, self.microbatches * self.vpp)
+
+
+NO_CUT = Cut()
+
+
+def _divisors(n: int) -> list[int]:
+    return [d for d in range(1, n + 1) if n % d == 0]
+
+
+def _choose(found: list[int]) -> str:
+    if len(found) > 8:
+        found = [*found[:4], *found[-3:]]
+    words = [f"{d:,}" for d in found]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def cut_refused(cut: Cut, gpus: int, per_node: int, blocks: int | None = None) -> str:
+    """Why a cut cannot be drawn on this cluster, naming the numbers and the nearest choices; empty if it can.
+
+    `blocks` is the model's transformer blocks where its shape is known: pipeline stages hold whole ones.
+    """
+    if per_node % cut.tp:
+        fits = [d for d in _divisors(per_node) if gpus % d == 0]
+        return (
+            f"tp={cut.tp:,} does not fit in a node of {per_node:,} GPUs: tensor parallelism all-reduces every "
+            f"layer's activations, so its group stays inside a node. Choose one of {_choose(fits)}."
+        )
+    if cut.sp and cut.tp == 1:
+        return "sp=1 splits the activations across the tensor-parallel group: set tp above 1, or sp=0."
+    if gpus % cut.model_parallel:
+        rest = gpus // (cut.tp * cut.cp) if gpus % (cut.tp * cut.cp) == 0 else 0
+        hint = f" With tp={cut.tp:,} and cp={cut.cp:,}, pp is one of {_choose(_divisors(rest))}." if rest else ""
+        return (
+            f"tp × pp × cp = {cut.tp:,} × {cut.pp:,} × {cut.cp:,} = {cut.model_parallel:,} does not "
+            f"divide gpus={gpus:,}: the cards left for data parallelism must be a whole number.{hint}"
+        )
+    if cut.vpp > 1 and cut.pp == 1:
+        return "vpp (virtual stages per card) interleaves a pipeline: set pp above 1, or vpp=1."
+    if blocks is not None and blocks % (cut.pp * cut.vpp):
+        fits = [d for d in _divisors(blocks) if d * cut.vpp <= blocks and blocks % (d * cut.vpp) == 0]
+        return (
+            f"pp × vpp = {cut.pp:,} × {cut.vpp:,} does not divide the model's {blocks:,} blocks: each stage "
+            f"keeps a whole number of them. With vpp={cut.vpp:,}, pp is one of {_choose(fits)}."
+        )
+    return ""
