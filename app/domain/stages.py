@@ -90,27 +90,12 @@ def stage_explanation(stage: Stage, recipe: Recipe, gpus: int) -> str:
     )
 
 
-def across_nodes(stage: Stage, gpus: int, shards: int, hpz: int, qwz: bool, qgz: bool) -> str:
-    """What hybrid sharding or ZeRO++ adds to a stage's explanation; blank where neither applies."""
-    if not stage.sharded or gpus == 1:
+def across_nodes(stage: Stage, gpus: int, shards: int) -> str:
+    """What hybrid sharding adds to a stage's explanation; blank where it does not apply (ZeRO++: `zeropp`)."""
+    if not stage.sharded or gpus == 1 or shards == gpus:
         return ""
-    said = []
-    if shards < gpus:
-        said.append(
-            f"Hybrid sharding: each shard group of {shards:,} cards splits the state as above, and each of the "
-            f"{gpus // shards:,} groups keeps a whole copy. The gathers and reduce-scatters stay inside a group; "
-            f"only each gradient slice is all-reduced across the groups, 2P/{shards:,} more."
-        )
-    if stage is Stage.ZERO3 and (hpz > 1 or qwz or qgz):
-        parts = []
-        if hpz > 1:
-            parts.append(
-                f"hpZ keeps a second copy of the weights split across {hpz:,} cards, so the backward's gathers "
-                "stay inside the node"
-            )
-        if qwz:
-            parts.append("qwZ gathers the weights in int8")
-        if qgz:
-            parts.append("qgZ reduce-scatters the gradients in int4")
-        said.append("ZeRO++: " + "; ".join(parts) + ".")
-    return " ".join(said)
+    return (
+        f"Hybrid sharding: each shard group of {shards:,} cards splits the state as above, and each of the "
+        f"{gpus // shards:,} groups keeps a whole copy. The gathers and reduce-scatters stay inside a group; "
+        f"only each gradient slice is all-reduced across the groups, 2P/{shards:,} more."
+    )

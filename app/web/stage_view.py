@@ -11,6 +11,7 @@ from app.domain.stages import Stage, StageInfo, across_nodes
 from app.domain.stages import stage_explanation as _stage_explanation
 from app.domain.units import count_label as params_label
 from app.domain.units import gpus_label, per_weight, percent
+from app.domain.zeropp import zeropp_said
 from app.web.bars import bar_keys, bar_note
 from app.web.fixes_view import FixLine, fix_lines
 from app.web.grid_view import CardGap, CardView, NodeGap, NodeView, in_nodes, rest_cards
@@ -332,7 +333,8 @@ def stage_view(
             said
             for said in (
                 stage_explanation(stage, run.recipe, run.gpus),
-                across_nodes(stage, run.gpus, run.shards, run.setup.hpz, run.qwz, run.qgz),
+                across_nodes(stage, run.gpus, run.shards),
+                zeropp_said(stage, run),
             )
             if said
         ),

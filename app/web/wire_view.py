@@ -56,8 +56,10 @@ class WireView:
 def _description(link: LinkBytes) -> str:
     t = link.transfer
     said = t.description
-    if t.scope is Scope.SECONDARY:
-        said += ", from hpZ's copy inside the node"
+    if t.scope is Scope.SECONDARY:  # hpZ's group wider than a node gathers between nodes too
+        said += ", from hpZ's copy" + (
+            f", across {link.span.nodes:,} nodes" if link.span.nodes > 1 else " inside the node"
+        )
     if link.quantized:
         said += f", in {link.quantized}"
     return said

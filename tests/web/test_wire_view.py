@@ -153,3 +153,17 @@ def test_the_api_gives_each_collective_by_link_and_the_time(client: TestClient) 
     ]
     assert zero3["time"]["inside_seconds"] == pytest.approx(0.3)
     assert zero3["time"]["between_seconds"] == pytest.approx(0.3)
+
+
+def test_hpz_wider_than_a_node_says_its_gathers_cross_nodes(client: TestClient) -> None:
+    # 16 cards in 2 nodes of 8, hpZ over all 16: the backward's gather of 2 × 30e9 B sends 1/16 of it between
+    # nodes, 3,750,000,000 B a card; ZeRO++ sends 0.583 of ZeRO-3's bytes between nodes (tests/domain/test_wire.py).
+    query = "stage=zero3&gpus=16&hpz=16&qwz=1&qgz=1"
+    explained = " ".join(p.get_text() for p in run_page(client, query).select("p.explanation"))
+    assert "stay inside the node" not in explained
+    assert "split across 16 cards in 2 nodes, wider than a node, so the backward's gathers cross nodes too" in explained
+    assert "each card sends 0.583 of ZeRO-3's bytes, not the ZeRO++ paper's 0.25" in explained
+    rows = run_page(client, query).select("#wire .wire-items tbody tr")
+    assert text(rows[1], "th") == "all-gather of the weights in the backward pass, from hpZ's copy, across 2 nodes"
+    (zero3,) = [row for row in client.get(f"/api/memory?{query}").json()["stages"] if row["stage"] == "zero3"]
+    assert zero3["collectives"][1]["between_bytes"] == 3_750_000_000
