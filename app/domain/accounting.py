@@ -366,7 +366,7 @@ def _megatron_differences(stage: Stage, recipe: Recipe, padded: bool, placement:
     if wide:
         said.append(
             f"Megatron-LM accumulates and reduces the gradients in an fp32 main_grad buffer: +{_b(wide)} B per weight, "
-            "on every card."
+            f"on every card, and {_b(grads)} B a gradient on the wire."
         )
     whole = recipe.nbytes(Band.WEIGHTS) + grads
     split = sum((recipe.nbytes(band) for band in MEGATRON_SHARDED), Fraction(0))
@@ -380,6 +380,16 @@ def _megatron_differences(stage: Stage, recipe: Recipe, padded: bool, placement:
         said.append(
             f"Megatron-LM's count has no {stage.info.title}: counted as its distributed optimizer, ZeRO-1's "
             "arrangement (Megatron-FSDP, which splits more, is not in that count)."
+        )
+        # Its collectives (`wire`) stay the stage's: the same bytes as the distributed optimizer's for ZeRO-2,
+        # Megatron-FSDP's gathers for ZeRO-3; the sentence says which, beside the memory counted.
+        said.append(
+            "Its traffic is ZeRO-3's, as Megatron-FSDP runs it: the weights gathered for each pass and the main_grad "
+            "reduce-scattered, 3P where the distributed optimizer sends 2P; its memory stays the distributed "
+            "optimizer's."
+            if stage is Stage.ZERO3
+            else "Its traffic is the distributed optimizer's: the main_grad reduce-scattered as the backward pass "
+            "makes it, the weights all-gathered after the update."
         )
     said.append(
         "Megatron-LM's distributed optimizer splits only the master copy and the moments: "

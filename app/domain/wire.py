@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from math import ceil
 
+from app.domain.accounting import Accounting, megatron_gradients
 from app.domain.communication import Collective, Scope, Transfer
 from app.domain.recipes import Band
 from app.domain.run import Run
@@ -96,6 +97,9 @@ def wire_bytes(transfer: Transfer, stage: Stage, run: Run) -> Fraction:
 
 def _quantized(transfer: Transfer, stage: Stage, run: Run) -> tuple[Fraction, str]:
     own = Fraction(run.recipe.nbytes(transfer.band))
+    if transfer.band is Band.GRADIENTS and run.setup.accounting is Accounting.MEGATRON:
+        # Megatron reduces the gradients in its main_grad buffer: fp32 where a master copy trains bf16 weights.
+        return megatron_gradients(run.recipe), ""
     if stage is not Stage.ZERO3:  # ZeRO++ is ZeRO-3's
         return own, ""
     # hpZ's backward gathers the secondary copy, kept in the weights' own bytes inside the node.

@@ -295,7 +295,8 @@ BUFFERS = (
     "write into them, with no buffer of a layer's own."
 )
 MAIN_GRAD = (
-    "Megatron-LM accumulates and reduces the gradients in an fp32 main_grad buffer: +2 B per weight, on every card."
+    "Megatron-LM accumulates and reduces the gradients in an fp32 main_grad buffer: +2 B per weight, on every card, "
+    "and 4 B a gradient on the wire."
 )
 PADDED = (
     "Megatron-LM's formula divides the optimizer state by the cards without rounding a slice up to whole weights: "
@@ -310,6 +311,16 @@ def _no(stage: str) -> str:
     )
 
 
+TRAFFIC_ZERO2 = (
+    "Its traffic is the distributed optimizer's: the main_grad reduce-scattered as the backward pass makes it, "
+    "the weights all-gathered after the update."
+)
+TRAFFIC_ZERO3 = (
+    "Its traffic is ZeRO-3's, as Megatron-FSDP runs it: the weights gathered for each pass and the main_grad "
+    "reduce-scattered, 3P where the distributed optimizer sends 2P; its memory stays the distributed optimizer's."
+)
+
+
 MEGATRON_SAID = [
     (
         "mixed-adam",
@@ -322,8 +333,8 @@ MEGATRON_SAID = [
     ),
     ("mixed-adam", Stage.ZERO1, False, [MAIN_GRAD, BUFFERS.format("6 + 12/N")]),
     ("mixed-adam", Stage.ZERO1, True, [MAIN_GRAD, BUFFERS.format("6 + 12/N"), PADDED]),
-    ("mixed-adam", Stage.ZERO2, False, [MAIN_GRAD, _no("ZeRO-2"), BUFFERS.format("6 + 12/N")]),
-    ("mixed-adam", Stage.ZERO3, False, [MAIN_GRAD, _no("ZeRO-3"), BUFFERS.format("6 + 12/N")]),
+    ("mixed-adam", Stage.ZERO2, False, [MAIN_GRAD, _no("ZeRO-2"), TRAFFIC_ZERO2, BUFFERS.format("6 + 12/N")]),
+    ("mixed-adam", Stage.ZERO3, False, [MAIN_GRAD, _no("ZeRO-3"), TRAFFIC_ZERO3, BUFFERS.format("6 + 12/N")]),
     ("fp32-adam", Stage.ZERO1, False, [BUFFERS.format("8 + 8/N")]),
     (
         "fp32-adam",

@@ -11,13 +11,15 @@ from fractions import Fraction
 
 import pytest
 
-from app.domain.accounting import Setup
+from app.domain.accounting import Accounting, Setup
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.hardware import Fabric
+from app.domain.recipes import MIXED_ADAM, Band
 from app.domain.report import run_report
 from app.domain.run import Run, groups_refused
 from app.domain.scenario import Inputs, resolve
 from app.domain.stages import Stage
+from app.domain.zeropp import zeropp_between_ratio
 
 SEED = 30 * 10**9
 LLAMA_3_8B = PRESETS[ModelName.LLAMA_3_8B].params
@@ -162,3 +164,120 @@ def test_the_scenario_carries_the_links_and_zeropp_into_the_run() -> None:
     assert (run.setup.hpz, run.qwz, run.qgz) == (8, True, True)
     assert run.links == Fabric(900, 200, 500, 50)
     assert run.seq == scenario.seq
+
+
+# hpZ wider than a node: its group's backward gathers cross nodes. Seed 30B (P), bf16 weights (2 B), qwZ's int8
+# forward gather (1 B), qgZ's int4 reduce-scatter (0.5 B); a collective over n cards in k nodes sends (k−1)/n of
+# its buffer between nodes per card.
+@pytest.mark.parametrize(
+    ("gpus", "nodes", "hpz", "between", "plain", "ratio"),
+    [
+        # 16 cards in 2 nodes of 8, hpZ over all 16 (2 nodes): forward P · 1/16, backward 2P · 1/16,
+        # reduce-scatter P/2 · 1/16; plain ZeRO-3 3 × 2P · 1/16 = 11.25e9; 6.5625e9 / 11.25e9 = 7/12 = 0.583.
+        (16, 2, 16, [1_875_000_000, 3_750_000_000, 937_500_000], 11_250_000_000, Fraction(7, 12)),
+        # 16 cards in 4 nodes of 4, hpZ over 8 (2 nodes): forward P · 3/16, backward 2P · 1/8, reduce-scatter
+        # P/2 · 3/16; plain 3 × 2P · 3/16 = 33.75e9; 15.9375e9 / 33.75e9 = 17/36.
+        (16, 4, 8, [5_625_000_000, 7_500_000_000, 2_812_500_000], 33_750_000_000, Fraction(17, 36)),
+        # 24 cards in 3 nodes of 8, hpZ over all 24: forward P · 2/24, backward 2P · 2/24, reduce-scatter
+        # P/2 · 2/24; plain 3 × 2P · 2/24 = 15e9; 8.75e9 / 15e9 = 7/12.
+        (24, 3, 24, [2_500_000_000, 5_000_000_000, 1_250_000_000], 15_000_000_000, Fraction(7, 12)),
+        # hpZ a node's 8 cards, 16 in 2 nodes: the paper's case, the backward gather inside: 0.25.
+        (16, 2, 8, [1_875_000_000, 0, 937_500_000], 11_250_000_000, Fraction(1, 4)),
+        # hpZ a node's 4 cards, 16 in 4 nodes: forward P · 3/16, 0, P/2 · 3/16 = 7.875e9 of 33.75e9.
+        (16, 4, 4, [5_625_000_000, 0, 2_812_500_000], 33_750_000_000, Fraction(1, 4)),
+    ],
+)
+def test_hpz_wider_than_a_node_sends_its_backward_gathers_between_nodes(
+    gpus: int, nodes: int, hpz: int, between: list[int], plain: int, ratio: Fraction
+) -> None:
+    flat = Run(params=SEED, gpus=gpus, nodes=nodes)
+    zeropp = replace(flat, setup=Setup(hpz=hpz), qwz=True, qgz=True)
+    assert [link.between for link in run_report(zeropp)[Stage.ZERO3].links] == between
+    assert run_report(flat)[Stage.ZERO3].between_bytes == plain
+    assert zeropp_between_ratio(zeropp) == ratio == Fraction(sum(between), plain)
+
+
+def test_zeropp_on_one_node_has_no_ratio_between_nodes() -> None:
+    assert zeropp_between_ratio(replace(Run(params=SEED, gpus=8), setup=Setup(hpz=8), qwz=True)) is None
+
+
+# Megatron-LM reduces its gradients in the fp32 main_grad buffer (4 B) and gathers bf16 weights (2 B). Llama 3 8B
+# (P = 8,030,261,248) on 8 cards in one node; a ring collective sends (n−1)/n = 7/8 of its buffer a card.
+# - data parallelism's all-reduce of fp32 gradients: 2 × 4P = 64,242,089,984 B in the P count; 2 · 7/8 · 4P sent;
+# - the distributed optimizer: an fp32 reduce-scatter 4P and a bf16 all-gather 2P: 48,181,567,488 B; 7/8 · 6P sent;
+# - ZeRO-3's collectives (Megatron-FSDP's): two bf16 gathers and an fp32 reduce-scatter: 8P; 7/8 · 8P sent.
+@pytest.mark.parametrize(
+    ("stage", "p_count", "inside", "buffers"),
+    [
+        (Stage.DP, 64_242_089_984, 56_211_828_736, [32_121_044_992, 32_121_044_992]),
+        (Stage.ZERO1, 48_181_567_488, 42_158_871_552, [32_121_044_992, 16_060_522_496]),
+        (Stage.ZERO2, 48_181_567_488, 42_158_871_552, [32_121_044_992, 16_060_522_496]),
+        (Stage.ZERO3, 64_242_089_984, 56_211_828_736, [16_060_522_496, 16_060_522_496, 32_121_044_992]),
+    ],
+)
+def test_megatrons_traffic_reduces_its_fp32_main_grad(
+    stage: Stage, p_count: int, inside: int, buffers: list[int]
+) -> None:
+    run = resolve(Inputs(model=ModelName.LLAMA_3_8B, gpus=8, accounting=Accounting.MEGATRON)).run
+    row = run_report(run)[stage]
+    assert row.communication_bytes == p_count
+    assert row.inside_bytes == inside
+    assert [link.buffer for link in row.links] == buffers
+    assert 2 * 4 * LLAMA_3_8B == 64_242_089_984
+    assert (4 + 2) * LLAMA_3_8B == 48_181_567_488
+
+
+GRADIENTLESS = replace(
+    MIXED_ADAM,
+    specs=tuple(replace(s, copies=0) if s.band is Band.GRADIENTS else s for s in MIXED_ADAM.specs),
+)
+"""Mixed-precision Adam with a gradients band of 0 B: what qgZ quantizes, where there is nothing."""
+
+
+def test_qgz_sends_no_more_than_the_gradients_are() -> None:
+    # No gradient bytes: the reduce-scatter sends 0, not int4's half a byte × 30e9 = 15e9 B.
+    run = Run(params=SEED, gpus=16, nodes=2, recipe=GRADIENTLESS, qgz=True)
+    reduce = run_report(run)[Stage.ZERO3].links[-1]
+    assert (str(reduce.transfer.collective), reduce.buffer, reduce.inside, reduce.between) == (
+        "reduce-scatter",
+        0,
+        0,
+        0,
+    )
+
+
+def test_the_replicas_all_reduce_a_slice_rounded_up_to_whole_weights() -> None:
+    # 30e9 + 1 weights in shard groups of 4: a slice is ⌈(30e9 + 1) / 4⌉ = 7,500,000,001 weights, 2 B each;
+    # all-reduced across 2 replicas in 2 nodes: 2 · 1/2 · 15,000,000,002 B between nodes.
+    run = Run(params=SEED + 1, gpus=8, nodes=2, shard_size=4)
+    replicas = run_report(run)[Stage.ZERO3].links[-1]
+    assert (replicas.buffer, replicas.between) == (15_000_000_002, 15_000_000_002)
+
+
+def test_a_lora_runs_compute_is_every_weights_forward_and_backward() -> None:
+    # 1% of the seed's 30B trains; the passes still run through all 30e9 weights:
+    # 6 × 30e9 × 4,096 = 7.3728e14 FLOP at 40% of 989 TFLOP/s, 1.8637 s (not 0.0186 s).
+    run = Run(params=SEED, gpus=8, frozen=SEED * 99 // 100, batch=1, seq=4096)
+    compute = run_report(run)[Stage.ZERO3].time.compute
+    assert compute == Fraction(737_280_000_000_000, 395_600_000_000_000)
+    assert compute is not None
+    assert 1.8636 < float(compute) < 1.8638
+
+
+def test_hsdp_data_parallelism_all_reduces_over_every_card() -> None:
+    # Data parallelism keeps no shard group: its all-reduce runs over all 8 cards in 2 nodes, each half sending
+    # 3/4 · 60e9 = 45e9 B inside and 1/8 · 60e9 = 7.5e9 B between nodes, as without shard=4.
+    run = Run(params=SEED, gpus=8, nodes=2, shard_size=4)
+    assert _links(run, Stage.DP) == [
+        ("reduce-scatter", 45 * 10**9, 7_500_000_000),
+        ("all-gather", 45 * 10**9, 7_500_000_000),
+    ]
+
+
+def test_the_traffic_hides_when_it_takes_exactly_the_compute() -> None:
+    # The seed's hybrid 2 × 4 run above: 0.3 s inside + 0.3 s between = 0.6 s. A compute of exactly 0.6 s:
+    # 7.3728e14 FLOP / 0.6 s = 1.2288e15 FLOP/s, 40% of 3,072 TFLOP/s.
+    run = Run(params=SEED, gpus=8, nodes=2, shard_size=4, batch=1, seq=4096, links=Fabric(tflops=3072))
+    time = run_report(run)[Stage.ZERO3].time
+    assert (time.wire, time.compute) == (Fraction(3, 5), Fraction(3, 5))
+    assert time.hides is True

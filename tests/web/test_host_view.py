@@ -88,7 +88,7 @@ def test_megatrons_page_says_its_count_and_each_difference(client: TestClient) -
     )
     assert [li.get_text(" ", strip=True) for li in one(tree, "#host-words").select(".differences li")] == [
         "Megatron-LM accumulates and reduces the gradients in an fp32 main_grad buffer: +2 B per weight, on every "
-        "card.",
+        "card, and 4 B a gradient on the wire.",
         "Megatron-LM's distributed optimizer splits only the master copy and the moments: 6 + 12/N B per weight. "
         "The weights' and main gradients' buffers stay whole on every card; the reduce-scatter and the all-gather "
         "write into them, with no buffer of a layer's own.",
