@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from enum import Enum
 from fractions import Fraction
 
 from app.domain.communication import Transfer
@@ -16,6 +17,16 @@ from app.domain.recipes import Band
 from app.domain.stages import Stage
 from app.domain.terms import AT_REST, Moment, Place, TermKind
 from app.domain.wire import NO_TIME, LinkBytes, StepTime
+
+
+class AnySize(Enum):
+    """The largest model that fits where there is none: nothing on the card grows with the weights."""
+
+    ANY = "any size"
+
+
+ANY_SIZE = AnySize.ANY
+"""Every band that grows with the weights is offloaded and no layer is known: a model of any size fits."""
 
 
 @dataclass(frozen=True)
@@ -131,8 +142,8 @@ class StageReport:
     headroom_bytes: int | None
     """The capacity less `peak_bytes`, activations and counted overheads included: what is left over, negative
     when over; None without a capacity."""
-    max_params_that_fit: int | None
-    """None without a capacity, and when not even a model of one largest layer fits."""
+    max_params_that_fit: int | AnySize | None
+    """None without a capacity, and when not even a model of one largest layer fits; ANY_SIZE when any size does."""
     max_batch_that_fits: int | None
     """None without a capacity or activations, and when not even an empty micro-batch fits."""
     host: HostReport

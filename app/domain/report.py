@@ -19,7 +19,7 @@ from app.domain.accounting import Accounting
 from app.domain.change import Change, change
 from app.domain.communication import Collective, Scope, Transfer, Whose
 from app.domain.eighths import Column
-from app.domain.figures import HostReport, LayerExtra, StageReport, TermBytes
+from app.domain.figures import ANY_SIZE, HostReport, LayerExtra, StageReport, TermBytes
 from app.domain.overheads import OverheadItem
 from app.domain.run import MAX_BATCH, Run
 from app.domain.sizing import UNKNOWN_LAYER_RULE, layer_exceeds_card, stage_report
@@ -30,6 +30,7 @@ from app.domain.timeline import POINTS, Instant, Point, timeline
 from app.domain.wire import LinkBytes, Span, StepTime
 
 __all__ = [
+    "ANY_SIZE",
     "FIRST_SYNC",
     "LAST_PHASE",
     "MAX_BATCH",

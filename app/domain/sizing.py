@@ -15,7 +15,7 @@ from math import ceil
 from app.domain import terms
 from app.domain.accounting import differences
 from app.domain.communication import Transfer
-from app.domain.figures import LayerExtra, StageReport, TermBytes
+from app.domain.figures import ANY_SIZE, AnySize, LayerExtra, StageReport, TermBytes
 from app.domain.host import host_report
 from app.domain.overheads import OverheadItem, overhead_items, total
 from app.domain.recipes import Band
@@ -27,6 +27,7 @@ from app.domain.units import LARGEST_COUNT
 from app.domain.wire import link_bytes, step_time, wire_bytes
 
 __all__ = [
+    "ANY_SIZE",
     "MAX_BATCH",
     "MAX_GPUS",
     "UNKNOWN_LAYER_RULE",
@@ -163,14 +164,13 @@ def _moments_at_any_size(stage: Stage, run: Run, moment: Moment | None) -> tuple
     return (moment,)
 
 
-def max_params_that_fit(stage: Stage, run: Run, moment: Moment | None = None) -> int | None:
-    """The largest weight count whose peak fits the card, the largest layer kept as it is.
+def max_params_that_fit(stage: Stage, run: Run, moment: Moment | None = None) -> int | AnySize | None:
+    """The largest weight count whose peak fits the card, the largest layer kept as it is: exact, however large.
 
     The same test as the verdict: a model of this many weights fits, one more does not. None
-    when even a model made of just its largest layer does not fit. Past LARGEST_COUNT, the most
-    the form reads, it says only that some larger model fits: with every per-weight band offloaded
-    the card's peak stops growing with the model, and there is no largest. `moment`: the run's own
-    highest (`peak_moment`), where the caller has it.
+    when even a model made of just its largest layer does not fit. ANY_SIZE where the card's peak
+    does not grow with the model (every per-weight band offloaded, no layer known): there is no largest.
+    `moment`: the run's own highest (`peak_moment`), where the caller has it.
     """
     if run.capacity is None:
         return None
@@ -180,9 +180,11 @@ def max_params_that_fit(stage: Stage, run: Run, moment: Moment | None = None) ->
         return None
     capacity = run.capacity
     low, high = smallest, smallest + 1
-    while _peak_for(stage, run, high, moments) <= capacity:  # the peak grows with the weights: double past it
-        if high > LARGEST_COUNT:  # with every per-weight band offloaded, the card's peak no longer grows
-            return high
+    while (peak := _peak_for(stage, run, high, moments)) <= capacity:  # the peak grows: double past the card
+        # Past the form's largest count, a peak the same at half the size grows with nothing: a band on the
+        # card, of at least 1/8 B a weight over at most MAX_GPUS cards, would add gigabytes across that half.
+        if high > LARGEST_COUNT and peak == _peak_for(stage, run, low, moments):
+            return ANY_SIZE
         low, high = high, high * 2
     return _last_fitting(lambda params: _peak_for(stage, run, params, moments) <= capacity, low, high)
 

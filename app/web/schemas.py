@@ -25,6 +25,7 @@ from app.domain.fixes import fixes as what_fits
 from app.domain.placement import Device, Offload
 from app.domain.recipes import Band, Recipe
 from app.domain.report import (
+    ANY_SIZE,
     LAST_PHASE,
     POINTS,
     Accounting,
@@ -313,8 +314,14 @@ class MemoryRow(BaseModel):
     )
     max_params_that_fit: int | None = Field(
         None,
-        description="Largest model whose peak fits, by the same test as fits, with the largest layer unchanged "
-        "(only with a capacity; null when not even a model of one largest layer fits).",
+        description="Largest model whose peak fits, by the same test as fits, with the largest layer unchanged, "
+        "exact (only with a capacity; null when not even a model of one largest layer fits, or when any size fits: "
+        "see any_size_fits).",
+    )
+    any_size_fits: bool | None = Field(
+        None,
+        description="True where a model of any size fits: every band that grows with the weights is offloaded and "
+        "no layer is known, so the card's peak does not grow with the model (max_params_that_fit is then null).",
     )
     max_batch_that_fits: int | None = Field(
         None,
@@ -383,7 +390,8 @@ class MemoryRow(BaseModel):
             ],
             fits=row.fits,
             headroom_bytes=row.headroom_bytes,
-            max_params_that_fit=row.max_params_that_fit,
+            max_params_that_fit=None if row.max_params_that_fit is ANY_SIZE else row.max_params_that_fit,
+            any_size_fits=True if row.max_params_that_fit is ANY_SIZE else None,
             max_batch_that_fits=row.max_batch_that_fits,
             gpu_bytes=row.peak_bytes,
             cpu_bytes_per_node=row.host.cpu_bytes,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.domain.report import MAX_BATCH, UNKNOWN_LAYER_RULE, Accounting, StageReport
+from app.domain.report import ANY_SIZE, MAX_BATCH, UNKNOWN_LAYER_RULE, Accounting, StageReport
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
 from app.domain.units import LARGEST_COUNT, ByteUnit, p_units, per_weight
@@ -139,6 +139,8 @@ def _max_model(row: StageReport) -> str | None:
             if row.activation_bytes
             else "none: one layer alone is too big"
         )
+    if row.max_params_that_fit is ANY_SIZE:
+        return "any size: nothing that grows with the weights stays on the card"
     if row.max_params_that_fit > LARGEST_COUNT:
         # More than the form reads: its largest count fits, and that is as far as it can say.
         return f"at least {params_label(_floor_significant(LARGEST_COUNT))} weights"

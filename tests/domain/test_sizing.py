@@ -14,6 +14,7 @@ from app.domain.placement import Offload
 from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
 from app.domain.scenario import Inputs, resolve
 from app.domain.sizing import (
+    ANY_SIZE,
     MAX_BATCH,
     LayerExtra,
     Run,
@@ -350,3 +351,19 @@ def test_the_largest_model_weighs_the_runs_highest_moment_alone_to_the_same_answ
     run = resolve(replace(inputs, trainable=trainable)).run
     moment = peak_moment(stage, run)
     assert max_params_that_fit(stage, run, moment) == max_params_that_fit(stage, run)
+
+
+def test_the_largest_model_is_exact_past_two_to_the_54() -> None:
+    # ZeRO-3 on 4,096 cards of 100 TB, 16 B a weight split 4,096 ways, no layer known: ⌈P / 4,096⌉ × 16 B ≤ 1e14 B,
+    # so P ≤ 1e14 / 16 × 4,096 = 25,600,000,000,000,000 (past 2^54 = 18,014,398,509,481,984); one more does not fit.
+    run = Run(params=1000, gpus=4096, capacity=100 * 10**12)
+    assert max_params_that_fit(Stage.ZERO3, run) == 25_600_000_000_000_000
+    assert max_params_that_fit(Stage.DP, run) == 10**14 // 16
+
+
+def test_with_every_band_that_grows_off_the_card_any_size_fits() -> None:
+    # ZeRO-3 with the optimizer and the weights' slices offloaded, no layer known, no micro-batch: nothing on the
+    # card grows with the weights, so no size is the largest. The other stages keep theirs on the card.
+    run = resolve(Inputs(params=1000, gpus=8, capacity=80 * 10**9, batch=0, offload=Offload.OPTIMIZER_PARAMS)).run
+    assert max_params_that_fit(Stage.ZERO3, run) is ANY_SIZE
+    assert max_params_that_fit(Stage.DP, run) == 80 * 10**9 // 16

@@ -318,3 +318,15 @@ def test_the_largest_model_that_fits_fits_when_entered(client: TestClient, stage
     for params, fits in ((largest, True), (largest + 1, False)):
         rows = client.get(f"/api/memory?params={params}&{query}").json()["stages"]
         assert next(r for r in rows if r["stage"] == stage)["fits"] is fits
+
+
+def test_the_largest_model_is_exact_and_any_size_is_said(client: TestClient) -> None:
+    # ZeRO-3 on 4,096 cards of 100 TB: ⌈P / 4,096⌉ × 16 B ≤ 1e14 B, P ≤ 25,600,000,000,000,000
+    # (tests/domain/test_sizing.py).
+    rows = _memory(client, params="1000", gpus="4096", capacity="100TB")["stages"]
+    assert rows[-1]["max_params_that_fit"] == 25_600_000_000_000_000
+    assert "any_size_fits" not in rows[-1]
+    # With everything that grows with the weights offloaded, no size is the largest: null, and any_size_fits.
+    rows = _memory(client, params="1000", gpus="8", capacity="80GB", batch="0", offload="optimizer+params")["stages"]
+    assert (rows[-1]["max_params_that_fit"], rows[-1]["any_size_fits"]) == (None, True)
+    assert (rows[0]["max_params_that_fit"], rows[0].get("any_size_fits")) == (5_000_000_000, None)

@@ -258,3 +258,11 @@ def test_zero3s_limit_and_its_row_say_one_verdict(client: TestClient) -> None:
 def test_one_gpu_says_once_that_every_row_is_the_same(client: TestClient, gpus: int, said: bool) -> None:
     notes = [p.get_text(" ") for p in run_page(client, f"model=llama-3-8b&gpus={gpus}").select(".table-note")]
     assert any("With one GPU every arrangement is the same" in note for note in notes) is said
+
+
+def test_with_nothing_on_the_card_that_grows_any_size_fits(client: TestClient) -> None:
+    # ZeRO-3 with the optimizer and the weights' slices offloaded, no layer known, no micro-batch: the card keeps
+    # nothing that grows with the weights. Data parallelism keeps its 16 B a weight: 80 GB / 16 B = 5B weights.
+    tree = run_page(client, "params=1000&gpus=8&capacity=80GB&batch=0&offload=optimizer%2Bparams&stage=zero3")
+    cells = table_cells(tree, "td.max-model")
+    assert (cells[0], cells[-1]) == ("5B weights", "any size: nothing that grows with the weights stays on the card")
