@@ -220,3 +220,42 @@ def test_the_histogram_has_eight_equal_bins_from_the_lowest_answer_to_the_highes
     same = spread(NUMBER, ["100", "100"])
     assert [(b.label, b.count) for b in same.bars] == [("100", 2)]
     assert spread(NUMBER, []).bars == ()
+
+
+def test_an_answer_of_nothing_is_a_number() -> None:
+    # "It keeps 0 GiB" (a card keeping nothing) is an answer, and right where the figure is 0.
+    assert normal_answer(NUMBER, ["0"]) == "0"
+    nothing = Question(AnswerKind.NUMBER, "How many GiB?", "0", "zero1", unit="GiB")
+    assert nothing.is_right("0")
+    assert not nothing.is_right("0.001")
+
+
+# Bins worked by hand: (high − low) / 8 rounded up to 1, 2, 2.5 or 5 times a power of ten; the first edge the
+# lowest answer rounded down to the width; the answer's bin marked, at the lowest edge or the highest.
+@pytest.mark.parametrize(
+    ("answer", "given", "labels", "counts", "marked"),
+    [
+        # 0 to 20: 2.5 a bin (20 / 8), eight bins exactly; the answer 10 in 10–12.5.
+        ("10", ["0", "20"], ["0–2.5", "2.5–5", "5–7.5", "7.5–10", "10–12.5", "12.5–15", "15–17.5", "17.5–20"],
+         [1, 0, 0, 0, 0, 0, 0, 1], 4),
+        # 20 to 100: 10 a bin from 20; the answer 100, the highest edge, in the last bin.
+        ("100", ["20", "100"], ["20–30", "30–40", "40–50", "50–60", "60–70", "70–80", "80–90", "90–100"],
+         [1, 0, 0, 0, 0, 0, 0, 1], 7),
+        # The same answers; the answer 20, the lowest edge, in the first bin.
+        ("20", ["20", "100"], ["20–30", "30–40", "40–50", "50–60", "60–70", "70–80", "80–90", "90–100"],
+         [1, 0, 0, 0, 0, 0, 0, 1], 0),
+        # 3 to 21: 18 / 8 = 2.25, so 2.5 a bin from 2.5 (3 rounded down): 2.5 to 22.5 in 8 bins; 10 in 10–12.5.
+        ("10", ["3", "10", "21"], ["2.5–5", "5–7.5", "7.5–10", "10–12.5", "12.5–15", "15–17.5", "17.5–20", "20–22.5"],
+         [1, 0, 0, 1, 0, 0, 0, 1], 3),
+        # 0 to 45: 5.625, so 10 a bin (5 would need 9 bins): 0 to 50 in 5 bins; the answer 0 in the first.
+        ("0", ["0", "45"], ["0–10", "10–20", "20–30", "30–40", "40–50"], [1, 0, 0, 0, 1], 0),
+    ],
+)  # fmt: skip
+def test_the_histograms_edges_and_widths_by_hand(
+    answer: str, given: list[str], labels: list[str], counts: list[int], marked: int
+) -> None:
+    question = Question(AnswerKind.NUMBER, "How many GiB?", answer, "zero1", unit="GiB")
+    bars = spread(question, given).bars
+    assert [b.label for b in bars] == labels
+    assert [b.count for b in bars] == counts
+    assert [i for i, b in enumerate(bars) if b.right] == [marked]

@@ -14,7 +14,7 @@ import pytest
 from app.domain.accounting import Accounting, Setup
 from app.domain.architecture import PRESETS, ModelName
 from app.domain.hardware import Fabric
-from app.domain.recipes import MIXED_ADAM, Band
+from app.domain.recipes import MIXED_ADAM, RECIPES, Band, RecipeName
 from app.domain.report import run_report
 from app.domain.run import Run, groups_refused
 from app.domain.scenario import Inputs, resolve
@@ -281,3 +281,12 @@ def test_the_traffic_hides_when_it_takes_exactly_the_compute() -> None:
     time = run_report(run)[Stage.ZERO3].time
     assert (time.wire, time.compute) == (Fraction(3, 5), Fraction(3, 5))
     assert time.hides is True
+
+
+def test_qwz_sends_no_more_than_the_weights_are() -> None:
+    # QLoRA's NF4 weights take 2,113/4,096 B a weight (half a byte and their block constants), under int8's 1 B:
+    # the forward gather sends them as they are: 30e9 × 2,113/4,096 = 15,476,074,218.75 B; 1/16 of it between nodes,
+    # 967,254,638.67 B; each rounded up to a whole byte.
+    run = Run(params=SEED, gpus=16, nodes=2, recipe=RECIPES[RecipeName.QLORA_NF4], qwz=True)
+    forward = run_report(run)[Stage.ZERO3].links[0]
+    assert (forward.buffer, forward.between) == (15_476_074_219, 967_254_639)
