@@ -44,7 +44,7 @@ class Scope(StrEnum):
     REPLICAS = "the replicas"
     """Hybrid sharding's: one card of each shard group, the cards that keep the same slice."""
     SECONDARY = "hpZ's group"
-    """ZeRO++'s hpZ: the cards of the secondary partition, inside a node."""
+    """ZeRO++'s hpZ: the cards of the secondary partition, a node's (or whole nodes, which then gather between them)."""
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,9 @@ Per card, of a buffer of B bytes (docs/wire.md works the sums):
 
 ZeRO++ changes what is on the wire, not what is stored: qwZ sends ZeRO-3's weights in int8 (1 B a
 weight), qgZ its gradients in int4 (half a byte), and hpZ gathers the backward's weights from a
-secondary partition inside the node. The ZeRO paper's 2P and 3P (`communication`) count each
-collective as P; here the (n-1)/n is kept.
+secondary partition: inside the node where its group is a node's cards, between nodes too where wider
+(`zeropp` says which). Under Megatron's accounting the gradients travel in its fp32 main_grad. The ZeRO
+paper's 2P and 3P (`communication`) count each collective as P; here the (n-1)/n is kept.
 """
 
 from __future__ import annotations
