@@ -194,7 +194,7 @@ class Run:
         """Hybrid sharding's and hpZ's groups: whole, and lined up with the nodes."""
         zeropp = self.setup.hpz > 1 or self.qwz or self.qgz
         refused = groups_refused(
-            self.zero_group, self.gpus_per_node, self.shard_size, self.setup.hpz, zeropp, self.setup.accounting
+            self.gpus, self.gpus_per_node, self.shard_size, self.setup.hpz, zeropp, self.setup.accounting, self.cut
         )
         if refused:
             raise ValueError(refused)
@@ -385,8 +385,21 @@ def groups_refused(
     hpz: int = 1,
     zeropp: bool = False,
     accounting: Accounting = Accounting.PAPER,
+    cut: Cut = NO_CUT,
 ) -> str:
-    """Why a hybrid shard group or ZeRO++ cannot be drawn on this cluster, for a person; empty where it can."""
+    """Why a hybrid shard group or ZeRO++ cannot be drawn on this cluster, for a person; empty where it can.
+
+    With the model `cut`, ZeRO shards over the data-parallel group (dp × cp cards), and the groups split that.
+    """
+    if cut.cuts:
+        group = gpus // (cut.tp * cut.pp)
+        if shard is not None and (not 1 <= shard <= group or group % shard):
+            return (
+                f"shard={shard:,} does not divide the data-parallel group ZeRO shards over: dp × cp = "
+                f"{cut.dp(gpus):,} × {cut.cp:,} = {group:,} cards (gpus={gpus:,} ÷ tp × pp = {cut.tp:,} × "
+                f"{cut.pp:,}). Choose one of {_divisors(group)}."
+            )
+        gpus = group
     shards = gpus if shard is None else shard
     if not 1 <= shards <= gpus or gpus % shards:
         return (

@@ -13,7 +13,7 @@ from fractions import Fraction
 from math import ceil
 
 from app.domain import terms
-from app.domain.accounting import differences
+from app.domain.accounting import Accounting, differences
 from app.domain.communication import Transfer
 from app.domain.figures import LayerExtra, StageReport, TermBytes
 from app.domain.host import host_report
@@ -118,11 +118,11 @@ def overheads(stage: Stage, run: Run) -> tuple[OverheadItem, ...]:
 
 def _overheads_at(stage: Stage, run: Run, moment: Moment, theory: int) -> tuple[OverheadItem, ...]:
     """The overheads at `moment`, whose theory's peak is `theory`: worked out once for a stage's report."""
-    recipe = run.recipe
+    recipe, card = run.recipe, loaded_card(stage, run)
     return overhead_items(
         stage,
-        run.params - run.frozen,  # DDP buckets the gradients of the weights that train, and only those
-        run.gpus,
+        card.params - card.frozen,  # DDP buckets the gradients of the weights that train, and only those
+        run.zero_group,  # the data-parallel group DDP and ZeRO reduce over: none to reduce with alone
         recipe.nbytes(Band.WEIGHTS),
         recipe.nbytes(Band.GRADIENTS),
         theory,
@@ -279,13 +279,16 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         max_params_that_fit=max_params_that_fit(stage, run, moment),
         max_batch_that_fits=max_batch_that_fits(stage, run, known),
         host=host_report(stage, run),
-        differences=differences(
-            stage,
-            run.recipe,
-            run.setup,
-            padded=card.params % run.shards != 0,
-            module=run.deepspeed_layer if run.layers else None,
-            frozen=run.frozen > 0,
+        differences=(
+            *differences(
+                stage,
+                run.recipe,
+                run.setup,
+                padded=card.params % run.shards != 0,
+                module=run.deepspeed_layer if run.layers else None,
+                frozen=run.frozen > 0,
+            ),
+            *_whose_activations(run),
         ),
         peak_moment=moment,
         extra=extra,
@@ -297,7 +300,23 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         transfers=moves,
         links=links,
         time=step_time(run, links),
+        pipeline_stage=card.stage,
     )
+
+
+MEGATRON_ACTIVATIONS = (
+    "The activations are Megatron-LM's own formula (compute_activation_memory in its "
+    "theoretical_memory_usage.py, Korthikanti et al.'s Table 2 for its first pipeline stage): sbh(10 + 24/t) a "
+    "block, or sbh(18 + 4f/h) ÷ t with sequence parallelism and selective recomputation, whatever the model's "
+    "attention and MLP, plus its 5% margin; not the app's count of each tensor."
+)
+"""Said under accounting=megatron wherever activations are counted: whose they are."""
+
+
+def _whose_activations(run: Run) -> tuple[str, ...]:
+    megatron = run.setup.accounting is Accounting.MEGATRON
+    shaped = run.activations is not None and run.activations.architecture is not None and run.batch > 0
+    return (MEGATRON_ACTIVATIONS,) if megatron and shaped else ()
 
 
 def report(run: Run) -> tuple[StageReport, ...]:
