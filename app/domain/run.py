@@ -395,9 +395,9 @@ def groups_refused(
         group = gpus // (cut.tp * cut.pp)
         if shard is not None and (not 1 <= shard <= group or group % shard):
             return (
-                f"shard={shard:,} does not divide the data-parallel group ZeRO shards over: dp × cp = "
-                f"{cut.dp(gpus):,} × {cut.cp:,} = {group:,} cards (gpus={gpus:,} ÷ tp × pp = {cut.tp:,} × "
-                f"{cut.pp:,}). Choose one of {_divisors(group)}."
+                f"shard={shard:,} does not divide the {group:,} cards ZeRO shards over, the data-parallel group with "
+                f"the context-parallel one: gpus ÷ (tp × pp) = {gpus:,} ÷ ({cut.tp:,} × {cut.pp:,}). "
+                f"Choose one of {_divisors(group)}."
             )
         gpus = group
     shards = gpus if shard is None else shard

@@ -150,10 +150,10 @@ def test_zero_shards_over_the_data_parallel_group() -> None:
     hybrid = _llama(Cut(tp=2, cp=2), shard_size=2)
     assert (hybrid.shards, hybrid.replicas) == (2, 2)
     assert groups_refused(8, 8, 8, cut=Cut(tp=2, cp=2)) == (
-        "shard=8 does not divide the data-parallel group ZeRO shards over: dp × cp = 2 × 2 = 4 cards (gpus=8 ÷ "
-        "tp × pp = 2 × 1). Choose one of 1, 2 or 4."
+        "shard=8 does not divide the 4 cards ZeRO shards over, the data-parallel group with the context-parallel "
+        "one: gpus ÷ (tp × pp) = 8 ÷ (2 × 1). Choose one of 1, 2 or 4."
     )
-    with pytest.raises(ValueError, match="dp × cp = 2 × 2 = 4 cards"):
+    with pytest.raises(ValueError, match="does not divide the 4 cards ZeRO shards over"):
         _llama(Cut(tp=2, cp=2), shard_size=8)
 
 
