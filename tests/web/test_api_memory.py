@@ -330,3 +330,23 @@ def test_the_largest_model_is_exact_and_any_size_is_said(client: TestClient) -> 
     rows = _memory(client, params="1000", gpus="8", capacity="80GB", batch="0", offload="optimizer+params")["stages"]
     assert (rows[-1]["max_params_that_fit"], rows[-1]["any_size_fits"]) == (None, True)
     assert (rows[0]["max_params_that_fit"], rows[0].get("any_size_fits")) == (5_000_000_000, None)
+
+
+def test_a_cut_reports_its_most_loaded_card(client: TestClient) -> None:
+    # Llama 3 8B, tp = 2, pp = 2 on 8 GPUs (dp = 2), 8 micro-batches, s = 8192 (docs/parallelism.md): the first
+    # stage's card keeps 2,007,629,824 weights and 2 micro-batches of its 16 blocks, 822,607,872 B each.
+    body = _memory(client, model="llama-3-8b", tp="2", pp="2", microbatches="8")
+    card = 2_007_629_824
+    assert [row["per_gpu_bytes"] for row in body["stages"]] == [16 * card, 10 * card, 9 * card, 8 * card]
+    assert {row["pipeline_stage"] for row in body["stages"]} == {0}
+    assert {row["activation_bytes_per_layer"] for row in body["stages"]} == {822_607_872}
+    assert {row["activation_bytes"] for row in body["stages"]} == {2 * 16 * 822_607_872}
+    assert "pipeline_stage" not in _memory(client, model="llama-3-8b")["stages"][0]
+
+
+def test_a_shard_group_splits_the_data_parallel_group(client: TestClient) -> None:
+    response = client.get("/api/memory", params={"gpus": "8", "shard": "8", "tp": "2", "cp": "2"})
+    assert response.status_code == 422
+    message = response.json()["message"]
+    assert "the 4 cards ZeRO shards over, the data-parallel group with the context-parallel one" in message
+    assert "gpus ÷ (tp × pp) = 8 ÷ (2 × 1). Choose one of 1, 2 or 4." in message
