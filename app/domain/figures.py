@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from app.domain.communication import Transfer
+from app.domain.cut_wire import NO_CUT_WIRE, CutWire
 from app.domain.overheads import OverheadItem
 from app.domain.recipes import Band
 from app.domain.stages import Stage
@@ -151,6 +152,8 @@ class StageReport:
     """The same collectives, each with one card's bytes inside its node and between nodes (`wire`)."""
     time: StepTime = NO_TIME
     """The time those bytes take on their links, and the step's compute time (`wire.step_time`)."""
+    cut: CutWire = NO_CUT_WIRE
+    """The model cut's own traffic by link (tensor, pipeline, context parallelism), its time and the bubble."""
 
     @property
     def inside_bytes(self) -> int:
