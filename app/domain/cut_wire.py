@@ -202,6 +202,7 @@ def _links(run: Run, arch: Architecture, card: Card) -> tuple[CutLink, ...]:
     """One card's cut traffic in a step, each kind a line."""
     cut = run.cut
     blocks, m, t = arch.layers // cut.pp, cut.microbatches, cut.tp
+    batches = f"{m:,} micro-batch" + ("es" if m > 1 else "")
     full = run.activations is not None and run.activations.recompute is Recompute.FULL
     passes = 3 if full else 2  # the forward, the backward, and the forward again when recomputed
     tokens = Fraction(run.batch * run.seq, cut.cp)
@@ -214,14 +215,14 @@ def _links(run: Run, arch: Architecture, card: Card) -> tuple[CutLink, ...]:
         if cut.sp:
             said = (
                 f"tensor parallelism with sequence parallelism: an all-gather and a reduce-scatter of the "
-                f"activations for each of {per_block} all-reduces a block, × {blocks} blocks × {m} micro-batches"
+                f"activations for each of {per_block} all-reduces a block, × {blocks} blocks × {batches}"
             )
             algorithm = f"ring all-gather and reduce-scatter over {t} cards: (t−1)/t of the buffer each, t = {t}"
         else:
             said = (
                 f"tensor parallelism's all-reduces of the activations: {per_block} a block (2 forward, 2 backward"
                 + (", 2 recomputed" if full else "")
-                + f") × {blocks} blocks × {m} micro-batches"
+                + f") × {blocks} blocks × {batches}"
             )
             algorithm = f"ring all-reduce over {t} cards inside the node: 2(t−1)/t of the buffer a card, t = {t}"
         found.append(CutLink(Parallel.TP, said, algorithm, count, ceil(activation), ceil(sent), 0))
@@ -248,7 +249,7 @@ def _links(run: Run, arch: Architecture, card: Card) -> tuple[CutLink, ...]:
         sent = (cut.cp - 1) * blocks * m * (passes + 1) * block
         said = (
             f"context parallelism's ring: each card passes its K and V block to the next, cp − 1 = {cut.cp - 1} "
-            f"times a block forward, with dK and dV backward, × {blocks} blocks × {m} micro-batches"
+            f"times a block forward, with dK and dV backward, × {blocks} blocks × {batches}"
         )
         algorithm = f"ring of {cut.cp} cards, point to point: K and V {ceil(block):,} B a pass"
         inside, between = (0, ceil(sent)) if card.ring_crosses else (ceil(sent), 0)
