@@ -127,7 +127,7 @@ NO_CUT_WIRE = CutWire()
 
 
 @dataclass(frozen=True)
-class Card:
+class CutPlace:
     """One card's place in the cut: its sends' neighbours, in its node or not."""
 
     forward_sends: int
@@ -141,7 +141,7 @@ class Card:
 
 
 @lru_cache(maxsize=64)
-def cards(cut: Cut, gpus: int, per_node: int) -> tuple[Card, ...]:
+def cards(cut: Cut, gpus: int, per_node: int) -> tuple[CutPlace, ...]:
     """Every distinct place a card has in the cut, by Megatron's rank order (worked out once per layout)."""
     stride = gpus // cut.pp  # the ranks of one pipeline stage: tp × cp × dp
     found = set()
@@ -153,7 +153,7 @@ def cards(cut: Cut, gpus: int, per_node: int) -> tuple[Card, ...]:
         forward = (stage + 1) % cut.pp * stride + within
         backward = (stage - 1) % cut.pp * stride + within
         found.add(
-            Card(
+            CutPlace(
                 forward_sends=cut.vpp - (stage == cut.pp - 1) if cut.pp > 1 else 0,
                 backward_sends=cut.vpp - (stage == 0) if cut.pp > 1 else 0,
                 forward_crosses=forward // per_node != node,
@@ -198,7 +198,7 @@ def _seconds(run: Run, links: tuple[CutLink, ...]) -> Fraction:
     return sum(_seconds_by_link(run, links), start=Fraction(0))
 
 
-def _links(run: Run, arch: Architecture, card: Card) -> tuple[CutLink, ...]:
+def _links(run: Run, arch: Architecture, card: CutPlace) -> tuple[CutLink, ...]:
     """One card's cut traffic in a step, each kind a line."""
     cut = run.cut
     blocks, m, t = arch.layers // cut.pp, cut.microbatches, cut.tp
