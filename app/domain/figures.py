@@ -12,6 +12,7 @@ from enum import Enum
 from fractions import Fraction
 
 from app.domain.communication import Transfer
+from app.domain.cut_wire import NO_CUT_WIRE, CutWire
 from app.domain.overheads import OverheadItem
 from app.domain.recipes import Band
 from app.domain.stages import Stage
@@ -165,6 +166,8 @@ class StageReport:
     """The time those bytes take on their links, and the step's compute time (`wire.step_time`)."""
     pipeline_stage: int = 0
     """The pipeline stage (0-based) of the most loaded card, whose figures these are: 0 without a pipeline."""
+    cut: CutWire = NO_CUT_WIRE
+    """The model cut's own traffic by link (tensor, pipeline, context parallelism), its time and the bubble."""
 
     @property
     def inside_bytes(self) -> int:

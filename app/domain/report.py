@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from app.domain.accounting import Accounting
 from app.domain.change import Change, change
 from app.domain.communication import Collective, Scope, Transfer, Whose
+from app.domain.cut_wire import CutLink, CutWire, Parallel
 from app.domain.eighths import Column
 from app.domain.figures import ANY_SIZE, HostReport, LayerExtra, StageReport, TermBytes
 from app.domain.overheads import OverheadItem
@@ -41,6 +42,8 @@ __all__ = [
     "Beat",
     "Change",
     "Collective",
+    "CutLink",
+    "CutWire",
     "Holding",
     "HostReport",
     "InFlight",
@@ -49,6 +52,7 @@ __all__ = [
     "LinkBytes",
     "Look",
     "OverheadItem",
+    "Parallel",
     "Part",
     "Phase",
     "Place",

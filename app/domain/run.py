@@ -13,6 +13,7 @@ from functools import cached_property
 
 from app.domain.accounting import PAPER, Accounting, Setup, terms
 from app.domain.activations import Activations
+from app.domain.architecture import Architecture
 from app.domain.communication import Transfer, Whose, transfers
 from app.domain.eighths import COLUMNS
 from app.domain.hardware import H100_FABRIC, Fabric
@@ -161,6 +162,8 @@ class Run:
     """Tokens per sequence: with `batch`, the tokens a card computes on in a step."""
     links: Fabric = H100_FABRIC
     """The links' bandwidths and the card's compute, for the time on the wire (`wire`)."""
+    architecture: Architecture | None = None
+    """The model's shape where it is known (a preset): what the cut's traffic moves, b · s · h (`cut_wire`)."""
     cut: Cut = NO_CUT
     """How the model is cut across the cards (`parallel`): tensor, sequence, pipeline and context parallelism."""
     memo: Memo = field(default_factory=Memo, compare=False, hash=False, repr=False)

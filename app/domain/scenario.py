@@ -245,6 +245,7 @@ def _resolved(inputs: Inputs) -> Scenario:
         seq=seq,
         links=Fabric(inputs.nvlink, inputs.network, inputs.tflops, inputs.mfu),
         cut=cut,
+        architecture=architecture,
     )
     return Scenario(
         run, name, title, source, inputs.units, tuple(notes), architecture, equal, seq, adapters, inputs.ruled, inputs

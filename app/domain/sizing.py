@@ -15,6 +15,7 @@ from math import ceil
 from app.domain import terms
 from app.domain.accounting import Accounting, differences
 from app.domain.communication import Transfer
+from app.domain.cut_wire import cut_wire
 from app.domain.figures import ANY_SIZE, AnySize, LayerExtra, StageReport, TermBytes
 from app.domain.host import host_report
 from app.domain.overheads import OverheadItem, overhead_items, total
@@ -303,6 +304,7 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         links=links,
         time=step_time(run, links),
         pipeline_stage=card.stage,
+        cut=cut_wire(run),
     )
 
 

@@ -31,9 +31,12 @@ from app.domain.report import (
     Accounting,
     Beat,
     Collective,
+    CutLink,
+    CutWire,
     Holding,
     Instant,
     LinkBytes,
+    Parallel,
     Part,
     Run,
     Scope,
@@ -226,6 +229,71 @@ class TimeOut(BaseModel):
         )
 
 
+class CutLinkOut(BaseModel):
+    """One kind of the model cut's traffic in a step, and the most loaded card's bytes for it on each link."""
+
+    kind: Parallel = Field(description="tp (the activations' all-reduces), pp (the stages' sends) or cp (K and V).")
+    description: str
+    algorithm: str
+    count: int = Field(description="How many such collectives or sends the card takes part in a step.")
+    buffer_bytes: int = Field(description="The bytes of one: the tensor a collective reduces, or one send carries.")
+    inside_bytes: int = Field(description="Bytes the card sends for them inside its node in a step.")
+    between_bytes: int = Field(description="Bytes the card sends for them between nodes in a step.")
+
+    @classmethod
+    def of(cls, link: CutLink) -> CutLinkOut:
+        """From the domain's line of the cut's traffic."""
+        return cls(
+            kind=link.kind,
+            description=link.description,
+            algorithm=link.algorithm,
+            count=link.count,
+            buffer_bytes=link.buffer,
+            inside_bytes=link.inside,
+            between_bytes=link.between,
+        )
+
+
+class CutOut(BaseModel):
+    """The model cut's own traffic (tensor, pipeline, context parallelism), its time and the pipeline's bubble.
+
+    Apart from ZeRO's collectives (`collectives`, `time`): an estimate from peak figures, not a measurement.
+    """
+
+    known: bool = Field(description="False for a bare weight count: without b · s · h no traffic is counted.")
+    links: list[CutLinkOut] = Field(description="The most loaded card's cut traffic, one line a kind.")
+    inside_bytes: int = Field(description="Their bytes inside the card's node in a step.")
+    between_bytes: int = Field(description="Their bytes between nodes in a step.")
+    inside_seconds: float
+    between_seconds: float
+    wire_seconds: float = Field(description="Both, one after the other.")
+    compute_seconds: float | None = Field(
+        None, description="6 × weights × tokens × microbatches / (tp × pp × cp) at tflops × mfu: one card's share."
+    )
+    bubble: float = Field(description="The pipeline bubble's share of the ideal step: (pp − 1) / microbatches / vpp.")
+    bubble_seconds: float | None = Field(None, description="bubble × compute_seconds.")
+    step_seconds: float | None = Field(
+        None, description="compute + bubble + the cut's wire, none of it hidden: an upper bound (ZeRO's aside)."
+    )
+
+    @classmethod
+    def of(cls, cut: CutWire) -> CutOut:
+        """From the domain's figures."""
+        return cls(
+            known=cut.known,
+            links=[CutLinkOut.of(link) for link in cut.links],
+            inside_bytes=cut.inside_bytes,
+            between_bytes=cut.between_bytes,
+            inside_seconds=float(cut.inside_seconds),
+            between_seconds=float(cut.between_seconds),
+            wire_seconds=float(cut.wire),
+            compute_seconds=None if cut.compute is None else float(cut.compute),
+            bubble=float(cut.bubble),
+            bubble_seconds=None if cut.bubble_seconds is None else float(cut.bubble_seconds),
+            step_seconds=None if cut.step is None else float(cut.step),
+        )
+
+
 class FixOut(BaseModel):
     """One knob of the run changed so that it fits, or comes nearer: its peak worked out as the verdict's."""
 
@@ -286,6 +354,9 @@ class MemoryRow(BaseModel):
     between_bytes: int = Field(description="Bytes one card sends between nodes per step.")
     collectives: list[LinkOut] = Field(description="The step's collectives, each by link.")
     time: TimeOut
+    cut: CutOut | None = Field(
+        None, description="The model cut's own traffic by link, its time and the bubble (only with tp, pp or cp > 1)."
+    )
     peak_bytes: int = Field(
         description="The whole GPU peak: the state plus, at the step's highest moment, what a card holds beyond it "
         "(for ZeRO-3 one assembled layer's weights and gradients, for ZeRO-2 one layer's gradients) and the "
@@ -393,6 +464,7 @@ class MemoryRow(BaseModel):
             between_bytes=row.between_bytes,
             collectives=[LinkOut.of(link) for link in row.links],
             time=TimeOut.of(row.time),
+            cut=CutOut.of(row.cut) if run.cut.cuts else None,
             peak_bytes=row.peak_bytes,
             state_peak_bytes=row.state_peak_bytes,
             activation_bytes=row.activation_bytes,

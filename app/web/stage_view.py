@@ -221,7 +221,7 @@ class StageView:
         derived = {
             "model_per_gpu": f"{size} model per GPU",
             "model_words": f"{label} weight" + ("" if label == "1" else "s"),
-            "wire_lines": shown(self.wire if self.nodes else None),
+            "wire_lines": shown(self.wire if self.nodes or (self.wire and self.wire.cut_words) else None),
             "hybrids": ((self.hybrid_href, self.hybrid_label),) if self.hybrid_href else (),
             "totals": shown(self.total),
             "fix_lists": shown(self.fixes),

@@ -44,6 +44,8 @@ class TableRow:
     """Each card's bytes a step inside its node, and between nodes (`wire_view`)."""
     time: str = ""
     """The time on the wire a step, against the compute's."""
+    cuts: tuple[str, ...] = ()
+    """The model cut's traffic by link, its bubble and the step (`wire_view.cut_table`); none without a cut."""
     fit_css: str = field(init=False, repr=False, compare=False)
     fit_words: str = field(init=False, repr=False, compare=False)
     row_class: str | None = field(init=False, repr=False, compare=False)
@@ -116,6 +118,7 @@ def table_rows(
             pcie=units.show(r.host.pcie_bytes_per_step) if r.host.pcie_bytes_per_step else None,
             by_link=(wired := wire_view(scenario, r)).table_bytes,
             time=wired.table_time,
+            cuts=wired.cut_table,
         )
         for r in rows
     )

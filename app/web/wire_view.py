@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.domain.report import LinkBytes, Run, Scope, StageReport
+from app.domain.report import CutWire, LinkBytes, Run, Scope, StageReport
 from app.domain.scenario import Scenario
-from app.domain.units import count_label, seconds_label
+from app.domain.units import ByteUnit, count_label, percent, seconds_label
 
 NOT_MEASURED = "Estimates from the links' and the card's peak figures, not measurements."
 
@@ -46,6 +46,10 @@ class WireView:
     """The table's cell: "131.3 GiB inside · 14.0 GiB between"."""
     table_time: str
     """The table's cell: "0.61 s on the wire, 1.86 s compute"."""
+    cut_words: tuple[str, ...] = ()
+    """The model cut's traffic, its bubble and the step with them, a sentence each; none without a cut."""
+    cut_table: tuple[str, ...] = ()
+    """The table's cell for the cut: its bytes by link, the bubble and the step; none without a cut."""
     time_css: str = field(init=False, repr=False, compare=False)
     """The time's classes beside the cards: "exposed" where the traffic cannot hide behind the compute."""
 
@@ -103,11 +107,76 @@ def wire_view(scenario: Scenario, row: StageReport) -> WireView:
                 _description(link), link.algorithm, units.show(link.inside), units.show(link.between), link.between > 0
             )
             for link in row.links
+        )
+        + tuple(
+            CollectiveLine(
+                link.description, link.algorithm, units.show(link.inside), units.show(link.between), link.between > 0
+            )
+            for link in row.cut.links
         ),
         table_bytes=f"{inside} inside" + (f" · {between} between" if run.nodes > 1 else ""),
         table_time=f"{seconds_label(time.wire)}"
         + ("" if time.compute is None else f" vs {seconds_label(time.compute)} compute"),
+        cut_words=cut_words(run, row.cut, units) if run.cut.cuts else (),
+        cut_table=(cut_table(run, row.cut, units),) if run.cut.cuts else (),
     )
+
+
+def _named(run: Run) -> str:
+    cut = run.cut
+    said = [f"{name}={value:,}" for name, value in (("tp", cut.tp), ("pp", cut.pp), ("cp", cut.cp)) if value > 1]
+    return ", ".join(said + (["sp"] if cut.sp else []))
+
+
+def cut_words(run: Run, cut: CutWire, units: ByteUnit) -> tuple[str, ...]:
+    """The cut's traffic, the bubble and the step, in words: every figure the report's (`CutWire`)."""
+    said = []
+    if not cut.known:
+        said.append(
+            f"The model is cut ({_named(run)}), but a weight count alone has no shape: what its activations send "
+            "(b · s · h a micro-batch) is unknown, so the cut's traffic is not counted. Choose a model to count it."
+        )
+    else:
+        between = f" and {units.show(cut.between_bytes)} between nodes" if cut.between_bytes else ""
+        said.append(
+            f"Cutting the model ({_named(run)}) sends {units.show(cut.inside_bytes)} more a step inside the node"
+            f"{between} from its most loaded card: {seconds_label(cut.wire)} on the wire, between the blocks' "
+            "matrix multiplies. The embedding's and output layer's own collectives are left out."
+        )
+    if run.cut.pp > 1:
+        interleaved = f" ÷ vpp {run.cut.vpp:,}" if run.cut.vpp > 1 else ""
+        idle = "" if cut.bubble_seconds is None else f": {seconds_label(cut.bubble_seconds)} a step"
+        said.append(
+            f"The pipeline idles {percent(cut.bubble)} of the ideal step, (pp − 1)/microbatches = "
+            f"{run.cut.pp - 1:,}/{run.cut.microbatches:,}{interleaved}{idle}."
+        )
+    if cut.step is not None and cut.compute is not None:
+        said.append(
+            f"A step with the cut: {seconds_label(cut.compute)} of compute (this card's "
+            f"1/{run.cut.model_parallel:,} of the model, {run.cut.microbatches:,} "
+            f"micro-batch{'es' if run.cut.microbatches > 1 else ''})"
+            + (f" + {seconds_label(cut.bubble_seconds)} bubble" if cut.bubble_seconds else "")
+            + (
+                f" + {seconds_label(cut.wire)} of the cut's traffic = {seconds_label(cut.step)}, none of it hidden; "
+                if cut.known
+                else f" = {seconds_label(cut.step)}, the cut's traffic unknown; "
+            )
+            + "ZeRO's collectives above apart."
+        )
+    return tuple(said)
+
+
+def cut_table(run: Run, cut: CutWire, units: ByteUnit) -> str:
+    """The table's cell for the cut: its bytes by link, the bubble and the step."""
+    if cut.known:
+        sent = f"cut: {units.show(cut.inside_bytes)} inside" + (
+            f" · {units.show(cut.between_bytes)} between" if run.nodes > 1 else ""
+        )
+    else:
+        sent = "cut: traffic unknown without a model's shape"
+    bubble = f"; bubble {percent(cut.bubble)}" if run.cut.pp > 1 else ""
+    step = "" if cut.step is None else f"; step {seconds_label(cut.step)}"
+    return sent + bubble + step
 
 
 def assumptions(run: Run) -> str:
