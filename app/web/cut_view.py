@@ -179,7 +179,7 @@ def in_stages(
 
     Between stages, the pipeline's link: the next stage's cards are on another node where a stage fills one.
     """
-    inside, between = link
+    between = link[1]
     by_stage: dict[int, list[CardView | CardGap]] = {}
     stage_of = 0
     for item in cards:
@@ -202,14 +202,16 @@ def in_stages(
         nodes = (
             f"node {first // per_node:,}"
             if first // per_node == last // per_node
-            else (f"nodes {first // per_node:,}–{last // per_node:,}")
+            else f"nodes {first // per_node:,}–{last // per_node:,}"
         )
         title = (
             f"Stage {stage + 1} of {cut.pp}: GPUs {first:,}–{last:,}, {nodes}"
             if cut.pp > 1
-            else (f"GPUs {first:,}–{last:,}")
+            else f"GPUs {first:,}–{last:,}"
         )
-        found.append(NodeView(stage, title, _stage_link(stage, cut), _tp_groups(items, cut, gpus, inside)))
+        found.append(
+            NodeView(stage, title, _stage_link(stage, cut), _tp_groups(items, cut, per_node, per_stage > per_node))
+        )
     return tuple(found)
 
 
@@ -220,26 +222,35 @@ def _stage_link(stage: int, cut: Cut) -> str:
 
 
 def _tp_groups(
-    items: list[CardView | CardGap], cut: Cut, gpus: int, inside: str
+    items: list[CardView | CardGap], cut: Cut, per_node: int, spans: bool
 ) -> tuple[CardView | CardGap | TpGroup, ...]:
-    """A stage's items, its cards gathered in their tensor-parallel groups (one card alone without tp)."""
+    """A stage's items, its cards gathered in their tensor-parallel groups (one card alone without tp).
+
+    `spans`: whether the stage spans nodes; then each group says its node (a group is always inside one).
+    """
     if cut.tp == 1:
         return tuple(items)
     grouped: list[CardView | CardGap | TpGroup] = []
-    group: list[CardView | CardGap] = []
-    key = None
-    for item in [*items, None]:
-        here = None if not isinstance(item, CardView) else item.index // cut.tp
-        if group and (here != key):
-            first = key * cut.tp if key is not None else 0
+    group: list[CardView] = []
+
+    def close() -> None:
+        if group:
+            first = group[0].index - group[0].index % cut.tp
             words = f"TP group: GPUs {first:,}–{first + cut.tp - 1:,}"
-            grouped.append(TpGroup(words, tuple(group), min(len(group), 8)))
-            group = []
+            grouped.append(
+                TpGroup(words + (f", node {first // per_node:,}" if spans else ""), tuple(group), len(group))
+            )
+            group.clear()
+
+    for item in items:
+        if isinstance(item, CardView) and group and item.index // cut.tp != group[0].index // cut.tp:
+            close()
         if isinstance(item, CardView):
             group.append(item)
-            key = here
-        elif item is not None:
+        else:
+            close()
             grouped.append(item)
+    close()
     return tuple(grouped)
 
 

@@ -103,3 +103,18 @@ def test_zero3_past_its_limit_links_to_the_same_run_cut_in_two(client: TestClien
     assert len(cut.select("#grid .tp-group")) == 8
     # One assembled layer fits: no link.
     assert run_page(client, "model=llama-3-70b&gpus=16&stage=zero3&capacity=80GiB").select(".cut-link") == []
+
+
+def test_a_stage_over_two_nodes_names_each_tensor_group_s_node(client: TestClient) -> None:
+    # 64 cards in nodes of 8, 2 stages: a stage is 32 cards, four nodes; GPUs 30–31 are on node 3.
+    grid = one(run_page(client, "gpus=64&tp=2&pp=2&stage=zero3"), "#grid")
+    assert [g["aria-label"] for g in grid.select(".tp-group")] == [
+        "TP group: GPUs 0–1, node 0",
+        "TP group: GPUs 30–31, node 3",
+        "TP group: GPUs 32–33, node 4",
+        "TP group: GPUs 62–63, node 7",
+    ]
+    assert [text(s, ".node-title span") for s in grid.select(".node-box")] == [
+        "Stage 1 of 2: GPUs 0–31, nodes 0–3",
+        "Stage 2 of 2: GPUs 32–63, nodes 4–7",
+    ]
