@@ -69,9 +69,16 @@ def card_place(card: int, cut: Cut, gpus: int) -> str:
     return ", ".join(said)
 
 
-def _label(card: int, column: Column, spec: BandSpec, cut: Cut, gpus: int, sharded: bool) -> tuple[CellView, str]:
-    """A cell's drawing and its words: what this card keeps of one band of one eighth of the model."""
+def _label(
+    card: int, column: Column, spec: BandSpec, cut: Cut, gpus: int, sharded: bool, was: bool | None = None
+) -> tuple[CellView, str]:
+    """A cell's drawing and its words: what this card keeps of one band of one eighth of the model.
+
+    `was`: whether the stage the person came from sharded this band (None: they came from none); ringed if the
+    cell is drawn otherwise now.
+    """
     cell = cut_cell(card, column.index, sharded, cut, gpus)
+    changed = was is not None and cut_cell(card, column.index, was, cut, gpus) != cell
     where = f"Column {column.index} ({column.label}), {spec.label} ({spec.precision}, {spec.shown} B)"
     if cell.state is CellState.ABSENT:
         stage = rank(cell.holder, cut, gpus).stage + 1
@@ -94,19 +101,31 @@ def _label(card: int, column: Column, spec: BandSpec, cut: Cut, gpus: int, shard
         label=said,
         strip=strip,
         share=cell.part.text if cell.part is not None else "",
+        changed=changed,
     )
     return view, said
 
 
-def cut_columns(scenario: Scenario, stage: Stage, card: int) -> tuple[ColumnView, ...]:
-    """One card's eighths of the model: its stage's filled or part filled, the others absent."""
+def cut_columns(scenario: Scenario, stage: Stage, card: int, previous: Stage | None = None) -> tuple[ColumnView, ...]:
+    """One card's eighths of the model: its stage's filled or part filled, the others absent.
+
+    `previous`: the stage the person came from, whose cells drawn otherwise are ringed.
+    """
     run, recipe = scenario.run, scenario.recipe
     cut, gpus = run.cut, run.gpus
     own = stage_columns(rank(card, cut, gpus).stage, cut.pp)
     columns = []
     for column in scenario.columns:
         cells = tuple(
-            _label(card, column, spec, cut, gpus, spec.band in stage.sharded)[0]
+            _label(
+                card,
+                column,
+                spec,
+                cut,
+                gpus,
+                spec.band in stage.sharded,
+                None if previous is None else spec.band in previous.sharded,
+            )[0]
             for spec in recipe.specs
             if spec.nbytes > 0
         )
@@ -117,7 +136,9 @@ def cut_columns(scenario: Scenario, stage: Stage, card: int) -> tuple[ColumnView
     return tuple(columns)
 
 
-def cut_cards(scenario: Scenario, stage: Stage, row: StageReport) -> tuple[CardView | CardGap, ...]:
+def cut_cards(
+    scenario: Scenario, stage: Stage, row: StageReport, previous: Stage | None = None
+) -> tuple[CardView | CardGap, ...]:
     """The cards of a cut run at rest (every one up to 16; one tensor group a stage beyond), their bars as today."""
     run, units = scenario.run, scenario.units
     cut, gpus = run.cut, run.gpus
@@ -132,7 +153,7 @@ def cut_cards(scenario: Scenario, stage: Stage, row: StageReport) -> tuple[CardV
         if position and (hidden := card - shown[position - 1] - 1):
             words = f"GPU {card - hidden:,} to GPU {card - 1:,}: {_left_out(card - hidden, card - 1, cut, gpus)}"
             cards.append(CutGap(words, _room(shown, position, cut, gpus)))
-        columns = cut_columns(scenario, stage, card)
+        columns = cut_columns(scenario, stage, card, previous)
         name = f"GPU {card:,}"
         cards.append(
             CardView(

@@ -349,7 +349,7 @@ def stage_view(
     moved = None if previous is None or previous is stage else rows.change(previous, stage)
     cut = phase is None and run.cut.cuts  # the step's cards are ZeRO's alone (its columns, its transfers)
     if cut:
-        cards = cut_cards(scenario, stage, chosen)
+        cards = cut_cards(scenario, stage, chosen, None if moved is None else previous)
     elif phase is None:
         cards = rest_cards(scenario, stage, chosen, moved=moved)
     else:

@@ -118,3 +118,14 @@ def test_a_stage_over_two_nodes_names_each_tensor_group_s_node(client: TestClien
         "Stage 1 of 2: GPUs 0–31, nodes 0–3",
         "Stage 2 of 2: GPUs 32–63, nodes 4–7",
     ]
+
+
+def test_arriving_from_zero2_rings_the_weights_zero3_now_shards(client: TestClient) -> None:
+    grid = one(run_page(client, f"{TP2_PP2}&from=zero2"), "#grid")
+    ringed = {(str(c["aria-label"])[:9], c["class"][1]) for c in grid.select(".cell.changed")}
+    # Card 0 keeps its own column's weights (its tensor half, as under ZeRO-2); the three other columns of its
+    # stage become dashed: 3 cells a card, 16 cards, weights only. Another stage's layers stay absent.
+    assert {band for _, band in ringed} == {"band-weights"}
+    assert {column for column, _ in ringed} == {f"Column {n} " for n in range(8)}
+    assert len(grid.select(".cell.changed")) == 16 * 3
+    assert grid.select(".cell.absent.changed") == []
