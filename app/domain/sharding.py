@@ -21,12 +21,14 @@ class CellState(StrEnum):
     """Solid: this card stores the state. Dashed: another card stores it for this weight.
 
     Partial: this card stores a part, and other cards the rest; only the step's columns, which
-    need not line up with the cards' slices, have such cells.
+    need not line up with the cards' slices, and a cut model's tensor slices (`cut_grid`) have such cells.
+    Absent: a cut model's other pipeline stage keeps these layers; nothing is held on this card's behalf.
     """
 
     SOLID = "solid"
     PARTIAL = "partial"
     DASHED = "dashed"
+    ABSENT = "absent"
 
 
 @dataclass(frozen=True)

@@ -453,14 +453,29 @@ def secondary_strip(scenario: Scenario, stage: Stage, shown: tuple[int, ...], ca
 
 
 @dataclass(frozen=True)
+class TpGroup:
+    """A cut model's tensor-parallel group: its drawn cards, in a frame inside their stage's (`cut_view`)."""
+
+    title: str
+    items: tuple[CardView | CardGap, ...]
+    width: int
+    """The grid's columns it spans: one a drawn card."""
+    kind: ClassVar[str] = "tp"
+    css: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "css", f"tp-group span-{self.width}")
+
+
+@dataclass(frozen=True)
 class NodeView:
-    """One node's drawn cards, in a box whose border is the link inside it."""
+    """One node's drawn cards, in a box whose border is the link inside it (or a cut model's pipeline stage)."""
 
     index: int
     title: str
     link: str
     """The link inside the node, in words: "NVLink inside, 450 GB/s a card"."""
-    items: tuple[CardView | CardGap, ...]
+    items: tuple[CardView | CardGap | TpGroup, ...]
     kind: ClassVar[str] = "node"
 
 

@@ -76,6 +76,10 @@ class _Drawn:
     """The kinds the bars draw beyond the bands (`bars.bar_kinds`), in the key's order."""
     replicas: bool = False
     """Whether cells are kept because hybrid sharding replicates them (grid_view.CellView.replica)."""
+    cut: bool = False
+    """Whether the cards draw a cut model (`cut_view`): eighths of the model, tensor slices part filled."""
+    absent: bool = False
+    """Whether some card draws another pipeline stage's layers, absent from it (`CellState.ABSENT`)."""
 
     @classmethod
     def of(cls, s: StageView) -> _Drawn:
@@ -84,14 +88,16 @@ class _Drawn:
         kinds = tuple(kind for kind in TermKind if kind.look.css in s.bar_keys)
         return cls(
             step=s.step is not None,
-            partial=s.step.partial if s.step else False,
+            partial=s.step.partial if s.step else s.cut_grid and s.tp_sliced,
             hosted=isinstance(card, CardView) and card.host is not None,
             # The stage's, not the phase's: whether it holds anything in hand at any moment of the step, so
             # that the key (and all under it) stays put from phase to phase.
             hand=any(kind.in_hand for kind in kinds),
             capacity=bar is not None and bar.capacity_x is not None,
             kinds=kinds,
-            replicas=s.replicated and s.step is None,  # the step's columns draw no replicas' mark
+            replicas=s.replicated and s.step is None and not s.cut_grid,  # neither the step nor a cut draws it
+            cut=s.cut_grid,
+            absent=s.cut_grid and s.pipelined,
         )
 
 
@@ -105,7 +111,13 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
     column = "column" if d.step else "weight"
     more: list[str] = []
     states = [KeyEntry("Filled", ": stored here", "neutral solid")]
-    if d.partial:
+    if d.partial and d.cut:
+        states.append(KeyEntry("Part filled", ": its tensor slice stored here", "neutral partial from-0 to-24"))
+        more.append(
+            "Part filled: tensor parallelism cuts every layer's matrices across the group's cards; each stores its "
+            "own slice of the column, the group's other cards the rest."
+        )
+    elif d.partial:
         states.append(KeyEntry("Part filled", ": its slice stored here", "neutral partial from-0 to-24"))
         more.append("Part filled: this card stores its slice of the column; other cards the rest.")
     if d.step:
@@ -122,6 +134,12 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
         more.append(
             "White dot: kept here because hybrid sharding gives each shard group its own copy; with one group "
             "of every card it would be dashed."
+        )
+    if d.absent:
+        states.append(KeyEntry("Hatched, no outline", ": another stage's layers", "neutral absent"))
+        more.append(
+            "Hatched with no outline: absent. Another pipeline stage keeps these layers, and nothing is held on "
+            "this card's behalf, unlike a dashed outline."
         )
     if d.hosted:
         states.append(KeyEntry("Dotted", ": on the host", "neutral solid on-host"))
@@ -143,9 +161,10 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
         more.append(f"{look.colour}: {look.long}")
     if d.step:
         bars.append(KeyEntry("Pale", ": peak so far", "bar-peak"))
-    first = "A column is an eighth of the model, in forward order" if d.step else "A column is a weight"
+    eighths = d.step or d.cut
+    first = "A column is an eighth of the model, in forward order" if eighths else "A column is a weight"
     ratio = " : ".join(k.shown for k in legend)
-    area = f"{'Column: an eighth of the model' if d.step else 'Column: a weight'}; height: bytes ({ratio})."
+    area = f"{'Column: an eighth of the model' if eighths else 'Column: a weight'}; height: bytes ({ratio})."
     more.insert(0, f"{first}, its bands stacked top to bottom, each as tall as the bytes it costs: area is memory.")
     more.append(
         "The bar is drawn on one scale for the four arrangements, so a switch shows the saving: what a card keeps at "
@@ -159,6 +178,8 @@ def _compact(legend: tuple[BandSpec, ...], d: _Drawn, ring_key: bool) -> Key:
     states = [KeyEntry("Filled", ": stored on this card", "neutral solid")]
     if d.partial:
         states.append(KeyEntry("Part filled", ": its slice of the column", "neutral partial from-0 to-24"))
+    if d.absent:
+        states.append(KeyEntry("Hatched", ": another stage's layers", "neutral absent"))
     if d.step:
         states.append(KeyEntry("Striped", ": assembled for this phase", "neutral solid gathered"))
         states.append(KeyEntry("Barred", ": gradients sent to their owners", "neutral solid sent"))
@@ -183,7 +204,7 @@ def _compact(legend: tuple[BandSpec, ...], d: _Drawn, ring_key: bool) -> Key:
             bars.append(KeyEntry(f"Bar, {look.colour.lower()}", f": {look.compact}", f"bar-{look.css}"))
     if d.step:
         bars.append(KeyEntry("Bar, pale", ": peak so far", "bar-peak"))
-    first = "A column is an eighth of the model" if d.step else "A column is one weight"
+    first = "A column is an eighth of the model" if d.step or d.cut else "A column is one weight"
     return Key(True, f"{first}, its bands as tall as their bytes: area is memory.", tuple(states), bands, tuple(bars))
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from app.domain.eighths import COLUMNS
 from app.domain.report import Change, Run, StageReport
 from app.domain.scenario import NO_SHAPE, Scenario
 from app.domain.stages import Stage, StageInfo, across_nodes
@@ -13,6 +14,7 @@ from app.domain.units import count_label as params_label
 from app.domain.units import gpus_label, per_weight, percent
 from app.domain.zeropp import zeropp_said
 from app.web.bars import bar_keys, bar_note
+from app.web.cut_view import cut_cards, cut_href, in_stages
 from app.web.fixes_view import FixLine, fix_lines
 from app.web.grid_view import CardGap, CardView, NodeGap, NodeView, in_nodes, rest_cards
 from app.web.host_view import HostView, host_view
@@ -158,6 +160,14 @@ class StageView:
     hybrid_label: str = ""
     fixes: tuple[FixLine, ...] = ()
     """Under the verdict, where the run is over its card: the changes that would make it fit (`fixes_view`)."""
+    cut_grid: bool = False
+    """Whether the cards draw a cut model (`cut_view`): eighths of the model, framed by stage and tensor group."""
+    tp_sliced: bool = False
+    """Whether a cut grid's cells are part filled: each card its tensor slice (tp above 1), or a shared column."""
+    pipelined: bool = False
+    """Whether a cut grid draws other stages' layers absent (pp above 1)."""
+    cut_links: tuple[tuple[str, str], ...] = ()
+    """Under ZeRO-3's limit, where one layer is bigger than a card: the same run with each layer cut (tp)."""
 
     # What the templates draw, decided here when the view is built: a part left out is empty.
     model_per_gpu: str = field(init=False, repr=False, compare=False)
@@ -172,6 +182,8 @@ class StageView:
     fix_lists: tuple[tuple[FixLine, ...], ...] = field(init=False, repr=False, compare=False)
     hosts: tuple[HostView, ...] = field(init=False, repr=False, compare=False)
     note_lists: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
+    grid_css: str = field(init=False, repr=False, compare=False)
+    """The grid's classes: its axis's digits, and a cut model's eight cards a row."""
     hatches: tuple[str, ...] = field(init=False, repr=False, compare=False)
     """The overheads' hatching, defined once where a bar draws them."""
     loose_cards: tuple[tuple[CardView | CardGap, ...], ...] = field(init=False, repr=False, compare=False)
@@ -182,6 +194,8 @@ class StageView:
     steps: tuple[StepView, ...] = field(init=False, repr=False, compare=False)
     rest_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
     """The note under the key at rest (the bars' note); in a step the step's note instead (`steps`)."""
+    axis_note: str = field(init=False, repr=False, compare=False)
+    """What the numbers under the cards are: weights, or a cut model's eighths."""
     responsible_note: str = field(init=False, repr=False, compare=False)
     sampled_note: str = field(init=False, repr=False, compare=False)
     fit_columns: tuple[str, ...] = field(init=False, repr=False, compare=False)
@@ -218,6 +232,10 @@ class StageView:
             f"With {self.gpus:,} cards the grid draws the first four and the last four, and as many weights; "
             "every card holds the same pattern."
         )
+        cut_sampled = (
+            f"With {self.gpus:,} cards the grid draws whole tensor-parallel groups, one or two a stage (of the first "
+            "and last stages where all would not fit); the gaps say which cards are left out."
+        )
         derived = {
             "model_per_gpu": f"{size} model per GPU",
             "model_words": f"{label} weight" + ("" if label == "1" else "s"),
@@ -228,15 +246,23 @@ class StageView:
             "hosts": shown(self.host),
             "note_lists": shown(self.notes),
             "hatches": ("hatch",) if "overheads" in self.bar_keys else (),
+            "grid_css": f"grid digits-{self.axis_digits}" + (" cut" if self.cut_grid else ""),
             "loose_cards": () if self.nodes else (self.cards,),
             "bpw_minor": None if self.step else "minor",
             "model_minor": "minor" if self.step else None,
             "steps": shown(self.step),
             "rest_notes": () if self.step else (self.bar_note,),
-            "responsible_note": "; the underlined one is the weight that card is responsible for"
+            "axis_note": "Numbers under each card are eighths of the model, first layer to last"
+            if self.cut_grid
+            else "Numbers under each card are weights",
+            "responsible_note": (
+                "; the underlined one holds that card's share of what ZeRO splits"
+                if self.cut_grid
+                else "; the underlined one is the weight that card is responsible for"
+            )
             if self.shards_anything
             else "",
-            "sampled_note": sampled if self.sampled else "",
+            "sampled_note": (cut_sampled if self.cut_grid else sampled) if self.sampled else "",
             "fit_columns": shown(self.capacity),
             "layer_notes": ("(this micro-batch's activations and largest layer kept)",) if shape else (),
             "batch_columns": ("Largest micro-batch that fits",) if shape else (),
@@ -322,7 +348,10 @@ def stage_view(
     cards: tuple[CardView | CardGap, ...]
     stepping = None
     moved = None if previous is None or previous is stage else rows.change(previous, stage)
-    if phase is None:
+    cut = phase is None and run.cut.cuts  # the step's cards are ZeRO's alone (its columns, its transfers)
+    if cut:
+        cards = cut_cards(scenario, stage, chosen, None if moved is None else previous)
+    elif phase is None:
         cards = rest_cards(scenario, stage, chosen, moved=moved)
     else:
         stepping, cards = step_view(stage, scenario, link, phase)
@@ -346,7 +375,10 @@ def stage_view(
         bytes_per_weight=per_weight(chosen.bytes_per_weight),
         per_gpu=units.show(chosen.per_gpu_bytes),
         share_of_dp=percent(chosen.bytes_per_weight / rows[Stage.DP].bytes_per_weight),
-        axis_digits=len(str(run.gpus - 1)),
+        axis_digits=1 if cut else len(str(run.gpus - 1)),  # a cut grid's columns are the model's eighths, 0 to 7
+        cut_grid=cut,
+        tp_sliced=cut and (run.cut.tp > 1 or COLUMNS % run.cut.pp > 0),
+        pipelined=cut and run.cut.pp > 1,
         cards=cards,
         sampled=any(isinstance(card, CardGap) for card in cards),
         rows=table_rows(stage, link, rows.stages, scenario),
@@ -371,7 +403,10 @@ def stage_view(
             note for note, said in ((NO_SHAPE, run.activations is None), (ONE_GPU, run.gpus == 1)) if said
         ),
         wire=wire_view(scenario, chosen) if run.gpus > 1 else None,
-        nodes=in_nodes(cards, run.gpus_per_node, run.nodes, link_words(run)),
+        nodes=in_stages(cards, run.cut, run.gpus, run.gpus_per_node, link_words(run))
+        if cut
+        else in_nodes(cards, run.gpus_per_node, run.nodes, link_words(run)),
+        cut_links=cut_href(scenario, link),
         replicated=bool(stage.sharded) and run.shards < run.gpus,
         **_hybrid_switch(stage, run, link, phase),
     )

@@ -1,0 +1,289 @@
+"""The cards of a cut model at rest: each card's eighths of the model, framed by pipeline stage and tensor group.
+
+The geometry is `app.domain.cut_grid`'s; this module words it and frames it. A cut run's grid draws the
+model's eighths as columns (as the step does), a card's own stage's columns filled or part filled (its tensor
+slice, and inside it ZeRO's share), the other stages' columns absent. The cards sit in one frame a pipeline
+stage, and inside it in one frame a tensor-parallel group (neighbouring cards of one node, Megatron's order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import ClassVar
+
+from app.domain.cut_grid import cut_cell, cut_shown, rank, stage_columns, zero_group
+from app.domain.eighths import COLUMNS, Column
+from app.domain.parallel import Cut
+from app.domain.recipes import BandSpec
+from app.domain.report import StageReport
+from app.domain.scenario import Scenario
+from app.domain.sharding import CellState
+from app.domain.stages import Stage
+from app.domain.units import per_weight
+from app.web.bars import card_bar
+from app.web.card_words import holding_sentence
+from app.web.grid_view import (
+    CardGap,
+    CardView,
+    CellView,
+    ColumnView,
+    NodeGap,
+    NodeView,
+    TpGroup,
+    band_height,
+    card_total,
+)
+from app.web.links import Links
+
+SHARE_STEPS = 48
+"""A part filled cell's strip is drawn in 48ths of the column (static/app.css has a class for each)."""
+
+
+@dataclass(frozen=True)
+class CutGap(CardGap):
+    """Where a cut grid leaves cards out: beside its stage's drawn group, in the rest of the row."""
+
+    width: int = 8
+    kind: ClassVar[str] = "cut_gap"
+    css: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "css", f"card-gap span-{self.width}")
+
+
+def _strip(start: float, end: float) -> tuple[int, int]:
+    first = int(start * SHARE_STEPS)
+    return first, max(first + 1, round(end * SHARE_STEPS))
+
+
+def card_place(card: int, cut: Cut, gpus: int) -> str:
+    """A card's stage and tensor slice in words: "stage 1 of 2, columns 0 to 3, tensor slice 2 of 2"."""
+    here = rank(card, cut, gpus)
+    columns = stage_columns(here.stage, cut.pp)
+    span = f"column {columns[0]}" if len(columns) == 1 else f"columns {columns[0]} to {columns[-1]}"
+    said = [f"stage {here.stage + 1} of {cut.pp}, {span}"] if cut.pp > 1 else []
+    if cut.tp > 1:
+        said.append(f"tensor slice {here.tp + 1} of {cut.tp}")
+    if cut.cp > 1:
+        said.append(f"context rank {here.cp + 1} of {cut.cp}")
+    return ", ".join(said)
+
+
+def _label(
+    card: int, column: Column, spec: BandSpec, cut: Cut, gpus: int, sharded: bool, was: bool | None = None
+) -> tuple[CellView, str]:
+    """A cell's drawing and its words: what this card keeps of one band of one eighth of the model.
+
+    `was`: whether the stage the person came from sharded this band (None: they came from none); ringed if the
+    cell is drawn otherwise now.
+    """
+    cell = cut_cell(card, column.index, sharded, cut, gpus)
+    changed = was is not None and cut_cell(card, column.index, was, cut, gpus) != cell
+    where = f"Column {column.index} ({column.label}), {spec.label} ({spec.precision}, {spec.shown} B)"
+    if cell.state is CellState.ABSENT:
+        stage = rank(cell.holder, cut, gpus).stage + 1
+        said = f"{where}: not on this card. Pipeline stage {stage} keeps these layers (GPU {cell.holder:,} and others)."
+    elif cell.state is CellState.DASHED:
+        said = f"{where}: not stored here. GPU {cell.holder:,}, in this card's ZeRO group, holds it on its behalf."
+    elif cell.part is not None:
+        slice_words = f"its tensor slice, 1/{cut.tp}" if cut.tp > 1 else "its part"
+        said = f"{where}: this card stores {slice_words} of it ({cell.part.text} of the column); other cards the rest."
+    else:
+        said = f"{where}: stored on this card."
+    strip = None if cell.part is None else _strip(float(cell.part.start), float(cell.part.end))
+    view = CellView(
+        card=card,
+        weight=column.index,
+        band=spec.band,
+        state=cell.state,
+        holder=cell.holder,
+        nbytes=band_height(spec.nbytes),
+        label=said,
+        strip=strip,
+        share=cell.part.text if cell.part is not None else "",
+        changed=changed,
+    )
+    return view, said
+
+
+def cut_columns(scenario: Scenario, stage: Stage, card: int, previous: Stage | None = None) -> tuple[ColumnView, ...]:
+    """One card's eighths of the model: its stage's filled or part filled, the others absent.
+
+    `previous`: the stage the person came from, whose cells drawn otherwise are ringed.
+    """
+    run, recipe = scenario.run, scenario.recipe
+    cut, gpus = run.cut, run.gpus
+    own = stage_columns(rank(card, cut, gpus).stage, cut.pp)
+    columns = []
+    for column in scenario.columns:
+        cells = tuple(
+            _label(
+                card,
+                column,
+                spec,
+                cut,
+                gpus,
+                spec.band in stage.sharded,
+                None if previous is None else spec.band in previous.sharded,
+            )[0]
+            for spec in recipe.specs
+            if spec.nbytes > 0
+        )
+        # Underlined: the column holding this card's ZeRO share (some sharded band kept here).
+        responsible = bool(stage.sharded) and zero_group(cut, gpus) > 1 and column.index in own
+        responsible = responsible and any(c.band in stage.sharded and c.state is not CellState.DASHED for c in cells)
+        columns.append(ColumnView(column.index, responsible, cells, axis_label=str(column.index)))
+    return tuple(columns)
+
+
+def cut_cards(
+    scenario: Scenario, stage: Stage, row: StageReport, previous: Stage | None = None
+) -> tuple[CardView | CardGap, ...]:
+    """The cards of a cut run at rest (every one up to 16; one tensor group a stage beyond), their bars as today."""
+    run, units = scenario.run, scenario.units
+    cut, gpus = run.cut, run.gpus
+    bar = card_bar(scenario, stage, row.extra, None, *card_total(row, units), row.fits)
+    bytes_per_weight = f"{per_weight(row.bytes_per_weight)} B/weight"
+    figure = units.show(row.rest_bytes) + (
+        f" at rest, {units.show(row.peak_bytes)} at its peak" if row.peak_bytes != row.rest_bytes else ""
+    )
+    shown = cut_shown(cut, gpus)
+    cards: list[CardView | CardGap] = []
+    for position, card in enumerate(shown):
+        if position and (hidden := card - shown[position - 1] - 1):
+            words = f"GPU {card - hidden:,} to GPU {card - 1:,}: {_left_out(card - hidden, card - 1, cut, gpus)}"
+            cards.append(CutGap(words, _room(shown, position, cut, gpus)))
+        columns = cut_columns(scenario, stage, card, previous)
+        name = f"GPU {card:,}"
+        cards.append(
+            CardView(
+                index=card,
+                title=name,
+                columns=columns,
+                bytes_per_weight=bytes_per_weight,
+                model_bytes=units.show(row.per_gpu_bytes),
+                bar=bar,
+                summary=holding_sentence(
+                    f"{name} ({card_place(card, cut, gpus)})", "column", COLUMNS, scenario.recipe, columns, (), figure
+                ),
+                tab_stop=position == 0,
+            )
+        )
+    if shown[-1] < gpus - 1:
+        words = f"GPU {shown[-1] + 1:,} to GPU {gpus - 1:,}: {_left_out(shown[-1] + 1, gpus - 1, cut, gpus)}"
+        cards.append(CutGap(words, _room(shown, len(shown), cut, gpus)))
+    return tuple(cards)
+
+
+def _room(shown: tuple[int, ...], position: int, cut: Cut, gpus: int) -> int:
+    """The grid's columns a gap takes: its row's room beside the drawn groups on either side, else a whole row."""
+    drawn = min(cut.tp, 8)
+    between = (
+        0 < position < len(shown)
+        and rank(shown[position], cut, gpus).stage == rank(shown[position - 1], cut, gpus).stage
+    )
+    room = 8 - (2 if between else 1) * drawn if position else 8
+    return room if room > 0 else 8
+
+
+def _left_out(first: int, last: int, cut: Cut, gpus: int) -> str:
+    """Which cards a gap stands for: their stages and data-parallel ranks, alike but for ZeRO's share."""
+    a, b = rank(first, cut, gpus), rank(last, cut, gpus)
+    stages = f"stage {a.stage + 1}" if a.stage == b.stage else f"stages {a.stage + 1} to {b.stage + 1}"
+    return f"{stages}'s other tensor groups, each as its stage's drawn group but for ZeRO's share"
+
+
+def in_stages(
+    cards: tuple[CardView | CardGap, ...], cut: Cut, gpus: int, per_node: int, link: tuple[str, str]
+) -> tuple[NodeView | NodeGap, ...]:
+    """The drawn cards in one frame a pipeline stage, and inside it one a tensor-parallel group.
+
+    Between stages, the pipeline's link: the next stage's cards are on another node where a stage fills one.
+    """
+    between = link[1]
+    by_stage: dict[int, list[CardView | CardGap]] = {}
+    stage_of = 0
+    for item in cards:
+        if isinstance(item, CardView):
+            stage_of = rank(item.index, cut, gpus).stage
+        by_stage.setdefault(stage_of, []).append(item)
+    per_stage = gpus // cut.pp
+    found: list[NodeView | NodeGap] = []
+    for stage, items in by_stage.items():
+        if found:
+            crosses = (stage * per_stage) % per_node == 0
+            found.append(
+                NodeGap(
+                    "",
+                    f"Pipeline: stage {stage} sends its activations to stage {stage + 1}"
+                    + (f" ({between.split(':')[0].lower()})" if crosses else " (inside the node)"),
+                )
+            )
+        first, last = stage * per_stage, (stage + 1) * per_stage - 1
+        nodes = (
+            f"node {first // per_node:,}"
+            if first // per_node == last // per_node
+            else f"nodes {first // per_node:,}–{last // per_node:,}"
+        )
+        title = (
+            f"Stage {stage + 1} of {cut.pp}: GPUs {first:,}–{last:,}, {nodes}"
+            if cut.pp > 1
+            else f"GPUs {first:,}–{last:,}"
+        )
+        found.append(
+            NodeView(stage, title, _stage_link(stage, cut), _tp_groups(items, cut, per_node, per_stage > per_node))
+        )
+    return tuple(found)
+
+
+def _stage_link(stage: int, cut: Cut) -> str:
+    """What a stage keeps, in words."""
+    share = "the whole model" if cut.pp == 1 else f"1/{cut.pp} of the layers"
+    return f"keeps {share}" + (f", each layer cut {cut.tp} ways" if cut.tp > 1 else "")
+
+
+def _tp_groups(
+    items: list[CardView | CardGap], cut: Cut, per_node: int, spans: bool
+) -> tuple[CardView | CardGap | TpGroup, ...]:
+    """A stage's items, its cards gathered in their tensor-parallel groups (one card alone without tp).
+
+    `spans`: whether the stage spans nodes; then each group says its node (a group is always inside one).
+    """
+    if cut.tp == 1:
+        return tuple(items)
+    grouped: list[CardView | CardGap | TpGroup] = []
+    group: list[CardView] = []
+
+    def close() -> None:
+        if group:
+            first = group[0].index - group[0].index % cut.tp
+            words = f"TP group: GPUs {first:,}–{first + cut.tp - 1:,}"
+            grouped.append(
+                TpGroup(words + (f", node {first // per_node:,}" if spans else ""), tuple(group), len(group))
+            )
+            group.clear()
+
+    for item in items:
+        if isinstance(item, CardView) and group and item.index // cut.tp != group[0].index // cut.tp:
+            close()
+        if isinstance(item, CardView):
+            group.append(item)
+        else:
+            close()
+            grouped.append(item)
+    close()
+    return tuple(grouped)
+
+
+def cut_href(scenario: Scenario, link: Links) -> tuple[tuple[str, str], ...]:
+    """Where ZeRO-3's largest layer is too big for a card: the same run with each layer cut across 2 cards more."""
+    run = scenario.run
+    if not scenario.report.layer_exceeds_card:
+        return ()
+    tp = run.cut.tp * 2
+    if run.gpus_per_node % tp or run.gpus % (tp * run.cut.pp * run.cut.cp):
+        return ()
+    words = f"Cut each layer across {tp} cards: TP {tp} × ZeRO-3" + (
+        f" on {run.cut.pp} stages" if run.cut.pp > 1 else ""
+    )
+    return ((link.setting("tp", str(tp)).at(Stage.ZERO3, None), words),)
