@@ -62,7 +62,7 @@ class SlotBox:
 
 
 @dataclass(frozen=True)
-class StageRow:
+class PipelineRow:
     """One stage's row: its name, its time idle behind its passes, its passes, and what it holds."""
 
     name: str
@@ -89,7 +89,7 @@ class StageRow:
 class ScheduleDrawing:
     """The drawing: one row a stage, on one time axis."""
 
-    rows: tuple[StageRow, ...]
+    rows: tuple[PipelineRow, ...]
     height: float
     plot_width: float
     time_words: str
@@ -229,7 +229,7 @@ def _drawing(scenario: Scenario, plan: Schedule, chunk_bytes: int) -> ScheduleDr
         count = Fraction(plan.peak_chunks(s), vpp)
         bytes_words = f", {scenario.units.show(count * chunk_bytes * vpp)}" if chunk_bytes else ""
         rows.append(
-            StageRow(
+            PipelineRow(
                 name=f"S{s}",
                 y=y,
                 slots=tuple(_slot_box(slot, y, float(scale), vpp) for slot in slots),
