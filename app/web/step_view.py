@@ -32,6 +32,7 @@ from app.web.grid_view import (
 )
 from app.web.links import Links
 from app.web.parts import shown
+from app.web.schedule_view import ScheduleView, schedule_view
 
 UNKNOWN_LAYER_NOTE = "Largest layer unknown: the figures leave out the layer in hand (see ZeRO-3's limit below)."
 LAYER_BANDS = frozenset({Band.WEIGHTS, Band.GRADIENTS})
@@ -150,6 +151,8 @@ class StepView:
     """One card's memory through the step, every stage, this phase marked."""
     links_tally: str = ""
     """Each card's bytes so far inside its node and between nodes, of the step's; blank on one node."""
+    schedule: ScheduleView | None = None
+    """The pipeline's schedule, with pp > 1 (`schedule_view`)."""
     buttons: tuple[StepButton, ...] = field(init=False, repr=False, compare=False)
     """First, previous, next and last."""
     links_tallies: tuple[str, ...] = field(init=False, repr=False, compare=False)
@@ -162,6 +165,7 @@ class StepView:
     """What is said where no arrow is drawn."""
     pcies: tuple[str, ...] = field(init=False, repr=False, compare=False)
     charts: tuple[ChartView, ...] = field(init=False, repr=False, compare=False)
+    schedules: tuple[ScheduleView, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         buttons = (
@@ -180,6 +184,7 @@ class StepView:
             "still": () if self.transfers else ("Nothing moves between cards in this phase.",),
             "pcies": shown(self.pcie),
             "charts": shown(self.chart),
+            "schedules": shown(self.schedule),
         }
         for name, value in derived.items():
             object.__setattr__(self, name, value)
@@ -478,6 +483,7 @@ def step_view(
         ),
         chart=chart_view(stage, scenario, index),
         links_tally=_links_tally(scenario, phase, phases[-1]),
+        schedule=schedule_view(scenario),
         partial=any(
             cell.holding is Holding.PARTIAL
             for card in cards

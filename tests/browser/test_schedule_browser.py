@@ -1,0 +1,65 @@
+"""The pipeline's schedule in the step, in Debian's Chromium: on the first screen with the cards, and what axe says.
+
+At 1280×800 and in the projector's view at 1024×768, for 1F1B and interleaved 1F1B.
+"""
+
+from __future__ import annotations
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import Watch, screenshot
+
+RUN = "/?model=llama-3-8b&gpus=16&tp=2&pp=4&microbatches=8&phase=5"
+
+# The drawing, the first row of cards and the step's heading, each a box in the window's coordinates.
+BOXES = """() => {
+  const box = (el) => { const b = el.getBoundingClientRect(); return [b.left, b.top, b.right, b.bottom]; };
+  return {drawing: box(document.querySelector('#schedule svg')),
+          cards: [...document.querySelectorAll('#grid .card')].slice(0, 4).map(box),
+          scroll: document.documentElement.scrollWidth, width: innerWidth, height: innerHeight};
+}"""
+
+
+def _inside(b: list[float], width: float, height: float) -> bool:
+    left, top, right, bottom = b
+    return left >= -0.5 and top >= -0.5 and right <= width + 0.5 and bottom <= height + 0.5
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("vpp", [1, 2])
+@pytest.mark.parametrize(("width", "height", "theme"), [(1280, 800, "default"), (1024, 768, "projector")])
+def test_the_schedule_is_on_the_first_screen_with_the_cards(
+    page: Page, server: str, watch: Watch, width: int, height: int, theme: str, vpp: int
+) -> None:
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}{RUN}&vpp={vpp}&theme={theme}")
+    schedule = page.locator("#schedule")
+    expect(schedule.locator("svg")).to_be_visible()
+    expect(schedule.locator(".stage-row")).to_have_count(4)
+    expect(schedule.locator(".stage-row").first.locator("rect.slot")).to_have_count(16 * vpp)
+    bubble = "3/8 = 37.5%" if vpp == 1 else "3/(8 · 2) = 3/16 = 18.8%"
+    expect(page.locator("#schedule-bubble")).to_contain_text(bubble)
+    seen = page.evaluate(BOXES)
+    assert _inside(seen["drawing"], width, height), seen["drawing"]
+    assert all(_inside(card, width, height) for card in seen["cards"]), seen["cards"]
+    assert seen["scroll"] <= width
+    # Beside the cards, not under them: the drawing starts right of the first row's last card.
+    assert seen["drawing"][0] >= seen["cards"][-1][2]
+    screenshot(page, f"schedule-vpp{vpp}-{theme}-{width}x{height}")
+    watch.assert_clean(page)
+
+
+@pytest.mark.slow
+def test_axe_finds_no_violations_in_the_schedule(page: Page, server: str) -> None:
+    page.goto(f"{server}{RUN}&vpp=2")
+    results = Axe().run(page, context={"include": [["#schedule"]]})
+    assert results.violations_count == 0, results.generate_report()
+
+
+@pytest.mark.slow
+def test_no_pipeline_draws_no_schedule(page: Page, server: str) -> None:
+    page.goto(f"{server}/?model=llama-3-8b&gpus=16&phase=5")
+    expect(page.locator("#step")).to_be_visible()
+    expect(page.locator("#schedule")).to_have_count(0)

@@ -1,0 +1,125 @@
+"""The pipeline's schedule in the step, on the parsed page: its rows, its boxes, the bubble and what is held."""
+
+from __future__ import annotations
+
+import pytest
+from bs4 import BeautifulSoup, Tag
+from fastapi.testclient import TestClient
+
+from app.web.schedule_view import GUTTER, WIDTH
+from tests.conftest import dom
+
+LLAMA = "/?model=llama-3-8b&gpus=16&tp=2&phase=5"
+# Llama 3 8B at one sequence of 8,192 tokens keeps 1,376,780,288 B a block (the API's
+# activation_bytes_per_layer); a stage of pp = 4 keeps 32 / 4 = 8 blocks: 11,014,242,304 B = 10.26 GiB.
+STAGE = 8 * 1_376_780_288
+GIB = 2**30
+PLOT = WIDTH - GUTTER - 4
+
+
+def _page(client: TestClient, url: str) -> BeautifulSoup:
+    response = client.get(url)
+    assert response.status_code == 200, response.text[:300]
+    return dom(response.text)
+
+
+def _said(page: Tag, selector: str) -> str:
+    found = page.select_one(selector)
+    assert found is not None, selector
+    return " ".join(found.get_text(" ").split())
+
+
+def test_1f1b_with_4_stages_and_8_microbatches(client: TestClient) -> None:
+    page = _page(client, f"{LLAMA}&pp=4&microbatches=8")
+    assert _said(page, "#schedule-heading") == "Pipeline: 1F1B, 4 stages, 8 micro-batches"
+    assert _said(page, "#schedule-bubble") == "Bubble: (pp − 1)/m = 3/8 = 37.5% of the ideal step."
+    rows = page.select("#schedule .stage-row")
+    assert [_said(r, ".stage-name") for r in rows] == ["S0", "S1", "S2", "S3"]
+    first = rows[0].select("rect.slot")
+    assert len(first) == 16
+    assert all(len(r.select("rect.slot")) == 16 for r in rows)
+    assert [str(r["class"][1]) for r in first[:6]] == ["forward"] * 4 + ["backward", "forward"]
+    # 33 forwards' time across the plot: F0 from 0 to 1, B0 on stage 0 from 10 to 12.
+    scale = PLOT / 33
+    assert float(str(first[0]["x"])) == pytest.approx(GUTTER, abs=0.01)
+    assert float(str(first[0]["width"])) == pytest.approx(scale, abs=0.02)
+    assert float(str(first[4]["x"])) == pytest.approx(GUTTER + 10 * scale, abs=0.02)
+    assert float(str(first[4]["width"])) == pytest.approx(2 * scale, abs=0.02)
+    assert first[4].title is not None
+    assert first[4].title.get_text() == "Stage 0: B0, the backward of micro-batch 0, from 10 to 12"
+    assert [t.get_text() for t in rows[3].select("text.slot-label")] == [str(i) for i in range(8) for _ in (0, 1)]
+    table = [[" ".join(c.get_text(" ").split()) for c in tr.select("th, td")] for tr in page.select("#schedule tr")]
+    order = "F0, F1, F2, F3, B0, F4, B1, F5, B2, F6, B3, F7, B4, B5, B6, B7"
+    assert table[1] == ["S0", order, "4 micro-batches, 41.0 GiB"]
+    assert table[4][2] == "1 micro-batch, 10.3 GiB"
+    assert round(4 * STAGE / GIB, 1) == 41.0
+    assert round(STAGE / GIB, 1) == 10.3
+    assert _said(page, ".schedule-holds") == (
+        "Held at most: S0 4 micro-batches (min(pp, m) = 4) = 41.0 GiB; S3 1 micro-batch = 10.3 GiB, at 10.3 GiB "
+        "a micro-batch of a stage's 8 blocks."
+    )
+
+
+def test_the_held_strip_of_the_first_stage_reaches_its_top_and_the_last_a_quarter_of_it(client: TestClient) -> None:
+    page = _page(client, f"{LLAMA}&pp=4&microbatches=8")
+    tops = []
+    for row in page.select("#schedule .stage-row"):
+        path = row.select_one("path.held")
+        assert path is not None
+        ys = [float(p.split(",")[1]) for p in str(path["d"]).replace("M", "L").replace(" Z", "").split("L")[1:]]
+        tops.append(max(ys) - min(ys))
+    # 20 units a strip for the most held (stage 0's 4), each stage's peak on that one scale.
+    assert tops == pytest.approx([20.0, 15.0, 10.0, 5.0])
+
+
+def test_interleaved_with_2_chunks_a_card(client: TestClient) -> None:
+    page = _page(client, f"{LLAMA}&pp=4&vpp=2&microbatches=8")
+    assert _said(page, "#schedule-heading") == "Pipeline: interleaved 1F1B, 2 chunks a card, 4 stages, 8 micro-batches"
+    assert _said(page, "#schedule-bubble") == "Bubble: (pp − 1)/(m · vpp) = 3/(8 · 2) = 3/16 = 18.8% of the ideal step."
+    assert len(page.select("#schedule .stage-row")[0].select("rect.slot")) == 32
+    assert len(page.select("#schedule rect.slot.odd")) == 4 * 16
+    # 4 × (1 + 3/8) = 5.5 micro-batches' worth of a stage's 10.26 GiB: 56.4 GiB.
+    assert round(5.5 * STAGE / GIB, 1) == 56.4
+    assert _said(page, ".schedule-holds").startswith(
+        "Held at most: S0 5.5 micro-batches’ worth (pp (1 + (pp − 1)/(pp · vpp)), Megatron's factor) = 56.4 GiB;"
+    )
+    assert "lighter: a card's odd-numbered chunks" in _said(page, ".schedule-key")
+
+
+@pytest.mark.parametrize(
+    ("query", "words"),
+    [
+        (
+            "&pp=4&microbatches=256",
+            "4 stages × 256 micro-batches are too many passes to draw beside the cards: the figures below are the "
+            "schedule's.",
+        ),
+        (
+            "&pp=4&vpp=2&microbatches=6",
+            "Interleaved 1F1B takes the micro-batches in groups of pp = 4: 6 micro-batches is not a multiple of it, so "
+            "its schedule is not drawn.",
+        ),
+    ],
+)
+def test_a_schedule_not_drawn_says_why_and_keeps_its_figures(client: TestClient, query: str, words: str) -> None:
+    page = _page(client, LLAMA + query)
+    assert page.select("#schedule svg") == []
+    assert _said(page, ".schedule-note") == words
+    assert _said(page, ".schedule-holds").startswith("Held at most: S0 ")
+
+
+def test_a_bare_count_counts_no_activations(client: TestClient) -> None:
+    page = _page(client, "/?params=8e9&gpus=8&pp=2&microbatches=4&phase=5")
+    assert _said(page, ".schedule-holds") == (
+        "Held at most: S0 2 micro-batches (min(pp, m) = 2); S1 1 micro-batch. No activations are counted (a bare "
+        "weight count, or no micro-batch)."
+    )
+
+
+@pytest.mark.parametrize("url", ["/?model=llama-3-8b&gpus=16&phase=5", "/?model=llama-3-8b&gpus=16&microbatches=8"])
+def test_no_pipeline_no_schedule(client: TestClient, url: str) -> None:
+    assert _page(client, url).select("#schedule") == []
+
+
+def test_at_rest_no_schedule(client: TestClient) -> None:
+    assert _page(client, "/?model=llama-3-8b&gpus=16&tp=2&pp=4&microbatches=8").select("#schedule") == []
