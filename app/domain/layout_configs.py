@@ -61,19 +61,20 @@ class DataGroups:
 def data_groups(stage: Stage, run: Run) -> DataGroups:
     """How the data-parallel degree `run.dp` splits under `stage`: DDP replicates over it all, FSDP shards.
 
-    Hybrid sharding (`shard` below every card) keeps `run.replicas` whole copies, each split across the rest.
+    ZeRO shards over the data-parallel and context-parallel cards together (`Run.zero_group`, dp × cp, as
+    Megatron-LM's distributed optimizer does): hybrid sharding keeps `run.replicas` whole copies, each split
+    across a shard group of `run.shards` = dp_shard × cp cards, so its replicas must divide dp.
     """
     if stage is Stage.DP:
         return DataGroups(run.dp, 1)
-    if run.shard_size is None or run.shard_size >= run.dp:
-        return DataGroups(1, run.dp)
-    if run.dp % run.shard_size:
+    if run.dp % run.replicas:
         raise NoConfig(
             "shard",
-            f"shard={run.shard_size:,} does not divide the {run.dp:,} data-parallel cards (gpus / (tp × pp × cp)): "
-            "hybrid sharding's groups must split them evenly.",
+            f"shard={run.shards:,} splits the {run.zero_group:,} cards ZeRO shards over (dp × cp) into "
+            f"{run.replicas:,} groups, which do not divide the {run.dp:,} data-parallel cards: a device mesh "
+            "cannot lay them out. Choose a shard group that is a multiple of cp.",
         )
-    return DataGroups(run.dp // run.shard_size, run.shard_size)
+    return DataGroups(run.replicas, run.dp // run.replicas)
 
 
 def zero1_refused(framework: str) -> NoConfig:

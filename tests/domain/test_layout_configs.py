@@ -50,6 +50,7 @@ L8_CP = Inputs(
 BARE = Inputs()
 # Hybrid sharding under a cut: 16 cards, tp 2 → dp 8, split into 2 groups of 4.
 HYBRID = Inputs(model=ModelName.LLAMA_3_8B, gpus=16, nodes=2, batch=1, tp=2, shard=4)
+HYBRID_CP = Inputs(model=ModelName.LLAMA_3_8B, gpus=16, nodes=2, batch=1, cp=2, shard=4)
 FP32 = Inputs(model=ModelName.LLAMA_3_8B, gpus=8, batch=1, tp=8, recipe=RecipeName.FP32_ADAM)
 
 
@@ -146,7 +147,7 @@ def test_hybrid_sharding_under_a_cut_is_two_distributed_optimizer_instances() ->
     assert args[args.index("--num-distributed-optimizer-instances") + 1] == "2"
 
 
-RUNS = [L8, L8_CP, BARE, HYBRID, FP32]
+RUNS = [L8, L8_CP, BARE, HYBRID, HYBRID_CP, FP32]
 
 
 @pytest.mark.parametrize("inputs", RUNS)
@@ -285,6 +286,8 @@ def test_the_mesh_snippet_is_python_whose_mesh_spans_every_card(inputs: Inputs, 
         (L8_CP, Stage.ZERO2, (2, 1, 4, 2, 2)),  # 32 = 2 × 4 × 2 × 2
         (HYBRID, Stage.ZERO3, (1, 2, 4, 1, 2)),  # 16 = 2 groups × 4 × tp 2
         (BARE, Stage.ZERO3, (1, 1, 8, 1, 1)),
+        # ZeRO shards over dp × cp = 16: groups of 4 are dp_shard 2 × cp 2, in 4 replicas.
+        (HYBRID_CP, Stage.ZERO3, (1, 4, 2, 2, 1)),
     ],
 )
 def test_mesh_shapes_by_hand(inputs: Inputs, stage: Stage, shape: tuple[int, ...]) -> None:
