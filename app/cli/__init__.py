@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from app.domain.stages import Stage
 from app.serving.config import (
     ALLOWED_HOSTS_ENV,
     DEFAULT_LIMIT,
@@ -24,6 +25,7 @@ from app.serving.config import (
     quoted,
 )
 from app.serving.server import serve
+from app.web.config_view import ConfigFormat
 from app.web.fields import FIELDS, Kind, RunField
 
 
@@ -115,12 +117,22 @@ def parser() -> argparse.ArgumentParser:
         f"(default: ${ALLOWED_HOSTS_ENV}, else any valid host name: a laptop on the room's network)",
     )  # fmt: skip
     p.add_argument("--access-log", action="store_true", help="log every request (off by default: it costs time)")
-    commands = p.add_subparsers(dest="command", metavar="{table,export,measure}")
+    commands = p.add_subparsers(dest="command", metavar="{table,config,export,measure}")
     table = commands.add_parser(
         "table", help="print memory, traffic and fit per stage for a run", description="Print the table for a run."
     )
     for field in FIELDS:  # every run field, as the page and the API take it (app/web/fields.py)
         table.add_argument(field.option, dest=field.name, choices=field.values or None, help=_help(field))
+    config = commands.add_parser(
+        "config",
+        help="print the run as a training config: DeepSpeed, FSDP2, Megatron-LM, torchtitan or a device mesh",
+        description="Print the run under one stage as /api/config writes it (docs/export.md).",
+    )
+    config.add_argument("format", choices=[f.value for f in ConfigFormat], help="what to write")
+    config.add_argument("--stage", choices=[s.value for s in Stage], default=Stage.DP.value,
+                        help="the arrangement, dp (ZeRO stage 0) to zero3 (default: dp)")  # fmt: skip
+    for field in FIELDS:
+        config.add_argument(field.option, dest=field.name, choices=field.values or None, help=_help(field))
     export = commands.add_parser(
         "export",
         help="write a static copy of the pages that any static file server can serve",
@@ -173,6 +185,39 @@ def table(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         # `zero-bands table | head`: the reader has what it wanted. Quietly, as other tools do: point
         # stdout at nothing so the interpreter's own final flush cannot complain either.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return 0
+
+
+def config(args: argparse.Namespace) -> int:
+    """Validate the run as the API does, then print it as a config; 2 and a message when there is none."""
+    import json
+
+    from pydantic import ValidationError
+
+    from app.domain.scenario import resolve
+    from app.web.config_view import ConfigQuery, written
+    from app.web.errors import describe
+
+    fields = {f.name: getattr(args, f.name) for f in FIELDS if getattr(args, f.name) is not None}
+    try:
+        query = ConfigQuery.model_validate({**fields, "stage": args.stage, "format": args.format})
+    except ValidationError as error:
+        errors = [{**e, "loc": ("option", *e["loc"])} for e in error.errors()]
+        print(f"zero-bands config: {_printable(describe(errors, show_input=True))}", file=sys.stderr)
+        return 2
+    scenario = resolve(query.inputs())
+    answer = written(query.format, query.stage, scenario.run, scenario.architecture)
+    body = bytes(answer.body).decode()
+    if answer.status_code != 200:
+        print(f"zero-bands config: {json.loads(body)['message']}", file=sys.stderr)
+        return 2
+    # The JSON as a person reads it; the text exports as written.
+    text = json.dumps(json.loads(body), indent=2) + "\n" if answer.media_type == "application/json" else body
+    try:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    except BrokenPipeError:  # `zero-bands config … | head`, as the table does
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
@@ -251,6 +296,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser().parse_args(argv)
     if args.command == "table":
         raise SystemExit(table(args))
+    if args.command == "config":
+        raise SystemExit(config(args))
     if args.command == "export":
         raise SystemExit(export_site(args))
     if args.command == "measure":

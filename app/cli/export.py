@@ -51,7 +51,8 @@ MISSING_NOTE = "Not in this static copy: this view needs the live app."
 DROPPED = {
     "embed-this": "To embed this view in a course page, take the snippet from the live app (run zero-bands).",
     # Its links ask /api/config for the run, and its paste box posts to the app: neither is a file.
-    "config-tools": "To copy this run as a DeepSpeed or FSDP2 config, or paste one, use the live app (run zero-bands).",
+    "config-tools": "To copy this run as a DeepSpeed or FSDP2 config, Megatron-LM's arguments, torchtitan's "
+    "settings or a device mesh, or to paste one, use the live app (run zero-bands).",
     # The model with the measured offload's settings: a run of its own, with every page it links to.
     "offload-model-link": "The model with these settings is in the live app (run zero-bands).",
     # A live session is kept by the app: a static host can neither start nor serve one.

@@ -89,11 +89,27 @@ class NoConfig(ValueError):
 
 def _refused_parameter(stage: Stage, run: Run) -> str:
     """The URL parameter that asks for what DeepSpeed has no config for; empty where it has one."""
+    if cut := cut_parameter(run):
+        return cut
     if stage is Stage.DP:
         # Without ZeRO, DeepSpeed's engine refuses bf16 weights with fp32 gradient accumulation
         # (NotImplementedError since deepspeedai/DeepSpeed#7790; #7803 moved its own test to ZeRO-1).
         return "grad_accum" if _kept(run) is GradAccum.FP32 and _bf16(run.recipe) else ""
     return "shard" if run.replicas > 1 else ""
+
+
+def cut_parameter(run: Run) -> str:
+    """The first of tp, pp and cp that cuts the model (above 1); empty where it is not cut."""
+    return next((name for name in ("tp", "pp", "cp") if getattr(run.cut, name) > 1), "")
+
+
+def cut_refused_here(export: str, run: Run) -> str:
+    """Why an export of ZeRO alone cannot say a run whose model is cut: the layout's exports can."""
+    cut = run.cut
+    return (
+        f"The model is cut across cards (tp={cut.tp}, pp={cut.pp}, cp={cut.cp}) and {export} says ZeRO over "
+        "whole copies of it alone. Copy the layout as Megatron-LM arguments, torchtitan or an FSDP2 + DTensor mesh."
+    )
 
 
 def deepspeed_refused(stage: Stage, run: Run) -> str:
@@ -105,6 +121,8 @@ def deepspeed_refused(stage: Stage, run: Run) -> str:
     accumulates bf16 gradients in fp32 only under ZeRO.
     """
     parameter = _refused_parameter(stage, run)
+    if parameter and parameter == cut_parameter(run):
+        return cut_refused_here("DeepSpeed's JSON config", run)
     if parameter == "grad_accum":
         return (
             "grad_accum=fp32 with bf16 weights needs ZeRO in DeepSpeed: without it (stage 0) its engine refuses "

@@ -69,7 +69,8 @@ def measured() -> MeasuredOut:
 
 _WRITTEN: dict[int | str, dict[str, Any]] = {
     200: {
-        "description": "A DeepSpeed config (JSON) or an FSDP2 snippet (Python, as text).",
+        "description": "A DeepSpeed config (JSON), or as text an FSDP2 snippet, Megatron-LM's arguments, "
+        "torchtitan's TOML or a device mesh.",
         "content": {"application/json": {"schema": {"type": "object"}}, "text/plain": {"schema": {"type": "string"}}},
     }
 }
@@ -77,11 +78,15 @@ _WRITTEN: dict[int | str, dict[str, Any]] = {
 
 @router.get("/config", name="api_config", response_class=Response, responses=_WRITTEN)
 def config(query: Annotated[ConfigQuery, Query()]) -> Response:
-    """A run under one stage as a DeepSpeed config (JSON) or a PyTorch FSDP2 snippet (text). docs/export.md.
+    """A run under one stage as a DeepSpeed config (JSON), an FSDP2 snippet or its layout (text). docs/export.md.
+
+    The layout: Megatron-LM's arguments, torchtitan's [parallelism] (TOML), an FSDP2 + DTensor device mesh;
+    torchtitan and the mesh have no ZeRO-1 (a 422 naming stage).
 
     A hybrid-sharded run (shard) has no DeepSpeed config: a 422 says so and points to FSDP2.
     """
-    return written(query.format, query.stage, resolve(query.inputs()).run)
+    scenario = resolve(query.inputs())
+    return written(query.format, query.stage, scenario.run, scenario.architecture)
 
 
 # The body is read by hand, to stop at the cap before holding more: documented here instead.

@@ -9,7 +9,7 @@ model or cluster), and builds the page's links and paste box.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Annotated, Any
@@ -20,9 +20,12 @@ from pydantic import Field, ValidationError
 from pydantic_core import from_json
 from starlette.requests import Request
 
+from app.domain.architecture import Architecture
 from app.domain.configs import (
     ConfigError,
     NoConfig,
+    cut_parameter,
+    cut_refused_here,
     deepspeed_config,
     deepspeed_refused,
     fsdp2_snippet,
@@ -30,6 +33,7 @@ from app.domain.configs import (
     read_deepspeed,
     read_notes,
 )
+from app.domain.layout_configs import megatron_text, mesh_snippet, torchtitan_toml
 from app.domain.sizing import Run
 from app.domain.stages import Stage
 from app.serving.body import CappedBody, capped
@@ -47,6 +51,37 @@ class ConfigFormat(StrEnum):
 
     DEEPSPEED = "deepspeed"
     FSDP2 = "fsdp2"
+    MEGATRON = "megatron"
+    TORCHTITAN = "torchtitan"
+    MESH = "mesh"
+
+
+@dataclass(frozen=True)
+class LayoutExport:
+    """One export of the layout (the model cut across cards): its link's words and id, and what writes it, as text."""
+
+    label: str
+    writer: Callable[[Stage, Run, Architecture | None], str]
+    description: str
+
+
+LAYOUT_EXPORTS = {
+    ConfigFormat.MEGATRON: LayoutExport(
+        "Copy as Megatron-LM arguments", megatron_text, "megatron: Megatron-LM's command-line arguments"
+    ),
+    ConfigFormat.TORCHTITAN: LayoutExport(
+        "Copy as torchtitan", torchtitan_toml, "torchtitan: torchtitan's [parallelism] and [training] (TOML)"
+    ),
+    ConfigFormat.MESH: LayoutExport(
+        "Copy as FSDP2 + DTensor mesh", mesh_snippet, "mesh: a PyTorch device mesh with tensor parallelism and FSDP2"
+    ),
+}
+"""The layout's exports, declared once: the page's links, /api/config's formats and `zero-bands config` come from it."""
+
+
+def layout_written(form: ConfigFormat, stage: Stage, run: Run, architecture: Architecture | None) -> str:
+    """The layout as `form` writes it; NoConfig where that framework has none (ZeRO-1 outside Megatron-LM)."""
+    return LAYOUT_EXPORTS[form].writer(stage, run, architecture)
 
 
 class ConfigQuery(RunQuery):
@@ -54,7 +89,10 @@ class ConfigQuery(RunQuery):
 
     stage: Stage = Field(Stage.DP, description="The arrangement: dp is ZeRO stage 0.")
     format: ConfigFormat = Field(
-        ConfigFormat.DEEPSPEED, description="deepspeed: a DeepSpeed JSON config; fsdp2: a PyTorch FSDP2 snippet."
+        ConfigFormat.DEEPSPEED,
+        description="deepspeed: a DeepSpeed JSON config; fsdp2: a PyTorch FSDP2 snippet; "
+        + "; ".join(export.description for export in LAYOUT_EXPORTS.values())
+        + ".",
     )
 
 
@@ -191,17 +229,30 @@ def read_body(body: CappedBody, run: RunQuery) -> Pasted:
     return _read(body.data, run)
 
 
-def written(form: ConfigFormat, stage: Stage, run: Run) -> Response:
+def written(form: ConfigFormat, stage: Stage, run: Run, architecture: Architecture | None = None) -> Response:
     """`run` under `stage` as `form` writes it: JSON or text, or a 422 saying why there is none.
 
     DeepSpeed has no config for hybrid sharding: the refusal names the parameter, as a bad query's does.
+    `architecture` is the model's shape, where known: Megatron-LM's and torchtitan's exports name it.
     """
+    if form in LAYOUT_EXPORTS:
+        try:
+            return PlainTextResponse(layout_written(form, stage, run, architecture))
+        except NoConfig as exc:
+            return Refused(422, str(exc), ("query", exc.parameter)).json()
     if form is ConfigFormat.FSDP2:
+        if refused := fsdp2_refused(run):
+            return Refused(422, refused, ("query", cut_parameter(run))).json()
         return PlainTextResponse(fsdp2_snippet(stage, run))
     try:
         return JSONResponse(deepspeed_config(stage, run))
     except NoConfig as exc:
         return Refused(422, str(exc), ("query", exc.parameter)).json()
+
+
+def fsdp2_refused(run: Run) -> str:
+    """Why the FSDP2 snippet (fully_shard over every card) cannot say the run: its model is cut; empty otherwise."""
+    return cut_refused_here("the FSDP2 snippet", run) if cut_parameter(run) else ""
 
 
 def read_form(body: CappedBody, run: PageQuery) -> Pasted:
@@ -210,6 +261,22 @@ def read_form(body: CappedBody, run: PageQuery) -> Pasted:
     if body.over or len(text.encode()) > MAX_CONFIG_BYTES:
         raise Refused(413, TOO_LARGE)
     return _read(text, run, text)
+
+
+@dataclass(frozen=True)
+class LayoutCopy:
+    """One of the layout's "Copy as" links, or why the run has none in that framework."""
+
+    id: str
+    label: str
+    href: str
+    refused: str = ""
+    links: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    refusals: tuple[str, ...] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "links", () if self.refused else (self.href,))
+        object.__setattr__(self, "refusals", (self.refused,) if self.refused else ())
 
 
 @dataclass(frozen=True)
@@ -223,6 +290,12 @@ class ConfigView:
     text: str = ""
     deepspeed_refused: str = ""
     """Why the run has no DeepSpeed config (hybrid sharding), to say in its link's place; empty: it has one."""
+    layout: tuple[LayoutCopy, ...] = ()
+    """The layout's exports (`LAYOUT_EXPORTS`), each a link or why there is none."""
+    fsdp2_refused: str = ""
+    """Why the FSDP2 snippet cannot say the run (its model is cut); empty: it can."""
+    fsdp2_links: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    fsdp2_refusals: tuple[str, ...] = field(init=False, repr=False, compare=False)
     deepspeed_links: tuple[str, ...] = field(init=False, repr=False, compare=False)
     refusals: tuple[str, ...] = field(init=False, repr=False, compare=False)
     messages: tuple[str, ...] = field(init=False, repr=False, compare=False)
@@ -233,6 +306,9 @@ class ConfigView:
         refused, message = self.deepspeed_refused, self.message
         object.__setattr__(self, "deepspeed_links", () if refused else (self.deepspeed_href,))
         object.__setattr__(self, "refusals", (refused,) if refused else ())
+        fsdp2 = self.fsdp2_refused
+        object.__setattr__(self, "fsdp2_links", () if fsdp2 else (self.fsdp2_href,))
+        object.__setattr__(self, "fsdp2_refusals", (fsdp2,) if fsdp2 else ())
         object.__setattr__(self, "messages", (message,) if message else ())
         invalid = {"aria-invalid": "true", "aria-describedby": "config-problem"} if message else {}
         object.__setattr__(self, "text_attrs", invalid)
@@ -252,4 +328,24 @@ def config_view(request: Request, link: Links, stage: Stage, run: Run) -> Config
     # the body.
     action = Links(path_for(request, "config_paste"), link.run, theme=link.theme, predict=link.predict).at(stage, None)
     refused = deepspeed_refused(stage, run)
-    return ConfigView(href(ConfigFormat.DEEPSPEED), href(ConfigFormat.FSDP2), action, deepspeed_refused=refused)
+    layout = tuple(
+        LayoutCopy(f"copy-{form.value}", export.label, href(form), _refusal(form, stage, run))
+        for form, export in LAYOUT_EXPORTS.items()
+    )
+    return ConfigView(
+        href(ConfigFormat.DEEPSPEED),
+        href(ConfigFormat.FSDP2),
+        action,
+        deepspeed_refused=refused,
+        layout=layout,
+        fsdp2_refused=fsdp2_refused(run),
+    )
+
+
+def _refusal(form: ConfigFormat, stage: Stage, run: Run) -> str:
+    """Why `form` has no export of `run` under `stage`; empty where it has one (written without the shape)."""
+    try:
+        layout_written(form, stage, run, None)
+    except NoConfig as exc:
+        return str(exc)
+    return ""

@@ -12,10 +12,17 @@ from pydantic import ValidationError
 from schemathesis.checks import CHECKS, load_all_checks
 from schemathesis.core.result import Err
 
-from app.domain.configs import ConfigError, NoConfig, deepspeed_config, deepspeed_refused, read_deepspeed
+from app.domain.configs import (
+    ConfigError,
+    NoConfig,
+    cut_parameter,
+    deepspeed_config,
+    deepspeed_refused,
+    read_deepspeed,
+)
 from app.domain.scenario import resolve
 from app.main import create_app
-from app.web.config_view import ConfigFormat, ConfigQuery
+from app.web.config_view import LAYOUT_EXPORTS, ConfigFormat, ConfigQuery, layout_written
 from app.web.inputs import RunQuery
 from tests.conftest import examples
 
@@ -76,11 +83,20 @@ def _beyond_the_schema(case: schemathesis.Case[Any]) -> str | None:
         # DeepSpeed has no hybrid sharding (MiCS is gone), nor fp32 accumulation of bf16 gradients without
         # ZeRO: its export of such a run is refused, naming the parameter that asks for it.
         asked = ConfigQuery.model_validate(query)
-        run = resolve(asked.inputs()).run
+        scenario = resolve(asked.inputs())
+        run = scenario.run
         if asked.format is ConfigFormat.DEEPSPEED and deepspeed_refused(asked.stage, run):
             with pytest.raises(NoConfig) as refused:
                 deepspeed_config(asked.stage, run)
             return refused.value.parameter
+        if asked.format is ConfigFormat.FSDP2 and (cut := cut_parameter(run)):
+            return cut  # a model cut across cards: the layout's exports say it, not fully_shard over every card
+        if asked.format in LAYOUT_EXPORTS:
+            # torchtitan and FSDP2 have no ZeRO-1; hybrid groups must split the data-parallel cards.
+            try:
+                layout_written(asked.format, asked.stage, run, scenario.architecture)
+            except NoConfig as exc:
+                return exc.parameter
     if case.method == "POST" and case.path == "/api/config" and isinstance(case.body, dict):
         try:
             read_deepspeed(case.body)

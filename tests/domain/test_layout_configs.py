@@ -1,0 +1,343 @@
+"""The layout as Megatron-LM's arguments, torchtitan's sections and a device mesh: each by hand, and read back."""
+
+from __future__ import annotations
+
+import ast
+import math
+import tomllib
+
+import pytest
+
+from app.domain.activations import Recompute
+from app.domain.architecture import ModelName
+from app.domain.configs import NoConfig, deepspeed_config, deepspeed_refused
+from app.domain.layout_configs import (
+    MESH_DIMS,
+    DataGroups,
+    data_groups,
+    global_batch,
+    megatron_args,
+    megatron_gpus,
+    megatron_text,
+    mesh_shape,
+    mesh_snippet,
+    read_megatron,
+    read_torchtitan,
+    torchtitan_sections,
+    torchtitan_toml,
+)
+from app.domain.recipes import GradAccum, RecipeName
+from app.domain.scenario import Inputs, Scenario, resolve
+from app.domain.stages import Stage
+
+# Llama 3 8B (32 blocks) on 16 cards in 2 nodes of 8: tp 2 × pp 2 × dp 4, sequence parallel, 8 micro-batches.
+L8 = Inputs(model=ModelName.LLAMA_3_8B, gpus=16, nodes=2, batch=1, seq=4096, tp=2, sp=True, pp=2, microbatches=8)
+# 32 cards in 4 nodes: tp 2 × pp 2 (2 virtual stages each) × cp 2 × dp 4, selective recomputation, 2 sequences.
+L8_CP = Inputs(
+    model=ModelName.LLAMA_3_8B,
+    gpus=32,
+    nodes=4,
+    batch=2,
+    seq=8192,
+    tp=2,
+    pp=2,
+    vpp=2,
+    cp=2,
+    microbatches=4,
+    recompute=Recompute.SELECTIVE,
+)
+# A weight count alone, no cut: the seed's 30B on 8 cards.
+BARE = Inputs()
+# Hybrid sharding under a cut: 16 cards, tp 2 → dp 8, split into 2 groups of 4.
+HYBRID = Inputs(model=ModelName.LLAMA_3_8B, gpus=16, nodes=2, batch=1, tp=2, shard=4)
+HYBRID_CP = Inputs(model=ModelName.LLAMA_3_8B, gpus=16, nodes=2, batch=1, cp=2, shard=4)
+FP32 = Inputs(model=ModelName.LLAMA_3_8B, gpus=8, batch=1, tp=8, recipe=RecipeName.FP32_ADAM)
+
+
+def scenario(inputs: Inputs) -> Scenario:
+    return resolve(inputs)
+
+
+L8_ARGS_ZERO1 = (
+    *("--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2", "--context-parallel-size", "1"),
+    "--sequence-parallel",
+    "--use-distributed-optimizer",
+    # 1 sequence × 8 micro-batches × dp 4 = 32, by hand.
+    *("--micro-batch-size", "1", "--global-batch-size", "32", "--seq-length", "4096"),
+    "--bf16",
+    *("--num-layers", "32", "--hidden-size", "4096", "--ffn-hidden-size", "14336", "--num-attention-heads", "32"),
+    *("--group-query-attention", "--num-query-groups", "8"),
+    *("--max-position-embeddings", "4096", "--position-embedding-type", "rope"),
+    *("--swiglu", "--normalization", "RMSNorm", "--disable-bias-linear", "--untie-embeddings-and-output-weights"),
+)
+
+
+def test_llama_3_8b_cut_in_four_as_megatron_arguments_by_hand() -> None:
+    s = scenario(L8)
+    assert megatron_args(Stage.ZERO1, s.run, s.architecture) == L8_ARGS_ZERO1
+
+
+@pytest.mark.parametrize(
+    ("stage", "zero"),
+    [
+        (Stage.DP, ()),
+        (Stage.ZERO1, ("--use-distributed-optimizer",)),
+        (Stage.ZERO2, ("--use-distributed-optimizer", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+                       "optim_grads")),
+        (Stage.ZERO3, ("--use-distributed-optimizer", "--use-megatron-fsdp", "--data-parallel-sharding-strategy",
+                       "optim_grads_params")),
+    ],
+)  # fmt: skip
+def test_each_stage_is_megatrons_distributed_optimizer_or_its_fsdp(stage: Stage, zero: tuple[str, ...]) -> None:
+    s = scenario(L8)
+    args = megatron_args(stage, s.run, s.architecture)
+    start = args.index("--sequence-parallel") + 1
+    assert args[start : start + len(zero)] == zero
+    assert args[start + len(zero)] == "--micro-batch-size"
+
+
+def test_virtual_stages_context_parallelism_and_recomputation_as_megatron_arguments() -> None:
+    s = scenario(L8_CP)
+    args = megatron_args(Stage.ZERO3, s.run, s.architecture)
+    assert args[:8] == (
+        *("--tensor-model-parallel-size", "2", "--pipeline-model-parallel-size", "2"),
+        *("--num-virtual-stages-per-pipeline-rank", "2", "--context-parallel-size", "2"),
+    )
+    # dp = 32 / (2 × 2 × 2) = 4; 2 sequences × 4 micro-batches × 4 = 32.
+    assert args[args.index("--global-batch-size") + 1] == "32"
+    assert args[args.index("--micro-batch-size") + 1] == "2"
+    assert args[args.index("--recompute-granularity") :][:2] == ("--recompute-granularity", "selective")
+    assert "--sequence-parallel" not in args
+
+
+@pytest.mark.parametrize(
+    ("inputs", "bf16", "fp32_grads"),
+    [
+        (L8, True, False),
+        (FP32, False, False),
+        (Inputs(model=ModelName.LLAMA_3_8B, gpus=8, batch=1, tp=2, ruled=()), True, False),
+    ],
+)
+def test_megatrons_precision_is_the_recipes(inputs: Inputs, bf16: bool, fp32_grads: bool) -> None:
+    s = scenario(inputs)
+    args = megatron_args(Stage.ZERO1, s.run, s.architecture)
+    assert ("--bf16" in args) is bf16
+    assert ("--accumulate-allreduce-grads-in-fp32" in args) is fp32_grads
+
+
+def test_fp32_gradient_accumulation_is_megatrons_accumulate_in_fp32() -> None:
+    from app.domain.recipes import grad_accum
+
+    s = resolve(Inputs(model=ModelName.LLAMA_3_8B, gpus=8, batch=1, tp=2, ruled=((grad_accum, GradAccum.FP32),)))
+    assert "--accumulate-allreduce-grads-in-fp32" in megatron_args(Stage.ZERO1, s.run, s.architecture)
+
+
+def test_a_weight_count_has_no_shape_arguments_and_says_so() -> None:
+    s = scenario(BARE)
+    args = megatron_args(Stage.ZERO3, s.run, None)
+    assert "--num-layers" not in args
+    assert "is not known for a weight count" in megatron_text(Stage.ZERO3, s.run, None)
+
+
+def test_hybrid_sharding_under_a_cut_is_two_distributed_optimizer_instances() -> None:
+    s = scenario(HYBRID)
+    assert s.run.dp == 8
+    assert data_groups(Stage.ZERO3, s.run) == DataGroups(2, 4)
+    args = megatron_args(Stage.ZERO1, s.run, s.architecture)
+    assert args[args.index("--num-distributed-optimizer-instances") + 1] == "2"
+
+
+RUNS = [L8, L8_CP, BARE, HYBRID, HYBRID_CP, FP32]
+
+
+@pytest.mark.parametrize("inputs", RUNS)
+@pytest.mark.parametrize("stage", list(Stage))
+def test_megatrons_arguments_read_back_as_the_layout(inputs: Inputs, stage: Stage) -> None:
+    s = scenario(inputs)
+    read = read_megatron(megatron_text(stage, s.run, s.architecture))
+    cut = s.run.cut
+    assert read.cut.tp == cut.tp
+    assert read.cut.sp == cut.sp
+    assert read.cut.pp == cut.pp
+    assert read.cut.vpp == cut.vpp
+    assert read.cut.cp == cut.cp
+    assert read.stage is stage
+    assert read.batch == max(s.run.batch, 1)
+    assert megatron_gpus(read, cut.microbatches) == s.run.gpus
+    assert read.namespace.seq_length == s.run.seq
+    if s.architecture is not None:
+        arch = s.architecture
+        ns = read.namespace
+        assert (ns.num_layers, ns.hidden_size, ns.ffn_hidden_size) == (arch.layers, arch.hidden, arch.ffn)
+        assert (ns.num_attention_heads, ns.num_query_groups) == (arch.heads, arch.kv_heads)
+        assert ns.untie_embeddings_and_output_weights is not arch.tied_embeddings
+        assert ns.add_bias_linear is arch.biases
+
+
+# --- torchtitan -----------------------------------------------------------------------------------
+
+
+def test_llama_3_8b_cut_in_four_as_torchtitans_sections_by_hand() -> None:
+    s = scenario(L8)
+    assert torchtitan_sections(Stage.ZERO3, s.run, s.architecture) == {
+        "parallelism": {
+            "data_parallel_replicate_degree": 1,
+            "data_parallel_shard_degree": 4,
+            "fsdp_reshard_after_forward": "always",
+            "tensor_parallel_degree": 2,
+            "enable_sequence_parallel": True,
+            "pipeline_parallel_degree": 2,
+            "pipeline_parallel_schedule": "1F1B",
+            "num_pp_microbatches": 8,
+            "context_parallel_degree": 1,
+            "pipeline_parallel_layers_per_stage": 16,  # 32 blocks / 2 stages
+            "pipeline_parallel_first_stage_less_layers": 0,
+            "pipeline_parallel_last_stage_less_layers": 0,
+        },
+        "training": {
+            "num_tokens_per_microbatch_per_dp_rank": 4096,  # 1 sequence of 4,096 tokens
+            "num_tokens_per_train_step": 131072,  # × 8 micro-batches × dp 4
+            "max_context_length": 4096,
+            "mixed_precision_param": "bfloat16",
+        },
+    }
+
+
+def test_interleaving_is_torchtitans_interleaved_schedule_with_blocks_per_virtual_stage() -> None:
+    s = scenario(L8_CP)
+    parallelism = torchtitan_sections(Stage.ZERO2, s.run, s.architecture)["parallelism"]
+    assert parallelism["pipeline_parallel_schedule"] == "Interleaved1F1B"
+    assert parallelism["pipeline_parallel_layers_per_stage"] == 8  # 32 blocks / (2 stages × 2 virtual)
+    assert parallelism["fsdp_reshard_after_forward"] == "never"
+    assert parallelism["context_parallel_degree"] == 2
+
+
+def test_data_parallelism_is_torchtitans_replicate_degree() -> None:
+    s = scenario(L8)
+    parallelism = torchtitan_sections(Stage.DP, s.run, s.architecture)["parallelism"]
+    assert (parallelism["data_parallel_replicate_degree"], parallelism["data_parallel_shard_degree"]) == (4, 1)
+    assert "fsdp_reshard_after_forward" not in parallelism
+
+
+@pytest.mark.parametrize("write", [torchtitan_toml, mesh_snippet])
+def test_zero1_has_no_torchtitan_nor_fsdp2_export_and_says_why(write: object) -> None:
+    s = scenario(L8)
+    with pytest.raises(NoConfig) as refused:
+        write(Stage.ZERO1, s.run, s.architecture)  # type: ignore[operator]
+    assert refused.value.parameter == "stage"
+    assert "--use-distributed-optimizer is ZeRO-1" in str(refused.value)
+
+
+@pytest.mark.parametrize("inputs", RUNS)
+@pytest.mark.parametrize("stage", [Stage.DP, Stage.ZERO2, Stage.ZERO3])
+def test_torchtitans_toml_reads_back_as_the_layout(inputs: Inputs, stage: Stage) -> None:
+    s = scenario(inputs)
+    text = torchtitan_toml(stage, s.run, s.architecture)
+    assert tomllib.loads(text)["parallelism"] == torchtitan_sections(stage, s.run, s.architecture)["parallelism"]
+    read = read_torchtitan(text, s.architecture.layers if s.architecture else None)
+    cut = s.run.cut
+    assert (read.cut.tp, read.cut.sp, read.cut.pp, read.cut.vpp, read.cut.cp) == (
+        cut.tp,
+        cut.sp,
+        cut.pp,
+        cut.vpp,
+        cut.cp,
+    )
+    assert read.cut.microbatches == cut.microbatches
+    # One data-parallel card shards nothing: torchtitan's shard degree of 1 is data parallelism, at any stage.
+    drawn = stage if s.run.dp > 1 else Stage.DP
+    assert (read.stage, read.gpus, read.batch, read.seq) == (drawn, s.run.gpus, max(s.run.batch, 1), s.run.seq)
+
+
+# --- the device mesh ------------------------------------------------------------------------------
+
+
+def _mesh_call(code: str) -> ast.Call:
+    calls = [
+        node
+        for node in ast.walk(ast.parse(code))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "init_device_mesh"
+    ]
+    assert len(calls) == 1
+    return calls[0]
+
+
+@pytest.mark.parametrize("inputs", RUNS)
+@pytest.mark.parametrize("stage", [Stage.DP, Stage.ZERO2, Stage.ZERO3])
+def test_the_mesh_snippet_is_python_whose_mesh_spans_every_card(inputs: Inputs, stage: Stage) -> None:
+    s = scenario(inputs)
+    call = _mesh_call(mesh_snippet(stage, s.run))
+    shape = ast.literal_eval(call.args[1])
+    names = ast.literal_eval(call.keywords[0].value)
+    assert call.keywords[0].arg == "mesh_dim_names"
+    assert names == MESH_DIMS
+    assert shape == mesh_shape(stage, s.run)
+    assert math.prod(shape) == s.run.gpus
+    cut = s.run.cut
+    assert (shape[0], shape[3], shape[4]) == (cut.pp, cut.cp, cut.tp)
+    assert shape[1] * shape[2] == s.run.dp
+
+
+@pytest.mark.parametrize(
+    ("inputs", "stage", "shape"),
+    [
+        (L8, Stage.ZERO3, (2, 1, 4, 1, 2)),  # by hand: 16 = pp 2 × dp 4 × tp 2
+        (L8, Stage.DP, (2, 4, 1, 1, 2)),
+        (L8_CP, Stage.ZERO2, (2, 1, 4, 2, 2)),  # 32 = 2 × 4 × 2 × 2
+        (HYBRID, Stage.ZERO3, (1, 2, 4, 1, 2)),  # 16 = 2 groups × 4 × tp 2
+        (BARE, Stage.ZERO3, (1, 1, 8, 1, 1)),
+        # ZeRO shards over dp × cp = 16: groups of 4 are dp_shard 2 × cp 2, in 4 replicas.
+        (HYBRID_CP, Stage.ZERO3, (1, 4, 2, 2, 1)),
+    ],
+)
+def test_mesh_shapes_by_hand(inputs: Inputs, stage: Stage, shape: tuple[int, ...]) -> None:
+    assert mesh_shape(stage, scenario(inputs).run) == shape
+
+
+@pytest.mark.parametrize(
+    ("inputs", "stage", "lines"),
+    [
+        (L8, Stage.ZERO3, ['dp_mesh = mesh["dp_shard"]', "fully_shard(part, mesh=dp_mesh, reshard_after_forward=True)",
+                           "schedule = Schedule1F1B(stage, n_microbatches=8, loss_fn=loss_fn)",
+                           '"attention_norm": SequenceParallel(),']),
+        (L8, Stage.ZERO2, ["fully_shard(block, mesh=dp_mesh, reshard_after_forward=False)"]),
+        (L8, Stage.DP, ['replicate(part, device_mesh=mesh["dp_replicate"])']),
+        (L8_CP, Stage.ZERO3, ['mesh["dp_shard", "cp"]._flatten("dp_shard_cp")', 'dp_mesh = mesh["dp_shard_cp"]',
+                              "schedule = ScheduleInterleaved1F1B(stages, n_microbatches=4, loss_fn=loss_fn)"]),
+        (HYBRID, Stage.ZERO3, ['dp_mesh = mesh["dp_replicate", "dp_shard"]']),
+    ],
+)  # fmt: skip
+def test_the_mesh_snippet_shards_and_splits_by_the_layout(inputs: Inputs, stage: Stage, lines: list[str]) -> None:
+    code = [line.strip() for line in mesh_snippet(stage, scenario(inputs).run).splitlines()]
+    for line in lines:
+        assert line in code
+
+
+def test_no_sequence_parallelism_no_pipeline_leaves_their_code_out() -> None:
+    code = mesh_snippet(Stage.ZERO3, scenario(HYBRID).run)
+    assert "SequenceParallel" not in code
+    assert "PipelineStage" not in code
+    assert "parallelize_module" in code
+
+
+def test_global_batch_is_micro_batch_times_micro_batches_times_dp() -> None:
+    assert global_batch(scenario(L8_CP).run) == 2 * 4 * 4
+
+
+# --- DeepSpeed's JSON cannot say a cut ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("inputs", "parameter"), [(L8, "tp"), (L8_CP, "tp"), (HYBRID, "tp")])
+def test_deepspeeds_config_of_a_cut_model_is_refused_naming_the_cut(inputs: Inputs, parameter: str) -> None:
+    run = scenario(inputs).run
+    assert "The model is cut across cards" in deepspeed_refused(Stage.ZERO3, run)
+    with pytest.raises(NoConfig) as refused:
+        deepspeed_config(Stage.ZERO3, run)
+    assert refused.value.parameter == parameter
+
+
+def test_a_pipeline_alone_is_refused_naming_pp() -> None:
+    run = resolve(Inputs(model=ModelName.LLAMA_3_8B, gpus=8, batch=1, pp=2)).run
+    with pytest.raises(NoConfig) as refused:
+        deepspeed_config(Stage.ZERO1, run)
+    assert refused.value.parameter == "pp"
