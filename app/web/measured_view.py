@@ -501,7 +501,7 @@ CUT_INTROS = {
         "{n} ranks on a {pp} × {dp} mesh (pp, dp): the grid's toy of 8 Linear layers of 64 × 64 ({params:,} weights) "
         "cut into 2 stages by torch.distributed.pipelining, layers 0-3 on ranks 0-3 (stage 0) and 4-7 on ranks 4-7 "
         "(stage 1), each stage's gradients all-reduced across its 4 data-parallel ranks (plain data parallelism, "
-        "no ZeRO). One step of {m} micro-batches of 4 rows under {schedule}, two steps with Adam in {recipe}. The "
+        "no ZeRO). Each step runs {m} micro-batches of 4 rows under {schedule}; two steps, with Adam in {recipe}. The "
         "model's figure: the stage's 4 layers' states, whole on each of its data-parallel ranks."
     ),
 }
