@@ -72,6 +72,10 @@ class Saved:
     nbytes: int
     recomputed_by: frozenset[Recompute] = frozenset({Recompute.FULL})
     """The choices under which it is recomputed rather than kept."""
+    split: bool = False
+    """Inside the tensor-parallel region (Korthikanti's 24sbh + 5as²b): each of t cards keeps 1/t of it.
+    Outside it (the norms', the first projections' inputs, the dropout masks: the 10sbh), every card of the
+    group keeps it whole unless sequence parallelism splits it along the sequence."""
 
 
 def block_saved(arch: Architecture, shape: Shape) -> tuple[Saved, ...]:
@@ -83,32 +87,32 @@ def block_saved(arch: Architecture, shape: Shape) -> tuple[Saved, ...]:
     saved = [
         Saved("attention norm's input", "2sbh", HALF * sb * h),
         Saved("Q, K and V projections' input", "2sbh", HALF * sb * h),
-        Saved("Q", "2sbh", HALF * sb * h),
-        Saved("K and V", "4sb·kv", 2 * HALF * sb * kv),
+        Saved("Q", "2sbh", HALF * sb * h, split=True),
+        Saved("K and V", "4sb·kv", 2 * HALF * sb * kv, split=True),
     ]
     if arch.flash_attention:
         # Tiled attention keeps no scores: the backward recomputes them from Q, K, V, the output and
         # one fp32 log-sum-exp per head and token. Selective recomputation runs the kernel again, as
         # Megatron's checkpointing of the core attention does, so it keeps not even that.
-        saved.append(Saved("softmax's log-sum-exp", "4asb", FULL * arch.heads * sb, both))
+        saved.append(Saved("softmax's log-sum-exp", "4asb", FULL * arch.heads * sb, both, split=True))
     else:
-        saved.append(Saved("softmax's output", "2as²b", HALF * scores, both))
+        saved.append(Saved("softmax's output", "2as²b", HALF * scores, both, split=True))
         if arch.dropout:
-            saved.append(Saved("attention dropout's mask", "as²b", MASK * scores, both))
-            saved.append(Saved("attention dropout's output", "2as²b", HALF * scores, both))
-    saved.append(Saved("output projection's input", "2sbh", HALF * sb * h))
+            saved.append(Saved("attention dropout's mask", "as²b", MASK * scores, both, split=True))
+            saved.append(Saved("attention dropout's output", "2as²b", HALF * scores, both, split=True))
+    saved.append(Saved("output projection's input", "2sbh", HALF * sb * h, split=True))
     if arch.dropout:
         saved.append(Saved("attention's dropout mask", "sbh", MASK * sb * h))
     saved += [Saved("MLP norm's input", "2sbh", HALF * sb * h), Saved("MLP's input", "2sbh", HALF * sb * h)]
     if arch.gated_mlp:
         saved += [
-            Saved("gate's output (SiLU's input)", "2sbf", HALF * sb * f),
-            Saved("SiLU's output", "2sbf", HALF * sb * f),
-            Saved("up projection's output", "2sbf", HALF * sb * f),
+            Saved("gate's output (SiLU's input)", "2sbf", HALF * sb * f, split=True),
+            Saved("SiLU's output", "2sbf", HALF * sb * f, split=True),
+            Saved("up projection's output", "2sbf", HALF * sb * f, split=True),
         ]
     else:
-        saved.append(Saved("GELU's input", "2sbf", HALF * sb * f))
-    saved.append(Saved("down projection's input", "2sbf", HALF * sb * f))
+        saved.append(Saved("GELU's input", "2sbf", HALF * sb * f, split=True))
+    saved.append(Saved("down projection's input", "2sbf", HALF * sb * f, split=True))
     if arch.dropout:
         saved.append(Saved("MLP's dropout mask", "sbh", MASK * sb * h))
     return tuple(saved)
@@ -137,7 +141,7 @@ def output_saved(arch: Architecture, shape: Shape) -> tuple[Saved, ...]:
     """What the output head keeps: its input and the loss's log-probabilities."""
     return (
         Saved("output head's input", "2sbh", HALF * shape.tokens * arch.hidden, frozenset()),
-        Saved("logits, as fp32 log-probabilities", "4sbv", logits_bytes(arch, shape), frozenset()),
+        Saved("logits, as fp32 log-probabilities", "4sbv", logits_bytes(arch, shape), frozenset(), split=True),
     )
 
 
@@ -160,6 +164,28 @@ def per_layer_bytes(arch: Architecture, shape: Shape) -> int:
     if shape.recompute is Recompute.FULL:
         return HALF * shape.tokens * arch.hidden
     return kept(block_saved(arch, shape), shape.recompute)
+
+
+def split_bytes(saved: tuple[Saved, ...], recompute: Recompute) -> int:
+    """Of the tensors kept under a recomputation choice, the bytes inside the tensor-parallel region."""
+    return sum(s.nbytes for s in saved if recompute not in s.recomputed_by and s.split)
+
+
+def per_layer_split_bytes(arch: Architecture, shape: Shape) -> int:
+    """Of what one block keeps (`per_layer_bytes`), the bytes tensor parallelism splits.
+
+    None under `full`: the block's kept input is outside the region.
+    """
+    if shape.recompute is Recompute.FULL:
+        return 0
+    return split_bytes(block_saved(arch, shape), shape.recompute)
+
+
+def working_split_bytes(arch: Architecture, shape: Shape) -> int:
+    """Of the block's recomputed working set (`working_bytes`), the bytes tensor parallelism splits."""
+    if shape.recompute is Recompute.FULL:
+        return split_bytes(block_saved(arch, shape), Recompute.NONE)
+    return 0
 
 
 def working_bytes(arch: Architecture, shape: Shape) -> int:
@@ -187,6 +213,10 @@ class Activations:
     """What one block keeps for its backward (`per_layer_bytes`)."""
     logits: int
     """The loss's fp32 log-probabilities (`logits_bytes`)."""
+    per_layer_split: int = 0
+    """Of `per_layer`, the bytes inside the tensor-parallel region (`per_layer_split_bytes`)."""
+    architecture: Architecture | None = None
+    """The shape they come from: Megatron-LM's own activation formula counts from it (`loaded.megatron_activations`)."""
 
 
 def for_one_sequence(arch: Architecture, seq: int, recompute: Recompute) -> Activations:
@@ -195,4 +225,11 @@ def for_one_sequence(arch: Architecture, seq: int, recompute: Recompute) -> Acti
     What each layer keeps, and when, is the layers' (`layers.model_layers`).
     """
     shape = Shape(1, seq, recompute)
-    return Activations(seq, recompute, per_layer_bytes(arch, shape), logits_bytes(arch, shape))
+    return Activations(
+        seq,
+        recompute,
+        per_layer_bytes(arch, shape),
+        logits_bytes(arch, shape),
+        per_layer_split_bytes(arch, shape),
+        arch,
+    )

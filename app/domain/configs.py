@@ -93,7 +93,7 @@ def _refused_parameter(stage: Stage, run: Run) -> str:
         # Without ZeRO, DeepSpeed's engine refuses bf16 weights with fp32 gradient accumulation
         # (NotImplementedError since deepspeedai/DeepSpeed#7790; #7803 moved its own test to ZeRO-1).
         return "grad_accum" if _kept(run) is GradAccum.FP32 and _bf16(run.recipe) else ""
-    return "shard" if run.shards != run.gpus else ""
+    return "shard" if run.replicas > 1 else ""
 
 
 def deepspeed_refused(stage: Stage, run: Run) -> str:
@@ -359,7 +359,7 @@ MESH_IMPORT = "from torch.distributed.device_mesh import init_device_mesh"
 
 
 def _hybrid(run: Run) -> bool:
-    return run.shards < run.gpus
+    return run.replicas > 1
 
 
 def _mesh(run: Run, split: str) -> list[str]:

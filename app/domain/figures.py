@@ -113,7 +113,8 @@ class StageReport:
 
     stage: Stage
     bytes_per_weight: Fraction
-    """What one card keeps per weight of the model, padding included: per_gpu_bytes / params."""
+    """What one card keeps per weight it keeps state for, padding included: per_gpu_bytes / params (with the
+    model cut, per weight of its stage's part ÷ tp)."""
     per_gpu_bytes: int
     communication_p: Fraction
     communication_bytes: int
@@ -151,6 +152,8 @@ class StageReport:
     """The same collectives, each with one card's bytes inside its node and between nodes (`wire`)."""
     time: StepTime = NO_TIME
     """The time those bytes take on their links, and the step's compute time (`wire.step_time`)."""
+    pipeline_stage: int = 0
+    """The pipeline stage (0-based) of the most loaded card, whose figures these are: 0 without a pipeline."""
 
     @property
     def inside_bytes(self) -> int:

@@ -32,7 +32,10 @@ from app.domain.activations import (
     kept,
     output_saved,
     per_layer_bytes,
+    per_layer_split_bytes,
+    split_bytes,
     working_bytes,
+    working_split_bytes,
 )
 from app.domain.architecture import Architecture
 from app.domain.eighths import COLUMNS, pieces
@@ -62,6 +65,14 @@ class Layer:
     """Its largest module by its own weights (`Architecture.largest_module`): DeepSpeed's layer."""
     columns: tuple[int, ...] = (COLUMNS - 1,)
     """The eighths of the model it has weights in, as `eighths.model_columns` cuts them (a tied head: the last)."""
+    block: int | None = None
+    """The transformer block's number, 1-based; None for the embedding, norm and head: what pipeline stages cut."""
+    replicated: int = 0
+    """Of its own weights, the norms': every card of a tensor-parallel group keeps them whole."""
+    kept_split: int = 0
+    """Of `kept`, the bytes inside the tensor-parallel region (`activations.Saved.split`): split ÷ t."""
+    working_split: int = 0
+    """Of `working`, the bytes inside the tensor-parallel region."""
 
 
 def _columns(start: int, end: int, model: int) -> tuple[int, ...]:
@@ -90,20 +101,24 @@ def model_layers(
     shape = Shape(1, activations.seq, activations.recompute) if activations else None
     block = per_layer_bytes(arch, shape) if shape else 0
     working = working_bytes(arch, shape) if shape else 0
+    block_split = per_layer_split_bytes(arch, shape) if shape else 0
+    working_split = working_split_bytes(arch, shape) if shape else 0
     layers: list[Layer] = []
     start = 0
     parts = pieces(arch)
     for index, piece in enumerate(parts):
         own = _overlap(start, start + piece.params, frozen, model)
-        kept_here, module = 0, piece.params
+        kept_here, split_here, module = 0, 0, piece.params
         if piece.block is not None:
-            kept_here, module = block, arch.block_module
+            kept_here, split_here, module = block, block_split, arch.block_module
         elif shape and index + 1 < len(parts) and parts[index + 1].block is not None:  # the last embedding
             kept_here = kept(embedding_saved(arch, shape), Recompute.NONE)
         elif shape and piece.name == "final norm":
             kept_here = kept(final_norm_saved(arch, shape), Recompute.NONE)
         elif shape and piece.name == "output head":
             kept_here = kept(output_saved(arch, shape), Recompute.NONE)
+            split_here = split_bytes(output_saved(arch, shape), Recompute.NONE)
+        norms = 2 * arch.norm_params if piece.block is not None else arch.norm_params * (piece.name == "final norm")
         extra = adapters if piece.block is not None else 0
         layers.append(
             Layer(
@@ -117,14 +132,30 @@ def model_layers(
                 working if piece.block is not None else 0,
                 module,
                 _columns(start, start + piece.params, model),
+                piece.block,
+                norms,
+                split_here,
+                working_split if piece.block is not None else 0,
             )
         )
         start += piece.params
     if arch.tied_embeddings:  # the head multiplies by the embedding's own weights, gathered again
         embedding = layers[0]
         kept_head = kept(output_saved(arch, shape), Recompute.NONE) if shape else 0
+        split_head = split_bytes(output_saved(arch, shape), Recompute.NONE) if shape else 0
         layers.append(
-            Layer("output head", embedding.params, embedding.trained, model, 0, 0, kept_head, 0, embedding.params)
+            Layer(
+                "output head",
+                embedding.params,
+                embedding.trained,
+                model,
+                0,
+                0,
+                kept_head,
+                0,
+                embedding.params,
+                kept_split=split_head,
+            )
         )
     if largest is not None:
         return tuple(_as_large(layer, largest) for layer in layers)
@@ -143,6 +174,10 @@ def _as_large(layer: Layer, largest: int) -> Layer:
         layer.working,
         largest,
         layer.columns,
+        layer.block,
+        layer.replicated,
+        layer.kept_split,
+        layer.working_split,
     )
 
 

@@ -103,7 +103,7 @@ class RunReport:
     def change(self, before: Stage, after: Stage) -> Change:
         """What going from `before` to `after` does to each card, from the two stages' figures."""
         if (before, after) not in self._changes:
-            self._changes[before, after] = change(self[before], self[after], self.run.recipe, self.run.gpus)
+            self._changes[before, after] = change(self[before], self[after], self.run.recipe, self.run.zero_group)
         return self._changes[before, after]
 
 

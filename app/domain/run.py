@@ -7,7 +7,7 @@ imports the other.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from functools import cached_property
 
@@ -17,6 +17,7 @@ from app.domain.communication import Transfer, Whose, transfers
 from app.domain.eighths import COLUMNS
 from app.domain.hardware import H100_FABRIC, Fabric
 from app.domain.layers import ColumnMoments, Layer, bare_layers, column_moments, column_weights, first_trained
+from app.domain.loaded import activation_bytes, megatron_activations, stage_load
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.parallel import NO_CUT, Cut, cut_refused
 from app.domain.recipes import MIXED_ADAM, Band, Recipe
@@ -101,6 +102,22 @@ def _times(moments: tuple[Moment, ...], batch: int) -> tuple[Moment, ...]:
 
 
 @dataclass(frozen=True)
+class Card:
+    """The figures one card of a pipeline stage is counted from: for an uncut model, the run's own."""
+
+    params: int
+    """Weights whose state the card keeps before ZeRO shards it: its stage's, ÷ tp (`loaded.stage_load`)."""
+    frozen: int
+    """Of those, the weights that do not train."""
+    candidates: tuple[Moment, ...]
+    """The moments that can be its highest: at rest, and each of its layers' in each pass."""
+    layers: tuple[Layer, ...]
+    """Its stage's layers as it keeps them, ÷ tp."""
+    stage: int = 0
+    """Its pipeline stage, 0-based."""
+
+
+@dataclass(frozen=True)
 class Run:
     """What the user describes: the model, the cluster, the recipe and the card."""
 
@@ -177,20 +194,76 @@ class Run:
         """Hybrid sharding's and hpZ's groups: whole, and lined up with the nodes."""
         zeropp = self.setup.hpz > 1 or self.qwz or self.qgz
         refused = groups_refused(
-            self.gpus, self.gpus_per_node, self.shard_size, self.setup.hpz, zeropp, self.setup.accounting
+            self.gpus, self.gpus_per_node, self.shard_size, self.setup.hpz, zeropp, self.setup.accounting, self.cut
         )
         if refused:
             raise ValueError(refused)
 
     @property
+    def zero_group(self) -> int:
+        """The cards ZeRO's stage shards a card's state over: dp × cp (every card for an uncut model).
+
+        Its data-parallel group with its context-parallel one, as Megatron-LM's distributed optimizer shards.
+        """
+        return self.gpus // (self.cut.tp * self.cut.pp)
+
+    @property
     def shards(self) -> int:
-        """The cards a sharded state is split across: the shard group, every card unless hybrid."""
-        return self.gpus if self.shard_size is None else self.shard_size
+        """The cards a sharded state is split across: the shard group, the whole ZeRO group unless hybrid."""
+        return self.zero_group if self.shard_size is None else self.shard_size
 
     @property
     def replicas(self) -> int:
-        """The shard groups, each keeping a whole copy of the state: 1 unless hybrid."""
-        return self.gpus // self.shards
+        """The shard groups of the ZeRO group, each keeping a whole copy of the state: 1 unless hybrid."""
+        return self.zero_group // self.shards
+
+    @cached_property
+    def cards(self) -> tuple[Card, ...]:
+        """Each pipeline stage's card: `sizing` counts the most loaded of them.
+
+        One for an uncut model, with the run's own figures.
+        """
+        found = self._stage_cards()
+        shape = self.activations
+        if self.setup.accounting is not Accounting.MEGATRON or shape is None or shape.architecture is None:
+            return found
+        # Megatron-LM's count is its first stage's (its most loaded shard), with its own activations: at the
+        # app's highest moment, which its terms (no layer in hand) count by the activations alone.
+        first = found[0]
+        held = math.ceil(megatron_activations(shape.architecture, shape.seq, self.batch, self.cut, shape.recompute))
+        top = max(first.candidates, key=lambda m: m.activation)
+        return (replace(first, candidates=(AT_REST, Moment(top.part, top.layer, held, top.trained))),)
+
+    @property
+    def activation_per_layer(self) -> int | None:
+        """What one block leaves on the most loaded card for its backward, for its micro-batch.
+
+        Korthikanti's Table 2 with t, sp and ÷ cp, for one micro-batch (the pipeline's others in flight
+        aside); None for a bare weight count.
+        """
+        if self.activations is None:
+            return None
+        shape = self.activations
+        return math.ceil(activation_bytes(self.cut, shape.per_layer, shape.per_layer_split) * self.batch)
+
+    def _stage_cards(self) -> tuple[Card, ...]:
+        if not self.cut.cuts:
+            return (Card(self.params, self.frozen, self.candidates, self.model_layers),)
+        modules = self.setup.accounting is Accounting.DEEPSPEED
+        found = []
+        for index in range(self.cut.pp):
+            load = stage_load(self.model_layers, self.params, self.frozen, self.largest_layer, self.cut, index)
+            columns = column_moments(load.layers, self.batch, modules)
+            # The other micro-batches in flight keep the whole stage's activations throughout.
+            others = math.ceil((load.in_flight - 1) * self.batch * sum(layer.kept for layer in load.layers))
+            every = (
+                Moment(m.part, m.layer, m.activation + others, m.trained)
+                for column in columns
+                for m in (*column.forward, *column.backward)
+            )
+            candidates = (AT_REST, *dict.fromkeys(every))
+            found.append(Card(load.params, load.frozen, candidates, load.layers, index))
+        return tuple(found)
 
     @property
     def tokens(self) -> int:
@@ -204,7 +277,7 @@ class Run:
 
     def transfers(self, stage: Stage) -> tuple[Transfer, ...]:
         """The collectives of one step under `stage`: over the shard group, and across its replicas."""
-        return transfers(stage, self.gpus, self.shards, self.setup.hpz)
+        return transfers(stage, self.zero_group, self.shards, self.setup.hpz)
 
     def terms(self, stage: Stage) -> tuple[Term, ...]:
         """Every term of a card under `stage`, counted and placed as the run's setup says."""
@@ -275,7 +348,8 @@ class Run:
     def assembled_layer_bytes(self) -> int | None:
         """The largest layer assembled with its gradients: what ZeRO-3 gathers and computes on one card.
 
-        Each layer's gradients are for its weights that train: a frozen layer has its weights alone.
+        Each layer's gradients are for its weights that train: a frozen layer has its weights alone. With
+        tensor parallelism a card assembles its 1/tp of the layer only.
         """
         if self.largest_layer is None:
             return None
@@ -283,7 +357,8 @@ class Run:
         # Whole bytes, rounded up: a part byte of a blockwise format is a whole one on the card.
         return max(
             math.ceil(layer.params * weights + layer.trained * gradients)
-            for layer in self.model_layers
+            for card in self.cards
+            for layer in card.layers
             if layer.params is not None
         )
 
@@ -310,8 +385,21 @@ def groups_refused(
     hpz: int = 1,
     zeropp: bool = False,
     accounting: Accounting = Accounting.PAPER,
+    cut: Cut = NO_CUT,
 ) -> str:
-    """Why a hybrid shard group or ZeRO++ cannot be drawn on this cluster, for a person; empty where it can."""
+    """Why a hybrid shard group or ZeRO++ cannot be drawn on this cluster, for a person; empty where it can.
+
+    With the model `cut`, ZeRO shards over the data-parallel group (dp × cp cards), and the groups split that.
+    """
+    if cut.cuts:
+        group = gpus // (cut.tp * cut.pp)
+        if shard is not None and (not 1 <= shard <= group or group % shard):
+            return (
+                f"shard={shard:,} does not divide the {group:,} cards ZeRO shards over, the data-parallel group with "
+                f"the context-parallel one: gpus ÷ (tp × pp) = {gpus:,} ÷ ({cut.tp:,} × {cut.pp:,}). "
+                f"Choose one of {_divisors(group)}."
+            )
+        gpus = group
     shards = gpus if shard is None else shard
     if not 1 <= shards <= gpus or gpus % shards:
         return (

@@ -13,13 +13,13 @@ from fractions import Fraction
 from math import ceil
 
 from app.domain import terms
-from app.domain.accounting import differences
+from app.domain.accounting import Accounting, differences
 from app.domain.communication import Transfer
 from app.domain.figures import LayerExtra, StageReport, TermBytes
 from app.domain.host import host_report
 from app.domain.overheads import OverheadItem, overhead_items, total
 from app.domain.recipes import Band
-from app.domain.run import MAX_BATCH, MAX_GPUS, Run
+from app.domain.run import MAX_BATCH, MAX_GPUS, Card, Run
 from app.domain.stages import Stage
 from app.domain.state_bytes import per_gpu_bytes
 from app.domain.terms import Law, Moment, Place, TermKind, term_bytes
@@ -65,6 +65,19 @@ def communication_p(moves: tuple[Transfer, ...], run: Run) -> Fraction:
     return sum((t.volume_p * run.moved_params(t.whose) for t in moves), start=Fraction(0)) / run.params
 
 
+def loaded_card(stage: Stage, run: Run) -> Card:
+    """The most loaded card under `stage`: the pipeline stage's card that holds the most at its highest moment.
+
+    The first of equals; an uncut model's one card, with the run's own figures.
+    """
+    if len(run.cards) == 1:
+        return run.cards[0]
+    all_terms = run.terms(stage)
+    return max(
+        run.cards, key=lambda c: terms.peak_bytes(stage, c.params, run.shards, all_terms, c.candidates, c.frozen)
+    )
+
+
 def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
     """What a card holds beyond its state while it works on one layer of `layer` weights.
 
@@ -75,21 +88,24 @@ def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
     are the moment's.
     """
     held: dict[TermKind, int] = {}
+    card = loaded_card(stage, run)
     for term in run.terms(stage):
         if term.place is Place.GPU and (term.during != terms.ALL_PASSES or term.law is Law.PER_LAYER):
-            nbytes = term_bytes(term, stage, run.params, run.shards, moment, run.frozen)
+            nbytes = term_bytes(term, stage, card.params, run.shards, moment, card.frozen)
             held[term.kind] = held.get(term.kind, 0) + nbytes
     return LayerExtra.held(held)
 
 
 def peak_moment(stage: Stage, run: Run) -> Moment:
     """The highest moment of a card's step: the one every peak, bar and verdict is drawn at."""
-    return terms.peak_moment(stage, run.params, run.shards, run.terms(stage), run.candidates, run.frozen)
+    card = loaded_card(stage, run)
+    return terms.peak_moment(stage, card.params, run.shards, run.terms(stage), card.candidates, card.frozen)
 
 
 def theory_peak_bytes(stage: Stage, run: Run) -> int:
     """The theory's peak: model states, the layer in hand and activations at the step's highest moment."""
-    return terms.peak_bytes(stage, run.params, run.shards, run.terms(stage), run.candidates, run.frozen)
+    card = loaded_card(stage, run)
+    return terms.peak_bytes(stage, card.params, run.shards, run.terms(stage), card.candidates, card.frozen)
 
 
 def overheads(stage: Stage, run: Run) -> tuple[OverheadItem, ...]:
@@ -102,11 +118,11 @@ def overheads(stage: Stage, run: Run) -> tuple[OverheadItem, ...]:
 
 def _overheads_at(stage: Stage, run: Run, moment: Moment, theory: int) -> tuple[OverheadItem, ...]:
     """The overheads at `moment`, whose theory's peak is `theory`: worked out once for a stage's report."""
-    recipe = run.recipe
+    recipe, card = run.recipe, loaded_card(stage, run)
     return overhead_items(
         stage,
-        run.params - run.frozen,  # DDP buckets the gradients of the weights that train, and only those
-        run.gpus,
+        card.params - card.frozen,  # DDP buckets the gradients of the weights that train, and only those
+        run.zero_group,  # the data-parallel group DDP and ZeRO reduce over: none to reduce with alone
         recipe.nbytes(Band.WEIGHTS),
         recipe.nbytes(Band.GRADIENTS),
         theory,
@@ -139,9 +155,18 @@ def _peak_for(stage: Stage, run: Run, params: int, moments: tuple[Moment, ...]) 
     frozen = run.frozen_at(params)
     if run.count_overheads:  # they depend on the size (DDP's buckets, the margin): worked out afresh
         return peak_bytes(stage, replace(run, params=params, frozen=frozen))
+    if len(run.cards) > 1:  # a cut model of another size: the loaded card's share of it, in proportion
+        card = loaded_card(stage, run)
+        frozen = _share_of(frozen, run.params, card.params)
+        params = _share_of(params, run.params, card.params)
     # The layers and activations of the shape drawn, kept as they are: the bisection asks some
     # hundred peaks a page, and the moments do not change with the size.
     return terms.peak_bytes(stage, params, run.shards, run.terms(stage), moments, frozen)
+
+
+def _share_of(count: int, whole: int, part: int) -> int:
+    """`count` weights scaled as `whole` is to `part`, rounded up: a card's share of a model of another size."""
+    return -(-count * part // whole)
 
 
 SIZE_FREE = frozenset({Law.PER_LAYER, Law.PER_TOKEN, Law.FIXED})
@@ -159,7 +184,7 @@ def _moments_at_any_size(stage: Stage, run: Run, moment: Moment | None) -> tuple
     """
     changing = (t for t in run.terms(stage) if t.during != terms.ALL_PASSES or t.law is Law.PER_LAYER)
     if moment is None or not all(t.law in SIZE_FREE for t in changing):
-        return run.candidates
+        return loaded_card(stage, run).candidates
     return (moment,)
 
 
@@ -226,7 +251,8 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
     counted = total(items) if run.count_overheads else 0
     peak = theory + counted
     capacity = run.capacity
-    state = per_gpu_bytes(stage, run.params, run.shards, run.recipe, run.frozen, run.setup)
+    card = loaded_card(stage, run)
+    state = per_gpu_bytes(stage, card.params, run.shards, run.recipe, card.frozen, run.setup)
     extra = layer_extra(stage, run, moment)
     moves = run.transfers(stage)
     links = link_bytes(stage, run, moves)
@@ -239,7 +265,7 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         stage=stage,
         # Not bytes_per_weight(stage, gpus, recipe), the 1/N of a model that divides evenly: a slice
         # is padded to whole weights, and 7 weights on 16 cards keep 1 weight's bytes each, not 7/16.
-        bytes_per_weight=Fraction(state, run.params),
+        bytes_per_weight=Fraction(state, card.params),
         per_gpu_bytes=state,
         communication_p=communication_p(moves, run),
         communication_bytes=_communication_bytes(stage, moves, run),
@@ -253,25 +279,44 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         max_params_that_fit=max_params_that_fit(stage, run, moment),
         max_batch_that_fits=max_batch_that_fits(stage, run, known),
         host=host_report(stage, run),
-        differences=differences(
-            stage,
-            run.recipe,
-            run.setup,
-            padded=run.params % run.shards != 0,
-            module=run.deepspeed_layer if run.layers else None,
-            frozen=run.frozen > 0,
+        differences=(
+            *differences(
+                stage,
+                run.recipe,
+                run.setup,
+                padded=card.params % run.shards != 0,
+                module=run.deepspeed_layer if run.layers else None,
+                frozen=run.frozen > 0,
+            ),
+            *_whose_activations(run),
         ),
         peak_moment=moment,
         extra=extra,
         terms=tuple(
-            TermBytes(t.kind, t.place, term_bytes(t, stage, run.params, run.shards, frozen=run.frozen))
+            TermBytes(t.kind, t.place, term_bytes(t, stage, card.params, run.shards, frozen=card.frozen))
             for t in stage_terms
             if t.law is Law.PER_WEIGHT and t.during == terms.ALL_PASSES
         ),
         transfers=moves,
         links=links,
         time=step_time(run, links),
+        pipeline_stage=card.stage,
     )
+
+
+MEGATRON_ACTIVATIONS = (
+    "The activations are Megatron-LM's own formula (compute_activation_memory in its "
+    "theoretical_memory_usage.py, Korthikanti et al.'s Table 2 for its first pipeline stage): sbh(10 + 24/t) a "
+    "block, or sbh(18 + 4f/h) ÷ t with sequence parallelism and selective recomputation, whatever the model's "
+    "attention and MLP, plus its 5% margin; not the app's count of each tensor."
+)
+"""Said under accounting=megatron wherever activations are counted: whose they are."""
+
+
+def _whose_activations(run: Run) -> tuple[str, ...]:
+    megatron = run.setup.accounting is Accounting.MEGATRON
+    shaped = run.activations is not None and run.activations.architecture is not None and run.batch > 0
+    return (MEGATRON_ACTIVATIONS,) if megatron and shaped else ()
 
 
 def report(run: Run) -> tuple[StageReport, ...]:

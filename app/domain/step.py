@@ -314,7 +314,7 @@ def _transfers(
     """The collectives of a phase, each of a column's weights or every column's (volumes: `_volumes`)."""
     part, column, beat = at
     every = tuple(range(COLUMNS))
-    replicated = Scope.REPLICAS if stage is not Stage.DP and not sharded and run.shards < run.gpus else Scope.GROUP
+    replicated = Scope.REPLICAS if stage is not Stage.DP and not sharded and run.replicas > 1 else Scope.GROUP
     if part is Part.FORWARD and column is not None and Band.WEIGHTS in sharded and beat is Beat.GATHER:
         return (InFlight(Collective.ALL_GATHER, Band.WEIGHTS, (column,), Fraction(0), Whose.EVERY),)
     if part is Part.BACKWARD and column is not None:
@@ -329,7 +329,7 @@ def _transfers(
             return (InFlight(Collective.REDUCE_SCATTER, Band.GRADIENTS, every, Fraction(0), scope=replicated),)
         if not sharded:  # the second half of data parallelism's all-reduce: every card gets every sum
             return (InFlight(Collective.ALL_GATHER, Band.GRADIENTS, every, Fraction(0), scope=replicated),)
-    if part is Part.GRADIENT_SYNC and index == FIRST_SYNC + 1 and sharded and run.shards < run.gpus:
+    if part is Part.GRADIENT_SYNC and index == FIRST_SYNC + 1 and sharded and run.replicas > 1:
         # Hybrid sharding: each shard group reduced its own gradients; the replicas sum their slices.
         return (InFlight(Collective.ALL_REDUCE, Band.GRADIENTS, every, Fraction(0), scope=Scope.REPLICAS),)
     if part is Part.WEIGHT_SYNC and Band.MASTER in sharded and Band.WEIGHTS not in sharded:
@@ -443,8 +443,8 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport |
     for index in range(PHASES):
         at = _part(index)
         part, column, beat = at
-        # Data parallelism on one card still has nobody to all-reduce with.
-        moving = _transfers(stage, sharded, index, at, run, scopes) if run.gpus > 1 else ()
+        # Data parallelism on one card still has nobody to all-reduce with (nor a card alone in its ZeRO group).
+        moving = _transfers(stage, sharded, index, at, run, scopes) if run.zero_group > 1 else ()
         transfers = _volumes(stage, run, moving)
         tally += sum((t.volume_p for t in transfers), start=Fraction(0))
         inside += sum((t.inside for t in transfers), start=Fraction(0))

@@ -247,7 +247,7 @@ def _lora(s: Scenario) -> str:
 
 def _hybrid(s: Scenario) -> str:
     run = s.run
-    if run.shards == run.gpus:
+    if run.replicas == 1:
         return "every card in one shard group"
     return f"shard groups of {gpus_label(run.shards)}, {run.replicas:,} replicas"
 

@@ -261,6 +261,10 @@ class RunQuery(_RunFields):
         blocks = architecture.layers if architecture is not None else None
         if refused := cut_refused(cut, cluster.gpus, cluster.gpus_per_node, blocks):
             raise PydanticCustomError("cut", refused)
+        # ZeRO shards over the data-parallel group the cut leaves: a shard group splits that, not every card. A
+        # refusal of the cut so far stands for the whole cut: more stages only make the group smaller.
+        if cut.cuts and (refused := groups_refused(cluster.gpus, cluster.gpus_per_node, data.get("shard"), cut=cut)):
+            raise PydanticCustomError("groups", refused)
         return value
 
     def inputs(self) -> Inputs:

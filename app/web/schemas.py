@@ -271,7 +271,9 @@ class MemoryRow(BaseModel):
     stage: Stage
     bytes_per_weight: float
     per_gpu_bytes: int = Field(
-        description="Model states on one card at rest; a sharded band is one slice of ceil(P/N) weights."
+        description="Model states on one card at rest; a sharded band is one slice of ceil(P/N) weights. With the "
+        "model cut (tp, pp, cp), the most loaded card's: its pipeline stage's weights (pipeline_stage) ÷ tp, "
+        "sharded over its data-parallel group of dp × cp cards."
     )
     communication_p: float = Field(
         description="Traffic of one step in units of P; 0 on one card, less where weights are frozen."
@@ -286,17 +288,29 @@ class MemoryRow(BaseModel):
     peak_bytes: int = Field(
         description="The whole GPU peak: the state plus, at the step's highest moment, what a card holds beyond it "
         "(for ZeRO-3 one assembled layer's weights and gradients, for ZeRO-2 one layer's gradients) and the "
-        "activations kept by then. Equal to state_peak_bytes when no activations are counted."
+        "activations kept by then. Equal to state_peak_bytes when no activations are counted. With the model "
+        "cut, the most loaded card's (pipeline_stage): its stage's state and layers ÷ tp, and the activations "
+        "of its micro-batches in flight."
     )
     state_peak_bytes: int = Field(
         description="Model states and the layer in hand at their own highest moment, without activations: the "
         "seed's and the ZeRO paper's figure. Model states only when the largest layer is unknown."
     )
-    activation_bytes: int = Field(description="Activations at the moment of peak_bytes, on one card.")
+    activation_bytes: int = Field(
+        description="Activations at the moment of peak_bytes, on the most loaded card (pipeline_stage), its "
+        "micro-batches in flight included; with accounting=megatron, Megatron-LM's own formula."
+    )
     activation_bytes_per_layer: int | None = Field(
         None,
-        description="What one block keeps for its backward (Korthikanti et al. 2022's per-layer figure; under "
-        "full recomputation the block's input). Absent for a bare weight count, which has no shape.",
+        description="What one block keeps for its backward on the most loaded card, for one micro-batch "
+        "(Korthikanti et al. 2022's per-layer figure, Table 2 with tp and sp, ÷ cp; under full recomputation "
+        "the block's input). Absent for a bare weight count, which has no shape.",
+    )
+    pipeline_stage: int | None = Field(
+        None,
+        description="The pipeline stage (0-based) of the most loaded card these figures are for: the first "
+        "(the embedding and the most micro-batches in flight) or the last (the output layer and the logits), "
+        "whichever holds more at its peak. Absent without a pipeline (pp = 1).",
     )
     logits_bytes: int | None = Field(
         None, description="The loss's fp32 log-probabilities, 4 × vocab × seq × batch; absent without a shape."
@@ -375,7 +389,8 @@ class MemoryRow(BaseModel):
             peak_bytes=row.peak_bytes,
             state_peak_bytes=row.state_peak_bytes,
             activation_bytes=row.activation_bytes,
-            activation_bytes_per_layer=shape.per_layer * run.batch if shape else None,
+            activation_bytes_per_layer=run.activation_per_layer,
+            pipeline_stage=row.pipeline_stage if run.cut.pp > 1 else None,
             logits_bytes=shape.logits * run.batch if shape else None,
             overhead_bytes=row.overhead_bytes,
             overheads=[

@@ -318,3 +318,23 @@ def test_the_largest_model_that_fits_fits_when_entered(client: TestClient, stage
     for params, fits in ((largest, True), (largest + 1, False)):
         rows = client.get(f"/api/memory?params={params}&{query}").json()["stages"]
         assert next(r for r in rows if r["stage"] == stage)["fits"] is fits
+
+
+def test_a_cut_reports_its_most_loaded_card(client: TestClient) -> None:
+    # Llama 3 8B, tp = 2, pp = 2 on 8 GPUs (dp = 2), 8 micro-batches, s = 8192 (docs/parallelism.md): the first
+    # stage's card keeps 2,007,629,824 weights and 2 micro-batches of its 16 blocks, 822,607,872 B each.
+    body = _memory(client, model="llama-3-8b", tp="2", pp="2", microbatches="8")
+    card = 2_007_629_824
+    assert [row["per_gpu_bytes"] for row in body["stages"]] == [16 * card, 10 * card, 9 * card, 8 * card]
+    assert {row["pipeline_stage"] for row in body["stages"]} == {0}
+    assert {row["activation_bytes_per_layer"] for row in body["stages"]} == {822_607_872}
+    assert {row["activation_bytes"] for row in body["stages"]} == {2 * 16 * 822_607_872}
+    assert "pipeline_stage" not in _memory(client, model="llama-3-8b")["stages"][0]
+
+
+def test_a_shard_group_splits_the_data_parallel_group(client: TestClient) -> None:
+    response = client.get("/api/memory", params={"gpus": "8", "shard": "8", "tp": "2", "cp": "2"})
+    assert response.status_code == 422
+    message = response.json()["message"]
+    assert "the 4 cards ZeRO shards over, the data-parallel group with the context-parallel one" in message
+    assert "gpus ÷ (tp × pp) = 8 ÷ (2 × 1). Choose one of 1, 2 or 4." in message
