@@ -263,6 +263,7 @@ def measure(args: argparse.Namespace) -> int:
         return 2
     import json
 
+    from app.measure.cut_snapshots import compare_cut
     from app.measure.snapshots import compare, offload_comparison, parse
 
     print("Measuring on 8 CPU ranks (gloo), one arrangement at a time:", flush=True)
@@ -279,6 +280,13 @@ def measure(args: argparse.Namespace) -> int:
     model_peak = max(c.model_bytes for c in offload.compute)
     print(f"{offload.stage.info.title}, {offload.title}: {cpu:,} B on each rank's CPU against the model's {model:,} B, "
           f"compute peak {peak:,} B against {model_peak:,} B, {offload.unexplained:,} B unexplained")  # fmt: skip
+    for cut in compare_cut(snapshot.cut, snapshot.recipe).arrangements:
+        held = sorted({(r.measured_bytes, r.model_bytes) for r in cut.ranks})
+        words = "; ".join(f"{measured:,} B against the model's {model:,} B" for measured, model in held)
+        peaks = sorted({(r.activations.measured_bytes, r.activations.model_bytes) for r in cut.ranks if r.activations})
+        kept = "; ".join(f"{measured:,} B against {model:,} B" for measured, model in peaks)
+        print(f"{cut.title}: {words} a rank" + (f", activations at their peak {kept}" if kept else "")
+              + f", {cut.unexplained:,} B unexplained")  # fmt: skip
     if args.out is not None:
         args.out.write_text(json.dumps(data, indent=1) + "\n")
         print(f"Wrote {args.out}.")

@@ -2,11 +2,11 @@
 
 Two halves, and only the first needs torch (the `measure` extra):
 
-- `runner` (and `activations`, which it calls) runs the step under PyTorch; it is imported only by
+- `runner` (and `activations` and `cut_runner`, which it calls) runs the step under PyTorch; it is imported only by
   `zero-bands measure` and the tests that need torch.
 - The snapshot it writes (`snapshot.json`, shipped beside this file) is read and set against the
   domain's figures without torch, by `snapshots` (the seven arrangements), `activation_snapshots`,
-  `offload_snapshots` and `phases`, so the app shows the measurement wherever it runs. This package
+  `offload_snapshots`, `cut_snapshots` and `phases`, so the app shows the measurement wherever it runs. This package
   imports neither half itself, and an import-linter contract (pyproject.toml) keeps the web and
   these readers from reaching `runner`, `activations` or torch.
 """

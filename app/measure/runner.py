@@ -37,6 +37,7 @@ from torch import nn  # noqa: E402
 from torch.distributed.tensor import DTensor  # noqa: E402
 
 from app.measure.activations import measure_activations  # noqa: E402
+from app.measure.cut_runner import SCHEDULES, TP_TITLE, measure_cut, snapshot_cut  # noqa: E402
 
 WORLD_SIZE = 8
 LAYERS = 8
@@ -510,6 +511,12 @@ def _worker(rank: int, port: int, folder: str) -> None:
         if rank == 0:
             print(f"  {OFFLOAD_TITLE}: {offload['seconds']:.1f} s", flush=True)
         results.append(offload)
+        cut = measure_cut(rank)  # the model cut across the ranks: FSDP2 + TP, and a 2-stage pipeline
+        if rank == 0:
+            print(f"  {TP_TITLE}: {cut['tp_seconds']:.1f} s", flush=True)
+            for name in SCHEDULES:
+                print(f"  A 2-stage pipeline, {name}: {cut[f'pp-{name}_seconds']:.1f} s", flush=True)
+        results.append(cut)
         # Each rank writes its own file: gathering objects through gloo would need NumPy.
         (Path(folder) / f"rank-{rank}.json").write_text(json.dumps(results))
     finally:
@@ -556,8 +563,8 @@ def measure() -> dict[str, Any]:
         }
         for index, (stage, impl, title) in enumerate(ARRANGEMENTS)
     ]
-    offload_seconds = ranks[0][-1]["seconds"]
-    offload = [_per_rank(ranks[rank][-1]) for rank in range(WORLD_SIZE)]
+    offload_seconds = ranks[0][-2]["seconds"]
+    offload = [_per_rank(ranks[rank][-2]) for rank in range(WORLD_SIZE)]
     return {
         "format": 1,
         "torch": torch.__version__,
@@ -579,4 +586,5 @@ def measure() -> dict[str, Any]:
             "ranks": offload,
         },
         "activations": measure_activations(),
+        "cut": snapshot_cut([ranks[rank][-1] for rank in range(WORLD_SIZE)]),
     }

@@ -34,6 +34,7 @@ from app.measure.activation_snapshots import (
     compare_activations,
     parse_activations,
 )
+from app.measure.cut_snapshots import CutComparison, CutSnapshot, compare_cut, parse_cut
 from app.measure.offload_snapshots import OffloadComparison, OffloadSnapshot, compare_offload, parse_offload
 from app.measure.phases import phase_of
 
@@ -207,6 +208,8 @@ class Snapshot:
     """Two small blocks' saved tensors, term by term (`app.measure.activation_snapshots`)."""
     offload: OffloadSnapshot
     """ZeRO-3 with FSDP2's CPU offload, in mixed precision (`app.measure.offload_snapshots`)."""
+    cut: CutSnapshot
+    """The model cut across the ranks: FSDP2 + TP, and a 2-stage pipeline (`app.measure.cut_snapshots`)."""
 
     def arrangement(self, stage: Stage, impl: Impl) -> Measured:
         """One arrangement; KeyError if it was not measured."""
@@ -282,6 +285,7 @@ def parse(data: Mapping[str, Any]) -> Snapshot:
             ),
             activations=parse_activations(data["activations"]),
             offload=parse_offload(data["offload"], toy.layers),
+            cut=parse_cut(data["cut"]),
         )
     except (KeyError, TypeError, ValueError) as error:
         if isinstance(error, SnapshotError):
@@ -403,6 +407,8 @@ class Comparison:
     """Two small blocks' activations, formula against measurement, every byte of difference named."""
     offload: OffloadComparison
     """ZeRO-3 with FSDP2's CPU offload: the CPU-placed state and the compute path against the model."""
+    cut: CutComparison
+    """The model cut across the ranks (FSDP2 + TP, a 2-stage pipeline): each rank against its layout's figure."""
 
 
 def _differences(snapshot: Snapshot, measured: Measured, rank: RankHeld) -> tuple[Difference, ...]:
@@ -540,6 +546,7 @@ def comparison(snapshot: Snapshot) -> Comparison:
         arrangements=tuple(compare(snapshot, m) for m in snapshot.arrangements),
         activations=compare_activations(snapshot.activations),
         offload=offload_comparison(snapshot),
+        cut=compare_cut(snapshot.cut, snapshot.recipe),
     )
 
 

@@ -14,6 +14,7 @@ from app.domain.sharding import CellState
 from app.domain.stages import Stage
 from app.measure import SNAPSHOT
 from app.measure.activation_snapshots import ActivationsComparison, TermTable, compare_activations
+from app.measure.cut_snapshots import CutAgreement, CutComparison, CutDifference, compare_cut
 from app.measure.offload_snapshots import SETUP as OFFLOAD_SETUP
 from app.measure.offload_snapshots import OffloadComparison, OffloadDifference
 from app.measure.snapshots import (
@@ -196,6 +197,66 @@ class OffloadView:
 
 
 @dataclass(frozen=True)
+class CutBandRow:
+    """One band on rank 0 of a cut arrangement: the model's bytes against its local shards'."""
+
+    title: str
+    model: str
+    measured: str
+
+
+@dataclass(frozen=True)
+class CutPlacementRow:
+    """One parameter on rank 0: its whole shape, its local shard's, and its DTensor placements."""
+
+    name: str
+    shape: str
+    placements: str
+
+
+@dataclass(frozen=True)
+class CutActivationRow:
+    """One rank of a pipeline: the activations it keeps at their peak, the model's and measured."""
+
+    rank: int
+    place: str
+    model_microbatches: int
+    measured_microbatches: int
+    model: str
+    measured: str
+
+
+@dataclass(frozen=True)
+class CutArrangementView:
+    """One cut arrangement: each rank against the model's figure for its layout."""
+
+    id: str
+    heading: str
+    intro: str
+    agreement: str
+    rows: tuple[RankRow, ...]
+    bands: tuple[CutBandRow, ...]
+    placements: tuple[CutPlacementRow, ...]
+    activations: tuple[CutActivationRow, ...]
+    activations_summary: str
+    differences: tuple[str, ...]
+    activation_tables: tuple[tuple[CutActivationRow, ...], ...] = field(init=False, repr=False, compare=False)
+    """The activations' table where a pipeline keeps them (none with TP alone)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "activation_tables", (self.activations,) if self.activations else ())
+
+
+@dataclass(frozen=True)
+class CutView:
+    """The section "The model cut across the ranks, measured"."""
+
+    heading: str
+    intro: str
+    arrangements: tuple[CutArrangementView, ...]
+
+
+@dataclass(frozen=True)
 class MeasuredView:
     """The whole page for one arrangement."""
 
@@ -223,6 +284,8 @@ class MeasuredView:
     activations: ActivationsView
     offload: OffloadView | None
     """Under ZeRO-3, the stage whose weights' slices it moves: FSDP2's CPU offload, measured."""
+    cut: CutView
+    """FSDP2 + TP and a 2-stage pipeline on the same ranks, under every stage: the model cut across cards."""
     impl_switches: tuple[tuple[StageLink, ...], ...] = field(init=False, repr=False, compare=False)
     """The implementations' switch, where there is a choice of them."""
     impl_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
@@ -424,6 +487,110 @@ def offload_view(comparison: OffloadComparison, page: str, theme: Theme) -> Offl
     )
 
 
+CUT_INTROS = {
+    "tp": (
+        "{n} ranks on a {dp} × {tp} mesh (dp, tp): ranks 0-{last} are the tensor-parallel group of dp 0, the rest "
+        "that of dp 1. A toy of 2 transformer-like blocks (attention's q, k, v and o, 64 × 64; the MLP's up and "
+        "down, 256 × 64; bias-free, no norms: {params:,} weights) is cut by parallelize_module: q, k, v and up "
+        "ColwiseParallel (each rank a quarter of the rows, one head of 4), o and down RowwiseParallel (a quarter "
+        "of the columns), then fully_shard over dp splits each local shard's rows in 2 (ZeRO-3 over the data-"
+        "parallel pair). After two Adam steps in {recipe}, each rank's bytes are read from the DTensors' local "
+        "shards. The model's figure: the states ÷ tp = {tp}, sharded by ZeRO-3 over dp = {dp}."
+    ),
+    "pp": (
+        "{n} ranks on a {pp} × {dp} mesh (pp, dp): the grid's toy of 8 Linear layers of 64 × 64 ({params:,} weights) "
+        "cut into 2 stages by torch.distributed.pipelining, layers 0-3 on ranks 0-3 (stage 0) and 4-7 on ranks 4-7 "
+        "(stage 1), each stage's gradients all-reduced across its 4 data-parallel ranks (plain data parallelism, "
+        "no ZeRO). Each step runs {m} micro-batches of 4 rows under {schedule}; two steps, with Adam in {recipe}. The "
+        "model's figure: the stage's 4 layers' states, whole on each of its data-parallel ranks."
+    ),
+}
+ACTIVATION_WORDS = {
+    "1F1B": "1F1B runs a micro-batch's backward as soon as it can: stage s keeps min(pp − s, m) micro-batches",
+    "GPipe": "GPipe runs every micro-batch's forward before any backward: each stage keeps all m micro-batches",
+}
+
+
+def _cut_arrangement(c: CutAgreement) -> CutArrangementView:
+    ranks, first = c.ranks, c.ranks[0]
+    unexplained = c.unexplained
+    held = {r.measured_bytes - r.model_bytes for r in ranks}
+    spread = f"{_signed(held.pop())} a rank" if len(held) == 1 else "differing from rank to rank"
+    key = c.key.split("-")[0]
+    intro = CUT_INTROS[key].format(
+        n=len(ranks), dp=c.dp, tp=c.tp, pp=c.pp, last=c.tp - 1, params=c.params, recipe=c.recipe,
+        m=c.microbatches, schedule=c.schedule,
+    )  # fmt: skip
+    activations = tuple(
+        CutActivationRow(
+            r.rank,
+            r.place,
+            r.activations.model_microbatches,
+            r.activations.measured_microbatches,
+            _bytes(r.activations.model_bytes),
+            _bytes(r.activations.measured_bytes),
+        )
+        for r in ranks
+        if r.activations is not None
+    )
+    summary = (
+        f"{ACTIVATION_WORDS[c.schedule]} (m = {c.microbatches}); each keeps, per micro-batch, the input of each of "
+        "its 4 Linear layers (4 rows × 64 × 4 B), counted by saved-tensor hooks in the stage's forward. "
+        + ("Every rank at its peak holds the model's micro-batches and bytes." if c.activations_agree else "")
+        if c.schedule
+        else ""
+    )
+    return CutArrangementView(
+        id=f"cut-{c.key.lower()}",
+        heading=c.title,
+        intro=intro,
+        agreement=(
+            f"Measured on {len(ranks)} ranks: {_bytes(sum(r.measured_bytes for r in ranks))} against the model's "
+            f"{_bytes(sum(r.model_bytes for r in ranks))} ({spread}); "
+            + ("every byte of difference is named." if unexplained == 0 else f"{unexplained:,} B unexplained.")
+        ),
+        rows=tuple(
+            RankRow(
+                r.rank,
+                _bytes(r.model_bytes),
+                _bytes(r.measured_bytes),
+                _signed(r.measured_bytes - r.model_bytes),
+                _reasons_cut(r.differences),
+            )
+            for r in ranks
+        ),
+        bands=tuple(CutBandRow(b.title, _bytes(b.model_bytes), _bytes(b.measured_bytes)) for b in first.bands),
+        placements=tuple(
+            CutPlacementRow(
+                name,
+                f"{' × '.join(map(str, shape))} → {' × '.join(map(str, local))}",
+                placements or "a plain tensor",
+            )
+            for name, placements, shape, local in c.placements
+        ),
+        activations=activations,
+        activations_summary=summary,
+        differences=tuple(dict.fromkeys(d.text for r in ranks for d in r.differences)),
+    )
+
+
+def _reasons_cut(differences: tuple[CutDifference, ...]) -> tuple[str, ...]:
+    return tuple(f"{d.reason.value.replace('-', ' ')} {_signed(d.bytes)}" for d in differences)
+
+
+def cut_view(comparison: CutComparison) -> CutView:
+    """The section on the model cut across the ranks: FSDP2 + TP, then the pipeline under each schedule."""
+    return CutView(
+        heading="The model cut across the ranks, measured: tensor and pipeline parallelism",
+        intro=(
+            "Three more runs on the same 8 CPU ranks, each rank's bytes of weights, gradients and Adam's moments set "
+            "against the model's figure for its layout: the states of its pipeline stage's layers ÷ tp, sharded by "
+            "ZeRO over its data-parallel group."
+        ),
+        arrangements=tuple(_cut_arrangement(a) for a in comparison.arrangements),
+    )
+
+
 def theme_of(theme: Theme) -> dict[str, str]:
     """The theme as query parameters: none for the default."""
     return {} if theme is Theme.DEFAULT else {"theme": theme.value}
@@ -500,4 +667,5 @@ def measured_view(
         source=f"Snapshot: torch {snap.torch}, measured in {snap.seconds:.0f} s by zero-bands measure.",
         activations=activations_view(compare_activations(snap.activations)),
         offload=offload_view(offload_comparison(snap), page, theme) if stage is Stage.ZERO3 else None,
+        cut=cut_view(compare_cut(snap.cut, snap.recipe)),
     )
