@@ -37,6 +37,8 @@ ROW_GAP = 10.0
 AXIS_HEIGHT = 30.0
 LABEL_UNITS = 13.0
 """A digit's width at the slots' 22-unit text: a label is written only where its box has room for it."""
+LARGE_LABEL_UNITS = 18.0
+"""A digit's width at the projector's 30-unit text (16 px at its column's width): the labels kept there."""
 MAX_DRAWN_STAGES = 16
 """More stages than this make rows too thin to read beside the cards: their figures are said in words."""
 
@@ -182,6 +184,8 @@ def _slot_box(slot: Slot, y: float, scale: float, vpp: int) -> SlotBox:
     width = float((slot.end - slot.start) * scale)
     digits = str(slot.microbatch)
     label = digits if width >= LABEL_UNITS * len(digits) + 2 else ""
+    # The projector's larger text keeps only the labels its boxes still hold (static/projector.css).
+    large = " large" if width >= LARGE_LABEL_UNITS * len(digits) + 2 else ""
     work = "forward" if slot.work is Work.FORWARD else "backward"
     odd = " odd" if slot.chunk % 2 else ""
     label_css = "slot-label odd" if slot.chunk % 2 else "slot-label"
@@ -193,7 +197,7 @@ def _slot_box(slot: Slot, y: float, scale: float, vpp: int) -> SlotBox:
         height=SLOT_HEIGHT,
         css=f"slot {work}{odd}",
         label=label,
-        label_css=label_css,
+        label_css=label_css + large,
         title=f"Stage {slot.stage}: {slot.label}, the {work} of micro-batch {slot.microbatch}{chunk}, "
         f"from {_time(slot.start)} to {_time(slot.end)}",
     )
@@ -244,7 +248,7 @@ def _drawing(scenario: Scenario, plan: Schedule, chunk_bytes: int) -> ScheduleDr
         rows=tuple(rows),
         height=height,
         plot_width=plot_width,
-        time_words=f"time → {makespan} forwards of a stage; a backward takes {_time(BACKWARD / FORWARD)}",
+        time_words=f"time → {makespan} forwards (a backward: {_time(BACKWARD / FORWARD)})",
         label=(
             f"The pipeline's schedule: {pp} stages over {makespan} forwards' time, {plan.microbatches} micro-batches"
             f"{f' in {vpp} chunks a card' if vpp > 1 else ''}; the table below lists each stage's passes."

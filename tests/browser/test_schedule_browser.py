@@ -22,6 +22,16 @@ BOXES = """() => {
 }"""
 
 
+# The smallest text the drawing shows, in CSS pixels: its font size in SVG units times the drawing's width over
+# its 600-unit viewBox.
+SMALLEST_TEXT = """() => { const svg = document.querySelector('#schedule svg');
+  const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  return Math.min(...[...svg.querySelectorAll('text')].filter(t => t.checkVisibility())
+    .map(t => parseFloat(getComputedStyle(t).fontSize) * scale)); }"""
+# The projector's back row reads 16 px (issue 45); up close, 10 px: 22 units in a 300 px column.
+LEAST_TEXT = {"default": 10.0, "projector": 16.0}
+
+
 def _inside(b: list[float], width: float, height: float) -> bool:
     left, top, right, bottom = b
     return left >= -0.5 and top >= -0.5 and right <= width + 0.5 and bottom <= height + 0.5
@@ -47,6 +57,7 @@ def test_the_schedule_is_on_the_first_screen_with_the_cards(
     assert seen["scroll"] <= width
     # Beside the cards, not under them: the drawing starts right of the first row's last card.
     assert seen["drawing"][0] >= seen["cards"][-1][2]
+    assert page.evaluate(SMALLEST_TEXT) >= LEAST_TEXT[theme]
     screenshot(page, f"schedule-vpp{vpp}-{theme}-{width}x{height}")
     watch.assert_clean(page)
 
