@@ -183,9 +183,9 @@ def test_the_next_stage_and_the_fewest_gpus() -> None:
         ("gpus", "34", 60 * GB + 14 * 882_352_942 + 7_500_000_000),
     ]
     tp, pp = found.changes[2:4]
-    assert (tp.bubble, tp.between_nodes) == (0, False)  # tensor parallelism stays in the node, and never idles
+    assert (tp.bubble, tp.between_nodes) == (Fraction(0), False)  # tp stays in the node, never idles
     # One micro-batch through 4 stages: the pipeline idles (4 − 1) / 1 = 3 steps' compute; one node, no sends out.
-    assert (pp.bubble, pp.between_nodes) == (3, False)
+    assert (pp.bubble, pp.between_nodes) == (Fraction(3), False)
     # The less cut, by hand above, does not fit: the report's figures agree.
     assert resolve(replace(SEED, tp=2)).report[Stage.ZERO2].peak_bytes == 86_250_000_000
     assert resolve(replace(SEED, pp=2)).report[Stage.ZERO2].peak_bytes == 90 * GB
@@ -238,13 +238,13 @@ def test_fewer_micro_batches_in_flight_fit_and_idle_more() -> None:
     assert resolve(replace(PIPED, microbatches=2)).report[Stage.ZERO1].fits is False
     assert fewer.peak_bytes == resolve(replace(PIPED, microbatches=1)).report[Stage.ZERO1].peak_bytes
     # (4 − 1) / 1: the pipeline idles 3 steps' compute, where 8 micro-batches idled 3/8; stages in other nodes.
-    assert (fewer.bubble, fewer.between_nodes) == (3, True)
+    assert (fewer.bubble, fewer.between_nodes) == (Fraction(3), True)
     assert _first(found, "pp").bubble == Fraction(15, 8)  # pp 16: (16 − 1) / 8
 
 
 def test_sequence_parallelism_is_tried_where_tensor_parallelism_is_on() -> None:
     sp = next(f for f in [*_found(PIPED, Stage.ZERO1).changes] if f.knob == "sp")
-    assert (sp.value, sp.bubble, sp.between_nodes) == ("1", 0, False)
+    assert (sp.value, sp.bubble, sp.between_nodes) == ("1", Fraction(0), False)
     assert sp.peak_bytes == resolve(replace(PIPED, sp=True)).report[Stage.ZERO1].peak_bytes
     assert not any(f.knob == "sp" for f in _found(L70, Stage.ZERO3).changes)  # no tp: no sp
 
@@ -261,7 +261,7 @@ def test_context_parallelism_says_whether_its_gathers_leave_the_node(
     inputs: Inputs, stage: Stage, cp: str, between: bool
 ) -> None:
     fix = _first(_found(inputs, stage), "cp")
-    assert (fix.value, fix.between_nodes, fix.bubble) == (cp, between, 0)
+    assert (fix.value, fix.between_nodes, fix.bubble) == (cp, between, Fraction(0))
 
 
 def test_each_cut_is_the_least_degree_that_fits() -> None:
