@@ -9,7 +9,12 @@ here is written by hand. The knobs, in the order of how little they change the r
 3. the sequence, the longest power of two that fits;
 4. offload, the optimizer, then the optimizer and the weights;
 5. the next ZeRO stage, and ZeRO-3 where the next does not fit;
-6. more GPUs, the fewest that fit (`MAX_GPUS` at most).
+6. the model cut across cards (`parallel.Cut`), each degree the least that fits: sequence parallelism where
+   tensor parallelism is on; tensor parallelism inside a node; context parallelism (a shaped model's
+   sequence); pipeline stages; and, with a pipeline, fewer micro-batches in flight. Each says what it
+   costs in time (`Fix.bubble`, the pipeline's idle share of the step; `Fix.between_nodes`, its traffic
+   leaving the node);
+7. more GPUs, the fewest that fit (`MAX_GPUS` at most).
 
 Where no one knob fits under a stage below ZeRO-3, two are turned: ZeRO-3, with each of the changes that
 make the run fit under ZeRO-3 (Llama 3.1 405B on 1,024 GPUs under data parallelism: ZeRO-3 and full
@@ -68,6 +73,12 @@ class Fix:
     """Whether it is the run's own setting, weighed against the knob's weaker one (its selective against none)."""
     then: tuple[str, str] | None = None
     """A second knob turned with this one, and its value: ZeRO-3's own change, where no one knob fits."""
+    bubble: Fraction = Fraction(0)
+    """For pp and microbatches, the pipeline's bubble with the change: its idle time over the ideal step's,
+    (pp − 1) / microbatches (÷ vpp when interleaved); 0 for every other knob."""
+    between_nodes: bool = False
+    """Whether the knob's own traffic crosses nodes: context parallelism's gathers of keys and values, the
+    pipeline's sends between stages (tensor and sequence parallelism stay in a node)."""
 
     @property
     def headroom_bytes(self) -> int:
@@ -163,8 +174,77 @@ def _tried(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity
         changed = scenario.report[after].peak_bytes
         if after is stages[stages.index(stage) + 1] or (after is Stage.ZERO3 and changed <= capacity):
             candidates.append(Fix("stage", after, changed, capacity, peak - changed))
+    candidates += _cut(scenario, inputs, stage, peak, capacity)
     candidates.append(_gpus(scenario, inputs, stage, peak, capacity))
     yield from (f for f in candidates if f is not None)
+
+
+CUT_KNOBS = ("sp", "tp", "cp", "pp", "microbatches")
+"""The cut's knobs, in the order tried: sequence parallelism costs no bytes on the wire that tensor parallelism
+does not already send; tensor parallelism stays inside a node; context parallelism gathers keys and values;
+the pipeline idles."""
+
+
+def _cut(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity: int) -> list[Fix | None]:
+    """The cut's knobs, each turned on its own to the least that fits (or the most tried, with what it misses)."""
+    run = scenario.run
+    per_node = run.gpus_per_node
+    found: list[Fix | None] = []
+    if inputs.tp > 1 and not inputs.sp:
+        found.append(_cut_fix(scenario, stage, peak, capacity, "sp", True))
+    # Tensor parallelism's group stays inside a node: each divisor of a node's cards above the run's own.
+    found.append(_least(scenario, stage, peak, capacity, "tp", _above(inputs.tp, per_node)))
+    if scenario.architecture is not None:  # context parallelism splits a sequence's activations
+        found.append(_least(scenario, stage, peak, capacity, "cp", _above(inputs.cp, run.gpus // inputs.tp)))
+    found.append(_least(scenario, stage, peak, capacity, "pp", _above(inputs.pp, run.gpus // inputs.tp)))
+    if inputs.pp > 1 and inputs.microbatches > 1:
+        # 1F1B keeps min(pp, microbatches) micro-batches in flight on the first stage: fewer keep less, and idle more.
+        fewer = range(inputs.microbatches - 1, 0, -1)
+        found.append(_most(scenario, stage, peak, capacity, "microbatches", fewer))
+    return found
+
+
+def _above(now: int, within: int) -> list[int]:
+    """The degrees above `now` that a cut of `within` cards could take: its divisors, each a multiple of `now`."""
+    return [d for d in range(now + 1, within + 1) if within % d == 0 and d % now == 0]
+
+
+def _least(scenario: Scenario, stage: Stage, peak: int, capacity: int, knob: str, degrees: list[int]) -> Fix | None:
+    """The least degree that fits; where none does, the largest that is a run, with what it still misses."""
+    last = None
+    for degree in degrees:
+        fix = _cut_fix(scenario, stage, peak, capacity, knob, degree)
+        if fix is not None:
+            if fix.fits:
+                return fix
+            last = fix
+    return last
+
+
+def _most(scenario: Scenario, stage: Stage, peak: int, capacity: int, knob: str, values: range) -> Fix | None:
+    """The most (of `values`, largest first) that fits; where none does, the last that is a run."""
+    return _least(scenario, stage, peak, capacity, knob, list(values))
+
+
+def _cut_fix(scenario: Scenario, stage: Stage, peak: int, capacity: int, knob: str, value: int | bool) -> Fix | None:
+    """The run with one of the cut's knobs changed, its peak from the report, and what the cut then costs in time."""
+    changed = scenario.changed(**{knob: value})
+    if changed is None:
+        return None
+    try:
+        after = peak_bytes(stage, changed.run)
+    except ValueError:
+        return None
+    run = changed.run
+    cut = run.cut
+    piped = knob in ("pp", "microbatches")
+    # What the knob's own traffic crosses: tensor (and sequence) parallelism stays in a node; a context-parallel
+    # group is tp × cp neighbouring ranks; the pipeline's stages are gpus / pp ranks apart, so with more than one
+    # node some stage's neighbour is in another.
+    between = (knob == "cp" and cut.tp * cut.cp > run.gpus_per_node) or (piped and run.nodes > 1)
+    shown = "1" if value is True else str(value)
+    bubble = cut.bubble if piped else Fraction(0)
+    return Fix(knob, shown, after, capacity, peak - after, bubble=bubble, between_nodes=between)
 
 
 def _batch(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity: int) -> Fix | None:

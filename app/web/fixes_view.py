@@ -52,8 +52,38 @@ def _words(knob: str, value: str) -> str:
             return _OFFLOADED[value]
         case "stage":
             return Stage(value).info.title
+        case "sp":
+            return "sequence parallelism"
+        case "tp" | "pp" | "cp":
+            return f"{knob} {int(value):,}"
+        case "microbatches":
+            return f"{int(value):,} micro-batch" + ("" if value == "1" else "es")
         case _:
             return f"{int(value):,} GPUs"
+
+
+def cost(fix: Fix) -> str:
+    """What a cut costs in time, for a person: the pipeline's bubble, traffic that leaves the node; empty otherwise.
+
+    'the pipeline idles 3/8 of the step's compute ((pp − 1) / micro-batches), its sends between nodes';
+    a bubble of a whole number of steps is '1× the step's compute'.
+    """
+    knob = fix.knob if fix.then is None else fix.then[0]
+    match knob:
+        case "sp":
+            return "the same bytes on the wire as tp's all-reduces, as a reduce-scatter and an all-gather"
+        case "tp":
+            return "every layer's activations all-reduced in the node, forward and backward"
+        case "cp":
+            where = "between nodes" if fix.between_nodes else "in the node"
+            return f"every layer's keys and values gathered {where}"
+        case "pp" | "microbatches":
+            bubble = fix.bubble
+            idle = f"{bubble.numerator}/{bubble.denominator} of" if bubble.denominator > 1 else f"{bubble.numerator}×"
+            sends = ", its sends between nodes" if fix.between_nodes else ""
+            return f"the pipeline idles {idle} the step's compute ((pp − 1) / micro-batches){sends}"
+        case _:
+            return ""
 
 
 def fix_lines(scenario: Scenario, stage: Stage, link: Links, phase: int | None) -> tuple[FixLine, ...]:
@@ -66,6 +96,8 @@ def fix_lines(scenario: Scenario, stage: Stage, link: Links, phase: int | None) 
             if fix.fits
             else f"still over by {units.show(-fix.headroom_bytes)}"
         )
+        if why := cost(fix):
+            figure += f"; {why}"
         lines.append(FixLine(label(fix), figure, _href(fix, link, stage, phase), "fix fits" if fix.fits else "fix"))
     for fix in found.small:
         before, after = units.show(fix.peak_bytes + fix.saved_bytes), units.show(fix.peak_bytes)

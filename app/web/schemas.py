@@ -297,7 +297,10 @@ class CutOut(BaseModel):
 class FixOut(BaseModel):
     """One knob of the run changed so that it fits, or comes nearer: its peak worked out as the verdict's."""
 
-    knob: str = Field(description="The query parameter changed: recompute, batch, seq, offload, stage or gpus.")
+    knob: str = Field(
+        description="The query parameter changed: recompute, batch, seq, offload, stage, sp, tp, cp, pp, "
+        "microbatches or gpus."
+    )
     value: str = Field(description="Its new value, as the query writes it.")
     peak_bytes: int = Field(description="The peak of the run so changed, counted as peak_bytes.")
     headroom_bytes: int = Field(description="The capacity less that peak: negative, what it still misses by.")
@@ -311,6 +314,17 @@ class FixOut(BaseModel):
         None,
         description="A second knob turned with this one, where no one knob fits: ZeRO-3's own change, "
         'e.g. {"recompute": "full"} with stage zero3.',
+    )
+
+    bubble: float = Field(
+        0.0,
+        description="For pp and microbatches: the pipeline's bubble with the change, its idle time over the ideal "
+        "step's compute, (pp − 1) / microbatches (÷ vpp); 0 for other knobs.",
+    )
+    between_nodes: bool = Field(
+        False,
+        description="Whether the change's own traffic crosses nodes: context parallelism's gathers of keys and "
+        "values, the pipeline's sends.",
     )
 
     @classmethod
@@ -331,6 +345,8 @@ class FixOut(BaseModel):
             saved_bytes=fix.saved_bytes,
             small=fix.small,
             then=None if fix.then is None else dict([fix.then]),
+            bubble=float(fix.bubble),
+            between_nodes=fix.between_nodes,
         )
 
 

@@ -10,6 +10,7 @@ A card of 80 GB is 80e9 bytes; of 24 GB, 24e9.
 from __future__ import annotations
 
 from dataclasses import replace
+from fractions import Fraction
 
 import pytest
 
@@ -124,6 +125,10 @@ def test_those_that_fit_come_first_in_the_knobs_order() -> None:
     assert [(f.knob, f.value, f.fits) for f in found.changes] == [
         ("recompute", "full", True),
         ("seq", "2048", True),
+        # The cut's knobs after the stage's, each the least that fits (64 cards in 8 nodes of 8).
+        ("tp", "4", True),
+        ("cp", "2", True),
+        ("pp", "2", True),
         ("offload", Offload.OPTIMIZER, False),
         ("offload", Offload.OPTIMIZER_PARAMS, False),
     ]
@@ -140,7 +145,13 @@ def test_selective_recompute_on_llama_saves_almost_nothing() -> None:
 
 def test_offloading_saves_almost_nothing_where_activations_dominate() -> None:
     found = _found(L405, Stage.ZERO3)
-    assert [(f.knob, f.value) for f in found.changes] == [("recompute", "full"), ("seq", "512")]
+    assert [(f.knob, f.value) for f in found.changes] == [
+        ("recompute", "full"),
+        ("seq", "512"),
+        ("cp", "16"),  # the sequence split 16 ways fits as 512 tokens do
+        ("tp", "8"),  # a node's 8 cards: still over
+        ("pp", "2"),  # the least that is a run (126 blocks: 2, 3, 6, 7...), still over
+    ]
     small = found.small
     assert [(f.knob, f.value) for f in small] == [
         ("recompute", "selective"),
@@ -163,8 +174,21 @@ def test_the_next_stage_and_the_fewest_gpus() -> None:
     assert [(f.knob, f.value, f.peak_bytes) for f in found.changes] == [
         ("offload", Offload.OPTIMIZER, 67_500_000_000),
         ("stage", Stage.ZERO3, 75 * GB),
+        # tp 4 (dp 2): a card keeps a quarter of each layer, 7.5e9 weights: 15e9 of bf16 weights, 14 B a weight
+        # of the rest over dp 2 (52.5e9), a layer's quarter of bf16 gradients (1.875e9). tp 2 keeps 86.25e9.
+        ("tp", "4", 15 * GB + 52_500_000_000 + 1_875_000_000),
+        # pp 4 (dp 2): a stage keeps 2 whole layers, 7.5e9 weights: 15e9 + 52.5e9 and one layer's bf16
+        # gradients, 7.5e9. pp 2 keeps 30e9 + 52.5e9 + 7.5e9 = 90e9.
+        ("pp", "4", 75 * GB),
         ("gpus", "34", 60 * GB + 14 * 882_352_942 + 7_500_000_000),
     ]
+    tp, pp = found.changes[2:4]
+    assert (tp.bubble, tp.between_nodes) == (Fraction(0), False)  # tp stays in the node, never idles
+    # One micro-batch through 4 stages: the pipeline idles (4 − 1) / 1 = 3 steps' compute; one node, no sends out.
+    assert (pp.bubble, pp.between_nodes) == (Fraction(3), False)
+    # The less cut, by hand above, does not fit: the report's figures agree.
+    assert resolve(replace(SEED, tp=2)).report[Stage.ZERO2].peak_bytes == 86_250_000_000
+    assert resolve(replace(SEED, pp=2)).report[Stage.ZERO2].peak_bytes == 90 * GB
     assert resolve(replace(SEED, gpus=33)).report[Stage.ZERO2].fits is False
 
 
@@ -198,3 +222,51 @@ def test_where_no_one_knob_fits_zero3_and_its_own_change_do(stage: Stage) -> Non
     assert (second.then, second.peak_bytes) == (("seq", "512"), SEQ512_405)
     assert first.saved_bytes == scenario.report[stage].peak_bytes - FULL_405
     assert not any(f.fits for f in found.changes if f.then is None)
+
+
+# --- the cut's knobs ---------------------------------------------------------------------------------
+
+# Llama 3 70B on 64 cards (8 nodes of 8) under ZeRO-1, already cut tp 2 × pp 4 with 8 micro-batches.
+PIPED = replace(L70, tp=2, pp=4, microbatches=8)
+
+
+def test_fewer_micro_batches_in_flight_fit_and_idle_more() -> None:
+    found = _found(PIPED, Stage.ZERO1)
+    fewer = _first(found, "microbatches")
+    # The most micro-batches that fit: 1 does, 2 does not (1F1B's first stage keeps min(pp, m) in flight).
+    assert (fewer.value, fewer.fits) == ("1", True)
+    assert resolve(replace(PIPED, microbatches=2)).report[Stage.ZERO1].fits is False
+    assert fewer.peak_bytes == resolve(replace(PIPED, microbatches=1)).report[Stage.ZERO1].peak_bytes
+    # (4 − 1) / 1: the pipeline idles 3 steps' compute, where 8 micro-batches idled 3/8; stages in other nodes.
+    assert (fewer.bubble, fewer.between_nodes) == (Fraction(3), True)
+    assert _first(found, "pp").bubble == Fraction(15, 8)  # pp 16: (16 − 1) / 8
+
+
+def test_sequence_parallelism_is_tried_where_tensor_parallelism_is_on() -> None:
+    sp = next(f for f in [*_found(PIPED, Stage.ZERO1).changes] if f.knob == "sp")
+    assert (sp.value, sp.bubble, sp.between_nodes) == ("1", Fraction(0), False)
+    assert sp.peak_bytes == resolve(replace(PIPED, sp=True)).report[Stage.ZERO1].peak_bytes
+    assert not any(f.knob == "sp" for f in _found(L70, Stage.ZERO3).changes)  # no tp: no sp
+
+
+@pytest.mark.parametrize(
+    ("inputs", "stage", "cp", "between"),
+    [
+        (L70, Stage.ZERO3, "2", False),  # cp 2 × tp 1 = 2 neighbouring cards, in a node of 8
+        (PIPED, Stage.ZERO1, "4", False),  # tp 2 × cp 4 = 8: one node
+        (L405, Stage.ZERO3, "16", True),  # 16 cards of one sequence span two nodes of 8
+    ],
+)
+def test_context_parallelism_says_whether_its_gathers_leave_the_node(
+    inputs: Inputs, stage: Stage, cp: str, between: bool
+) -> None:
+    fix = _first(_found(inputs, stage), "cp")
+    assert (fix.value, fix.between_nodes, fix.bubble) == (cp, between, Fraction(0))
+
+
+def test_each_cut_is_the_least_degree_that_fits() -> None:
+    # Llama 3 70B under ZeRO-3: tp 4 fits, tp 2 does not; the figures are the report's.
+    scenario = resolve(L70)
+    tp = _first(fixes(scenario, Stage.ZERO3), "tp")
+    assert tp.peak_bytes == resolve(replace(L70, tp=4)).report[Stage.ZERO3].peak_bytes <= 80 * GB
+    assert resolve(replace(L70, tp=2)).report[Stage.ZERO3].peak_bytes > 80 * GB
