@@ -8,8 +8,9 @@ sets each rank against the model's figure for its layout, every byte of differen
 require the unnamed rest to be 0.
 
 The model's figure for one rank comes from one function, `cut_card_bytes` (and `cut_band_bytes` band by
-band): the states of the rank's pipeline stage's weights ÷ tp, sharded by the ZeRO stage over the
-data-parallel group. The dataclasses are also the JSON of `/api/measured` (its `cut` field).
+band): the domain's count of the cut (`Run.cut`, `Run.cards`), the states of the rank's pipeline stage's
+weights ÷ tp, sharded by the ZeRO stage over the data-parallel group (`Run.shards`). The dataclasses are
+also the JSON of `/api/measured` (its `cut` field).
 """
 
 from __future__ import annotations
@@ -19,7 +20,10 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
+from app.domain.loaded import in_flight as loaded_in_flight
+from app.domain.parallel import Cut
 from app.domain.recipes import Band, Recipe
+from app.domain.run import Run
 from app.domain.stages import Stage
 from app.domain.state_bytes import band_bytes
 
@@ -29,29 +33,34 @@ BANDS = (Band.WEIGHTS, Band.GRADIENTS, Band.MOMENTS)
 BAND_TITLES = {Band.WEIGHTS: "Weights", Band.GRADIENTS: "Gradients", Band.MOMENTS: "Adam's moments"}
 
 
-def cut_band_bytes(band: Band, stage: Stage, stage_params: int, tp: int, dp: int, recipe: Recipe) -> int:
-    """The model's bytes of one band on one card of a cut layout.
+def cut_run(params: int, largest_layer: int, cut: Cut, dp: int, recipe: Recipe) -> Run:
+    """The measured layout as the domain sees it: the toy's weights on tp × pp × dp cards, cut by `cut`."""
+    return Run(params=params, gpus=cut.model_parallel * dp, recipe=recipe, largest_layer=largest_layer, cut=cut)
 
-    The card's pipeline stage holds `stage_params` weights; tensor parallelism cuts each of them ÷ `tp`, and
-    ZeRO's `stage` shards what is left over the `dp` cards of the data-parallel group. Until the domain
-    counts the cut on the run (`Run.cut`), this is ZeRO's own count on `stage_params / tp` weights and `dp`
-    cards: the one place to switch to the domain's figure.
+
+def cut_band_bytes(band: Band, stage: Stage, run: Run, index: int = 0) -> int:
+    """The model's bytes of one band on a card of pipeline stage `index`: the domain's count of the cut.
+
+    The card keeps its stage's weights ÷ tp (`Run.cards`, `loaded.stage_load`), and ZeRO's `stage` shards
+    their state over the data-parallel group (`Run.shards`). The one place the comparison takes the model's
+    figure from.
     """
-    return band_bytes(stage, band, stage_params // tp, dp, recipe)
+    card = run.cards[index]
+    return band_bytes(stage, band, card.params, run.shards, run.recipe)
 
 
-def cut_card_bytes(stage: Stage, stage_params: int, tp: int, dp: int, recipe: Recipe) -> int:
-    """The model's bytes of model state on one card of a cut layout: every band of `cut_band_bytes`."""
-    return sum(cut_band_bytes(band, stage, stage_params, tp, dp, recipe) for band in Band)
+def cut_card_bytes(stage: Stage, run: Run, index: int = 0) -> int:
+    """The model's bytes of model state on a card of pipeline stage `index`: every band of `cut_band_bytes`."""
+    return sum(cut_band_bytes(band, stage, run, index) for band in Band)
 
 
-def in_flight(schedule: str, stages: int, index: int, microbatches: int) -> int:
+def in_flight(schedule: str, cut: Cut, index: int) -> int:
     """Micro-batches whose activations pipeline stage `index` keeps at its busiest.
 
-    1F1B: min(pp − index, microbatches), the first stage the most (Narayanan et al. 2021, §2.2); GPipe runs
-    every micro-batch's forward before any backward, so every stage keeps all of them.
+    1F1B: the domain's count (`loaded.in_flight`: min(pp − index, microbatches), Narayanan et al. 2021, §2.2);
+    GPipe runs every micro-batch's forward before any backward, so every stage keeps all of them.
     """
-    return min(stages - index, microbatches) if schedule == "1F1B" else microbatches
+    return int(loaded_in_flight(cut, index)) if schedule == "1F1B" else cut.microbatches
 
 
 @dataclass(frozen=True)
@@ -120,15 +129,21 @@ class CutMeasured:
     dp: int
     params: int
     """Weights of the whole model."""
+    largest_layer: int
+    """Weights of its largest layer (the MLP's up or down; one Linear in the pipeline)."""
     microbatches: int
     activation_per_microbatch: int
     """Bytes one micro-batch's forward keeps on a stage, by hand: each Linear keeps its input (0 with TP)."""
     ranks: tuple[CutRankHeld, ...]
 
     @property
-    def stage_params(self) -> int:
-        """Weights of one pipeline stage."""
-        return self.params // self.pp
+    def cut(self) -> Cut:
+        """The layout as the domain declares it."""
+        return Cut(tp=self.tp, pp=self.pp, microbatches=self.microbatches)
+
+    def run(self, recipe: Recipe) -> Run:
+        """The same layout as the model sees it."""
+        return cut_run(self.params, self.largest_layer, self.cut, self.dp, recipe)
 
 
 @dataclass(frozen=True)
@@ -172,6 +187,7 @@ def parse_cut(data: Mapping[str, Any]) -> CutSnapshot:
             pp=1,
             dp=mesh["dp"],
             params=int(toy["blocks"]) * 12 * hidden * hidden,
+            largest_layer=4 * hidden * hidden,
             microbatches=1,
             activation_per_microbatch=0,
             ranks=tuple(
@@ -204,6 +220,7 @@ def parse_cut(data: Mapping[str, Any]) -> CutSnapshot:
                 pp=mesh["pp"],
                 dp=mesh["dp"],
                 params=layers * rows * columns,
+                largest_layer=rows * columns,
                 microbatches=int(pp["microbatches"]),
                 activation_per_microbatch=per_microbatch,
                 ranks=tuple(
@@ -321,11 +338,11 @@ class CutComparison:
         return max(a.unexplained for a in self.arrangements)
 
 
-def _rank_agreement(measured: CutMeasured, rank: CutRankHeld, recipe: Recipe) -> CutRankAgreement:
+def _rank_agreement(measured: CutMeasured, rank: CutRankHeld, run: Run) -> CutRankAgreement:
     def band(b: Band) -> int:
-        return cut_band_bytes(b, measured.stage, measured.stage_params, measured.tp, measured.dp, recipe)
+        return cut_band_bytes(b, measured.stage, run, rank.stage_index)
 
-    model = cut_card_bytes(measured.stage, measured.stage_params, measured.tp, measured.dp, recipe)
+    model = cut_card_bytes(measured.stage, run, rank.stage_index)
     differences = []
     if rank.counters_bytes:
         differences.append(
@@ -338,7 +355,7 @@ def _rank_agreement(measured: CutMeasured, rank: CutRankHeld, recipe: Recipe) ->
         )
     activations = None
     if measured.pp > 1:
-        held = in_flight(measured.schedule, measured.pp, rank.stage_index, measured.microbatches)
+        held = in_flight(measured.schedule, measured.cut, rank.stage_index)
         activations = ActivationAgreement(
             held, rank.peak_microbatches, held * measured.activation_per_microbatch, rank.peak_activation_bytes
         )
@@ -371,7 +388,7 @@ def compare_cut(cut: CutSnapshot, recipe: Recipe) -> CutComparison:
                 params=m.params,
                 microbatches=m.microbatches,
                 recipe=recipe.name,
-                ranks=tuple(_rank_agreement(m, r, recipe) for r in m.ranks),
+                ranks=tuple(_rank_agreement(m, r, m.run(recipe)) for r in m.ranks),
                 placements=tuple((p.name, p.placements, p.shape, p.local_shape) for p in m.ranks[0].params),
             )
             for m in cut.arrangements

@@ -584,8 +584,8 @@ def cut_view(comparison: CutComparison) -> CutView:
         heading="The model cut across the ranks, measured: tensor and pipeline parallelism",
         intro=(
             "Three more runs on the same 8 CPU ranks, each rank's bytes of weights, gradients and Adam's moments set "
-            "against the model's figure for its layout: the states of its pipeline stage's layers ÷ tp, sharded by "
-            "ZeRO over its data-parallel group."
+            "against the model's figure for its layout, the domain's count of the cut: the states of its pipeline "
+            "stage's layers ÷ tp, sharded by ZeRO over its data-parallel group."
         ),
         arrangements=tuple(_cut_arrangement(a) for a in comparison.arrangements),
     )

@@ -17,10 +17,19 @@ from typing import Any
 
 import pytest
 
+from app.domain.parallel import Cut
 from app.domain.recipes import RECIPES, Band, RecipeName
 from app.domain.stages import Stage
 from app.measure import SNAPSHOT
-from app.measure.cut_snapshots import CutReason, compare_cut, cut_band_bytes, cut_card_bytes, in_flight, parse_cut
+from app.measure.cut_snapshots import (
+    CutReason,
+    compare_cut,
+    cut_band_bytes,
+    cut_card_bytes,
+    cut_run,
+    in_flight,
+    parse_cut,
+)
 from app.measure.snapshots import SnapshotError, comparison, parse
 
 DATA = json.loads(SNAPSHOT.read_text())
@@ -36,35 +45,43 @@ def _arrangement(key: str) -> Any:
     return found
 
 
-# (stage, weights of the card's pipeline stage, tp, dp): the card's bytes by hand.
+# (stage, the cut, dp, the pipeline stage): its card's bytes by hand. The toy of the pipeline: 8 layers of
+# 4,096 weights; FSDP2 + TP's: 2 blocks of 12 × 64² weights, the largest layer 4 × 64².
+PIPE, TOY = 8 * 4096, 2 * BLOCK
 CARDS = [
-    (Stage.ZERO3, 2 * BLOCK, 4, 2, 2 * BLOCK * BYTES_A_WEIGHT // 8),  # FSDP2 + TP: ÷ tp, then ÷ dp
-    (Stage.DP, 4 * 4096, 1, 4, 4 * 4096 * BYTES_A_WEIGHT),  # a pipeline stage, replicated over dp
-    (Stage.ZERO1, 4 * 4096, 2, 4, 4 * 4096 // 2 * (4 + 4) + 4 * 4096 // 2 * 8 // 4),  # moments ÷ tp ÷ dp
-    (Stage.ZERO2, 4 * 4096, 1, 4, 4 * 4096 * 4 + 4 * 4096 * (4 + 8) // 4),
+    (Stage.ZERO3, TOY, 4 * 4096, Cut(tp=4), 2, 0, TOY * BYTES_A_WEIGHT // 8),  # ÷ tp, then ÷ dp
+    (Stage.DP, PIPE, 4096, Cut(pp=2, microbatches=4), 4, 0, 4 * 4096 * BYTES_A_WEIGHT),  # a stage, replicated
+    (Stage.DP, PIPE, 4096, Cut(pp=2, microbatches=4), 4, 1, 4 * 4096 * BYTES_A_WEIGHT),
+    (Stage.ZERO1, PIPE, 4096, Cut(tp=2, pp=2), 2, 1, 4 * 4096 // 2 * (4 + 4) + 4 * 4096 // 2 * 8 // 2),
+    (Stage.ZERO2, PIPE, 4096, Cut(pp=2), 4, 0, 4 * 4096 * 4 + 4 * 4096 * (4 + 8) // 4),
 ]
 
 
-@pytest.mark.parametrize(("stage", "weights", "tp", "dp", "expected"), CARDS)
+@pytest.mark.parametrize(("stage", "params", "largest", "cut", "dp", "index", "expected"), CARDS)
 def test_the_models_card_is_its_stages_states_over_tp_sharded_over_dp(
-    stage: Stage, weights: int, tp: int, dp: int, expected: int
+    stage: Stage, params: int, largest: int, cut: Cut, dp: int, index: int, expected: int
 ) -> None:
-    assert cut_card_bytes(stage, weights, tp, dp, FP32_ADAM) == expected
+    run = cut_run(params, largest, cut, dp, FP32_ADAM)
+    assert cut_card_bytes(stage, run, index) == expected
 
 
 def test_the_band_by_band_figure_sums_to_the_cards() -> None:
-    bands = [cut_band_bytes(b, Stage.ZERO3, 2 * BLOCK, 4, 2, FP32_ADAM) for b in (Band.WEIGHTS, Band.GRADIENTS)]
-    assert bands == [49_152, 49_152]
-    assert cut_band_bytes(Band.MOMENTS, Stage.ZERO3, 2 * BLOCK, 4, 2, FP32_ADAM) == 98_304
-    assert cut_band_bytes(Band.MASTER, Stage.ZERO3, 2 * BLOCK, 4, 2, FP32_ADAM) == 0
+    run = cut_run(TOY, 4 * 4096, Cut(tp=4), 2, FP32_ADAM)
+    assert [cut_band_bytes(b, Stage.ZERO3, run) for b in Band] == [49_152, 49_152, 0, 98_304]
 
 
 @pytest.mark.parametrize(
-    ("schedule", "stages", "index", "microbatches", "held"),
-    [("1F1B", 2, 0, 4, 2), ("1F1B", 2, 1, 4, 1), ("1F1B", 4, 0, 2, 2), ("GPipe", 2, 0, 4, 4), ("GPipe", 2, 1, 4, 4)],
+    ("schedule", "cut", "index", "held"),
+    [
+        ("1F1B", Cut(pp=2, microbatches=4), 0, 2),
+        ("1F1B", Cut(pp=2, microbatches=4), 1, 1),
+        ("1F1B", Cut(pp=4, microbatches=2), 0, 2),
+        ("GPipe", Cut(pp=2, microbatches=4), 0, 4),
+        ("GPipe", Cut(pp=2, microbatches=4), 1, 4),
+    ],
 )
-def test_in_flight_microbatches(schedule: str, stages: int, index: int, microbatches: int, held: int) -> None:
-    assert in_flight(schedule, stages, index, microbatches) == held
+def test_in_flight_microbatches(schedule: str, cut: Cut, index: int, held: int) -> None:
+    assert in_flight(schedule, cut, index) == held
 
 
 def test_the_snapshot_records_the_two_layouts_on_8_ranks() -> None:
