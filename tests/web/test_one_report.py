@@ -91,6 +91,9 @@ COUNTED = [
     (step, "step"),
 ]
 RUN = "stage=zero3&model=llama-3-8b&capacity=80GB&overheads=1"
+BY_NUMBERS = tuple(
+    f"app.domain.{name} " for name in ("overheads.overhead_items", "terms.peak_bytes", "terms.peak_moment")
+)
 
 
 @pytest.mark.parametrize(
@@ -103,8 +106,11 @@ def test_a_request_works_out_each_figure_once_per_stage(
     for owner, name in COUNTED:
         _patch_everywhere(monkeypatch, owner, name, counts)
     assert uncached.get(url).status_code == 200
-    # A figure of one stage of one run, asked for more than once, was worked out again.
-    assert {key: n for key, n in counts.items() if n > 1} == {}
+    # A figure of one stage of one run, asked for more than once, was worked out again. `overhead_items` and
+    # `terms`' peak and moment are keyed by their numbers, not their run: what would make it fit tries cuts
+    # (fixes._cut) whose numbers are the run's own (cp 2 at rest), and a pipeline's middle stages are equal
+    # cards; each is another run or card (sizing's figures, keyed by the run, stay once).
+    assert {key: n for key, n in counts.items() if n > 1 and not key.startswith(BY_NUMBERS)} == {}
     per_function = Counter(key.split(" ")[0] for key in counts)
     assert per_function["app.domain.sizing.stage_report"] == 4
     # A page at a phase draws the step's chart, every stage's line: each stage's step, once. The API's step
@@ -130,7 +136,8 @@ ONE_RESOLVE = [
     (f"/compare?{RUN}", {}, 200, 2),
     # And, for the stages over the card, each run what would make it fit tries with layers of its own (other
     # recomputation, other sequences), each once: the runs with the same layers share the request's memo.
-    (f"/api/memory?{RUN}", {}, 200, 9),
+    # The cut's knobs (tp, cp, pp) are runs of layers of their own too: 9 before them, 20 with them.
+    (f"/api/memory?{RUN}", {}, 200, 20),
     (f"/api/layout?{RUN}", {}, 200, 0),
     (f"/api/step?{RUN}&phase=5", {}, 200, 2),
     (f"/api/timeline?{RUN}", {}, 200, 2),
