@@ -96,9 +96,14 @@ def cut_refused(cut: Cut, gpus: int, per_node: int, blocks: int | None = None) -
     if cut.vpp > 1 and cut.pp == 1:
         return "vpp (virtual stages per card) interleaves a pipeline: set pp above 1, or vpp=1."
     if blocks is not None and blocks % (cut.pp * cut.vpp):
-        fits = [d for d in _divisors(blocks) if d * cut.vpp <= blocks and blocks % (d * cut.vpp) == 0]
+        fits = [d for d in _divisors(blocks) if blocks % (d * cut.vpp) == 0]
+        hint = (
+            f"With vpp={cut.vpp:,}, pp is one of {_choose(fits)}."
+            if fits
+            else f"No pp does with vpp={cut.vpp:,}: vpp is one of {_choose(_divisors(blocks))}."
+        )
         return (
             f"pp × vpp = {cut.pp:,} × {cut.vpp:,} does not divide the model's {blocks:,} blocks: each stage "
-            f"keeps a whole number of them. With vpp={cut.vpp:,}, pp is one of {_choose(fits)}."
+            f"keeps a whole number of them. {hint}"
         )
     return ""

@@ -245,26 +245,19 @@ class RunQuery(_RunFields):
     @field_validator("tp", "sp", "pp", "vpp", "microbatches", "cp")
     @classmethod
     def _a_whole_cut(cls, value: int, info: ValidationInfo) -> int:
-        # Run for each field given: the last one given sees the whole cut, the earlier fields read and the
-        # later ones at their defaults, which they are, not being given.
+        # Run for each field given, with the earlier fields as read and the later ones at their defaults (which
+        # they are, unless given: then their own check follows). A cut is refused once, at the first field given
+        # that makes it wrong, which its words name: the same refusal again at each later field says nothing new.
         data = info.data
-        if any(name not in data for name in ("gpus", "nodes", "gpus_per_node")):
-            return value  # the cluster's own error is the one to read
-        given = {**{n: BY_NAME[n].default for n in _CUT_FIELDS}, **data, str(info.field_name): value}
-        if any(name not in given for name in _CUT_FIELDS):
-            return value  # an earlier field's own error is the one to read
-        cluster = cluster_of(data["gpus"], data["nodes"], data["gpus_per_node"])
-        tp, sp, pp, vpp, microbatches, cp = (int(given[n]) for n in _CUT_FIELDS)
-        cut = Cut(tp, bool(sp), pp, vpp, microbatches, cp)
-        model = data.get("model")
-        architecture = PRESETS[model].architecture if model in PRESETS else None
-        blocks = architecture.layers if architecture is not None else None
-        if refused := cut_refused(cut, cluster.gpus, cluster.gpus_per_node, blocks):
-            raise PydanticCustomError("cut", refused)
-        # ZeRO shards over the data-parallel group the cut leaves: a shard group splits that, not every card. A
-        # refusal of the cut so far stands for the whole cut: more stages only make the group smaller.
-        if cut.cuts and (refused := groups_refused(cluster.gpus, cluster.gpus_per_node, data.get("shard"), cut=cut)):
-            raise PydanticCustomError("groups", refused)
+        if any(
+            name not in data
+            for name in ("gpus", "nodes", "gpus_per_node", *_CUT_FIELDS[: _CUT_FIELDS.index(str(info.field_name))])
+        ):
+            return value  # the cluster's or an earlier field's own error is the one to read
+        name = str(info.field_name)
+        refused = _cut_refusal(data, {name: value})
+        if refused is not None and _cut_refusal(data, {name: BY_NAME[name].default}) is None:
+            raise PydanticCustomError(*refused)
         return value
 
     def inputs(self) -> Inputs:
@@ -340,6 +333,23 @@ OLD_PHASE_HELP = (
 
 _CUT_FIELDS = ("tp", "sp", "pp", "vpp", "microbatches", "cp")
 """The fields of `parallel.Cut`, in its order."""
+
+
+def _cut_refusal(data: dict[str, Any], value: dict[str, Any]) -> tuple[str, str] | None:
+    """Why the cut read so far (the later fields at their defaults) is refused, and the kind of refusal; None if not."""
+    given = {**{n: BY_NAME[n].default for n in _CUT_FIELDS}, **data, **value}
+    cluster = cluster_of(data["gpus"], data["nodes"], data["gpus_per_node"])
+    tp, sp, pp, vpp, microbatches, cp = (int(given[n]) for n in _CUT_FIELDS)
+    cut = Cut(tp, bool(sp), pp, vpp, microbatches, cp)
+    model = data.get("model")
+    architecture = PRESETS[model].architecture if model in PRESETS else None
+    blocks = architecture.layers if architecture is not None else None
+    if refused := cut_refused(cut, cluster.gpus, cluster.gpus_per_node, blocks):
+        return "cut", refused
+    # ZeRO shards over the data-parallel group the cut leaves: a shard group splits that, not every card.
+    if cut.cuts and (refused := groups_refused(cluster.gpus, cluster.gpus_per_node, data.get("shard"), cut=cut)):
+        return "groups", refused
+    return None
 
 
 class _OldPhase(BaseModel):
@@ -473,7 +483,7 @@ class EmbedQuery(PageQuery):
         return tuple((key, str(int(value)) if isinstance(value, bool) else str(value)) for key, value in kept.items())
 
 
-CROSS_FIELD = frozenset({"trainable", "cluster", "groups"})
+CROSS_FIELD = frozenset({"trainable", "cluster", "groups", "cut"})
 """The error types of the rules that join fields: each refusal is a sentence naming both values."""
 
 

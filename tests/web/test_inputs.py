@@ -283,6 +283,31 @@ def test_a_cluster_that_contradicts_itself_is_a_422_saying_why(client: TestClien
 
 
 @pytest.mark.parametrize(
+    ("query", "said", "field"),
+    [
+        ("gpus=16&tp=16", "tp=16 does not fit in a node of 8 GPUs", "tp"),
+        ("gpus=8&tp=2&cp=3", "tp × pp × cp = 2 × 1 × 3 = 6 does not divide gpus=8", "cp"),
+        ("gpus=8&sp=1", "sp=1 splits the activations across the tensor-parallel group", "sp"),
+        ("gpus=8&vpp=2", "vpp (virtual stages per card) interleaves a pipeline", "vpp"),
+        # Llama 3 8B has 32 blocks: three stages cannot each keep a whole number.
+        ("model=llama-3-8b&gpus=24&pp=3", "pp × vpp = 3 × 1 does not divide the model's 32 blocks", "pp"),
+        # Refused once, at the first field that makes it wrong, however many follow.
+        ("gpus=16&tp=16&pp=2&vpp=2&cp=1", "tp=16 does not fit in a node of 8 GPUs", "tp"),
+    ],
+)
+def test_a_cut_that_cannot_be_drawn_is_a_422_naming_its_numbers(
+    client: TestClient, query: str, said: str, field: str
+) -> None:
+    response = client.get(f"/api/memory?{query}")
+    assert response.status_code == 422
+    assert said in response.json()["message"]
+    assert [e["loc"][-1] for e in response.json()["detail"]] == [field]
+    page = client.get(f"/?{query}")
+    assert page.status_code == 422
+    assert said in dom(page.text).get_text(" ")
+
+
+@pytest.mark.parametrize(
     ("query", "said"),
     [
         # An on/off input's values, worded as the form words them (app/web/fields.py Kind.SWITCH).

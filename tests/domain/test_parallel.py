@@ -1,0 +1,61 @@
+"""The model cut across cards: its degrees, the data-parallel rest, the bubble and its refusals, by hand."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+import pytest
+
+from app.domain.parallel import NO_CUT, Cut, cut_refused
+
+
+@pytest.mark.parametrize(
+    ("cut", "gpus", "dp"),
+    [
+        (NO_CUT, 8, 8),
+        (Cut(tp=2), 8, 4),
+        (Cut(tp=8, pp=2), 16, 1),
+        (Cut(tp=2, pp=2, cp=2), 64, 8),  # 64 / (2 × 2 × 2)
+        (Cut(tp=4, pp=4), 1024, 64),
+    ],
+)
+def test_the_data_parallel_degree_is_what_the_cut_leaves(cut: Cut, gpus: int, dp: int) -> None:
+    assert cut.dp(gpus) == dp
+    assert cut.cuts is (cut != NO_CUT)
+
+
+@pytest.mark.parametrize(
+    ("cut", "bubble"),
+    [
+        (NO_CUT, Fraction(0)),
+        (Cut(pp=4, microbatches=8), Fraction(3, 8)),  # Narayanan et al. 2021 §2.2: (p − 1) / m
+        (Cut(pp=4, vpp=2, microbatches=8), Fraction(3, 16)),  # ÷ v when interleaved
+        (Cut(pp=2, microbatches=1), Fraction(1, 1)),  # one micro-batch: each stage idles as long as it works
+    ],
+)
+def test_the_bubble_is_p_minus_1_over_m_v(cut: Cut, bubble: Fraction) -> None:
+    assert cut.bubble == bubble
+
+
+@pytest.mark.parametrize(
+    ("cut", "gpus", "per_node", "blocks", "said"),
+    [
+        (Cut(tp=16), 16, 8, None, "tp=16 does not fit in a node of 8 GPUs"),
+        (Cut(tp=16), 16, 8, None, "Choose one of 1, 2, 4 or 8."),
+        (Cut(tp=3), 24, 8, None, "Choose one of 1, 2, 4 or 8."),
+        (Cut(sp=True), 8, 8, None, "sp=1 splits the activations across the tensor-parallel group"),
+        (Cut(tp=2, cp=3), 8, 8, None, "tp × pp × cp = 2 × 1 × 3 = 6 does not divide gpus=8"),
+        (Cut(tp=2, pp=3), 16, 8, None, "With tp=2 and cp=1, pp is one of 1, 2, 4 or 8."),
+        (Cut(vpp=2), 8, 8, None, "vpp (virtual stages per card) interleaves a pipeline"),
+        (Cut(pp=3), 24, 8, 32, "pp × vpp = 3 × 1 does not divide the model's 32 blocks"),
+        (Cut(pp=2, vpp=3), 16, 8, 32, "No pp does with vpp=3: vpp is one of 1, 2, 4, 8, 16 or 32."),
+        (Cut(pp=3, vpp=2), 24, 8, 32, "With vpp=2, pp is one of 1, 2, 4, 8 or 16."),
+        (Cut(pp=4, vpp=2), 8, 8, 32, ""),  # 32 blocks in 8 chunks of 4
+        (Cut(tp=8, pp=2, cp=2, sp=True), 64, 8, 80, ""),  # Llama 3 70B's 80 blocks
+    ],
+)
+def test_a_cut_that_cannot_be_drawn_names_its_numbers(
+    cut: Cut, gpus: int, per_node: int, blocks: int | None, said: str
+) -> None:
+    refused = cut_refused(cut, gpus, per_node, blocks)
+    assert (said in refused) if said else refused == ""
