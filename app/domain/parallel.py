@@ -66,9 +66,10 @@ def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def _choose(found: list[int]) -> str:
-    if len(found) > 8:
-        found = [*found[:4], *found[-3:]]
+def _choose(found: list[int], asked: int) -> str:
+    """The valid choices for a sentence: all of a short list; of a long one, the four nearest the value asked."""
+    if len(found) > 6:
+        found = sorted(sorted(found, key=lambda d: (abs(d - asked), d))[:4])
     words = [f"{d:,}" for d in found]
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
@@ -82,13 +83,14 @@ def cut_refused(cut: Cut, gpus: int, per_node: int, blocks: int | None = None) -
         fits = [d for d in _divisors(per_node) if gpus % d == 0]
         return (
             f"tp={cut.tp:,} does not fit in a node of {per_node:,} GPUs: tensor parallelism all-reduces every "
-            f"layer's activations, so its group stays inside a node. Choose one of {_choose(fits)}."
+            f"layer's activations, so its group stays inside a node. Choose one of {_choose(fits, cut.tp)}."
         )
     if cut.sp and cut.tp == 1:
         return "sp=1 splits the activations across the tensor-parallel group: set tp above 1, or sp=0."
     if gpus % cut.model_parallel:
         rest = gpus // (cut.tp * cut.cp) if gpus % (cut.tp * cut.cp) == 0 else 0
-        hint = f" With tp={cut.tp:,} and cp={cut.cp:,}, pp is one of {_choose(_divisors(rest))}." if rest else ""
+        stages = _choose(_divisors(rest), cut.pp)
+        hint = f" With tp={cut.tp:,} and cp={cut.cp:,}, pp is one of {stages}." if rest else ""
         return (
             f"tp × pp × cp = {cut.tp:,} × {cut.pp:,} × {cut.cp:,} = {cut.model_parallel:,} does not "
             f"divide gpus={gpus:,}: the cards left for data parallelism must be a whole number.{hint}"
@@ -98,9 +100,9 @@ def cut_refused(cut: Cut, gpus: int, per_node: int, blocks: int | None = None) -
     if blocks is not None and blocks % (cut.pp * cut.vpp):
         fits = [d for d in _divisors(blocks) if blocks % (d * cut.vpp) == 0]
         hint = (
-            f"With vpp={cut.vpp:,}, pp is one of {_choose(fits)}."
+            f"With vpp={cut.vpp:,}, pp is one of {_choose(fits, cut.pp)}."
             if fits
-            else f"No pp does with vpp={cut.vpp:,}: vpp is one of {_choose(_divisors(blocks))}."
+            else f"No pp does with vpp={cut.vpp:,}: vpp is one of {_choose(_divisors(blocks), cut.vpp)}."
         )
         return (
             f"pp × vpp = {cut.pp:,} × {cut.vpp:,} does not divide the model's {blocks:,} blocks: each stage "

@@ -50,6 +50,8 @@ def test_the_bubble_is_p_minus_1_over_m_v(cut: Cut, bubble: Fraction) -> None:
         (Cut(pp=3), 24, 8, 32, "pp × vpp = 3 × 1 does not divide the model's 32 blocks"),
         (Cut(pp=2, vpp=3), 16, 8, 32, "No pp does with vpp=3: vpp is one of 1, 2, 4, 8, 16 or 32."),
         (Cut(pp=3, vpp=2), 24, 8, 32, "With vpp=2, pp is one of 1, 2, 4, 8 or 16."),
+        # Llama 3.1 405B's 126 blocks: the four divisors nearest the 16 stages asked.
+        (Cut(tp=8, pp=16), 1024, 8, 126, "With vpp=1, pp is one of 9, 14, 18 or 21."),
         (Cut(pp=4, vpp=2), 8, 8, 32, ""),  # 32 blocks in 8 chunks of 4
         (Cut(tp=8, pp=2, cp=2, sp=True), 64, 8, 80, ""),  # Llama 3 70B's 80 blocks
     ],
