@@ -89,7 +89,7 @@ def cut_refused(cut: Cut, gpus: int, per_node: int, blocks: int | None = None) -
         return "sp=1 splits the activations across the tensor-parallel group: set tp above 1, or sp=0."
     if gpus % cut.model_parallel:
         rest = gpus // (cut.tp * cut.cp) if gpus % (cut.tp * cut.cp) == 0 else 0
-        stages = _choose(_divisors(rest), cut.pp)
+        stages = _choose(_divisors(rest), cut.pp) if rest else ""
         hint = f" With tp={cut.tp:,} and cp={cut.cp:,}, pp is one of {stages}." if rest else ""
         return (
             f"tp × pp × cp = {cut.tp:,} × {cut.pp:,} × {cut.cp:,} = {cut.model_parallel:,} does not "
