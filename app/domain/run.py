@@ -261,9 +261,16 @@ class Run:
         if not self.cut.cuts:
             return (Card(self.params, self.frozen, self.candidates, self.model_layers),)
         modules = self.setup.accounting is Accounting.DEEPSPEED
+        # A model of another size drawn with this one's layers (`sizing`'s bisections): each card keeps its share.
+        drawn = sum(layer.base + layer.adapters for layer in self.layers)
         found = []
         for index in range(self.cut.pp):
             load = stage_load(self.model_layers, self.params, self.frozen, self.largest_layer, self.cut, index)
+            if self.layers and drawn != self.params:
+                params = -(-load.params * self.params // drawn)
+                load = replace(
+                    load, params=params, frozen=params - (-(-(params * (self.params - self.frozen)) // self.params))
+                )
             columns = column_moments(load.layers, self.batch, modules)
             # The other micro-batches in flight keep the whole stage's activations throughout.
             others = math.ceil((load.in_flight - 1) * self.batch * sum(layer.kept for layer in load.layers))
