@@ -58,11 +58,14 @@ class Transfer:
     """The weights it moves through each card, in units of P, counting each collective over a group as P."""
     whose: Whose = Whose.TRAINED
     scope: Scope = Scope.GROUP
+    per_step: int = 1
+    """How many times a step runs it: ZeRO-3's passes once a micro-batch (`volume_p` counts them all)."""
 
     @property
     def description(self) -> str:
         """E.g. 'all-gather of the weights in the forward pass'."""
-        return f"{self.collective} of the {self.band} {self.when}"
+        again = f", once in each of the {self.per_step:,} micro-batches" if self.per_step > 1 else ""
+        return f"{self.collective} of the {self.band} {self.when}{again}"
 
 
 _GRADIENT_REDUCE_SCATTER = Transfer(Collective.REDUCE_SCATTER, Band.GRADIENTS, "after the backward pass")
@@ -95,12 +98,15 @@ _TRANSFERS: dict[Stage, tuple[Transfer, ...]] = {
 }
 
 
-def transfers(stage: Stage, gpus: int = 8, shards: int | None = None, hpz: int = 1) -> tuple[Transfer, ...]:
+def transfers(
+    stage: Stage, gpus: int = 8, shards: int | None = None, hpz: int = 1, microbatches: int = 1
+) -> tuple[Transfer, ...]:
     """The collectives one training step runs under this stage; none on a single card.
 
     `shards` is a hybrid run's shard group (None: every card): its gathers and reduce-scatters stay in
     the group, and each gradient slice is then all-reduced across the replicas, 2P/S. `hpz` is ZeRO++'s
-    secondary partition: ZeRO-3's backward gathers from it, inside the node.
+    secondary partition: ZeRO-3's backward gathers from it, inside the node. With `microbatches` above 1,
+    ZeRO-3 runs its gathers and its reduce-scatter in each micro-batch (docs/wire.md).
     """
     # One card has nothing to reduce with and nobody to gather from: every stage is data parallelism.
     if gpus == 1:
@@ -112,6 +118,10 @@ def transfers(stage: Stage, gpus: int = 8, shards: int | None = None, hpz: int =
     moves = _TRANSFERS[stage]
     if hpz > 1 and stage is Stage.ZERO3:
         moves = tuple(replace(t, scope=Scope.SECONDARY) if t.whose is Whose.REACHED else t for t in moves)
+    if microbatches > 1 and stage is Stage.ZERO3:
+        # It frees the gathered weights after each pass (FSDP2's reshard_after_forward, DeepSpeed's stage 3) and
+        # keeps only its gradients' slice, so each micro-batch gathers again and reduce-scatters its own.
+        moves = tuple(replace(t, per_step=microbatches, volume_p=t.volume_p * microbatches) for t in moves)
     if shards < gpus:
         replicas = Transfer(
             Collective.ALL_REDUCE,

@@ -41,7 +41,7 @@ from app.domain.activations import Recompute
 from app.domain.architecture import Architecture
 from app.domain.parallel import Cut
 from app.domain.run import Run
-from app.domain.wire import FLOPS_PER_WEIGHT_PER_TOKEN
+from app.domain.wire import compute_seconds
 
 ACTIVATION_BYTES = 2
 """Bytes an activation (or its gradient) takes on the wire: bf16, Megatron's `--bf16` training."""
@@ -169,7 +169,7 @@ def cut_wire(run: Run) -> CutWire:
     cut = run.cut
     if not cut.cuts:
         return NO_CUT_WIRE
-    compute = _compute(run)
+    compute = compute_seconds(run)
     architecture = run.architecture
     if architecture is None:
         return CutWire(known=False, bubble=cut.bubble, compute=compute)
@@ -179,12 +179,6 @@ def cut_wire(run: Run) -> CutWire:
     )
     inside, between = _seconds_by_link(run, loaded)
     return CutWire(loaded, True, cut.bubble, inside, between, compute)
-
-
-def _compute(run: Run) -> Fraction | None:
-    cut = run.cut
-    flops = FLOPS_PER_WEIGHT_PER_TOKEN * run.params * run.tokens * cut.microbatches
-    return Fraction(flops, run.links.flops * cut.model_parallel) if flops else None
 
 
 def _seconds_by_link(run: Run, links: tuple[CutLink, ...]) -> tuple[Fraction, Fraction]:

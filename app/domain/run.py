@@ -298,7 +298,7 @@ class Run:
 
     def transfers(self, stage: Stage) -> tuple[Transfer, ...]:
         """The collectives of one step under `stage`: over the shard group, and across its replicas."""
-        return transfers(stage, self.zero_group, self.shards, self.setup.hpz)
+        return transfers(stage, self.zero_group, self.shards, self.setup.hpz, self.cut.microbatches)
 
     def terms(self, stage: Stage) -> tuple[Term, ...]:
         """Every term of a card under `stage`, counted and placed as the run's setup says."""

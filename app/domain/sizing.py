@@ -25,7 +25,7 @@ from app.domain.stages import Stage
 from app.domain.state_bytes import per_gpu_bytes
 from app.domain.terms import Law, Moment, Place, TermKind, term_bytes
 from app.domain.units import LARGEST_COUNT
-from app.domain.wire import link_bytes, step_time, wire_bytes
+from app.domain.wire import link_bytes, moved_params, step_time, wire_bytes
 
 __all__ = [
     "ANY_SIZE",
@@ -52,19 +52,24 @@ def communication_bytes(stage: Stage, run: Run) -> int:
 
     Only trainable weights have gradients, and ZeRO-1 and ZeRO-2 gather only those the update changed;
     ZeRO-3 gathers every weight for the forward and those the backward reaches (`communication.Whose`).
+    With the model cut, the most loaded card's own weights (its stage's ÷ tp) over its ZeRO group.
     """
-    return _communication_bytes(stage, run.transfers(stage), run)
+    return _communication_bytes(stage, run.transfers(stage), run, loaded_card(stage, run))
 
 
-def _communication_bytes(stage: Stage, moves: tuple[Transfer, ...], run: Run) -> int:
+def _communication_bytes(stage: Stage, moves: tuple[Transfer, ...], run: Run, card: Card) -> int:
     # Rounded up, as the bytes on the wire are whole: qgZ's int4 is half a byte a weight.
-    moved = (t.volume_p * run.moved_params(t.whose) * wire_bytes(t, stage, run) for t in moves)
+    moved = (t.volume_p * moved_params(run, t.whose, card) * wire_bytes(t, stage, run) for t in moves)
     return ceil(sum(moved, start=Fraction(0)))
 
 
-def communication_p(moves: tuple[Transfer, ...], run: Run) -> Fraction:
-    """Traffic of one step in units of P: 2 and 3 where every weight trains, less where some are frozen."""
-    return sum((t.volume_p * run.moved_params(t.whose) for t in moves), start=Fraction(0)) / run.params
+def communication_p(moves: tuple[Transfer, ...], run: Run, card: Card) -> Fraction:
+    """Traffic of one step in units of P: 2 and 3 where every weight trains, less where some are frozen.
+
+    P is the card's weights before ZeRO shards them: the model's, or with the model cut its stage's ÷ tp.
+    """
+    whole = card.params if run.cut.cuts else run.params
+    return sum((t.volume_p * moved_params(run, t.whose, card) for t in moves), start=Fraction(0)) / whole
 
 
 def loaded_card(stage: Stage, run: Run) -> Card:
@@ -258,7 +263,7 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
     state = per_gpu_bytes(stage, card.params, run.shards, run.recipe, card.frozen, run.setup)
     extra = layer_extra(stage, run, moment)
     moves = run.transfers(stage)
-    links = link_bytes(stage, run, moves)
+    links = link_bytes(stage, run, moves, card)
     # Without activations the state's peak is the theory's: not worked out twice.
     empty = theory if run.batch == 0 or run.activations is None else state_peak_bytes(stage, run)
     known = {run.batch: peak}
@@ -270,8 +275,8 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         # is padded to whole weights, and 7 weights on 16 cards keep 1 weight's bytes each, not 7/16.
         bytes_per_weight=Fraction(state, card.params),
         per_gpu_bytes=state,
-        communication_p=communication_p(moves, run),
-        communication_bytes=_communication_bytes(stage, moves, run),
+        communication_p=communication_p(moves, run, card),
+        communication_bytes=_communication_bytes(stage, moves, run, card),
         peak_bytes=peak,
         state_peak_bytes=empty,
         activation_bytes=extra.activations,

@@ -23,9 +23,10 @@ from fractions import Fraction
 from math import ceil
 
 from app.domain.accounting import Accounting, megatron_gradients
-from app.domain.communication import Collective, Scope, Transfer
+from app.domain.communication import Collective, Scope, Transfer, Whose
+from app.domain.layers import first_trained
 from app.domain.recipes import Band
-from app.domain.run import Run
+from app.domain.run import Card, Run
 from app.domain.stages import Stage
 
 INT8 = Fraction(1)
@@ -80,15 +81,39 @@ class LinkBytes:
 
 
 def span(scope: Scope, stage: Stage, run: Run) -> Span:
-    """The cards a collective over `scope` runs over, and the nodes they are in (`Run` lines them up)."""
-    per_node = run.gpus_per_node
-    if stage is Stage.DP or (scope is Scope.GROUP and run.shards == run.gpus):
-        return Span(run.gpus, run.nodes)
-    if scope is Scope.REPLICAS:
-        # One card of each shard group: a group inside a node leaves per_node / shards replicas there.
-        return Span(run.replicas, run.nodes if run.shards < per_node else run.replicas)
-    cards = run.setup.hpz if scope is Scope.SECONDARY else run.shards
-    return Span(cards, max(1, cards // per_node))
+    """The cards a collective over `scope` runs over, and the nodes they are in (`Run` lines them up).
+
+    Megatron's rank order (tp fastest, then cp, dp, pp) puts a ZeRO group's cards tp ranks apart, and a
+    hybrid run's replicas a shard group's tp × shards apart: for an uncut model, neighbours and shards apart.
+    """
+    tp = run.cut.tp
+    if stage is Stage.DP or (scope is Scope.GROUP and run.shards == run.zero_group):
+        cards, apart = run.zero_group, tp
+    elif scope is Scope.REPLICAS:
+        cards, apart = run.replicas, tp * run.shards
+    else:
+        cards, apart = (run.setup.hpz if scope is Scope.SECONDARY else run.shards), tp
+    return Span(cards, _nodes(cards, apart, run.gpus_per_node))
+
+
+def _nodes(cards: int, apart: int, per_node: int) -> int:
+    """The nodes `cards` cards `apart` ranks apart sit in, from a node's first rank (nodes fill in rank order)."""
+    return cards if apart >= per_node else (cards - 1) * apart // per_node + 1
+
+
+def moved_params(run: Run, whose: Whose, card: Card | None = None) -> int:
+    """The weights a collective of this kind moves in a whole step: with the model cut, `card`'s own (stage ÷ tp)."""
+    if card is None or not run.cut.cuts:
+        return run.moved_params(whose)
+    if whose is Whose.EVERY:
+        return card.params
+    if whose is Whose.TRAINED:
+        return card.params - card.frozen
+    # The backward reaches the card's layers from the model's first that trains: all of them if an earlier stage trains.
+    if any(earlier.params > earlier.frozen for earlier in run.cards[: card.stage]):
+        return card.params
+    first = first_trained(card.layers)
+    return 0 if first is None else sum(layer.params or 0 for layer in card.layers[first:])
 
 
 def wire_bytes(transfer: Transfer, stage: Stage, run: Run) -> Fraction:
@@ -123,18 +148,21 @@ def _split(
     if move.scope is Scope.REPLICAS:  # each card's slice of the group's weights
         weights = -(-weights // run.shards)
     buffer = weights * per_weight
-    times = 2 if move.collective is Collective.ALL_REDUCE else 1
+    times = (2 if move.collective is Collective.ALL_REDUCE else 1) * move.per_step
     g, k, n = where.per_node, where.nodes, where.cards
     return buffer, times * buffer * Fraction(g - 1, g), times * buffer * Fraction(k - 1, n)
 
 
-def link_bytes(stage: Stage, run: Run, moves: tuple[Transfer, ...]) -> tuple[LinkBytes, ...]:
-    """Each of the step's collectives (`moves`) with one card's bytes inside its node and between nodes."""
+def link_bytes(stage: Stage, run: Run, moves: tuple[Transfer, ...], card: Card | None = None) -> tuple[LinkBytes, ...]:
+    """Each of the step's collectives (`moves`) with one card's bytes inside its node and between nodes.
+
+    With the model cut, of `card`'s own weights (`moved_params`), over its ZeRO group.
+    """
     found = []
     for move in moves:
         # Its span and its bytes on the wire worked out once, for the sums and for the report.
         where, (per_weight, label) = span(move.scope, stage, run), _quantized(move, stage, run)
-        buffer, inside, between = _split(move, run.moved_params(move.whose), where, per_weight, run)
+        buffer, inside, between = _split(move, moved_params(run, move.whose, card), where, per_weight, run)
         found.append(LinkBytes(move, where, ceil(buffer), ceil(inside), ceil(between), label))
     return tuple(found)
 
@@ -148,7 +176,7 @@ class StepTime:
     between: Fraction
     """Seconds one card's bytes between nodes take at the network's."""
     compute: Fraction | None
-    """6 × weights × tokens at the peak times the MFU; None with no tokens (an empty micro-batch)."""
+    """One card's share of 6 × weights × tokens at the peak times the MFU (`compute_seconds`); None with no tokens."""
 
     @property
     def wire(self) -> Fraction:
@@ -170,6 +198,15 @@ def step_time(run: Run, links: tuple[LinkBytes, ...]) -> StepTime:
     hardware = run.links
     inside = Fraction(sum(link.inside for link in links), hardware.nvlink_bytes_per_s)
     between = Fraction(sum(link.between for link in links), hardware.network_bytes_per_s)
-    flops = FLOPS_PER_WEIGHT_PER_TOKEN * run.params * run.tokens
-    compute = Fraction(flops, hardware.flops) if flops else None
-    return StepTime(inside, between, compute)
+    return StepTime(inside, between, compute_seconds(run))
+
+
+def compute_seconds(run: Run) -> Fraction | None:
+    """One card's compute in a step: 6 × weights × tokens × micro-batches ÷ (tp × pp × cp); None with no tokens.
+
+    The card's share of the model's FLOPs, ZeRO's time and the cut's (`cut_wire`) alike: for an uncut model
+    of one micro-batch, 6 × weights × tokens.
+    """
+    cut = run.cut
+    flops = FLOPS_PER_WEIGHT_PER_TOKEN * run.params * run.tokens * cut.microbatches
+    return Fraction(flops, run.links.flops * cut.model_parallel) if flops else None

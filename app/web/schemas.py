@@ -60,7 +60,9 @@ class TransferOut(BaseModel):
     collective: Collective
     band: Band
     when: str
-    volume_p: float = Field(description="Traffic in units of P, the number of weights, where every weight trains.")
+    volume_p: float = Field(
+        description="Traffic in units of P, the number of weights (a cut model's card's), where every weight trains."
+    )
     whose: Whose = Field(
         description="Which weights it moves where some are frozen: gradients and ZeRO-1 and ZeRO-2's gather move "
         "those that train; ZeRO-3 gathers every weight forward, and backward those the backward pass reaches."
@@ -86,7 +88,7 @@ class StageRow(BaseModel):
     bytes_per_weight: float = Field(description="Bytes of model state one card keeps per weight of the model.")
     per_gpu_bytes: int = Field(description="Bytes of model state on one card for the model (30B weights).")
     communication_p: float = Field(
-        description="Traffic of one training step in units of P: less where weights are frozen."
+        description="Traffic of one training step in units of P (a cut model's card's weights): less where frozen."
     )
     communication: list[TransferOut]
 

@@ -362,7 +362,7 @@ def stage_view(
             said
             for said in (
                 stage_explanation(stage, run.recipe, run.gpus),
-                across_nodes(stage, run.gpus, run.shards),
+                across_nodes(stage, run.zero_group, run.shards),
                 zeropp_said(stage, run),
             )
             if said
@@ -407,7 +407,7 @@ def stage_view(
         if cut
         else in_nodes(cards, run.gpus_per_node, run.nodes, link_words(run)),
         cut_links=cut_href(scenario, link),
-        replicated=bool(stage.sharded) and run.shards < run.gpus,
+        replicated=bool(stage.sharded) and run.shards < run.zero_group,
         **_hybrid_switch(stage, run, link, phase),
     )
 
@@ -416,9 +416,12 @@ def _hybrid_switch(stage: Stage, run: Run, link: Links, phase: int | None) -> di
     """Where a sharding stage on several nodes switches between one shard group and a node's (HSDP)."""
     if not stage.sharded or run.nodes < 2 or run.setup.hpz > 1 or run.qwz or run.qgz:
         return {}
-    if run.shards < run.gpus:
+    # With the model cut, ZeRO's group is dp × cp cards, not every card: it is not hybrid unless `shard` says so.
+    if run.shards < run.zero_group:
         href = link.setting("shard", None).at(stage, phase)
-        return {"hybrid_href": href, "hybrid_label": f"Shard across all {run.gpus:,} cards instead"}
+        return {"hybrid_href": href, "hybrid_label": f"Shard across all {run.zero_group:,} cards instead"}
+    if run.cut.cuts:
+        return {}
     href = link.setting("shard", str(run.gpus_per_node)).at(stage, phase)
     label = f"Hybrid: shard within each node of {run.gpus_per_node:,}, and see which cells fill back in"
     return {"hybrid_href": href, "hybrid_label": label}

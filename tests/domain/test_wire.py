@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
+from typing import Any
 
 import pytest
 
@@ -290,3 +291,92 @@ def test_qwz_sends_no_more_than_the_weights_are() -> None:
     run = Run(params=SEED, gpus=16, nodes=2, recipe=RECIPES[RecipeName.QLORA_NF4], qwz=True)
     forward = run_report(run)[Stage.ZERO3].links[0]
     assert (forward.buffer, forward.between) == (15_476_074_219, 967_254_639)
+
+
+# ZeRO with the model cut: Llama 3 8B on 16 GPUs in 2 nodes of 8, b = 1, s = 8,192, mixed precision (2 B).
+# A card keeps its stage's layers ÷ tp (docs/parallelism.md): with tp = pp = 2 the first stage's card keeps
+# 16 × (218,103,808/2 + 8,192) + 525,336,576/2 = 2,007,629,824 weights, the last's 4,096 more (the final norm),
+# 2,007,633,920; with tp = 2 alone, 32 × 109,060,096 + 525,336,576 + 4,096 = 4,015,263,744.
+# Megatron's rank order (tp fastest, cp, dp, pp) puts a ZeRO group's dp × cp cards tp ranks apart:
+# - tp = pp = 2: dp = 4, ranks 0, 2, 4, 6 (a stage is a node): 4 cards in 1 node, inside 3/4 of the buffer;
+# - tp = 2: dp = 8, ranks 0, 2, ..., 14: 8 cards in 2 nodes of 4, inside 3/4, between 1/8.
+FIRST_STAGE, LAST_STAGE, TP2 = 2_007_629_824, 2_007_633_920, 4_015_263_744
+
+
+def _llama_cut(**knobs: Any) -> Run:
+    return resolve(Inputs(model=ModelName.LLAMA_3_8B, gpus=16, nodes=2, **knobs)).run
+
+
+@pytest.mark.parametrize(
+    ("knobs", "stage", "card", "rings", "inside", "between"),
+    [
+        # ZeRO-3, tp = pp = 2: 3 × 3/4 · 2 × 2,007,633,920 inside, nothing between (the last stage is the loaded one).
+        ({"tp": 2, "pp": 2}, Stage.ZERO3, LAST_STAGE, (4, 1), 3_011_450_880, 0),
+        # ZeRO-3, tp = 2: 3/4 · 8,030,527,488 inside, 1/8 of it between, a collective.
+        ({"tp": 2}, Stage.ZERO3, TP2, (8, 2), 6_022_895_616, 1_003_815_936),
+        # ZeRO-2, tp = 2: the same rings, two of them.
+        ({"tp": 2}, Stage.ZERO2, TP2, (8, 2), 6_022_895_616, 1_003_815_936),
+    ],
+)
+def test_zero_with_the_cut_moves_the_cards_own_weights_over_its_zero_group(
+    knobs: dict[str, int], stage: Stage, card: int, rings: tuple[int, int], inside: int, between: int
+) -> None:
+    run = _llama_cut(**knobs)
+    row = run_report(run)[stage]
+    collectives = 3 if stage is Stage.ZERO3 else 2
+    assert [(link.span.cards, link.span.nodes) for link in row.links] == [rings] * collectives
+    assert [link.buffer for link in row.links] == [2 * card] * collectives
+    assert [(link.inside, link.between) for link in row.links] == [(inside, between)] * collectives
+    assert (row.inside_bytes, row.between_bytes) == (collectives * inside, collectives * between)
+    # The ZeRO paper's units, P the card's own weights: 3P and 2P, and the bytes 2 B each.
+    assert row.communication_p == collectives
+    assert row.communication_bytes == collectives * 2 * card
+
+
+def test_zero_with_the_cut_under_megatron_reduces_fp32_gradients() -> None:
+    # Megatron's count is its first stage's card: the gradients' 4 B a weight, the weights' gather 2 B.
+    row = run_report(_llama_cut(tp=2, pp=2, accounting=Accounting.MEGATRON))[Stage.ZERO1]
+    assert [(link.buffer, link.inside, link.between) for link in row.links] == [
+        (4 * FIRST_STAGE, 3 * FIRST_STAGE, 0),
+        (2 * FIRST_STAGE, 3 * FIRST_STAGE // 2, 0),
+    ]
+
+
+def test_hybrid_zero_with_the_cut_places_its_replicas_a_shard_group_apart() -> None:
+    # tp = 2, shard = 4: a shard group is ranks 0, 2, 4, 6 (one node); its 2 replicas are 8 ranks apart, 2 nodes.
+    row = run_report(_llama_cut(tp=2, shard=4))[Stage.ZERO3]
+    assert [(link.span.cards, link.span.nodes) for link in row.links] == [(4, 1)] * 3 + [(2, 2)]
+    assert row.links[-1].between == 2 * TP2 // 4  # 2 · 1/2 · (2 B × its slice of 4,015,263,744 / 4)
+
+
+@pytest.mark.parametrize(("knobs", "share"), [({"tp": 2, "pp": 2}, 4), ({"tp": 2}, 2), ({}, 1)])
+def test_the_compute_is_the_cards_share_one_figure_with_the_cuts(knobs: dict[str, int], share: int) -> None:
+    # 6 × 8,030,261,248 × 8,192 FLOP ÷ (tp × pp × cp) at 40% of 989 TFLOP/s.
+    run = _llama_cut(**knobs)
+    row = run_report(run)[Stage.ZERO3]
+    assert row.time.compute == Fraction(6 * LLAMA_3_8B * 8192, share * 989 * 10**12 * 40 // 100)
+    assert row.cut.compute == (row.time.compute if share > 1 else None)
+
+
+@pytest.mark.parametrize(
+    ("knobs", "inside", "between"),
+    [
+        # The first stage's card, loaded with 2 micro-batches in flight: 4 × 3/4 · 2 × 2,007,629,824 a collective.
+        ({"tp": 2, "pp": 2}, 12_045_778_944, 0),
+        # Uncut: 16 cards in 2 nodes, 4 × 7/8 · 16,060,522,496 inside and 4 × 1/16 of it between.
+        ({}, 56_211_828_736, 4_015_130_624),
+    ],
+)
+def test_zero3_gathers_and_reduce_scatters_in_each_micro_batch(
+    knobs: dict[str, int], inside: int, between: int
+) -> None:
+    # FSDP2 reshards after the forward and after the backward, and keeps only its gradients' slice, so each of
+    # 4 micro-batches gathers twice and reduce-scatters once: 4 × 3P. Data parallelism's all-reduce is once a step.
+    one, four = run_report(_llama_cut(**knobs)), run_report(_llama_cut(microbatches=4, **knobs))
+    assert four[Stage.ZERO3].communication_p == 12
+    assert [(link.transfer.per_step, link.inside, link.between) for link in four[Stage.ZERO3].links] == [
+        (4, inside, between)
+    ] * 3
+    assert four[Stage.ZERO3].links[0].transfer.description.endswith("once in each of the 4 micro-batches")
+    assert four[Stage.ZERO3].time.compute == 4 * (one[Stage.ZERO3].time.compute or 0)
+    assert four[Stage.DP].communication_p == 2

@@ -70,6 +70,17 @@ def test_the_switch_between_one_shard_group_and_a_nodes(
         assert target in href
 
 
+def test_a_cut_models_zero_group_is_no_hybrid_and_moves_the_cards_weights(client: TestClient) -> None:
+    # Llama 3 8B, tp = pp = 2 on 2 nodes of 8: ZeRO's group is dp = 4 cards of a node, not all 16, so no hybrid
+    # switch and no hybrid sentence. ZeRO-3's three collectives: 3/4 · 2 × 2,007,633,920 B = 2.80 GiB each,
+    # inside (tests/domain/test_wire.py).
+    tree = run_page(client, "model=llama-3-8b&stage=zero3&gpus=16&nodes=2&tp=2&pp=2")
+    assert tree.select("#hybrid-switch") == []
+    assert "Hybrid sharding" not in tree.get_text()
+    assert table_cells(tree, "td.comm-cell span.by-link")[3] == "8.4 GiB inside · 0 GiB between"
+    assert text(tree, "table.figures tr[data-stage=zero3] .comm") == "3P"
+
+
 def test_the_traffic_by_link_beside_the_cards_and_in_the_table(client: TestClient) -> None:
     tree = run_page(client, HYBRID)
     # 135 GB = 125.7 GiB inside; 15 GB = 14.0 GiB between (tests/domain/test_wire.py).
