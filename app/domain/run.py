@@ -102,6 +102,16 @@ def _times(moments: tuple[Moment, ...], batch: int) -> tuple[Moment, ...]:
     return tuple(Moment(m.part, m.layer, m.activation * batch, m.trained) for m in moments)
 
 
+def _plus(moments: tuple[Moment, ...], others: int) -> tuple[Moment, ...]:
+    """The moments with `others` bytes more activations: the pipeline's other micro-batches in flight."""
+    return tuple(Moment(m.part, m.layer, m.activation + others, m.trained) for m in moments)
+
+
+def _scaled(moments: tuple[Moment, ...], held: int, top: int) -> tuple[Moment, ...]:
+    """The moments with their activations × held / top, rounded down (all `held` where `top` is 0)."""
+    return tuple(Moment(m.part, m.layer, m.activation * held // top if top else held, m.trained) for m in moments)
+
+
 @dataclass(frozen=True)
 class Card:
     """The figures one card of a pipeline stage is counted from: for an uncut model, the run's own."""
@@ -116,6 +126,9 @@ class Card:
     """Its stage's layers as it keeps them, ÷ tp."""
     stage: int = 0
     """Its pipeline stage, 0-based."""
+    columns: tuple[ColumnMoments, ...] = ()
+    """Each of the model's eighths' moments as this card meets them (`layers.column_moments`), forward and
+    backward, with the figures its candidates are: the step walks these. Empty in a column of another stage."""
 
 
 @dataclass(frozen=True)
@@ -233,7 +246,14 @@ class Run:
         # app's highest moment, which its terms (no layer in hand) count by the activations alone.
         first = found[0]
         top = max(first.candidates, key=lambda m: m.activation)
-        return (replace(first, candidates=(AT_REST, Moment(top.part, top.layer, held, top.trained))),)
+        # The step walks the app's moments scaled to Megatron's figure, so that its highest is Megatron's too:
+        # the app's highest moment holds exactly `held`, the others their share of it, rounded down.
+        columns = tuple(
+            ColumnMoments(_scaled(c.forward, held, top.activation), _scaled(c.backward, held, top.activation))
+            for c in first.columns
+        )
+        candidates = (AT_REST, Moment(top.part, top.layer, held, top.trained))
+        return (replace(first, candidates=candidates, columns=columns),)
 
     @cached_property
     def _megatron_activations(self) -> int | None:
@@ -262,7 +282,7 @@ class Run:
 
     def _stage_cards(self) -> tuple[Card, ...]:
         if not self.cut.cuts:
-            return (Card(self.params, self.frozen, self.candidates, self.model_layers),)
+            return (Card(self.params, self.frozen, self.candidates, self.model_layers, columns=self.column_moments),)
         modules = self.setup.accounting is Accounting.DEEPSPEED
         # A model of another size drawn with this one's layers (`sizing`'s bisections): each card keeps its share.
         drawn = sum(layer.base + layer.adapters for layer in self.layers)
@@ -277,13 +297,10 @@ class Run:
             columns = column_moments(load.layers, self.batch, modules)
             # The other micro-batches in flight keep the whole stage's activations throughout.
             others = math.ceil((load.in_flight - 1) * self.batch * sum(layer.kept for layer in load.layers))
-            every = (
-                Moment(m.part, m.layer, m.activation + others, m.trained)
-                for column in columns
-                for m in (*column.forward, *column.backward)
-            )
+            columns = tuple(ColumnMoments(_plus(c.forward, others), _plus(c.backward, others)) for c in columns)
+            every = (m for column in columns for m in (*column.forward, *column.backward))
             candidates = (AT_REST, *dict.fromkeys(every))
-            found.append(Card(load.params, load.frozen, candidates, load.layers, index))
+            found.append(Card(load.params, load.frozen, candidates, load.layers, index, columns))
         return tuple(found)
 
     @property

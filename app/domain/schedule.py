@@ -27,9 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import StrEnum
 from fractions import Fraction
-from math import ceil
 
+from app.domain.loaded import stage_load
 from app.domain.parallel import Cut
+from app.domain.run import Run
 
 FORWARD = Fraction(1)
 """A whole stage's forward of one micro-batch: the unit of time."""
@@ -223,11 +224,20 @@ def schedule(cut: Cut) -> Schedule:
     return Schedule(pp, vpp, cut.microbatches, tuple(tuple(slots) for slots in laid))
 
 
-def stage_microbatch_activations(run_activation_bytes: int, stage_blocks: int, blocks: int) -> int:
-    """One micro-batch's activations of one stage's (or chunk's) blocks, in bytes: the run's × its share of blocks.
+def microbatch_activations(run: Run) -> tuple[int, ...]:
+    """One micro-batch's activations of each pipeline stage's layers on its card, in bytes, stage by stage.
 
-    A stand-in until the most loaded card's own activations (with `tp`, `sp` and the first stage's
-    embeddings) are worked out: `run_activation_bytes` is one micro-batch's activations over all `blocks`,
-    and a stage keeps `stage_blocks` of them. Rounded up, as a card cannot keep part of a byte.
+    The figure the most loaded card is counted with (`Run.cards`: a micro-batch in flight keeps its whole
+    stage's activations): each layer's as one card of the cut keeps it (`loaded.stage_load`: Korthikanti's
+    Table 2 with t and sp, ÷ cp; the first stage's embedding, the last's final norm and output layer), times the
+    micro-batch's sequences. All 0 for a bare weight count or an empty micro-batch.
     """
-    return ceil(Fraction(run_activation_bytes * stage_blocks, blocks))
+    cut = run.cut
+    return tuple(
+        run.batch
+        * sum(
+            layer.kept
+            for layer in stage_load(run.model_layers, run.params, run.frozen, run.largest_layer, cut, index).layers
+        )
+        for index in range(cut.pp)
+    )

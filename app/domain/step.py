@@ -19,8 +19,9 @@ dropped and, in the backward, ZeRO-2 and 3's reduce-scatter of the gradients). L
 beats (21 phases) are read with `from_old_phase`.
 
 Every card's live memory is its state at rest (`state_bytes.per_gpu_bytes`) plus what it holds at the
-moment (`sizing.layer_extra`). The compute beat holds the column's highest moment, the run's own moments
-(`Run.moments`) that the table's peak is the highest of; the gather holds no more than it and the discard
+moment (`sizing.layer_extra`). The compute beat holds the column's highest moment, the most loaded card's
+moments (`Card.columns`: its stage's layers ÷ tp with the other micro-batches in flight, Megatron's activations
+under its accounting) that the table's peak is the highest of; the gather holds no more than it and the discard
 what is left between layers, so the step's highest figure is the peak.
 """
 
@@ -34,10 +35,11 @@ from app.domain.communication import Collective, Scope, Transfer, Whose
 from app.domain.eighths import COLUMNS, Column
 from app.domain.figures import HostReport, LayerExtra, StageReport
 from app.domain.host import host_report
+from app.domain.layers import ColumnMoments
 from app.domain.recipes import Band
 from app.domain.run import Run
 from app.domain.sharding import CellState, Share, share
-from app.domain.sizing import counted_overhead_bytes, layer_extra
+from app.domain.sizing import counted_overhead_bytes, layer_extra, loaded_card
 from app.domain.stages import OPTIMIZER_STATE, Stage
 from app.domain.state_bytes import per_gpu_bytes
 from app.domain.terms import AT_REST, Moment, Pass
@@ -356,22 +358,24 @@ def _volumes(stage: Stage, run: Run, moves: tuple[InFlight, ...]) -> tuple[InFli
     return tuple(kept)
 
 
-def _moment(stage: Stage, run: Run, part: Part, column: int | None) -> Moment:
+def _moment(stage: Stage, run: Run, columns: tuple[ColumnMoments, ...], part: Part, column: int | None) -> Moment:
     """The card's moment in a phase: the highest of the column's layers in that pass, else at rest.
 
-    A backward phase over a column the backward pass does not reach holds nothing for it.
+    `columns` are the most loaded card's (`Card.columns`): its own layers, with the pipeline's other
+    micro-batches in flight and, under Megatron's accounting, its activations. A backward phase over a column
+    the backward pass does not reach (or another pipeline stage's) holds nothing for it.
     """
     if column is None or part not in (Part.FORWARD, Part.BACKWARD):
         return AT_REST
-    moments = run.column_moments[column]
+    moments = columns[column]
     choices = moments.forward if part is Part.FORWARD else moments.backward
     return max(choices, key=lambda m: layer_extra(stage, run, m).total, default=AT_REST)
 
 
-def kept_after_forward(run: Run) -> tuple[int, ...]:
+def kept_after_forward(columns: tuple[ColumnMoments, ...]) -> tuple[int, ...]:
     """The activations a card keeps when the forward pass leaves each column: its last layer's stack."""
     kept: list[int] = []
-    for column in run.column_moments:
+    for column in columns:
         kept.append(max((m.activation for m in column.forward), default=kept[-1] if kept else 0))
     return tuple(kept)
 
@@ -439,7 +443,9 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport |
     pcie = 0
     on_host = run.on_host(stage)
     highest = 0
-    kept = kept_after_forward(run)
+    # The most loaded card's step: its own layers' moments, whose highest is the table's peak.
+    card_columns = loaded_card(stage, run).columns
+    kept = kept_after_forward(card_columns)
     for index in range(PHASES):
         at = _part(index)
         part, column, beat = at
@@ -449,10 +455,11 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport |
         tally += sum((t.volume_p for t in transfers), start=Fraction(0))
         inside += sum((t.inside for t in transfers), start=Fraction(0))
         between += sum((t.between for t in transfers), start=Fraction(0))
-        moment = _moment(stage, run, part, column)
+        moment = _moment(stage, run, card_columns, part, column)
         extra = _beat_extra(stage, run, at, moment, kept)
         frozen = column is not None and run.frozen_column(column)
-        reached = part is not Part.BACKWARD or moment is not AT_REST
+        # Reached is the model's: the backward reaches another stage's column, on that stage's cards.
+        reached = part is not Part.BACKWARD or column is None or bool(run.column_moments[column].backward)
         moves = _host_moves(host, Band.WEIGHTS in on_host, part, beat, index) if on_host else ()
         pcie += sum(move.nbytes for move in moves)
         highest = max(highest, state + extra.total + overhead)

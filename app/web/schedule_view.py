@@ -19,9 +19,9 @@ from app.domain.schedule import (
     Slot,
     Work,
     interleaving_refused,
+    microbatch_activations,
     peak_in_flight,
     schedule,
-    stage_microbatch_activations,
 )
 from app.domain.units import percent
 from app.web.parts import shown
@@ -134,16 +134,6 @@ class ScheduleView:
         object.__setattr__(self, "chunk_keys", shown(words))
 
 
-def _stage_share(scenario: Scenario, cut: Cut) -> int:
-    """One micro-batch's activations of one chunk of a stage (the stage itself without interleaving), in bytes."""
-    run, arch = scenario.run, scenario.architecture
-    if run.activations is None or arch is None:
-        return 0
-    # One micro-batch through every block; a chunk keeps blocks / (pp × vpp) of them.
-    whole = run.activations.per_layer * run.batch * arch.layers
-    return stage_microbatch_activations(whole, arch.layers // (cut.pp * cut.vpp), arch.layers)
-
-
 def _bubble(cut: Cut, bubble: Fraction) -> str:
     formula = "(pp − 1)/(m · vpp)" if cut.vpp > 1 else "(pp − 1)/m"
     figures = f"{cut.pp - 1}/({cut.microbatches} · {cut.vpp})" if cut.vpp > 1 else f"{cut.pp - 1}/{cut.microbatches}"
@@ -158,25 +148,26 @@ def _worth(count: Fraction) -> str:
     return f"{number} micro-batch{'' if count == 1 else 'es'}{'' if whole else chr(8217) + ' worth'}"
 
 
-def _holds(scenario: Scenario, cut: Cut, chunk_bytes: int) -> str:
-    """What the first and the last stage hold at most, in micro-batches and bytes."""
+def _holds(scenario: Scenario, cut: Cut, stage_bytes: tuple[int, ...]) -> str:
+    """What the first and the last stage hold at most, in micro-batches and bytes (a micro-batch's: `stage_bytes`)."""
     first, last = peak_in_flight(cut, 0), peak_in_flight(cut, cut.pp - 1)
-    units, stage_bytes = scenario.units, chunk_bytes * cut.vpp
+    units, end = scenario.units, cut.pp - 1
     why = (
         "pp (1 + (pp − 1)/(pp · vpp)), Megatron's factor"
         if cut.vpp > 1 and cut.microbatches > cut.pp
         else f"min(pp, m) = {min(cut.pp, cut.microbatches)}"
     )
-    if not stage_bytes:
+    if not any(stage_bytes):
         return (
-            f"Held at most: S0 {_worth(first)} ({why}); S{cut.pp - 1} {_worth(last)}. No activations are counted "
+            f"Held at most: S0 {_worth(first)} ({why}); S{end} {_worth(last)}. No activations are counted "
             "(a bare weight count, or no micro-batch)."
         )
     blocks = scenario.architecture.layers // cut.pp if scenario.architecture else 0
     return (
-        f"Held at most: S0 {_worth(first)} ({why}) = {units.show(first * stage_bytes)}; S{cut.pp - 1} "
-        f"{_worth(last)} = {units.show(last * stage_bytes)}, at {units.show(stage_bytes)} a micro-batch of a "
-        f"stage's {blocks} blocks."
+        f"Held at most: S0 {_worth(first)} ({why}) = {units.show(first * stage_bytes[0])}; S{end} "
+        f"{_worth(last)} = {units.show(last * stage_bytes[end])}. A micro-batch of a stage's {blocks} blocks on "
+        f"one card of the cut: S0 {units.show(stage_bytes[0])}, S{end} {units.show(stage_bytes[end])} with the "
+        "output layer's."
     )
 
 
@@ -207,8 +198,8 @@ def _time(t: Fraction) -> str:
     return f"{t.numerator}" if t.denominator == 1 else f"{float(t):g}"
 
 
-def _held_area(plan: Schedule, stage: int, top: float, scale: float, most: int) -> str:
-    """A step path of the chunks held over time, `most` reaching the strip's top, closed along its foot."""
+def _held_area(plan: Schedule, stage: int, top: float, scale: float, chunk: Fraction, most: Fraction) -> str:
+    """A step path of the chunks held over time, each `chunk` high, `most` reaching the strip's top."""
     foot = top + STRIP_HEIGHT
     end = GUTTER + float(plan.makespan * scale)
     points = [f"M{GUTTER:.2f},{foot:.2f}"]
@@ -216,28 +207,30 @@ def _held_area(plan: Schedule, stage: int, top: float, scale: float, most: int) 
     for point in plan.held(stage):
         x = GUTTER + float(point.start * scale)
         points.append(f"L{x:.2f},{level:.2f}")
-        level = foot - (STRIP_HEIGHT - 4) * point.chunks / most if most else foot
+        level = foot - (STRIP_HEIGHT - 4) * float(point.chunks * chunk / most) if most else foot
         points.append(f"L{x:.2f},{level:.2f}")
     points.append(f"L{end:.2f},{foot:.2f} Z")
     return " ".join(points)
 
 
-def _drawing(scenario: Scenario, plan: Schedule, chunk_bytes: int) -> ScheduleDrawing:
+def _drawing(scenario: Scenario, plan: Schedule, stage_bytes: tuple[int, ...]) -> ScheduleDrawing:
     pp, vpp = plan.pp, plan.vpp
     plot_width = WIDTH - GUTTER - 4
     scale = Fraction(plot_width).limit_denominator(1000) / plan.makespan
-    most = max(plan.peak_chunks(s) for s in range(pp))
+    # A chunk's activations on each stage's card; without any (a bare count), every chunk drawn alike.
+    chunks = tuple(Fraction(b, vpp) if any(stage_bytes) else Fraction(1) for b in stage_bytes)
+    most = max(plan.peak_chunks(s) * chunks[s] for s in range(pp))
     rows = []
     for s, slots in enumerate(plan.stages):
         y = 4 + s * (SLOT_HEIGHT + STRIP_HEIGHT + ROW_GAP)
         count = Fraction(plan.peak_chunks(s), vpp)
-        bytes_words = f", {scenario.units.show(count * chunk_bytes * vpp)}" if chunk_bytes else ""
+        bytes_words = f", {scenario.units.show(count * stage_bytes[s])}" if stage_bytes[s] else ""
         rows.append(
             PipelineRow(
                 name=f"S{s}",
                 y=y,
                 slots=tuple(_slot_box(slot, y, float(scale), vpp) for slot in slots),
-                held_area=_held_area(plan, s, y + SLOT_HEIGHT, float(scale), most),
+                held_area=_held_area(plan, s, y + SLOT_HEIGHT, float(scale), chunks[s], most),
                 order=", ".join(f"{slot.label} chunk {slot.chunk}" if vpp > 1 else slot.label for slot in slots),
                 most=f"{_worth(count)}{bytes_words}",
             )
@@ -273,15 +266,15 @@ def schedule_view(scenario: Scenario) -> ScheduleView | None:
     cut = scenario.run.cut
     if cut.pp == 1:
         return None
-    chunk_bytes = _stage_share(scenario, cut)
+    stage_bytes = microbatch_activations(scenario.run)
     why_not = drawable(cut)
     plan = None if why_not else schedule(cut)
     kind = f"interleaved 1F1B, {cut.vpp} chunks a card" if cut.vpp > 1 else "1F1B"
     return ScheduleView(
         heading=f"Pipeline: {kind}, {cut.pp} stages, {cut.microbatches} micro-batches",
         bubble=_bubble(cut, plan.bubble if plan else cut.bubble),
-        holds=_holds(scenario, cut, chunk_bytes),
-        drawing=_drawing(scenario, plan, chunk_bytes) if plan else None,
+        holds=_holds(scenario, cut, stage_bytes),
+        drawing=_drawing(scenario, plan, stage_bytes) if plan else None,
         why_not=why_not,
         interleaved=cut.vpp > 1,
     )

@@ -8,7 +8,9 @@ from fractions import Fraction
 
 import pytest
 
+from app.domain.architecture import ModelName
 from app.domain.parallel import Cut
+from app.domain.scenario import Inputs, resolve
 from app.domain.schedule import (
     BACKWARD,
     DRAWN_SLOTS,
@@ -16,10 +18,11 @@ from app.domain.schedule import (
     Held,
     Work,
     interleaving_refused,
+    microbatch_activations,
     peak_in_flight,
     schedule,
-    stage_microbatch_activations,
 )
+from app.domain.stages import Stage
 
 
 def test_1f1b_with_4_stages_and_8_microbatches_by_hand() -> None:
@@ -130,16 +133,52 @@ def test_a_schedule_too_large_to_draw_is_not_laid_out() -> None:
     assert peak_in_flight(Cut(pp=64, vpp=2, microbatches=4096), 0) == Fraction(2 * 63 + 64 + 1, 2)
 
 
+# Llama 3 8B at one sequence of 8,192 tokens, tp = 2 (docs/parallelism.md): a block keeps 822,607,872 B on a
+# card; the last stage adds the final norm's input (s·h·2 = 67,108,864 B, outside the tensor-parallel region)
+# and the output layer's input (67,108,864 B) and its logits in fp32 ÷ tp (8,192 × 128,256 × 4 / 2 =
+# 2,101,346,304 B); the embedding keeps nothing (no dropout).
+BLOCK = 822_607_872
+LAST = 67_108_864 + 67_108_864 + 8_192 * 128_256 * 4 // 2
+
+
 @pytest.mark.parametrize(
-    ("run", "stage_blocks", "blocks", "expected"),
+    ("query", "expected"),
     [
-        (32 * 1000, 8, 32, 8000),  # a quarter of the blocks: a quarter of the bytes
-        (10, 1, 3, 4),  # 3⅓ rounded up
-        (0, 8, 32, 0),  # no activations counted
+        ({"gpus": 8, "pp": 2, "microbatches": 8}, (16 * BLOCK, 16 * BLOCK + LAST)),
+        ({"gpus": 16, "pp": 4, "microbatches": 8}, (8 * BLOCK, 8 * BLOCK, 8 * BLOCK, 8 * BLOCK + LAST)),
+        ({"gpus": 16, "pp": 4, "vpp": 2, "microbatches": 8}, (8 * BLOCK, 8 * BLOCK, 8 * BLOCK, 8 * BLOCK + LAST)),
+        # Two sequences a micro-batch: twice each.
+        ({"gpus": 8, "pp": 2, "microbatches": 8, "batch": 2}, (32 * BLOCK, 2 * (16 * BLOCK + LAST))),
     ],
 )
-def test_a_stages_share_of_one_microbatchs_activations(run: int, stage_blocks: int, blocks: int, expected: int) -> None:
-    assert stage_microbatch_activations(run, stage_blocks, blocks) == expected
+def test_a_microbatchs_activations_on_each_stages_card_by_hand(
+    query: dict[str, int], expected: tuple[int, ...]
+) -> None:
+    run = resolve(Inputs(model=ModelName.LLAMA_3_8B, seq=8192, tp=2, **query)).run  # type: ignore[arg-type]
+    assert microbatch_activations(run) == expected
+
+
+@pytest.mark.parametrize(
+    ("query", "peak"),
+    [
+        # The brief's case: the first stage holds min(pp, m) = 2 micro-batches of its 16 blocks.
+        ({"gpus": 8, "pp": 2, "microbatches": 8}, 2 * 16 * BLOCK),
+        ({"gpus": 16, "pp": 4, "microbatches": 8}, 4 * 8 * BLOCK),
+        # Interleaved: 4 (1 + 3/8) = 5.5 micro-batches' worth, the schedule's 11 chunks of half a stage each.
+        ({"gpus": 16, "pp": 4, "vpp": 2, "microbatches": 8}, 11 * 8 * BLOCK // 2),
+    ],
+)
+def test_the_first_stages_peak_in_the_schedule_is_the_reports_activations(query: dict[str, int], peak: int) -> None:
+    scenario = resolve(Inputs(model=ModelName.LLAMA_3_8B, seq=8192, tp=2, **query))  # type: ignore[arg-type]
+    run = scenario.run
+    plan = schedule(run.cut)
+    held = Fraction(plan.peak_chunks(0), run.cut.vpp) * microbatch_activations(run)[0]
+    assert held == peak == scenario.report[Stage.DP].activation_bytes
+
+
+def test_a_bare_count_keeps_no_activations() -> None:
+    run = resolve(Inputs(params=8 * 10**9, gpus=8, pp=2, microbatches=4)).run
+    assert microbatch_activations(run) == (0, 0)
 
 
 def _torch_orders(pp: int, vpp: int, m: int) -> dict[int, list[str]]:

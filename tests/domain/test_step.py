@@ -13,6 +13,7 @@ from app.domain.eighths import COLUMNS, Column, model_columns
 from app.domain.host import host_report
 from app.domain.placement import Offload
 from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, custom_recipe
+from app.domain.report import Accounting
 from app.domain.scenario import Inputs, resolve
 from app.domain.sharding import holders, owned_columns, share
 from app.domain.sizing import Run, peak_bytes
@@ -77,6 +78,30 @@ def test_the_steps_highest_figure_is_the_tables_peak(
     assert peak_so_far(phases, LAST_PHASE) == peak_bytes(stage, run)
     # At rest, and whenever no layer is in hand, a card holds what the table's per-GPU column says.
     assert phases[0].live_bytes == per_gpu_bytes(stage, run.params, run.gpus, run.recipe)
+
+
+@pytest.mark.parametrize(
+    ("query", "activations"),
+    [
+        # Llama 3 8B, tp = 2, pp = 2, 8 GPUs, 8 micro-batches, s = 8192 (docs/parallelism.md): the first stage's
+        # card keeps 2 micro-batches of its 16 blocks at 822,607,872 B a block, its highest moment.
+        ({"tp": 2, "pp": 2, "microbatches": 8}, 2 * 16 * 822_607_872),
+        # Megatron-LM's own activations on 8 GPUs, TP = PP = 1: 40,644,762,009.6 B, held as whole bytes.
+        ({"accounting": Accounting.MEGATRON}, 40_644_762_010),
+        # Megatron's, cut: its most loaded shard's, 24,874,038,067.2 B.
+        ({"accounting": Accounting.MEGATRON, "tp": 2, "pp": 2, "microbatches": 8}, 24_874_038_068),
+    ],
+)
+@pytest.mark.parametrize("stage", list(Stage))
+def test_a_cut_or_megatron_step_is_the_most_loaded_cards_and_peaks_at_the_tables_peak(
+    query: dict[str, object], activations: int, stage: Stage
+) -> None:
+    inputs = Inputs(model=ModelName.LLAMA_3_8B, gpus=8, seq=8192, **query)  # type: ignore[arg-type]
+    report = resolve(inputs).report
+    phases = report.step(stage)
+    assert max(phase.extra.activations for phase in phases) == activations == report[stage].activation_bytes
+    assert max(phase.live_bytes for phase in phases) == report[stage].peak_bytes
+    assert peak_so_far(phases, LAST_PHASE) == report[stage].peak_bytes
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,12 @@ from app.web.schedule_view import GUTTER, WIDTH
 from tests.conftest import dom
 
 LLAMA = "/?model=llama-3-8b&gpus=16&tp=2&phase=5"
-# Llama 3 8B at one sequence of 8,192 tokens keeps 1,376,780,288 B a block (the API's
-# activation_bytes_per_layer); a stage of pp = 4 keeps 32 / 4 = 8 blocks: 11,014,242,304 B = 10.26 GiB.
-STAGE = 8 * 1_376_780_288
+# Llama 3 8B at one sequence of 8,192 tokens with tp = 2 keeps 822,607,872 B a block on a card (the API's
+# activation_bytes_per_layer); a stage of pp = 4 keeps 32 / 4 = 8 blocks: 6,580,862,976 B = 6.13 GiB. The last
+# stage adds the final norm's and the output layer's inputs (67,108,864 B each) and the logits in fp32 ÷ 2
+# (8,192 × 128,256 × 4 / 2 = 2,101,346,304 B): 8,816,427,008 B = 8.21 GiB (tests/domain/test_schedule.py).
+STAGE = 8 * 822_607_872
+LAST = STAGE + 2 * 67_108_864 + 8_192 * 128_256 * 2
 GIB = 2**30
 PLOT = WIDTH - GUTTER - 4
 
@@ -50,14 +53,25 @@ def test_1f1b_with_4_stages_and_8_microbatches(client: TestClient) -> None:
     assert [t.get_text() for t in rows[3].select("text.slot-label")] == [str(i) for i in range(8) for _ in (0, 1)]
     table = [[" ".join(c.get_text(" ").split()) for c in tr.select("th, td")] for tr in page.select("#schedule tr")]
     order = "F0, F1, F2, F3, B0, F4, B1, F5, B2, F6, B3, F7, B4, B5, B6, B7"
-    assert table[1] == ["S0", order, "4 micro-batches, 41.0 GiB"]
-    assert table[4][2] == "1 micro-batch, 10.3 GiB"
-    assert round(4 * STAGE / GIB, 1) == 41.0
-    assert round(STAGE / GIB, 1) == 10.3
+    assert table[1] == ["S0", order, "4 micro-batches, 24.5 GiB"]
+    assert table[4][2] == "1 micro-batch, 8.2 GiB"
+    assert round(4 * STAGE / GIB, 1) == 24.5
+    assert round(STAGE / GIB, 1) == 6.1
+    assert round(LAST / GIB, 1) == 8.2
     assert _said(page, ".schedule-holds") == (
-        "Held at most: S0 4 micro-batches (min(pp, m) = 4) = 41.0 GiB; S3 1 micro-batch = 10.3 GiB, at 10.3 GiB "
-        "a micro-batch of a stage's 8 blocks."
+        "Held at most: S0 4 micro-batches (min(pp, m) = 4) = 24.5 GiB; S3 1 micro-batch = 8.2 GiB. A micro-batch of "
+        "a stage's 8 blocks on one card of the cut: S0 6.1 GiB, S3 8.2 GiB with the output layer's."
     )
+
+
+def test_the_first_stages_most_held_is_the_apis_activations(client: TestClient) -> None:
+    # The schedule's "held" is the most loaded card's: 4 micro-batches of stage 0's 8 blocks, the report's figure.
+    page = _page(client, f"{LLAMA}&pp=4&microbatches=8&units=GB")
+    answer = client.get("/api/memory?model=llama-3-8b&gpus=16&tp=2&pp=4&microbatches=8").json()
+    assert {stage["activation_bytes"] for stage in answer["stages"]} == {4 * STAGE}
+    table = [[" ".join(c.get_text(" ").split()) for c in tr.select("th, td")] for tr in page.select("#schedule tr")]
+    # 26,323,451,904 B: 26.3 GB (to the byte in tests/domain/test_schedule.py).
+    assert table[1][2] == "4 micro-batches, 26.3 GB"
 
 
 def test_the_held_strip_of_the_first_stage_reaches_its_top_and_the_last_a_quarter_of_it(client: TestClient) -> None:
@@ -68,8 +82,9 @@ def test_the_held_strip_of_the_first_stage_reaches_its_top_and_the_last_a_quarte
         assert path is not None
         ys = [float(p.split(",")[1]) for p in str(path["d"]).replace("M", "L").replace(" Z", "").split("L")[1:]]
         tops.append(max(ys) - min(ys))
-    # 20 units a strip for the most held (stage 0's 4), each stage's peak on that one scale.
-    assert tops == pytest.approx([20.0, 15.0, 10.0, 5.0])
+    # 20 units a strip for the most held (stage 0's 4 micro-batches), each stage's peak in bytes on that one
+    # scale: the last stage's one micro-batch, with its output layer's, 20 × 8,816,427,008 / (4 × 6,580,862,976).
+    assert tops == pytest.approx([20.0, 15.0, 10.0, 20 * LAST / (4 * STAGE)], abs=0.01)
 
 
 def test_interleaved_with_2_chunks_a_card(client: TestClient) -> None:
@@ -78,10 +93,10 @@ def test_interleaved_with_2_chunks_a_card(client: TestClient) -> None:
     assert _said(page, "#schedule-bubble") == "Bubble: (pp − 1)/(m · vpp) = 3/(8 · 2) = 3/16 = 18.8% of the ideal step."
     assert len(page.select("#schedule .stage-row")[0].select("rect.slot")) == 32
     assert len(page.select("#schedule rect.slot.odd")) == 4 * 16
-    # 4 × (1 + 3/8) = 5.5 micro-batches' worth of a stage's 10.26 GiB: 56.4 GiB.
-    assert round(5.5 * STAGE / GIB, 1) == 56.4
+    # 4 × (1 + 3/8) = 5.5 micro-batches' worth of a stage's 6.13 GiB: 33.7 GiB.
+    assert round(5.5 * STAGE / GIB, 1) == 33.7
     assert _said(page, ".schedule-holds").startswith(
-        "Held at most: S0 5.5 micro-batches’ worth (pp (1 + (pp − 1)/(pp · vpp)), Megatron's factor) = 56.4 GiB;"
+        "Held at most: S0 5.5 micro-batches’ worth (pp (1 + (pp − 1)/(pp · vpp)), Megatron's factor) = 33.7 GiB;"
     )
     assert "lighter: a card's odd-numbered chunks" in _said(page, ".schedule-key")
 
