@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from app.domain.cut_grid import cut_cell, cut_shown, rank, stage_columns, zero_group
+from app.domain.cut_grid import ROW, cut_cell, cut_drawn, rank, stage_columns, stage_room, zero_group
 from app.domain.eighths import COLUMNS, Column
 from app.domain.parallel import Cut
 from app.domain.recipes import BandSpec
@@ -44,11 +44,13 @@ class CutGap(CardGap):
     """Where a cut grid leaves cards out: beside its stage's drawn group, in the rest of the row."""
 
     width: int = 8
+    brief: bool = False
+    """A line under its stage's cards (stages side by side), not a box beside them."""
     kind: ClassVar[str] = "cut_gap"
     css: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "css", f"card-gap span-{self.width}")
+        object.__setattr__(self, "css", f"card-gap span-{self.width}" + (" brief" if self.brief else ""))
 
 
 def _strip(start: float, end: float) -> tuple[int, int]:
@@ -147,12 +149,12 @@ def cut_cards(
     figure = units.show(row.rest_bytes) + (
         f" at rest, {units.show(row.peak_bytes)} at its peak" if row.peak_bytes != row.rest_bytes else ""
     )
-    shown = cut_shown(cut, gpus)
+    shown = cut_drawn(cut, gpus)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(shown):
         if position and (hidden := card - shown[position - 1] - 1):
-            words = f"GPU {card - hidden:,} to GPU {card - 1:,}: {_left_out(card - hidden, card - 1, cut, gpus)}"
-            cards.append(CutGap(words, _room(shown, position, cut, gpus)))
+            words = _left_out(card - hidden, card - 1, cut, gpus)
+            cards.append(_gap(words, shown, position, cut, gpus))
         columns = cut_columns(scenario, stage, card, previous)
         name = f"GPU {card:,}"
         cards.append(
@@ -170,27 +172,34 @@ def cut_cards(
             )
         )
     if shown[-1] < gpus - 1:
-        words = f"GPU {shown[-1] + 1:,} to GPU {gpus - 1:,}: {_left_out(shown[-1] + 1, gpus - 1, cut, gpus)}"
-        cards.append(CutGap(words, _room(shown, len(shown), cut, gpus)))
+        words = _left_out(shown[-1] + 1, gpus - 1, cut, gpus)
+        cards.append(_gap(words, shown, len(shown), cut, gpus))
     return tuple(cards)
 
 
-def _room(shown: tuple[int, ...], position: int, cut: Cut, gpus: int) -> int:
-    """The grid's columns a gap takes: its row's room beside the drawn groups on either side, else a whole row."""
+def _gap(words: str, shown: tuple[int, ...], position: int, cut: Cut, gpus: int) -> CutGap:
+    """A gap's words and the grid's columns it takes.
+
+    With the stages side by side a line under its stage's cards; else its row's room beside the drawn groups on
+    either side, else a whole row.
+    """
+    if (room := stage_room(cut, gpus)) < ROW:
+        return CutGap(words, room, brief=True)
     drawn = min(cut.tp, 8)
     between = (
         0 < position < len(shown)
         and rank(shown[position], cut, gpus).stage == rank(shown[position - 1], cut, gpus).stage
     )
     room = 8 - (2 if between else 1) * drawn if position else 8
-    return room if room > 0 else 8
+    return CutGap(words, room if room > 0 else 8)
 
 
 def _left_out(first: int, last: int, cut: Cut, gpus: int) -> str:
     """Which cards a gap stands for: their stages and data-parallel ranks, alike but for ZeRO's share."""
     a, b = rank(first, cut, gpus), rank(last, cut, gpus)
     stages = f"stage {a.stage + 1}" if a.stage == b.stage else f"stages {a.stage + 1} to {b.stage + 1}"
-    return f"{stages}'s other tensor groups, each as its stage's drawn group but for ZeRO's share"
+    cards = f"GPU {first:,}" if first == last else f"GPU {first:,} to GPU {last:,}"
+    return f"{cards}: {stages}'s other tensor groups, each as its stage's drawn group but for ZeRO's share"
 
 
 def in_stages(
@@ -208,17 +217,17 @@ def in_stages(
             stage_of = rank(item.index, cut, gpus).stage
         by_stage.setdefault(stage_of, []).append(item)
     per_stage = gpus // cut.pp
+    room = stage_room(cut, gpus)
     found: list[NodeView | NodeGap] = []
+    sends: list[str] = []
     for stage, items in by_stage.items():
         if found:
             crosses = (stage * per_stage) % per_node == 0
-            found.append(
-                NodeGap(
-                    "",
-                    f"Pipeline: stage {stage} sends its activations to stage {stage + 1}"
-                    + (f" ({between.split(':')[0].lower()})" if crosses else " (inside the node)"),
-                )
-            )
+            over = f" ({between.split(':')[0].lower()})" if crosses else " (inside the node)"
+            if room == ROW:  # one stage a row: the pipeline's link between them
+                found.append(NodeGap("", f"Pipeline: stage {stage} sends its activations to stage {stage + 1}{over}"))
+            else:
+                sends.append(f"{stage} → {stage + 1}{over}")
         first, last = stage * per_stage, (stage + 1) * per_stage - 1
         nodes = (
             f"node {first // per_node:,}"
@@ -231,8 +240,12 @@ def in_stages(
             else f"GPUs {first:,}–{last:,}"
         )
         found.append(
-            NodeView(stage, title, _stage_link(stage, cut), _tp_groups(items, cut, per_node, per_stage > per_node))
+            NodeView(
+                stage, title, _stage_link(stage, cut), _tp_groups(items, cut, per_node, per_stage > per_node), room
+            )
         )
+    if sends:  # the stages side by side: their links in one line under them
+        found.append(NodeGap("", "Pipeline, each stage sending its activations to the next: " + ", ".join(sends)))
     return tuple(found)
 
 

@@ -20,7 +20,7 @@ from pydantic_core import CoreSchema
 
 from app.domain.activations import Recompute
 from app.domain.architecture import ModelName
-from app.domain.cut_grid import cut_shown, rank, stage_columns
+from app.domain.cut_grid import cut_drawn, rank, stage_columns
 from app.domain.eighths import COLUMNS
 from app.domain.fixes import Fix, Fixes
 from app.domain.fixes import fixes as what_fits
@@ -148,7 +148,9 @@ class CutCardOut(BaseModel):
 
     card: int = Field(ge=0, description="The GPU, 0-based.")
     pipeline_stage: int = Field(ge=0, description="Its pipeline stage, 0-based (0 with pp = 1).")
-    tensor_rank: int = Field(ge=0, description="Its rank in its tensor-parallel group: it keeps the rank-th 1/tp slice.")
+    tensor_rank: int = Field(
+        ge=0, description="Its rank in its tensor-parallel group: it keeps the rank-th 1/tp slice."
+    )
     context_rank: int = Field(ge=0, description="Its rank in its context-parallel group (0 with cp = 1).")
     data_parallel_rank: int = Field(ge=0, description="Its data-parallel rank: its place in ZeRO's group, with cp.")
     columns: list[int] = Field(description="The model's eighths (0 to 7, by weight) its stage keeps all or part of.")
@@ -158,9 +160,9 @@ class CutCardOut(BaseModel):
 
     @classmethod
     def all_of(cls, cut: Cut, gpus: int) -> list[CutCardOut]:
-        """The cards the page's cut grid draws (every one up to 16; beyond, whole tensor groups)."""
+        """The cards the page's cut grid draws (every one up to 16; beyond, whole tensor groups; 4 a stage past 2)."""
         found = []
-        for card in cut_shown(cut, gpus):
+        for card in cut_drawn(cut, gpus):
             here = rank(card, cut, gpus)
             own = stage_columns(here.stage, cut.pp)
             found.append(

@@ -76,7 +76,8 @@ def test_layout_honours_the_run_and_matches_its_page(
     assert api == page
 
 
-# The cut's cards by hand (docs/parallelism.md, the grid of a cut model): card = tp + TP × (cp + CP × (dp + DP × stage)).
+# The cut's cards by hand (docs/parallelism.md, the grid of a cut model):
+# card = tp + TP × (cp + CP × (dp + DP × stage)).
 # pp = 3: stage 0 keeps weights [0, 1/3), columns 0 to 2 (2/8 < 1/3 < 3/8); stage 1 [1/3, 2/3), columns 2 to 5.
 @pytest.mark.parametrize(
     ("query", "card", "stage", "tensor", "dp", "absent"),

@@ -129,3 +129,20 @@ def test_arriving_from_zero2_rings_the_weights_zero3_now_shards(client: TestClie
     assert {column for column, _ in ringed} == {f"Column {n} " for n in range(8)}
     assert len(grid.select(".cell.changed")) == 16 * 3
     assert grid.select(".cell.absent.changed") == []
+
+
+def test_stages_sit_side_by_side_past_two(client: TestClient) -> None:
+    grid = one(run_page(client, "gpus=15&pp=3&stage=zero3", {}), "#grid")
+    stages = grid.select(".node-box")
+    assert [s["class"] for s in stages] == [["node-box", "span-4"]] * 3
+    assert [[c["data-card-index"] for c in s.select(".card")] for s in stages] == [
+        [str(n) for n in range(first, first + 4)] for first in (0, 5, 10)
+    ]
+    gaps = [g.get_text(" ", strip=True) for g in grid.select(".card-gap.brief")]
+    assert gaps == [
+        f"… GPU {n}: stage {s}'s other tensor groups, each as its stage's drawn group but for ZeRO's share"
+        for n, s in ((4, 1), (9, 2), (14, 3))
+    ]
+    assert text(grid, ".network-link") == (
+        "Pipeline, each stage sending its activations to the next: 1 → 2 (inside the node), 2 → 3 (inside the node)"
+    )
