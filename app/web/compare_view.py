@@ -17,7 +17,6 @@ from app.web.inputs import Theme
 from app.web.links import compare_address
 from app.web.stage_view import StageLink
 
-
 CUT_WORDS = (
     "The model is cut: each card shows its pipeline stage's eighths of the model (another stage's hatched) and, "
     "part filled, its tensor slice. The frames of its stages and tensor groups are on the main page."
