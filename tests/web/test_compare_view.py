@@ -95,7 +95,7 @@ def test_compare_draws_the_cut(client: TestClient) -> None:
     tree = get_tree(client, "left=zero1&right=zero3&gpus=16&tp=2&pp=2", "/compare")
     right = one(tree, "#right")
     card = right.select(".card")[3]
-    states = {(int(c["data-weight"]), str(c["data-state"])) for c in card.select(".cell")}
+    states = {(int(str(c["data-weight"])), str(c["data-state"])) for c in card.select(".cell")}
     assert states == {(0, "dashed"), (1, "partial"), (2, "dashed"), (3, "dashed")} | {
         (w, "absent") for w in range(4, 8)
     }
