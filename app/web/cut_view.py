@@ -8,14 +8,14 @@ stage, and inside it in one frame a tensor-parallel group (neighbouring cards of
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
 from app.domain.cut_grid import ROW, cut_cell, cut_drawn, rank, stage_columns, stage_room, zero_group
 from app.domain.eighths import COLUMNS, Column
 from app.domain.parallel import Cut
-from app.domain.recipes import BandSpec
-from app.domain.report import StageReport
+from app.domain.recipes import Band, BandSpec
+from app.domain.report import Beat, Holding, Part, Phase, StageReport
 from app.domain.scenario import Scenario
 from app.domain.sharding import CellState
 from app.domain.stages import Stage
@@ -135,6 +135,92 @@ def cut_columns(scenario: Scenario, stage: Stage, card: int, previous: Stage | N
         responsible = bool(stage.sharded) and zero_group(cut, gpus) > 1 and column.index in own
         responsible = responsible and any(c.band in stage.sharded and c.state is not CellState.DASHED for c in cells)
         columns.append(ColumnView(column.index, responsible, cells, axis_label=str(column.index)))
+    return tuple(columns)
+
+
+def _in_hand(phase: Phase, column: int, band: Band, whole: bool) -> Holding | None:
+    """What a pass's phase does to a card's band of the column in hand, as `Phase.holding` does (None: nothing).
+
+    `whole`: whether the card keeps all of its tensor slice of the band (unsharded, or its ZeRO share covers
+    it), on the card; then nothing is gathered or sent. The cut's shares are the stage's, not the whole
+    model's that `Phase.holding` knows, so the rule is asked here of the cut's cell.
+    """
+    if column != phase.column or not phase.reached or whole:
+        return None
+    if band is Band.WEIGHTS and phase.part in (Part.FORWARD, Part.BACKWARD) and phase.beat is not Beat.DISCARD:
+        return Holding.GATHERED
+    if band is Band.GRADIENTS and phase.part is Part.BACKWARD and phase.beat is not Beat.GATHER:
+        return Holding.SENT
+    return None
+
+
+REST_HOLDING = {CellState.SOLID: Holding.HELD, CellState.PARTIAL: Holding.PARTIAL, CellState.DASHED: Holding.DASHED}
+"""A cut cell at rest, as the step's holding says it."""
+
+
+def cut_step_columns(phase: Phase, scenario: Scenario, card: int) -> tuple[ColumnView, ...]:
+    """One card's eighths during a phase of the step, with the model cut.
+
+    The card keeps its stage's columns and its tensor slice as at rest (`cut_cell`); another stage's columns are
+    absent, and nothing of the phase happens on them. On its own stage's columns the phase's marks are the
+    step's: the weights assembled for the gather and the compute (its tensor slice, from its ZeRO group), the
+    gradients computed and sent at the discard, the cells the phase works on. The step's ZeRO member is the
+    card's place in its ZeRO group (`cp_rank + cp × dp_rank`).
+    """
+    run, recipe = scenario.run, scenario.recipe
+    cut, gpus = run.cut, run.gpus
+    here = rank(card, cut, gpus)
+    member = here.cp + cut.cp * here.dp
+    own = stage_columns(here.stage, cut.pp)
+    columns = []
+    for column in scenario.columns:
+        cells = []
+        for spec in recipe.specs:
+            if spec.nbytes == 0:
+                continue
+            rest, _ = _label(card, column, spec, cut, gpus, spec.band in phase.sharded)
+            if rest.state is CellState.ABSENT:
+                cells.append(rest)
+                continue
+            # The update works on the columns the card keeps a share of: ask the step for a member whose share
+            # falls in this column (the step's shares are the whole model's, the cut's the stage's).
+            if phase.part is Part.UPDATE:
+                first = column.index * phase.group // COLUMNS
+                active = rest.state is not CellState.DASHED and phase.active(first, column.index, spec.band)
+            else:
+                active = phase.active(member, column.index, spec.band)
+            whole = spec.band not in phase.sharded or cut_cell(card, column.index, True, cut, gpus) == cut_cell(
+                card, column.index, False, cut, gpus
+            )
+            holding = _in_hand(phase, column.index, spec.band, whole and spec.band not in phase.on_host)
+            if holding is not None:
+                where = f"GPU {card:,}, column {column.index} ({column.label}), {spec.label}"
+                said = (
+                    f"{where}: this card's tensor slice assembled here from its ZeRO group, for this phase only."
+                    if holding is Holding.GATHERED
+                    else f"{where}: its tensor slice's gradients computed here, then reduce-scattered over its "
+                    "ZeRO group and dropped."
+                )
+                view = CellView(
+                    card=card,
+                    weight=column.index,
+                    band=spec.band,
+                    state=holding.state,
+                    holder=card,
+                    nbytes=rest.nbytes,
+                    label=said,
+                    holding=holding,
+                    active=active,
+                )
+            else:
+                view = replace(rest, holding=REST_HOLDING[rest.state], active=active)
+            cells.append(view)
+        responsible = bool(phase.sharded) and zero_group(cut, gpus) > 1 and column.index in own
+        responsible = responsible and any(
+            c.band in phase.sharded and c.state is not CellState.DASHED and c.holding is not Holding.GATHERED
+            for c in cells
+        )
+        columns.append(ColumnView(column.index, responsible, tuple(cells), axis_label=str(column.index)))
     return tuple(columns)
 
 

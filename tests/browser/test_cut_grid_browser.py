@@ -71,3 +71,25 @@ def test_absent_is_drawn_unlike_dashed(page: Page, server: str) -> None:
     assert looks["dashed"][0] == "dashed"
     assert looks["absent"][1] == "rgba(0, 0, 0, 0)"
     assert looks["absent"][2] is True
+
+
+@pytest.mark.parametrize(
+    ("theme", "width", "height"), [("", 1280, 800), ("&theme=projector", 1024, 768)], ids=["page", "projector"]
+)
+def test_the_step_with_a_cut_stays_on_one_screen_and_the_clicker_moves(
+    page: Page, server: str, watch: Watch, theme: str, width: int, height: int
+) -> None:
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}/?gpus=8&tp=2&pp=2&stage=zero3&phase=10{theme}")
+    boxes: list[list[object]] = page.evaluate(_BOXES)
+    cards = [b for b in boxes if b[0] == "card"]
+    assert len(cards) == 8
+    assert all(float(str(b[3])) <= width and float(str(b[4])) <= height for b in cards)
+    assert page.locator("#grid .cell.absent").count() > 0
+    screenshot(page, f"cut-step{'-projector' if theme else ''}")
+    # A clicker's PageDown is the step's →: the next phase, the cut still drawn.
+    page.locator("body").press("PageDown")
+    page.wait_for_url("**phase=11**")
+    assert page.locator("#grid .cell.absent").count() > 0
+    assert page.locator("#grid .cell.gathered").count() > 0
+    watch.assert_clean(page)
