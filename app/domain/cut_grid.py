@@ -30,6 +30,9 @@ from app.domain.sharding import CellState, Share
 MAX_CUT_CARDS = 16
 """Up to this many cards a cut grid draws them all; beyond, one tensor-parallel group a stage where it can."""
 
+ROW = 8
+"""The cut grid's columns: eight cards a row."""
+
 
 @dataclass(frozen=True)
 class Rank:
@@ -146,3 +149,29 @@ def cut_shown(cut: Cut, gpus: int) -> tuple[int, ...]:
         for tp in range(min(cut.tp, MAX_CUT_CARDS))
     }
     return tuple(sorted(found))
+
+
+def cut_drawn(cut: Cut, gpus: int) -> tuple[int, ...]:
+    """The cards a cut grid draws on its first screen: `cut_shown`'s, at most `stage_room` a stage.
+
+    Past two stages drawn, the stages sit side by side (`stage_room`), and each keeps its first cards (its first
+    tensor groups, in Megatron's order): the rest are said in words.
+    """
+    shown = cut_shown(cut, gpus)
+    room = stage_room(cut, gpus)
+    if room == ROW:
+        return shown
+    kept: dict[int, list[int]] = {}
+    for card in shown:
+        kept.setdefault(rank(card, cut, gpus).stage, []).append(card)
+    return tuple(card for cards in kept.values() for card in cards[:room])
+
+
+def stage_room(cut: Cut, gpus: int) -> int:
+    """The grid's columns (of `ROW`) each drawn stage takes: a whole row with one or two stages drawn.
+
+    With more, one stage a row would not fit a screen of 800 px: the stages sit side by side in two rows,
+    `ceil(stages / 2)` a row, each `ROW // that` columns wide (pp = 3 or 4: 4; pp = 8: 2; pp = 16: 1).
+    """
+    stages = len({rank(card, cut, gpus).stage for card in cut_shown(cut, gpus)})
+    return ROW if stages <= 2 else max(1, ROW // -(-stages // 2))

@@ -27,15 +27,16 @@ def stages() -> list[StageRow]:
     return [StageRow.of(row) for row in run_report(Run())]
 
 
-@router.get("/layout", name="api_layout")
+@router.get("/layout", name="api_layout", response_model_exclude_none=True)
 def grid_layout(query: Annotated[LayoutQuery, Query()]) -> LayoutOut:
     """Every drawn cell of one stage's grid for a run (8 GPUs by default), as the page draws it.
 
     A card per GPU and a weight per card, 4 bands each: solid where the card holds the state. Up to
-    16 GPUs all are drawn; more, the first four and the last four.
+    16 GPUs all are drawn; more, the first four and the last four. With the model cut (tp, pp or cp above 1),
+    `cut_cards`: each card the page's cut grid draws, its pipeline stage, tensor rank and absent columns.
     """
     run = resolve(query.inputs()).run
-    return LayoutOut.of(layout(query.stage, run.gpus, run.recipe))
+    return LayoutOut.of(layout(query.stage, run.gpus, run.recipe), run.cut)
 
 
 @router.get("/memory", name="api_memory", response_model_exclude_none=True)

@@ -11,10 +11,16 @@ from app.domain.scenario import Scenario
 from app.domain.stages import Stage
 from app.domain.units import gpus_label, p_units, per_weight
 from app.web.bars import legend
+from app.web.cut_view import cut_cards
 from app.web.grid_view import CardGap, CardView, rest_cards
 from app.web.inputs import Theme
 from app.web.links import compare_address
 from app.web.stage_view import StageLink
+
+CUT_WORDS = (
+    "The model is cut: each card shows its pipeline stage's eighths of the model (another stage's hatched) and, "
+    "part filled, its tensor slice. The frames of its stages and tensor groups are on the main page."
+)
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,8 @@ class CompareSide:
     cards: tuple[CardView | CardGap, ...]
     change: str
     """What going from the other side to this one does to each card."""
+    cut: tuple[str, ...] = ()
+    """With the model cut: what its cards show (their stage's columns, their tensor slice), and what is not drawn."""
 
 
 @dataclass(frozen=True)
@@ -101,8 +109,13 @@ def compare_view(
             per_gpu=units.show(row.per_gpu_bytes),
             peak=units.show(row.peak_bytes),
             communication=p_units(row.communication_p),
-            cards=rest_cards(scenario, stage, row, None if other is stage else moved),
+            cards=(
+                cut_cards(scenario, stage, row, None if other is stage else other)
+                if run_.cut.cuts
+                else rest_cards(scenario, stage, row, None if other is stage else moved)
+            ),
             change=moved.sentence,
+            cut=(CUT_WORDS,) if run_.cut.cuts else (),
         )
 
     a, b = rows[left], rows[right]

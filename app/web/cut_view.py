@@ -8,14 +8,14 @@ stage, and inside it in one frame a tensor-parallel group (neighbouring cards of
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import ClassVar
 
-from app.domain.cut_grid import cut_cell, cut_shown, rank, stage_columns, zero_group
+from app.domain.cut_grid import ROW, cut_cell, cut_drawn, rank, stage_columns, stage_room, zero_group
 from app.domain.eighths import COLUMNS, Column
 from app.domain.parallel import Cut
-from app.domain.recipes import BandSpec
-from app.domain.report import StageReport
+from app.domain.recipes import Band, BandSpec
+from app.domain.report import Beat, Holding, Part, Phase, StageReport
 from app.domain.scenario import Scenario
 from app.domain.sharding import CellState
 from app.domain.stages import Stage
@@ -44,11 +44,13 @@ class CutGap(CardGap):
     """Where a cut grid leaves cards out: beside its stage's drawn group, in the rest of the row."""
 
     width: int = 8
+    brief: bool = False
+    """A line under its stage's cards (stages side by side), not a box beside them."""
     kind: ClassVar[str] = "cut_gap"
     css: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "css", f"card-gap span-{self.width}")
+        object.__setattr__(self, "css", f"card-gap span-{self.width}" + (" brief" if self.brief else ""))
 
 
 def _strip(start: float, end: float) -> tuple[int, int]:
@@ -136,6 +138,92 @@ def cut_columns(scenario: Scenario, stage: Stage, card: int, previous: Stage | N
     return tuple(columns)
 
 
+def _in_hand(phase: Phase, column: int, band: Band, whole: bool) -> Holding | None:
+    """What a pass's phase does to a card's band of the column in hand, as `Phase.holding` does (None: nothing).
+
+    `whole`: whether the card keeps all of its tensor slice of the band (unsharded, or its ZeRO share covers
+    it), on the card; then nothing is gathered or sent. The cut's shares are the stage's, not the whole
+    model's that `Phase.holding` knows, so the rule is asked here of the cut's cell.
+    """
+    if column != phase.column or not phase.reached or whole:
+        return None
+    if band is Band.WEIGHTS and phase.part in (Part.FORWARD, Part.BACKWARD) and phase.beat is not Beat.DISCARD:
+        return Holding.GATHERED
+    if band is Band.GRADIENTS and phase.part is Part.BACKWARD and phase.beat is not Beat.GATHER:
+        return Holding.SENT
+    return None
+
+
+REST_HOLDING = {CellState.SOLID: Holding.HELD, CellState.PARTIAL: Holding.PARTIAL, CellState.DASHED: Holding.DASHED}
+"""A cut cell at rest, as the step's holding says it."""
+
+
+def cut_step_columns(phase: Phase, scenario: Scenario, card: int) -> tuple[ColumnView, ...]:
+    """One card's eighths during a phase of the step, with the model cut.
+
+    The card keeps its stage's columns and its tensor slice as at rest (`cut_cell`); another stage's columns are
+    absent, and nothing of the phase happens on them. On its own stage's columns the phase's marks are the
+    step's: the weights assembled for the gather and the compute (its tensor slice, from its ZeRO group), the
+    gradients computed and sent at the discard, the cells the phase works on. The step's ZeRO member is the
+    card's place in its ZeRO group (`cp_rank + cp × dp_rank`).
+    """
+    run, recipe = scenario.run, scenario.recipe
+    cut, gpus = run.cut, run.gpus
+    here = rank(card, cut, gpus)
+    member = here.cp + cut.cp * here.dp
+    own = stage_columns(here.stage, cut.pp)
+    columns = []
+    for column in scenario.columns:
+        cells = []
+        for spec in recipe.specs:
+            if spec.nbytes == 0:
+                continue
+            rest, _ = _label(card, column, spec, cut, gpus, spec.band in phase.sharded)
+            if rest.state is CellState.ABSENT:
+                cells.append(rest)
+                continue
+            # The update works on the columns the card keeps a share of: ask the step for a member whose share
+            # falls in this column (the step's shares are the whole model's, the cut's the stage's).
+            if phase.part is Part.UPDATE:
+                first = column.index * phase.group // COLUMNS
+                active = rest.state is not CellState.DASHED and phase.active(first, column.index, spec.band)
+            else:
+                active = phase.active(member, column.index, spec.band)
+            whole = spec.band not in phase.sharded or cut_cell(card, column.index, True, cut, gpus) == cut_cell(
+                card, column.index, False, cut, gpus
+            )
+            holding = _in_hand(phase, column.index, spec.band, whole and spec.band not in phase.on_host)
+            if holding is not None:
+                where = f"GPU {card:,}, column {column.index} ({column.label}), {spec.label}"
+                said = (
+                    f"{where}: this card's tensor slice assembled here from its ZeRO group, for this phase only."
+                    if holding is Holding.GATHERED
+                    else f"{where}: its tensor slice's gradients computed here, then reduce-scattered over its "
+                    "ZeRO group and dropped."
+                )
+                view = CellView(
+                    card=card,
+                    weight=column.index,
+                    band=spec.band,
+                    state=holding.state,
+                    holder=card,
+                    nbytes=rest.nbytes,
+                    label=said,
+                    holding=holding,
+                    active=active,
+                )
+            else:
+                view = replace(rest, holding=REST_HOLDING[rest.state], active=active)
+            cells.append(view)
+        responsible = bool(phase.sharded) and zero_group(cut, gpus) > 1 and column.index in own
+        responsible = responsible and any(
+            c.band in phase.sharded and c.state is not CellState.DASHED and c.holding is not Holding.GATHERED
+            for c in cells
+        )
+        columns.append(ColumnView(column.index, responsible, tuple(cells), axis_label=str(column.index)))
+    return tuple(columns)
+
+
 def cut_cards(
     scenario: Scenario, stage: Stage, row: StageReport, previous: Stage | None = None
 ) -> tuple[CardView | CardGap, ...]:
@@ -147,12 +235,12 @@ def cut_cards(
     figure = units.show(row.rest_bytes) + (
         f" at rest, {units.show(row.peak_bytes)} at its peak" if row.peak_bytes != row.rest_bytes else ""
     )
-    shown = cut_shown(cut, gpus)
+    shown = cut_drawn(cut, gpus)
     cards: list[CardView | CardGap] = []
     for position, card in enumerate(shown):
         if position and (hidden := card - shown[position - 1] - 1):
-            words = f"GPU {card - hidden:,} to GPU {card - 1:,}: {_left_out(card - hidden, card - 1, cut, gpus)}"
-            cards.append(CutGap(words, _room(shown, position, cut, gpus)))
+            words = _left_out(card - hidden, card - 1, cut, gpus)
+            cards.append(_gap(words, shown, position, cut, gpus))
         columns = cut_columns(scenario, stage, card, previous)
         name = f"GPU {card:,}"
         cards.append(
@@ -170,27 +258,34 @@ def cut_cards(
             )
         )
     if shown[-1] < gpus - 1:
-        words = f"GPU {shown[-1] + 1:,} to GPU {gpus - 1:,}: {_left_out(shown[-1] + 1, gpus - 1, cut, gpus)}"
-        cards.append(CutGap(words, _room(shown, len(shown), cut, gpus)))
+        words = _left_out(shown[-1] + 1, gpus - 1, cut, gpus)
+        cards.append(_gap(words, shown, len(shown), cut, gpus))
     return tuple(cards)
 
 
-def _room(shown: tuple[int, ...], position: int, cut: Cut, gpus: int) -> int:
-    """The grid's columns a gap takes: its row's room beside the drawn groups on either side, else a whole row."""
+def _gap(words: str, shown: tuple[int, ...], position: int, cut: Cut, gpus: int) -> CutGap:
+    """A gap's words and the grid's columns it takes.
+
+    With the stages side by side a line under its stage's cards; else its row's room beside the drawn groups on
+    either side, else a whole row.
+    """
+    if (room := stage_room(cut, gpus)) < ROW:
+        return CutGap(words, room, brief=True)
     drawn = min(cut.tp, 8)
     between = (
         0 < position < len(shown)
         and rank(shown[position], cut, gpus).stage == rank(shown[position - 1], cut, gpus).stage
     )
     room = 8 - (2 if between else 1) * drawn if position else 8
-    return room if room > 0 else 8
+    return CutGap(words, room if room > 0 else 8)
 
 
 def _left_out(first: int, last: int, cut: Cut, gpus: int) -> str:
     """Which cards a gap stands for: their stages and data-parallel ranks, alike but for ZeRO's share."""
     a, b = rank(first, cut, gpus), rank(last, cut, gpus)
     stages = f"stage {a.stage + 1}" if a.stage == b.stage else f"stages {a.stage + 1} to {b.stage + 1}"
-    return f"{stages}'s other tensor groups, each as its stage's drawn group but for ZeRO's share"
+    cards = f"GPU {first:,}" if first == last else f"GPU {first:,} to GPU {last:,}"
+    return f"{cards}: {stages}'s other tensor groups, each as its stage's drawn group but for ZeRO's share"
 
 
 def in_stages(
@@ -208,17 +303,17 @@ def in_stages(
             stage_of = rank(item.index, cut, gpus).stage
         by_stage.setdefault(stage_of, []).append(item)
     per_stage = gpus // cut.pp
+    room = stage_room(cut, gpus)
     found: list[NodeView | NodeGap] = []
+    sends: list[str] = []
     for stage, items in by_stage.items():
         if found:
             crosses = (stage * per_stage) % per_node == 0
-            found.append(
-                NodeGap(
-                    "",
-                    f"Pipeline: stage {stage} sends its activations to stage {stage + 1}"
-                    + (f" ({between.split(':')[0].lower()})" if crosses else " (inside the node)"),
-                )
-            )
+            over = f" ({between.split(':')[0].lower()})" if crosses else " (inside the node)"
+            if room == ROW:  # one stage a row: the pipeline's link between them
+                found.append(NodeGap("", f"Pipeline: stage {stage} sends its activations to stage {stage + 1}{over}"))
+            else:
+                sends.append(f"{stage} → {stage + 1}{over}")
         first, last = stage * per_stage, (stage + 1) * per_stage - 1
         nodes = (
             f"node {first // per_node:,}"
@@ -231,8 +326,12 @@ def in_stages(
             else f"GPUs {first:,}–{last:,}"
         )
         found.append(
-            NodeView(stage, title, _stage_link(stage, cut), _tp_groups(items, cut, per_node, per_stage > per_node))
+            NodeView(
+                stage, title, _stage_link(stage, cut), _tp_groups(items, cut, per_node, per_stage > per_node), room
+            )
         )
+    if sends:  # the stages side by side: their links in one line under them
+        found.append(NodeGap("", "Pipeline, each stage sending its activations to the next: " + ", ".join(sends)))
     return tuple(found)
 
 

@@ -476,7 +476,13 @@ class NodeView:
     link: str
     """The link inside the node, in words: "NVLink inside, 450 GB/s a card"."""
     items: tuple[CardView | CardGap | TpGroup, ...]
+    width: int = 8
+    """The grid's columns it spans: a whole row, or a cut's stage beside others (`cut_grid.stage_room`)."""
     kind: ClassVar[str] = "node"
+    css: str = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "css", "node-box" + (f" span-{self.width}" if self.width < 8 else ""))
 
 
 @dataclass(frozen=True)

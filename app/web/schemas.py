@@ -20,8 +20,11 @@ from pydantic_core import CoreSchema
 
 from app.domain.activations import Recompute
 from app.domain.architecture import ModelName
+from app.domain.cut_grid import cut_drawn, rank, stage_columns
+from app.domain.eighths import COLUMNS
 from app.domain.fixes import Fix, Fixes
 from app.domain.fixes import fixes as what_fits
+from app.domain.parallel import Cut
 from app.domain.placement import Device, Offload
 from app.domain.recipes import Band, Recipe
 from app.domain.report import (
@@ -142,6 +145,42 @@ class CellOut(BaseModel):
         return cls(card=cell.card, weight=cell.weight, band=cell.band, state=cell.state, holder=cell.holder)
 
 
+class CutCardOut(BaseModel):
+    """One drawn card of a cut model: its place in Megatron's rank order and the columns it does not keep."""
+
+    card: int = Field(ge=0, description="The GPU, 0-based.")
+    pipeline_stage: int = Field(ge=0, description="Its pipeline stage, 0-based (0 with pp = 1).")
+    tensor_rank: int = Field(
+        ge=0, description="Its rank in its tensor-parallel group: it keeps the rank-th 1/tp slice."
+    )
+    context_rank: int = Field(ge=0, description="Its rank in its context-parallel group (0 with cp = 1).")
+    data_parallel_rank: int = Field(ge=0, description="Its data-parallel rank: its place in ZeRO's group, with cp.")
+    columns: list[int] = Field(description="The model's eighths (0 to 7, by weight) its stage keeps all or part of.")
+    absent_columns: list[int] = Field(
+        description="The eighths another pipeline stage keeps: absent from this card, not held on its behalf."
+    )
+
+    @classmethod
+    def all_of(cls, cut: Cut, gpus: int) -> list[CutCardOut]:
+        """The cards the page's cut grid draws (every one up to 16; beyond, whole tensor groups; 4 a stage past 2)."""
+        found = []
+        for card in cut_drawn(cut, gpus):
+            here = rank(card, cut, gpus)
+            own = stage_columns(here.stage, cut.pp)
+            found.append(
+                cls(
+                    card=card,
+                    pipeline_stage=here.stage,
+                    tensor_rank=here.tp,
+                    context_rank=here.cp,
+                    data_parallel_rank=here.dp,
+                    columns=list(own),
+                    absent_columns=[c for c in range(COLUMNS) if c not in own],
+                )
+            )
+        return found
+
+
 class LayoutOut(BaseModel):
     """The whole grid for one stage."""
 
@@ -150,16 +189,23 @@ class LayoutOut(BaseModel):
     weights: int
     bands: list[BandOut]
     cells: list[CellOut]
+    cut_cards: list[CutCardOut] | None = Field(
+        None,
+        description="With tp, pp or cp above 1: each card the page's cut grid draws, its pipeline stage, tensor "
+        "rank and the model's eighths it keeps and lacks (docs/parallelism.md, the grid of a cut model). "
+        "`cells` stay ZeRO's picture alone, one weight a card. Absent without a cut.",
+    )
 
     @classmethod
-    def of(cls, grid: Layout) -> LayoutOut:
-        """From the domain's layout."""
+    def of(cls, grid: Layout, cut: Cut | None = None) -> LayoutOut:
+        """From the domain's layout; `cut`, the run's cut, whose cards are listed when it cuts the model."""
         return cls(
             stage=grid.stage,
             gpus=grid.gpus,
             weights=grid.weights,
             bands=BandOut.all_of(grid.recipe),
             cells=[CellOut.of(c) for c in grid.cells],
+            cut_cards=None if cut is None or not cut.cuts else CutCardOut.all_of(cut, grid.gpus),
         )
 
 

@@ -18,6 +18,7 @@ from app.domain.units import ByteUnit, p_units
 from app.web.bars import card_bar, legend
 from app.web.card_words import holding_sentence
 from app.web.chart_view import ChartView, chart_view
+from app.web.cut_view import cut_step_columns
 from app.web.grid_view import (
     NO_COPY,
     CardGap,
@@ -385,7 +386,10 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
         if position and (hidden := card - shown[position - 1] - 1):
             cards.append(CardGap(f"GPU {card - hidden:,} to GPU {card - 1:,}: the same pattern"))
         mine = set(owned_columns(card % run.shards, run.shards)) if phase.sharded else set()
-        view_columns = _step_columns(phase, scenario, card, mine)
+        # With the model cut, the card's stage's columns and tensor slice (cut_view), the phase's marks on them.
+        view_columns = (
+            cut_step_columns(phase, scenario, card) if run.cut.cuts else _step_columns(phase, scenario, card, mine)
+        )
         rest = _step_columns(phases[0], scenario, card, mine) if away else None
         on_card, host = split_host(view_columns, away, recipe, title, rest)
         name = f"GPU {card:,}"

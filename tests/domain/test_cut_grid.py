@@ -11,9 +11,11 @@ from app.domain.cut_grid import (
     card_at,
     column_stages,
     cut_cell,
+    cut_drawn,
     cut_shown,
     rank,
     stage_columns,
+    stage_room,
     zero_group,
 )
 from app.domain.parallel import Cut
@@ -144,3 +146,23 @@ def test_zero_group_spans_data_and_context_parallel_ranks() -> None:
 )
 def test_the_cards_drawn(cut: Cut, gpus: int, shown: tuple[int, ...]) -> None:
     assert cut_shown(cut, gpus) == shown
+
+
+@pytest.mark.parametrize(
+    ("cut", "gpus", "room", "drawn"),
+    [
+        # One or two stages drawn: a row each, every card `cut_shown` draws.
+        (Cut(tp=2, pp=2), 16, 8, tuple(range(16))),
+        (Cut(tp=8, pp=4), 256, 8, (*range(8), *range(192, 200))),
+        # Three or four: two a row, 8 // 2 = 4 columns each; 5 cards a stage keep their first 4 (0-3, 5-8, 10-13).
+        (Cut(pp=3), 12, 4, tuple(range(12))),
+        (Cut(pp=3), 15, 4, (0, 1, 2, 3, 5, 6, 7, 8, 10, 11, 12, 13)),
+        (Cut(tp=4, pp=4), 64, 4, (0, 1, 2, 3, 16, 17, 18, 19, 32, 33, 34, 35, 48, 49, 50, 51)),
+        # Eight stages: four a row, 8 // 4 = 2 columns; sixteen: eight a row, one column each.
+        (Cut(pp=8), 16, 2, tuple(range(16))),
+        (Cut(pp=16), 16, 1, tuple(range(16))),
+    ],
+)  # fmt: skip
+def test_stages_side_by_side_past_two(cut: Cut, gpus: int, room: int, drawn: tuple[int, ...]) -> None:
+    assert stage_room(cut, gpus) == room
+    assert cut_drawn(cut, gpus) == drawn

@@ -76,6 +76,40 @@ def test_layout_honours_the_run_and_matches_its_page(
     assert api == page
 
 
+# The cut's cards by hand (docs/parallelism.md, the grid of a cut model):
+# card = tp + TP × (cp + CP × (dp + DP × stage)).
+# pp = 3: stage 0 keeps weights [0, 1/3), columns 0 to 2 (2/8 < 1/3 < 3/8); stage 1 [1/3, 2/3), columns 2 to 5.
+@pytest.mark.parametrize(
+    ("query", "card", "stage", "tensor", "dp", "absent"),
+    [
+        ("gpus=16&tp=2&pp=2", 3, 0, 1, 1, [4, 5, 6, 7]),
+        ("gpus=16&tp=2&pp=2", 14, 1, 0, 3, [0, 1, 2, 3]),
+        ("gpus=12&pp=3", 5, 1, 0, 1, [0, 1, 6, 7]),
+        ("gpus=12&pp=3", 11, 2, 0, 3, [0, 1, 2, 3, 4]),
+        ("gpus=8&tp=4", 6, 0, 2, 1, []),
+        ("gpus=64&tp=4&pp=4", 51, 3, 3, 0, [0, 1, 2, 3, 4, 5]),
+    ],
+)  # fmt: skip
+def test_layout_lists_the_cut_cards(
+    client: TestClient, query: str, card: int, stage: int, tensor: int, dp: int, absent: list[int]
+) -> None:
+    body = client.get(f"/api/layout?stage=zero3&{query}").json()
+    found = {c["card"]: c for c in body["cut_cards"]}
+    assert found[card] == {
+        "card": card,
+        "pipeline_stage": stage,
+        "tensor_rank": tensor,
+        "context_rank": 0,
+        "data_parallel_rank": dp,
+        "columns": [c for c in range(8) if c not in absent],
+        "absent_columns": absent,
+    }
+
+
+def test_layout_without_a_cut_has_no_cut_cards(client: TestClient) -> None:
+    assert "cut_cards" not in client.get("/api/layout?stage=zero3&gpus=16").json()
+
+
 def test_layout_refuses_a_bad_run(client: TestClient) -> None:
     response = client.get("/api/layout", params={"stage": "zero1", "gpus": "0"})
     assert response.status_code == 422

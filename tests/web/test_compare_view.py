@@ -87,3 +87,31 @@ def test_compare_says_what_the_page_says_of_the_run(client: TestClient, run: str
     page = notes(dom(client.get(f"/?stage=zero1&{run}").text), ".notes li")
     assert bool(page) is noted
     assert notes(dom(client.get(f"/compare?left=zero1&right=zero3&{run}").text), "#compare .notes li") == page
+
+
+def test_compare_draws_the_cut(client: TestClient) -> None:
+    # docs/parallelism.md by hand: gpus=16, tp=2, pp=2, ZeRO-3 (dp = 4): GPU 3 (stage 1, dp 1, tensor 1) keeps the
+    # second half of column 1 of every band; columns 0, 2, 3 are dashed (GPUs 1, 5, 7); 4 to 7 absent (stage 2).
+    tree = get_tree(client, "left=zero1&right=zero3&gpus=16&tp=2&pp=2", "/compare")
+    right = one(tree, "#right")
+    card = right.select(".card")[3]
+    states = {(int(str(c["data-weight"])), str(c["data-state"])) for c in card.select(".cell")}
+    assert states == {(0, "dashed"), (1, "partial"), (2, "dashed"), (3, "dashed")} | {
+        (w, "absent") for w in range(4, 8)
+    }
+    assert [text(side, ".compare-cut") for side in (one(tree, "#left"), right)] == [
+        "The model is cut: each card shows its pipeline stage's eighths of the model (another stage's hatched) and, "
+        "part filled, its tensor slice. The frames of its stages and tensor groups are on the main page."
+    ] * 2
+
+
+def test_compare_of_many_cut_cards_says_which_are_left_out(client: TestClient) -> None:
+    right = one(get_tree(client, "left=zero1&right=zero3&gpus=64&tp=4&pp=4", "/compare"), "#right")
+    assert len(right.select(".card")) == 16
+    assert [g.get_text(" ", strip=True).split(":")[0] for g in right.select(".card-gap")] == [
+        "… GPU 4 to GPU 15", "… GPU 20 to GPU 31", "… GPU 36 to GPU 47", "… GPU 52 to GPU 63"
+    ]  # fmt: skip
+
+
+def test_compare_without_a_cut_says_nothing_of_it(client: TestClient) -> None:
+    assert not get_tree(client, "left=zero1&right=zero3", "/compare").select(".compare-cut")

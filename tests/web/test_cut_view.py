@@ -129,3 +129,43 @@ def test_arriving_from_zero2_rings_the_weights_zero3_now_shards(client: TestClie
     assert {column for column, _ in ringed} == {f"Column {n} " for n in range(8)}
     assert len(grid.select(".cell.changed")) == 16 * 3
     assert grid.select(".cell.absent.changed") == []
+
+
+def test_stages_sit_side_by_side_past_two(client: TestClient) -> None:
+    grid = one(run_page(client, "gpus=15&pp=3&stage=zero3", {}), "#grid")
+    stages = grid.select(".node-box")
+    assert [s["class"] for s in stages] == [["node-box", "span-4"]] * 3
+    assert [[c["data-card-index"] for c in s.select(".card")] for s in stages] == [
+        [str(n) for n in range(first, first + 4)] for first in (0, 5, 10)
+    ]
+    gaps = [g.get_text(" ", strip=True) for g in grid.select(".card-gap.brief")]
+    assert gaps == [
+        f"… GPU {n}: stage {s}'s other tensor groups, each as its stage's drawn group but for ZeRO's share"
+        for n, s in ((4, 1), (9, 2), (14, 3))
+    ]
+    assert text(grid, ".network-link") == (
+        "Pipeline, each stage sending its activations to the next: 1 → 2 (inside the node), 2 → 3 (inside the node)"
+    )
+
+
+STEP = "gpus=8&tp=2&pp=2&stage=zero3&phase=10"
+
+
+def test_the_step_at_a_phase_draws_the_cut(client: TestClient) -> None:
+    # Phase 10: the forward's gather of column 3, stage 1's (GPUs 0-3, columns 0-3; dp = 2, z = 2). GPUs 0 and 1
+    # (ZeRO member 0) keep columns 0 and 1: they gather their tensor slice of column 3; GPUs 2 and 3 keep it
+    # (columns 2 and 3, the second half of each): held, worked on; stage 2's cards have column 3 absent.
+    grid = one(run_page(client, STEP, {}), "#grid")
+    cards = {int(str(c["data-card-index"])): c for c in grid.select(".card")}
+    assert sorted(cards) == list(range(8))
+
+    def weights(card: int, column: int) -> list[str]:
+        cell = cards[card].select(f'.column[data-weight="{column}"] .cell.band-weights')[0]
+        return [c for c in cell["class"] if c in STATES | {"gathered", "held", "active"}]
+
+    assert weights(0, 3) == ["solid", "gathered", "active"]
+    assert weights(2, 3) == ["partial", "partial", "active"]  # the state, then the step's holding
+    assert weights(4, 3) == ["absent"]
+    assert [weights(5, c) for c in range(4)] == [["absent"]] * 4
+    # Stage 2's cards keep their own columns, untouched in this phase.
+    assert weights(4, 4) == ["partial", "partial"]
