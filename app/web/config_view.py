@@ -283,6 +283,8 @@ class LayoutCopy:
     label: str
     href: str
     refused: str = ""
+    lead: str = " · "
+    """What comes before it in the row: nothing for the first of them."""
     links: tuple[str, ...] = field(init=False, repr=False, compare=False)
     refusals: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -345,8 +347,8 @@ def config_view(request: Request, link: Links, stage: Stage, run: Run) -> Config
     if fsdp2:  # a cut model: one sentence for both
         refused = fsdp2 = cut_refused_here(BOTH_CUT, run)
     layout = tuple(
-        LayoutCopy(f"copy-{form.value}", export.label, href(form), _refusal(form, stage, run))
-        for form, export in LAYOUT_EXPORTS.items()
+        LayoutCopy(f"copy-{form.value}", export.label, href(form), _refusal(form, stage, run), " · " if n else "")
+        for n, (form, export) in enumerate(LAYOUT_EXPORTS.items())
     )
     return ConfigView(
         href(ConfigFormat.DEEPSPEED),
