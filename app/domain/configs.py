@@ -107,8 +107,9 @@ def cut_refused_here(export: str, run: Run) -> str:
     """Why an export of ZeRO alone cannot say a run whose model is cut: the layout's exports can."""
     cut = run.cut
     return (
-        f"The model is cut across cards (tp={cut.tp}, pp={cut.pp}, cp={cut.cp}) and {export} says ZeRO over "
-        "whole copies of it alone. Copy the layout as Megatron-LM arguments, torchtitan or an FSDP2 + DTensor mesh."
+        f"The model is cut across cards (tp={cut.tp}, pp={cut.pp}, cp={cut.cp}), which {export} cannot say "
+        "(ZeRO over whole copies of the model alone). Copy the layout as Megatron-LM arguments, torchtitan or an "
+        "FSDP2 + DTensor mesh."
     )
 
 

@@ -515,7 +515,15 @@ def _tp_lines(cut: Cut) -> list[str]:
 
 def _dp_mesh_lines(stage: Stage, run: Run, groups: DataGroups) -> list[str]:
     if stage is Stage.DP:
-        return ["# Data parallelism: every data-parallel card keeps all of its share of the model (DDP)."]
+        lines = ["# Data parallelism: every data-parallel card keeps all of its share of the model (DDP)."]
+        if run.cut.cp > 1:
+            # The cp cards hold the same weights: their gradients are averaged with the data-parallel ones.
+            return [
+                *lines,
+                "# The cp cards hold the same weights: DDP averages the gradients over them too.",
+                'dp_mesh = mesh["dp_replicate", "cp"]._flatten("dp_replicate_cp")',
+            ]
+        return [*lines, 'dp_mesh = mesh["dp_replicate"]']
     hybrid = groups.replicate > 1
     lines = [
         f"# {stage.info.title}: fully_shard over the data-parallel cards"
@@ -546,7 +554,7 @@ def _reshard(stage: Stage) -> str:
 
 def _part_line(stage: Stage) -> str:
     if stage is Stage.DP:
-        return '    replicate(part, device_mesh=mesh["dp_replicate"])'
+        return "    replicate(part, device_mesh=dp_mesh)"
     return f"    fully_shard(part, mesh=dp_mesh, reshard_after_forward={_reshard(stage)})"
 
 

@@ -63,17 +63,25 @@ class LayoutExport:
     label: str
     writer: Callable[[Stage, Run, Architecture | None], str]
     description: str
+    framework: str
+    """The framework's name, as the page says what it lacks."""
 
 
 LAYOUT_EXPORTS = {
     ConfigFormat.MEGATRON: LayoutExport(
-        "Copy as Megatron-LM arguments", megatron_text, "megatron: Megatron-LM's command-line arguments"
+        "Copy as Megatron-LM arguments", megatron_text, "megatron: Megatron-LM's command-line arguments", "Megatron-LM"
     ),
     ConfigFormat.TORCHTITAN: LayoutExport(
-        "Copy as torchtitan", torchtitan_toml, "torchtitan: torchtitan's [parallelism] and [training] (TOML)"
+        "Copy as torchtitan",
+        torchtitan_toml,
+        "torchtitan: torchtitan's [parallelism] and [training] (TOML)",
+        "torchtitan",
     ),
     ConfigFormat.MESH: LayoutExport(
-        "Copy as FSDP2 + DTensor mesh", mesh_snippet, "mesh: a PyTorch device mesh with tensor parallelism and FSDP2"
+        "Copy as FSDP2 + DTensor mesh",
+        mesh_snippet,
+        "mesh: a PyTorch device mesh with tensor parallelism and FSDP2",
+        "FSDP2",
     ),
 }
 """The layout's exports, declared once: the page's links, /api/config's formats and `zero-bands config` come from it."""
@@ -255,6 +263,10 @@ def fsdp2_refused(run: Run) -> str:
     return cut_refused_here("the FSDP2 snippet", run) if cut_parameter(run) else ""
 
 
+BOTH_CUT = "DeepSpeed's JSON config and the FSDP2 snippet"
+"""The page's one sentence for both, where the model is cut."""
+
+
 def read_form(body: CappedBody, run: PageQuery) -> Pasted:
     """The paste box's config read as a run, over the run on the page; Refused keeps what was pasted."""
     text = body.field("config")
@@ -271,6 +283,8 @@ class LayoutCopy:
     label: str
     href: str
     refused: str = ""
+    lead: str = " · "
+    """What comes before it in the row: nothing for the first of them."""
     links: tuple[str, ...] = field(init=False, repr=False, compare=False)
     refusals: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
@@ -308,7 +322,8 @@ class ConfigView:
         object.__setattr__(self, "refusals", (refused,) if refused else ())
         fsdp2 = self.fsdp2_refused
         object.__setattr__(self, "fsdp2_links", () if fsdp2 else (self.fsdp2_href,))
-        object.__setattr__(self, "fsdp2_refusals", (fsdp2,) if fsdp2 else ())
+        # A cut model: DeepSpeed's refusal already says both cannot write it, once.
+        object.__setattr__(self, "fsdp2_refusals", (fsdp2,) if fsdp2 and fsdp2 != refused else ())
         object.__setattr__(self, "messages", (message,) if message else ())
         invalid = {"aria-invalid": "true", "aria-describedby": "config-problem"} if message else {}
         object.__setattr__(self, "text_attrs", invalid)
@@ -328,9 +343,12 @@ def config_view(request: Request, link: Links, stage: Stage, run: Run) -> Config
     # the body.
     action = Links(path_for(request, "config_paste"), link.run, theme=link.theme, predict=link.predict).at(stage, None)
     refused = deepspeed_refused(stage, run)
+    fsdp2 = fsdp2_refused(run)
+    if fsdp2:  # a cut model: one sentence for both
+        refused = fsdp2 = cut_refused_here(BOTH_CUT, run)
     layout = tuple(
-        LayoutCopy(f"copy-{form.value}", export.label, href(form), _refusal(form, stage, run))
-        for form, export in LAYOUT_EXPORTS.items()
+        LayoutCopy(f"copy-{form.value}", export.label, href(form), _refusal(form, stage, run), " · " if n else "")
+        for n, (form, export) in enumerate(LAYOUT_EXPORTS.items())
     )
     return ConfigView(
         href(ConfigFormat.DEEPSPEED),
@@ -338,14 +356,20 @@ def config_view(request: Request, link: Links, stage: Stage, run: Run) -> Config
         action,
         deepspeed_refused=refused,
         layout=layout,
-        fsdp2_refused=fsdp2_refused(run),
+        fsdp2_refused=fsdp2,
     )
 
 
 def _refusal(form: ConfigFormat, stage: Stage, run: Run) -> str:
-    """Why `form` has no export of `run` under `stage`; empty where it has one (written without the shape)."""
+    """Why `form` has no export of `run` under `stage`, in a few words; empty where it has one.
+
+    The API's 422 says it at length; the page, with three exports side by side, names the framework and the
+    stage it lacks (written without the shape, which no refusal depends on).
+    """
     try:
         layout_written(form, stage, run, None)
     except NoConfig as exc:
+        if exc.parameter == "stage":
+            return f"{LAYOUT_EXPORTS[form].framework} has no {stage.info.title} (choose ZeRO-2)"
         return str(exc)
     return ""

@@ -44,15 +44,20 @@ def test_a_cut_models_page_says_why_deepspeed_and_fsdp2_cannot_write_it(client: 
     tree = dom(client.get(f"/?stage=zero3&{CUT}").text)
     assert not tree.select("#copy-deepspeed")
     assert not tree.select("#copy-fsdp2")
-    for selector in ("#deepspeed-refused", "#fsdp2-refused"):
-        assert text(tree, selector).startswith("The model is cut across cards (tp=2, pp=2, cp=1)")
+    # One sentence for both, once.
+    assert text(tree, "#deepspeed-refused") == (
+        "The model is cut across cards (tp=2, pp=2, cp=1), which DeepSpeed's JSON config and the FSDP2 snippet "
+        "cannot say (ZeRO over whole copies of the model alone). Copy the layout as Megatron-LM arguments, "
+        "torchtitan or an FSDP2 + DTensor mesh."
+    )
+    assert not tree.select("#fsdp2-refused")
 
 
 def test_zero1_has_megatrons_arguments_and_says_why_torchtitan_and_the_mesh_have_none(client: TestClient) -> None:
     tree = dom(client.get(f"/?stage=zero1&{CUT}").text)
     assert text(tree, "#copy-megatron") == "Copy as Megatron-LM arguments"
-    assert text(tree, "#copy-torchtitan-refused").startswith("torchtitan has no ZeRO-1")
-    assert text(tree, "#copy-mesh-refused").startswith("FSDP2 has no ZeRO-1")
+    assert text(tree, "#copy-torchtitan-refused") == "torchtitan has no ZeRO-1 (choose ZeRO-2)"
+    assert text(tree, "#copy-mesh-refused") == "FSDP2 has no ZeRO-1 (choose ZeRO-2)"
 
 
 def test_an_uncut_runs_page_keeps_deepspeed_and_fsdp2(client: TestClient) -> None:
