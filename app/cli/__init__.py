@@ -145,7 +145,8 @@ def parser() -> argparse.ArgumentParser:
         "measure",
         help="measure what PyTorch holds on 8 CPU ranks under each arrangement (needs zero-bands[measure])",
         description="Train a toy model of 8 equal layers on 8 CPU processes (gloo) under DDP, "
-        "ZeroRedundancyOptimizer, FSDP1 and FSDP2, and write the bytes each rank holds as a JSON snapshot.",
+        "ZeroRedundancyOptimizer, FSDP1 and FSDP2, then the model cut across them (FSDP2 with tensor parallelism, "
+        "a 2-stage pipeline), and write the bytes each rank holds as a JSON snapshot.",
     )
     measure.add_argument("--out", type=Path, help="where to write the snapshot (default: print a summary only)")
     return p

@@ -4,7 +4,8 @@ Needs torch (the `[measure]` extra). Eight processes join a gloo group on this m
 two real steps of 8 equal bias-free Linear layers (the grid's 8 weights) under seven arrangements in
 turn: DDP, DDP with ZeroRedundancyOptimizer, FSDP1 SHARD_GRAD_OP and FULL_SHARD (one flat parameter),
 FSDP2 `fully_shard` with and without resharding after forward, and FSDP2 on a 2 × 4 mesh (hybrid
-sharding, HSDP); then one more, FSDP2 with its CPU offload (`measure_offload`). The first step creates
+sharding, HSDP); then one more, FSDP2 with its CPU offload (`measure_offload`); then the model cut across
+the ranks, FSDP2 + TP and a 2-stage pipeline (`cut_runner.measure_cut`). The first step creates
 Adam's state; during the second, module hooks record each rank's live bytes at every layer's forward
 and backward; after it, every parameter, gradient and optimizer tensor is recorded, layer by layer.
 

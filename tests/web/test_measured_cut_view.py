@@ -2,9 +2,22 @@
 
 from __future__ import annotations
 
+from dataclasses import fields
+
 import pytest
 from fastapi.testclient import TestClient
+from pydantic import TypeAdapter
 
+from app.measure.cut_snapshots import (
+    ActivationAgreement,
+    BandAgreement,
+    CutAgreement,
+    CutComparison,
+    CutDifference,
+    CutRankAgreement,
+)
+from app.measure.snapshots import comparison
+from app.web.measured_view import shipped_snapshot
 from tests.conftest import dom, one, text
 
 # (section, the model's bytes a rank, measured, the difference: Adam's step counters).
@@ -70,3 +83,23 @@ def test_the_api_serves_the_cut(client: TestClient) -> None:
     ]
     assert [r["measured_bytes"] for r in cut[0]["ranks"]] == [196_656] * 8
     assert [r["activations"]["measured_microbatches"] for r in cut[1]["ranks"]] == [2] * 4 + [1] * 4
+
+
+def test_the_apis_cut_is_the_dataclasses_field_for_field(client: TestClient) -> None:
+    cut = client.get("/api/measured").json()["cut"]
+    arrangement = cut["arrangements"][1]
+    rank = arrangement["ranks"][0]
+    nested = {
+        CutComparison: cut,
+        CutAgreement: arrangement,
+        CutRankAgreement: rank,
+        BandAgreement: rank["bands"][0],
+        CutDifference: rank["differences"][0],
+        ActivationAgreement: rank["activations"],
+    }
+    documented = client.get("/openapi.json").json()["components"]["schemas"]
+    for shape, data in nested.items():
+        names = {field.name for field in fields(shape)}
+        assert set(data) == names, shape
+        assert set(documented[shape.__name__]["properties"]) == names
+    assert cut == TypeAdapter(CutComparison).dump_python(comparison(shipped_snapshot()).cut, mode="json")
