@@ -27,6 +27,7 @@ recomputation on a model with tiled attention keeps all but the log-sum-exp (Lla
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from fractions import Fraction
@@ -278,7 +279,8 @@ def _gpus(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity:
     """
     if inputs.shard is not None or inputs.hpz > 1 or stage is Stage.DP:
         return None  # hybrid groups are sized to the cluster; DP keeps the same whole copy on any count
-    step = inputs.gpus_per_node or 1
+    # Whole nodes, each a whole number of the cut's model-parallel groups (tp × pp × cp divides the cards).
+    step = math.lcm(inputs.gpus_per_node or 1, inputs.tp * inputs.pp * inputs.cp)
     counts = range(inputs.gpus + step - inputs.gpus % step, MAX_GPUS + 1, step)
 
     def fitting(gpus: int) -> Fix | None:

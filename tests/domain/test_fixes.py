@@ -270,3 +270,13 @@ def test_each_cut_is_the_least_degree_that_fits() -> None:
     tp = _first(fixes(scenario, Stage.ZERO3), "tp")
     assert tp.peak_bytes == resolve(replace(L70, tp=4)).report[Stage.ZERO3].peak_bytes <= 80 * GB
     assert resolve(replace(L70, tp=2)).report[Stage.ZERO3].peak_bytes > 80 * GB
+
+
+def test_more_gpus_under_a_cut_are_whole_tensor_parallel_groups() -> None:
+    # The seed's 30B cut tp 2 on 8 × 40 GB under ZeRO-2: a card keeps half of each layer, 15e9 weights, their
+    # bf16 copy whole (30e9), 14 B a weight of the rest over dp = gpus / 2, and half a layer's bf16 gradients
+    # (3.75e9). 68 cards (dp 34): 14 × ceil(15e9 / 34) = 6,176,470,594, 39,926,470,594 in all, under 40e9;
+    # 66 (dp 33) keep 14 × 454,545,455 more, 40,113,636,370: over. 67 is no whole number of tp groups.
+    fix = _first(_found(replace(SEED, capacity=40 * GB, tp=2), Stage.ZERO2), "gpus")
+    assert (fix.value, fix.peak_bytes) == ("68", 30 * GB + 14 * 441_176_471 + 3_750_000_000)
+    assert resolve(replace(SEED, capacity=40 * GB, tp=2, gpus=66)).report[Stage.ZERO2].peak_bytes == 40_113_636_370
