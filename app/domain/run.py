@@ -113,7 +113,7 @@ def _scaled(moments: tuple[Moment, ...], held: int, top: int) -> tuple[Moment, .
 
 
 @dataclass(frozen=True)
-class Card:
+class StageCard:
     """The figures one card of a pipeline stage is counted from: for an uncut model, the run's own."""
 
     params: int
@@ -234,7 +234,7 @@ class Run:
         return self.zero_group // self.shards
 
     @cached_property
-    def cards(self) -> tuple[Card, ...]:
+    def cards(self) -> tuple[StageCard, ...]:
         """Each pipeline stage's card: `sizing` counts the most loaded of them.
 
         One for an uncut model, with the run's own figures.
@@ -264,7 +264,7 @@ class Run:
         return math.ceil(megatron_activations(shape.architecture, shape.seq, self.batch, self.cut, shape.recompute))
 
     @property
-    def heaviest(self) -> Card:
+    def heaviest(self) -> StageCard:
         """The card that keeps state for the most weights (the first of equals): what a node's host keeps for."""
         return max(self.cards, key=lambda card: card.params)
 
@@ -280,9 +280,11 @@ class Run:
         shape = self.activations
         return math.ceil(activation_bytes(self.cut, shape.per_layer, shape.per_layer_split) * self.batch)
 
-    def _stage_cards(self) -> tuple[Card, ...]:
+    def _stage_cards(self) -> tuple[StageCard, ...]:
         if not self.cut.cuts:
-            return (Card(self.params, self.frozen, self.candidates, self.model_layers, columns=self.column_moments),)
+            return (
+                StageCard(self.params, self.frozen, self.candidates, self.model_layers, columns=self.column_moments),
+            )
         modules = self.setup.accounting is Accounting.DEEPSPEED
         # A model of another size drawn with this one's layers (`sizing`'s bisections): each card keeps its share.
         drawn = sum(layer.base + layer.adapters for layer in self.layers)
@@ -300,7 +302,7 @@ class Run:
             columns = tuple(ColumnMoments(_plus(c.forward, others), _plus(c.backward, others)) for c in columns)
             every = (m for column in columns for m in (*column.forward, *column.backward))
             candidates = (AT_REST, *dict.fromkeys(every))
-            found.append(Card(load.params, load.frozen, candidates, load.layers, index, columns))
+            found.append(StageCard(load.params, load.frozen, candidates, load.layers, index, columns))
         return tuple(found)
 
     @property

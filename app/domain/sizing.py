@@ -20,7 +20,7 @@ from app.domain.figures import ANY_SIZE, AnySize, LayerExtra, StageReport, TermB
 from app.domain.host import host_report
 from app.domain.overheads import OverheadItem, overhead_items, total
 from app.domain.recipes import Band
-from app.domain.run import MAX_BATCH, MAX_GPUS, Card, Run
+from app.domain.run import MAX_BATCH, MAX_GPUS, Run, StageCard
 from app.domain.stages import Stage
 from app.domain.state_bytes import per_gpu_bytes
 from app.domain.terms import Law, Moment, Place, TermKind, term_bytes
@@ -57,13 +57,13 @@ def communication_bytes(stage: Stage, run: Run) -> int:
     return _communication_bytes(stage, run.transfers(stage), run, loaded_card(stage, run))
 
 
-def _communication_bytes(stage: Stage, moves: tuple[Transfer, ...], run: Run, card: Card) -> int:
+def _communication_bytes(stage: Stage, moves: tuple[Transfer, ...], run: Run, card: StageCard) -> int:
     # Rounded up, as the bytes on the wire are whole: qgZ's int4 is half a byte a weight.
     moved = (t.volume_p * moved_params(run, t.whose, card) * wire_bytes(t, stage, run) for t in moves)
     return ceil(sum(moved, start=Fraction(0)))
 
 
-def communication_p(moves: tuple[Transfer, ...], run: Run, card: Card) -> Fraction:
+def communication_p(moves: tuple[Transfer, ...], run: Run, card: StageCard) -> Fraction:
     """Traffic of one step in units of P: 2 and 3 where every weight trains, less where some are frozen.
 
     P is the card's weights before ZeRO shards them: the model's, or with the model cut its stage's ÷ tp.
@@ -72,7 +72,7 @@ def communication_p(moves: tuple[Transfer, ...], run: Run, card: Card) -> Fracti
     return sum((t.volume_p * moved_params(run, t.whose, card) for t in moves), start=Fraction(0)) / whole
 
 
-def loaded_card(stage: Stage, run: Run) -> Card:
+def loaded_card(stage: Stage, run: Run) -> StageCard:
     """The most loaded card under `stage`: the pipeline stage's card that holds the most at its highest moment.
 
     The first of equals; an uncut model's one card, with the run's own figures.

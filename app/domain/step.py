@@ -20,7 +20,7 @@ beats (21 phases) are read with `from_old_phase`.
 
 Every card's live memory is its state at rest (`state_bytes.per_gpu_bytes`) plus what it holds at the
 moment (`sizing.layer_extra`). The compute beat holds the column's highest moment, the most loaded card's
-moments (`Card.columns`: its stage's layers ÷ tp with the other micro-batches in flight, Megatron's activations
+moments (`StageCard.columns`: its stage's layers ÷ tp with the other micro-batches in flight, Megatron's activations
 under its accounting) that the table's peak is the highest of; the gather holds no more than it and the discard
 what is left between layers, so the step's highest figure is the peak.
 """
@@ -361,7 +361,7 @@ def _volumes(stage: Stage, run: Run, moves: tuple[InFlight, ...]) -> tuple[InFli
 def _moment(stage: Stage, run: Run, columns: tuple[ColumnMoments, ...], part: Part, column: int | None) -> Moment:
     """The card's moment in a phase: the highest of the column's layers in that pass, else at rest.
 
-    `columns` are the most loaded card's (`Card.columns`): its own layers, with the pipeline's other
+    `columns` are the most loaded card's (`StageCard.columns`): its own layers, with the pipeline's other
     micro-batches in flight and, under Megatron's accounting, its activations. A backward phase over a column
     the backward pass does not reach (or another pipeline stage's) holds nothing for it.
     """

@@ -26,7 +26,7 @@ from app.domain.accounting import Accounting, megatron_gradients
 from app.domain.communication import Collective, Scope, Transfer, Whose
 from app.domain.layers import first_trained
 from app.domain.recipes import Band
-from app.domain.run import Card, Run
+from app.domain.run import Run, StageCard
 from app.domain.stages import Stage
 
 INT8 = Fraction(1)
@@ -101,7 +101,7 @@ def _nodes(cards: int, apart: int, per_node: int) -> int:
     return cards if apart >= per_node else (cards - 1) * apart // per_node + 1
 
 
-def moved_params(run: Run, whose: Whose, card: Card | None = None) -> int:
+def moved_params(run: Run, whose: Whose, card: StageCard | None = None) -> int:
     """The weights a collective of this kind moves in a whole step: with the model cut, `card`'s own (stage ÷ tp)."""
     if card is None or not run.cut.cuts:
         return run.moved_params(whose)
@@ -153,7 +153,9 @@ def _split(
     return buffer, times * buffer * Fraction(g - 1, g), times * buffer * Fraction(k - 1, n)
 
 
-def link_bytes(stage: Stage, run: Run, moves: tuple[Transfer, ...], card: Card | None = None) -> tuple[LinkBytes, ...]:
+def link_bytes(
+    stage: Stage, run: Run, moves: tuple[Transfer, ...], card: StageCard | None = None
+) -> tuple[LinkBytes, ...]:
     """Each of the step's collectives (`moves`) with one card's bytes inside its node and between nodes.
 
     With the model cut, of `card`'s own weights (`moved_params`), over its ZeRO group.
