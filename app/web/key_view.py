@@ -97,7 +97,7 @@ class _Drawn:
             kinds=kinds,
             replicas=s.replicated and s.step is None and not s.cut_grid,  # neither the step nor a cut draws it
             cut=s.cut_grid,
-            absent=s.cut_grid and s.pipelined,
+            absent=s.pipelined,
         )
 
 

@@ -165,7 +165,7 @@ class StageView:
     tp_sliced: bool = False
     """Whether a cut grid's cells are part filled: each card its tensor slice (tp above 1), or a shared column."""
     pipelined: bool = False
-    """Whether a cut grid draws other stages' layers absent (pp above 1)."""
+    """Whether the cards draw other stages' layers absent (pp above 1), at rest or in the step."""
     cut_links: tuple[tuple[str, str], ...] = ()
     """Under ZeRO-3's limit, where one layer is bigger than a card: the same run with each layer cut (tp)."""
 
@@ -348,7 +348,7 @@ def stage_view(
     cards: tuple[CardView | CardGap, ...]
     stepping = None
     moved = None if previous is None or previous is stage else rows.change(previous, stage)
-    cut = phase is None and run.cut.cuts  # the step's cards are ZeRO's alone (its columns, its transfers)
+    cut = phase is None and run.cut.cuts  # the step draws the cut in its own cards (step_view), without frames
     if cut:
         cards = cut_cards(scenario, stage, chosen, None if moved is None else previous)
     elif phase is None:
@@ -378,7 +378,7 @@ def stage_view(
         axis_digits=1 if cut else len(str(run.gpus - 1)),  # a cut grid's columns are the model's eighths, 0 to 7
         cut_grid=cut,
         tp_sliced=cut and (run.cut.tp > 1 or COLUMNS % run.cut.pp > 0),
-        pipelined=cut and run.cut.pp > 1,
+        pipelined=run.cut.pp > 1,  # at rest and in the step, a card draws other stages' layers absent
         cards=cards,
         sampled=any(isinstance(card, CardGap) for card in cards),
         rows=table_rows(stage, link, rows.stages, scenario),

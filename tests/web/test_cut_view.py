@@ -155,8 +155,13 @@ def test_the_step_at_a_phase_draws_the_cut(client: TestClient) -> None:
     # Phase 10: the forward's gather of column 3, stage 1's (GPUs 0-3, columns 0-3; dp = 2, z = 2). GPUs 0 and 1
     # (ZeRO member 0) keep columns 0 and 1: they gather their tensor slice of column 3; GPUs 2 and 3 keep it
     # (columns 2 and 3, the second half of each): held, worked on; stage 2's cards have column 3 absent.
-    grid = one(run_page(client, STEP, {}), "#grid")
+    tree = run_page(client, STEP, {})
+    grid = one(tree, "#grid")
     cards = {int(str(c["data-card-index"])): c for c in grid.select(".card")}
+    # The key says what the absent mark is, in the step as at rest.
+    assert "Hatched, no outline: another stage's layers" in one(tree, ".legend").get_text("", strip=True).replace(
+        " :", ":"
+    )
     assert sorted(cards) == list(range(8))
 
     def weights(card: int, column: int) -> list[str]:
