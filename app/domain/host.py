@@ -23,7 +23,8 @@ from app.domain.terms import Place, shard_weights
 
 
 def _placed(stage: Stage, run: Run, place: Place) -> int:
-    return per_gpu_bytes(stage, run.params, run.shards, run.recipe, run.frozen, run.setup, place)
+    card = run.heaviest
+    return per_gpu_bytes(stage, card.params, run.shards, run.recipe, card.frozen, run.setup, place)
 
 
 def _pcie(stage: Stage, run: Run) -> tuple[int, int]:
@@ -34,13 +35,14 @@ def _pcie(stage: Stage, run: Run) -> tuple[int, int]:
     fsdp = run.setup.accounting is Accounting.FSDP2
     by_band = {t.band: t.nbytes for t in run.terms(stage) if t.band is not None}
     gradient = by_band[Band.GRADIENTS] if fsdp else run.recipe.nbytes(Band.GRADIENTS)
-    trains = shard_weights(run.params - run.frozen, run.shards)
+    card = run.heaviest
+    trains = shard_weights(card.params - card.frozen, run.shards)
     # Whole bytes, rounded up, as `terms.term_bytes` counts a band's on the card.
     down = math.ceil(trains * gradient)
     if Band.WEIGHTS in moved:  # each gather, forward and backward, starts from the slice on the host
         # FSDP2's ZeRO-2 keeps what it gathered from the forward to the backward: fetched once.
         gathers = 1 if fsdp and stage is Stage.ZERO2 else 2
-        return down, math.ceil(gathers * shard_weights(run.params, run.shards) * by_band[Band.WEIGHTS])
+        return down, math.ceil(gathers * shard_weights(card.params, run.shards) * by_band[Band.WEIGHTS])
     return down, math.ceil(trains * by_band[Band.WEIGHTS])
 
 

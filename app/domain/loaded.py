@@ -99,7 +99,7 @@ def stage_layers(layers: tuple[Layer, ...], cut: Cut, index: int) -> tuple[Layer
     final norm and output layer on the last.
     """
     blocks = [i for i, layer in enumerate(layers) if layer.block is not None]
-    per = len(blocks) // (cut.pp * cut.vpp)
+    per = -(-len(blocks) // (cut.pp * cut.vpp))  # whole chunks (`cut_refused` asks that they divide): never 0
     kept: list[Layer] = []
     for i, layer in enumerate(layers):
         if layer.block is not None:

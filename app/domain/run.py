@@ -224,15 +224,26 @@ class Run:
         One for an uncut model, with the run's own figures.
         """
         found = self._stage_cards()
-        shape = self.activations
-        if self.setup.accounting is not Accounting.MEGATRON or shape is None or shape.architecture is None:
+        if (held := self._megatron_activations) is None or not self.cut.cuts:
             return found
         # Megatron-LM's count is its first stage's (its most loaded shard), with its own activations: at the
         # app's highest moment, which its terms (no layer in hand) count by the activations alone.
         first = found[0]
-        held = math.ceil(megatron_activations(shape.architecture, shape.seq, self.batch, self.cut, shape.recompute))
         top = max(first.candidates, key=lambda m: m.activation)
         return (replace(first, candidates=(AT_REST, Moment(top.part, top.layer, held, top.trained))),)
+
+    @cached_property
+    def _megatron_activations(self) -> int | None:
+        """Megatron-LM's own activations of its most loaded card, in whole bytes, under its accounting; else None."""
+        shape = self.activations
+        if self.setup.accounting is not Accounting.MEGATRON or shape is None or shape.architecture is None:
+            return None
+        return math.ceil(megatron_activations(shape.architecture, shape.seq, self.batch, self.cut, shape.recompute))
+
+    @property
+    def heaviest(self) -> Card:
+        """The card that keeps state for the most weights (the first of equals): what a node's host keeps for."""
+        return max(self.cards, key=lambda card: card.params)
 
     @property
     def activation_per_layer(self) -> int | None:
@@ -250,9 +261,16 @@ class Run:
         if not self.cut.cuts:
             return (Card(self.params, self.frozen, self.candidates, self.model_layers),)
         modules = self.setup.accounting is Accounting.DEEPSPEED
+        # A model of another size drawn with this one's layers (`sizing`'s bisections): each card keeps its share.
+        drawn = sum(layer.base + layer.adapters for layer in self.layers)
         found = []
         for index in range(self.cut.pp):
             load = stage_load(self.model_layers, self.params, self.frozen, self.largest_layer, self.cut, index)
+            if self.layers and drawn != self.params:
+                params = -(-load.params * self.params // drawn)
+                load = replace(
+                    load, params=params, frozen=params - (-(-(params * (self.params - self.frozen)) // self.params))
+                )
             columns = column_moments(load.layers, self.batch, modules)
             # The other micro-batches in flight keep the whole stage's activations throughout.
             others = math.ceil((load.in_flight - 1) * self.batch * sum(layer.kept for layer in load.layers))
@@ -319,7 +337,18 @@ class Run:
     @cached_property
     def _moments(self) -> _Moments:
         modules = self.setup.accounting is Accounting.DEEPSPEED
-        return self.memo.column_moments(self.model_layers, self.batch, modules)
+        found = self.memo.column_moments(self.model_layers, self.batch, modules)
+        held, highest = self._megatron_activations, max(m.activation for m in found.candidates)
+        if held is None or not highest:
+            return found
+
+        # Under Megatron-LM's count its activations are its own formula's: the step keeps the app's shape of them,
+        # scaled so that the highest moment holds exactly Megatron's figure (a·M/A, rounded up, is M at a = A).
+        def scaled(moments: tuple[Moment, ...]) -> tuple[Moment, ...]:
+            return tuple(replace(m, activation=-(-m.activation * held // highest)) for m in moments)
+
+        columns = tuple(ColumnMoments(scaled(c.forward), scaled(c.backward)) for c in found.columns)
+        return _Moments(columns, scaled(found.candidates))
 
     def frozen_at(self, params: int) -> int:
         """The frozen weights of a model of `params` weights drawn like this one: the share as entered.

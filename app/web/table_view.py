@@ -88,6 +88,11 @@ class Boundary:
         object.__setattr__(self, "layers", shown(self.largest_layer))
 
 
+def _tp_part(tp: int) -> str:
+    """What of the largest layer a card of a tensor-parallel group assembles: its 1/tp (nothing said without)."""
+    return f", of which a card of tp={tp:,} assembles 1/{tp:,}" if tp > 1 else ""
+
+
 def table_rows(
     current: Stage | None, link: LinkFor, rows: tuple[StageReport, ...], scenario: Scenario
 ) -> tuple[TableRow, ...]:
@@ -194,7 +199,7 @@ def boundary(scenario: Scenario) -> Boundary:
     else:
         verdict = "One assembled layer fits on a card, so ZeRO-3 can gather it."
     return Boundary(
-        largest_layer=None if run.largest_layer is None else f"{run.largest_layer:,} weights",
+        largest_layer=None if run.largest_layer is None else f"{run.largest_layer:,} weights{_tp_part(run.cut.tp)}",
         source=scenario.largest_layer_source,
         assembled=None if assembled is None else units.show(assembled),
         exceeds=exceeds,

@@ -7,6 +7,7 @@ output layer 525,336,576 each; the final norm 4,096.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 import pytest
@@ -212,3 +213,19 @@ def test_a_bare_count_splits_its_weights_by_stage() -> None:
     loads = [stage_load((), 10**9, 4 * 10**8, 10**7, Cut(tp=2, pp=2), i) for i in (0, 1)]
     assert [(load.params, load.frozen) for load in loads] == [(250_000_000, 200_000_000), (250_000_000, 0)]
     assert {layer.params for layer in loads[0].layers} == {5_000_000}
+
+
+def test_a_model_of_another_size_drawn_with_these_layers_keeps_each_cards_share() -> None:
+    # The bisection for the largest model that fits (with the overheads counted, a whole run of each size) draws
+    # a model of 2P weights with Llama's layers: each card keeps twice its share, 2 × 2,007,629,824 weights.
+    run = _llama(Cut(tp=2, pp=2, microbatches=8))
+    doubled = replace(run, params=2 * LLAMA_3_8B.params)
+    assert [card.params for card in doubled.cards] == [2 * 2_007_629_824, 2 * 2_007_633_920]
+    # Data parallelism on 80 GB: 80e9 − 26,323,451,904 B of activations leaves 16 B for 3,354,784,256 of a card's
+    # weights, its share ceil(X × 2,007,629,824 / 8,030,261,248) of X: X = 13,418,705,821 (one more needs a weight
+    # more). With the overheads counted, fewer.
+    bare = report(replace(run, capacity=80 * 10**9))[0].max_params_that_fit
+    counted = report(replace(run, capacity=80 * 10**9, count_overheads=True))[0].max_params_that_fit
+    assert bare == 13_418_705_821
+    assert counted is not None
+    assert counted < bare

@@ -338,3 +338,13 @@ def test_a_shard_group_splits_the_data_parallel_group(client: TestClient) -> Non
     message = response.json()["message"]
     assert "the 4 cards ZeRO shards over, the data-parallel group with the context-parallel one" in message
     assert "gpus ÷ (tp × pp) = 8 ÷ (2 × 1). Choose one of 1, 2 or 4." in message
+
+
+def test_megatrons_step_peaks_at_its_own_figure(client: TestClient) -> None:
+    # Under accounting=megatron the step keeps the app's shape of the activations, scaled to Megatron-LM's own
+    # formula: its highest moment is the peak /api/memory reports, 100,871,721,370 B for ZeRO-1 (docs/parallelism.md).
+    query = {"accounting": "megatron", "model": "llama-3-8b"}
+    peaks = [row["peak_bytes"] for row in _memory(client, **query)["stages"]]
+    timeline = client.get("/api/timeline", params=query).json()["stages"]
+    assert [max(point["live_bytes"] for point in stage["points"]) for stage in timeline] == peaks
+    assert peaks[1] == 100_871_721_370

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
+from app.domain.sizing import MEGATRON_ACTIVATIONS
 from tests.conftest import one, text
 from tests.web.helpers import run_page
 
@@ -92,7 +93,11 @@ def test_megatrons_page_says_its_count_and_each_difference(client: TestClient) -
         "Megatron-LM's distributed optimizer splits only the master copy and the moments: 6 + 12/N B per weight. "
         "The weights' and main gradients' buffers stay whole on every card; the reduce-scatter and the all-gather "
         "write into them, with no buffer of a layer's own.",
+        MEGATRON_ACTIVATIONS,
     ]
+    # Its peak: 60,226,959,360 B of states and its own formula's 40,644,762,009.6 B of activations, rounded up
+    # (docs/parallelism.md): 100,871,721,370 B = 93.9 GiB.
+    assert {text(card, ".card-peak") for card in tree.select("#grid .card")} == {"Peak 93.9 GiB"}
     chosen = one(tree, "select[name=accounting] option[selected]")
     assert (chosen["value"], chosen.get_text(strip=True)) == ("megatron", "Megatron-LM's")
 

@@ -84,6 +84,17 @@ def test_zero3_bar_shows_the_gathered_layer_and_the_boundary(client: TestClient)
     assert "1,812,099,072 weights" in text(boundary, "p")
 
 
+def test_tensor_parallelism_halves_zero3s_layer(client: TestClient) -> None:
+    # GPT-3 175B's largest layer, a block of 1,812,099,072 weights, at 2 + 2 B is 6.75 GiB: over a 4 GiB card. With
+    # tp = 8 a card assembles 1/8 of its matrices and its two LayerNorms' 49,152 weights whole:
+    # (1,812,099,072 − 49,152)/8 + 49,152 = 226,555,392 weights × 4 B = 906,221,568 B = 0.84 GiB, which fits.
+    tree = run_page(client, "model=gpt-3-175b&gpus=1024&capacity=4GiB&stage=zero3&batch=0&tp=8")
+    boundary = one(tree, ".boundary")
+    assert "exceeds" not in boundary["class"]
+    assert "1,812,099,072 weights, of which a card of tp=8 assembles 1/8" in text(boundary, "p")
+    assert "0.84 GiB" in text(boundary, "p")
+
+
 def test_largest_layer_unknown_for_a_bare_count_then_entered(client: TestClient) -> None:
     assert "unknown" in text(run_page(client, "stage=zero3&model=zero-7.5b"), ".boundary-verdict")
     # 2B weights × (2 + 2) bytes = 8 GB = 7.45 GiB: over a 7 GiB card, under an 8 GiB one.
