@@ -56,10 +56,15 @@ def _strip(start: float, end: float) -> tuple[int, int]:
     return first, max(first + 1, round(end * SHARE_STEPS))
 
 
-def card_place(card: int, cut: Cut, gpus: int) -> str:
+def _blocks(scenario: Scenario) -> int | None:
+    """The model's blocks, which share the columns between the stages; None for a bare weight count."""
+    return scenario.architecture.layers if scenario.architecture is not None else None
+
+
+def card_place(card: int, cut: Cut, gpus: int, blocks: int | None = None) -> str:
     """A card's stage and tensor slice in words: "stage 1 of 2, columns 0 to 3, tensor slice 2 of 2"."""
     here = rank(card, cut, gpus)
-    columns = stage_columns(here.stage, cut.pp)
+    columns = stage_columns(here.stage, cut.pp, blocks)
     span = f"column {columns[0]}" if len(columns) == 1 else f"columns {columns[0]} to {columns[-1]}"
     said = [f"stage {here.stage + 1} of {cut.pp}, {span}"] if cut.pp > 1 else []
     if cut.tp > 1:
@@ -70,15 +75,22 @@ def card_place(card: int, cut: Cut, gpus: int) -> str:
 
 
 def _label(
-    card: int, column: Column, spec: BandSpec, cut: Cut, gpus: int, sharded: bool, was: bool | None = None
+    card: int,
+    column: Column,
+    spec: BandSpec,
+    cut: Cut,
+    gpus: int,
+    sharded: bool,
+    was: bool | None = None,
+    blocks: int | None = None,
 ) -> tuple[CellView, str]:
     """A cell's drawing and its words: what this card keeps of one band of one eighth of the model.
 
     `was`: whether the stage the person came from sharded this band (None: they came from none); ringed if the
     cell is drawn otherwise now.
     """
-    cell = cut_cell(card, column.index, sharded, cut, gpus)
-    changed = was is not None and cut_cell(card, column.index, was, cut, gpus) != cell
+    cell = cut_cell(card, column.index, sharded, cut, gpus, blocks)
+    changed = was is not None and cut_cell(card, column.index, was, cut, gpus, blocks) != cell
     where = f"Column {column.index} ({column.label}), {spec.label} ({spec.precision}, {spec.shown} B)"
     if cell.state is CellState.ABSENT:
         stage = rank(cell.holder, cut, gpus).stage + 1
@@ -113,7 +125,8 @@ def cut_columns(scenario: Scenario, stage: Stage, card: int, previous: Stage | N
     """
     run, recipe = scenario.run, scenario.recipe
     cut, gpus = run.cut, run.gpus
-    own = stage_columns(rank(card, cut, gpus).stage, cut.pp)
+    blocks = _blocks(scenario)
+    own = stage_columns(rank(card, cut, gpus).stage, cut.pp, blocks)
     columns = []
     for column in scenario.columns:
         cells = tuple(
@@ -125,6 +138,7 @@ def cut_columns(scenario: Scenario, stage: Stage, card: int, previous: Stage | N
                 gpus,
                 spec.band in stage.sharded,
                 None if previous is None else spec.band in previous.sharded,
+                blocks,
             )[0]
             for spec in recipe.specs
             if spec.nbytes > 0
@@ -164,7 +178,13 @@ def cut_cards(
                 model_bytes=units.show(row.per_gpu_bytes),
                 bar=bar,
                 summary=holding_sentence(
-                    f"{name} ({card_place(card, cut, gpus)})", "column", COLUMNS, scenario.recipe, columns, (), figure
+                    f"{name} ({card_place(card, cut, gpus, _blocks(scenario))})",
+                    "column",
+                    COLUMNS,
+                    scenario.recipe,
+                    columns,
+                    (),
+                    figure,
                 ),
                 tab_stop=position == 0,
             )
