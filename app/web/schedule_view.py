@@ -18,6 +18,7 @@ from app.domain.schedule import (
     Schedule,
     Slot,
     Work,
+    chunk_blocks,
     interleaving_refused,
     peak_in_flight,
     schedule,
@@ -134,14 +135,18 @@ class ScheduleView:
         object.__setattr__(self, "chunk_keys", shown(words))
 
 
-def _stage_share(scenario: Scenario, cut: Cut) -> int:
-    """One micro-batch's activations of one chunk of a stage (the stage itself without interleaving), in bytes."""
+def _stage_shares(scenario: Scenario, cut: Cut) -> tuple[int, ...]:
+    """One micro-batch's activations of one chunk of each stage (the stage itself without interleaving), in bytes.
+
+    Empty without activations (a bare weight count, or no micro-batch counted).
+    """
     run, arch = scenario.run, scenario.architecture
     if run.activations is None or arch is None:
-        return 0
-    # One micro-batch through every block; a chunk keeps blocks / (pp × vpp) of them.
+        return ()
+    # One micro-batch through every block; a stage's chunk keeps its own blocks of them (`chunk_blocks`).
     whole = run.activations.per_layer * run.batch * arch.layers
-    return stage_microbatch_activations(whole, arch.layers // (cut.pp * cut.vpp), arch.layers)
+    shares = tuple(stage_microbatch_activations(whole, n, arch.layers) for n in chunk_blocks(cut, arch.layers))
+    return shares if any(shares) else ()
 
 
 def _bubble(cut: Cut, bubble: Fraction) -> str:
@@ -158,25 +163,37 @@ def _worth(count: Fraction) -> str:
     return f"{number} micro-batch{'' if count == 1 else 'es'}{'' if whole else chr(8217) + ' worth'}"
 
 
-def _holds(scenario: Scenario, cut: Cut, chunk_bytes: int) -> str:
+def _holds(scenario: Scenario, cut: Cut, chunk_bytes: tuple[int, ...]) -> str:
     """What the first and the last stage hold at most, in micro-batches and bytes."""
     first, last = peak_in_flight(cut, 0), peak_in_flight(cut, cut.pp - 1)
-    units, stage_bytes = scenario.units, chunk_bytes * cut.vpp
+    units = scenario.units
     why = (
         "pp (1 + (pp − 1)/(pp · vpp)), Megatron's factor"
         if cut.vpp > 1 and cut.microbatches > cut.pp
         else f"min(pp, m) = {min(cut.pp, cut.microbatches)}"
     )
-    if not stage_bytes:
+    if not chunk_bytes:
         return (
             f"Held at most: S0 {_worth(first)} ({why}); S{cut.pp - 1} {_worth(last)}. No activations are counted "
             "(a bare weight count, or no micro-batch)."
         )
-    blocks = scenario.architecture.layers // cut.pp if scenario.architecture else 0
+    start, end = chunk_bytes[0] * cut.vpp, chunk_bytes[-1] * cut.vpp
+    split = chunk_blocks(cut, scenario.architecture.layers) if scenario.architecture else ()
+    if len(set(split)) == 1:
+        at = f"at {units.show(start)} a micro-batch of a stage's {split[0] * cut.vpp} blocks"
+    else:
+        # Uneven stages (Llama 3's 7, 8 × 14, 7): the first's and the last's own blocks.
+        middle = split[1:-1]
+        between = f" (the stages between keep {min(middle)} to {max(middle)})" if middle else ""
+        if middle and min(middle) == max(middle):
+            between = f" (the stages between keep {middle[0]})"
+        at = (
+            f"at {units.show(start)} a micro-batch of S0's {split[0]} blocks and {units.show(end)} of "
+            f"S{cut.pp - 1}'s {split[-1]}{between}"
+        )
     return (
-        f"Held at most: S0 {_worth(first)} ({why}) = {units.show(first * stage_bytes)}; S{cut.pp - 1} "
-        f"{_worth(last)} = {units.show(last * stage_bytes)}, at {units.show(stage_bytes)} a micro-batch of a "
-        f"stage's {blocks} blocks."
+        f"Held at most: S0 {_worth(first)} ({why}) = {units.show(first * start)}; S{cut.pp - 1} "
+        f"{_worth(last)} = {units.show(last * end)}, {at}."
     )
 
 
@@ -222,7 +239,7 @@ def _held_area(plan: Schedule, stage: int, top: float, scale: float, most: int) 
     return " ".join(points)
 
 
-def _drawing(scenario: Scenario, plan: Schedule, chunk_bytes: int) -> ScheduleDrawing:
+def _drawing(scenario: Scenario, plan: Schedule, chunk_bytes: tuple[int, ...]) -> ScheduleDrawing:
     pp, vpp = plan.pp, plan.vpp
     plot_width = WIDTH - GUTTER - 4
     scale = Fraction(plot_width).limit_denominator(1000) / plan.makespan
@@ -231,7 +248,7 @@ def _drawing(scenario: Scenario, plan: Schedule, chunk_bytes: int) -> ScheduleDr
     for s, slots in enumerate(plan.stages):
         y = 4 + s * (SLOT_HEIGHT + STRIP_HEIGHT + ROW_GAP)
         count = Fraction(plan.peak_chunks(s), vpp)
-        bytes_words = f", {scenario.units.show(count * chunk_bytes * vpp)}" if chunk_bytes else ""
+        bytes_words = f", {scenario.units.show(count * chunk_bytes[s] * vpp)}" if chunk_bytes else ""
         rows.append(
             PipelineRow(
                 name=f"S{s}",
@@ -273,7 +290,7 @@ def schedule_view(scenario: Scenario) -> ScheduleView | None:
     cut = scenario.run.cut
     if cut.pp == 1:
         return None
-    chunk_bytes = _stage_share(scenario, cut)
+    chunk_bytes = _stage_shares(scenario, cut)
     why_not = drawable(cut)
     plan = None if why_not else schedule(cut)
     kind = f"interleaved 1F1B, {cut.vpp} chunks a card" if cut.vpp > 1 else "1F1B"

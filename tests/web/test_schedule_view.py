@@ -60,6 +60,22 @@ def test_1f1b_with_4_stages_and_8_microbatches(client: TestClient) -> None:
     )
 
 
+def test_uneven_stages_hold_their_own_blocks(client: TestClient) -> None:
+    # 32 blocks in 3 stages: 11, 11, 10. S0 holds 3 micro-batches of 11 blocks, 3 × 11 × 1,376,780,288 B =
+    # 42.3 GiB; S1 2 of 11, 28.2 GiB; S2 one of 10, 12.8 GiB; one micro-batch of 11 blocks 14.1 GiB.
+    page = _page(client, "/?model=llama-3-8b&gpus=48&tp=2&phase=5&pp=3&microbatches=4")
+    table = [[" ".join(c.get_text(" ").split()) for c in tr.select("th, td")] for tr in page.select("#schedule tr")]
+    assert [row[2] for row in table[1:]] == [
+        "3 micro-batches, 42.3 GiB",
+        "2 micro-batches, 28.2 GiB",
+        "1 micro-batch, 12.8 GiB",
+    ]
+    assert _said(page, ".schedule-holds") == (
+        "Held at most: S0 3 micro-batches (min(pp, m) = 3) = 42.3 GiB; S2 1 micro-batch = 12.8 GiB, at 14.1 GiB "
+        "a micro-batch of S0's 11 blocks and 12.8 GiB of S2's 10 (the stages between keep 11)."
+    )
+
+
 def test_the_held_strip_of_the_first_stage_reaches_its_top_and_the_last_a_quarter_of_it(client: TestClient) -> None:
     page = _page(client, f"{LLAMA}&pp=4&microbatches=8")
     tops = []
