@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from app.domain.cut_grid import cut_cell, cut_shown, rank, stage_columns, zero_group
 from app.domain.eighths import COLUMNS, Column
-from app.domain.parallel import Cut
+from app.domain.parallel import Cut, stage_blocks
 from app.domain.recipes import BandSpec
 from app.domain.report import StageReport
 from app.domain.scenario import Scenario
@@ -214,7 +214,12 @@ def _left_out(first: int, last: int, cut: Cut, gpus: int) -> str:
 
 
 def in_stages(
-    cards: tuple[CardView | CardGap, ...], cut: Cut, gpus: int, per_node: int, link: tuple[str, str]
+    cards: tuple[CardView | CardGap, ...],
+    cut: Cut,
+    gpus: int,
+    per_node: int,
+    link: tuple[str, str],
+    blocks: int | None = None,
 ) -> tuple[NodeView | NodeGap, ...]:
     """The drawn cards in one frame a pipeline stage, and inside it one a tensor-parallel group.
 
@@ -251,14 +256,18 @@ def in_stages(
             else f"GPUs {first:,}–{last:,}"
         )
         found.append(
-            NodeView(stage, title, _stage_link(stage, cut), _tp_groups(items, cut, per_node, per_stage > per_node))
+            NodeView(
+                stage, title, _stage_link(stage, cut, blocks), _tp_groups(items, cut, per_node, per_stage > per_node)
+            )
         )
     return tuple(found)
 
 
-def _stage_link(stage: int, cut: Cut) -> str:
-    """What a stage keeps, in words."""
+def _stage_link(stage: int, cut: Cut, blocks: int | None = None) -> str:
+    """What a stage keeps, in words: its blocks where the stages are uneven (`parallel.stage_blocks`)."""
     share = "the whole model" if cut.pp == 1 else f"1/{cut.pp} of the layers"
+    if cut.pp > 1 and cut.vpp == 1 and blocks is not None and blocks % cut.pp:
+        share = f"{stage_blocks(blocks, cut.pp)[stage]} of the {blocks} blocks"
     return f"keeps {share}" + (f", each layer cut {cut.tp} ways" if cut.tp > 1 else "")
 
 

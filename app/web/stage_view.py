@@ -420,7 +420,14 @@ def stage_view(
             note for note, said in ((NO_SHAPE, run.activations is None), (ONE_GPU, run.gpus == 1)) if said
         ),
         wire=wire_view(scenario, chosen) if run.gpus > 1 else None,
-        nodes=in_stages(cards, run.cut, run.gpus, run.gpus_per_node, link_words(run))
+        nodes=in_stages(
+            cards,
+            run.cut,
+            run.gpus,
+            run.gpus_per_node,
+            link_words(run),
+            scenario.architecture.layers if scenario.architecture else None,
+        )
         if cut
         else in_nodes(cards, run.gpus_per_node, run.nodes, link_words(run)),
         cut_links=cut_href(scenario, link),
