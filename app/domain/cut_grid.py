@@ -4,9 +4,10 @@ Geometry only, as `sharding` is for ZeRO alone. With the model cut (`parallel.Cu
 the model's eighths by weight (`eighths.COLUMNS`), as in the step, and a card's place in Megatron's rank order
 (tp fastest, then cp, dp, pp) says what it keeps of each:
 
-- its pipeline stage's columns only: stage `s` of `pp` keeps the model's weights from `s/pp` to `(s+1)/pp`
-  (the blocks divide evenly between the stages, and they are nearly all the weights: the embedding and the
-  output head, on the first and last stages, are drawn inside those stages' shares). With `pp` dividing 8 a
+- its pipeline stage's columns only: stage `s` keeps the model's weights from the blocks before it to the
+  blocks through it, over all the blocks (`parallel.stage_blocks`: `s/pp` to `(s+1)/pp` where they divide
+  evenly; Llama 3 405B's 7, 8 × 14, 7 of 126 otherwise). The blocks are nearly all the weights: the embedding
+  and the output head, on the first and last stages, are drawn inside those stages' shares. With `pp` dividing 8 a
   stage keeps whole columns; otherwise a column where one stage ends and the next begins is shared, each
   stage's cards keeping their part of it. Another stage's columns are absent, not held elsewhere on this
   card's behalf;
@@ -24,7 +25,7 @@ from fractions import Fraction
 from math import floor
 
 from app.domain.eighths import COLUMNS
-from app.domain.parallel import Cut
+from app.domain.parallel import Cut, stage_blocks
 from app.domain.sharding import CellState, Share
 
 MAX_CUT_CARDS = 16
@@ -73,20 +74,27 @@ def _in_column(column: int, start: Fraction, end: Fraction) -> Share | None:
     return Share((low - Fraction(column, COLUMNS)) * COLUMNS, (high - Fraction(column, COLUMNS)) * COLUMNS)
 
 
-def stage_span(stage: int, pp: int) -> tuple[Fraction, Fraction]:
-    """The part of the model (by weight, from 0 to 1) that pipeline stage `stage` keeps."""
-    return Fraction(stage, pp), Fraction(stage + 1, pp)
+def stage_span(stage: int, pp: int, blocks: int | None = None) -> tuple[Fraction, Fraction]:
+    """The part of the model (by weight, from 0 to 1) that pipeline stage `stage` keeps: its blocks' share.
+
+    `blocks`: the model's, where its shape is known (stages may keep one block more or fewer); without, even.
+    """
+    if blocks is None:
+        return Fraction(stage, pp), Fraction(stage + 1, pp)
+    split = stage_blocks(blocks, pp)
+    before = sum(split[:stage])
+    return Fraction(before, blocks), Fraction(before + split[stage], blocks)
 
 
-def stage_columns(stage: int, pp: int) -> tuple[int, ...]:
+def stage_columns(stage: int, pp: int, blocks: int | None = None) -> tuple[int, ...]:
     """The columns a stage keeps all or part of."""
-    start, end = stage_span(stage, pp)
+    start, end = stage_span(stage, pp, blocks)
     return tuple(c for c in range(COLUMNS) if _in_column(c, start, end) is not None)
 
 
-def column_stages(column: int, pp: int) -> tuple[int, ...]:
+def column_stages(column: int, pp: int, blocks: int | None = None) -> tuple[int, ...]:
     """The stages that keep part of a column: one, or two where a stage ends inside it."""
-    return tuple(s for s in range(pp) if _in_column(column, *stage_span(s, pp)) is not None)
+    return tuple(s for s in range(pp) if _in_column(column, *stage_span(s, pp, blocks)) is not None)
 
 
 @dataclass(frozen=True)
@@ -103,13 +111,16 @@ class CutCell:
     keeps it, with this card's tensor rank; this card itself when it keeps it."""
 
 
-def cut_cell(card: int, column: int, sharded: bool, cut: Cut, gpus: int) -> CutCell:
-    """What `card` keeps of one band of `column`; `sharded`: whether ZeRO's stage shards that band."""
+def cut_cell(card: int, column: int, sharded: bool, cut: Cut, gpus: int, blocks: int | None = None) -> CutCell:
+    """What `card` keeps of one band of `column`; `sharded`: whether ZeRO's stage shards that band.
+
+    `blocks`: the model's, which share the columns between the stages (`stage_span`).
+    """
     here = rank(card, cut, gpus)
-    start, end = stage_span(here.stage, cut.pp)
+    start, end = stage_span(here.stage, cut.pp, blocks)
     kept = _in_column(column, start, end)
     if kept is None:  # another stage's layers: the card in this card's place of the first stage keeping them
-        other = column_stages(column, cut.pp)[0]
+        other = column_stages(column, cut.pp, blocks)[0]
         return CutCell(CellState.ABSENT, None, card_at(Rank(here.tp, here.cp, here.dp, other), cut, gpus))
     part = kept
     if sharded:

@@ -35,7 +35,7 @@ from typing import Any
 from app.domain.activations import Recompute
 from app.domain.architecture import Architecture
 from app.domain.configs import NoConfig, _bf16, _kept, _pure_bf16
-from app.domain.parallel import Cut
+from app.domain.parallel import Cut, stage_blocks
 from app.domain.recipes import GradAccum
 from app.domain.run import Run
 from app.domain.stages import Stage
@@ -113,6 +113,8 @@ def megatron_args(stage: Stage, run: Run, arch: Architecture | None = None) -> t
     ]
     if cut.vpp > 1:
         args += ["--num-virtual-stages-per-pipeline-rank", str(cut.vpp)]
+    if split := uneven_split(run, arch):
+        args += _megatron_stages(split)
     args += ["--context-parallel-size", str(cut.cp)]
     if cut.sp:
         args.append("--sequence-parallel")
@@ -142,6 +144,54 @@ def megatron_args(stage: Stage, run: Run, arch: Architecture | None = None) -> t
     if arch is not None:
         args += _megatron_shape(arch, run.seq)
     return tuple(args)
+
+
+def uneven_split(run: Run, arch: Architecture | None) -> tuple[int, ...]:
+    """Each stage's blocks where they do not divide evenly (`parallel.stage_blocks`); empty where they do."""
+    if arch is None or run.cut.vpp > 1 or arch.layers % run.cut.pp == 0:
+        return ()
+    return stage_blocks(arch.layers, run.cut.pp)
+
+
+def split_words(split: tuple[int, ...]) -> str:
+    """Stages' blocks in words, runs of equals counted: "7, 8 × 14, 7"."""
+    runs: list[list[int]] = []
+    for n in split:
+        if runs and runs[-1][0] == n:
+            runs[-1][1] += 1
+        else:
+            runs.append([n, 1])
+    return ", ".join(f"{n} × {count}" if count > 1 else str(n) for n, count in runs)
+
+
+def _megatron_stages(split: tuple[int, ...]) -> list[str]:
+    """Megatron-LM's arguments for uneven stages: the first's and the last's blocks, or its layout string.
+
+    With `--decoder-first/last-pipeline-num-layers` the rest split evenly between the middle stages
+    (`TransformerConfig`'s check); where the middle ones differ, `--pipeline-model-parallel-layout` (E the
+    embedding, t a block, L the loss; | between stages).
+    """
+    if len(set(split[1:-1])) <= 1:
+        return [
+            *("--decoder-first-pipeline-num-layers", str(split[0])),
+            *("--decoder-last-pipeline-num-layers", str(split[-1])),
+        ]
+    last = len(split) - 1
+    layout = "|".join(f"{'E' * (i == 0)}t*{n}{'L' * (i == last)}" for i, n in enumerate(split))
+    return ["--pipeline-model-parallel-layout", layout]
+
+
+def _torchtitan_stages(split: tuple[int, ...]) -> tuple[int, int, int] | None:
+    """The `pipeline_parallel_layers_per_stage` and first and last stages' fewer layers for a split.
+
+    torchtitan's `generate_llm_fqn_per_model_part` counts the embedding and the output layer as that many blocks more
+    and gives each stage `layers_per_stage` of the total: the middle stages must keep the most, the first and
+    last at most one fewer. None where the split is otherwise (its extras would go to the first stages).
+    """
+    top = max(split)
+    if any(n != top for n in split[1:-1]):
+        return None
+    return top, top - split[0], top - split[-1]
 
 
 def _megatron_shape(arch: Architecture, seq: int) -> list[str]:
@@ -199,6 +249,11 @@ def _megatron_notes(stage: Stage, run: Run, arch: Architecture | None) -> list[s
         notes.append("# Pure bf16 (no fp32 master copy): Megatron-LM keeps one unless told otherwise; not written.")
     if arch is None:
         notes.append("# The model's shape (--num-layers, --hidden-size, ...) is not known for a weight count.")
+    if split := uneven_split(run, arch):
+        notes.append(
+            f"# Uneven stages of {split_words(split)} blocks: the extra blocks on the middle stages, as the first "
+            "and last keep the embedding and the output layer."
+        )
     return notes
 
 
@@ -209,6 +264,8 @@ def megatron_parser() -> argparse.ArgumentParser:
         ("--tensor-model-parallel-size", 1),
         ("--pipeline-model-parallel-size", 1),
         ("--num-virtual-stages-per-pipeline-rank", None),
+        ("--decoder-first-pipeline-num-layers", None),
+        ("--decoder-last-pipeline-num-layers", None),
         ("--context-parallel-size", 1),
         ("--num-distributed-optimizer-instances", 1),
         ("--micro-batch-size", None),
@@ -241,6 +298,7 @@ def megatron_parser() -> argparse.ArgumentParser:
     p.add_argument("--recompute-method", choices=["uniform", "block"], default=None)
     p.add_argument("--normalization", choices=["LayerNorm", "RMSNorm"], default="LayerNorm")
     p.add_argument("--position-embedding-type", default="learned_absolute")
+    p.add_argument("--pipeline-model-parallel-layout", default=None)
     return p
 
 
@@ -316,12 +374,15 @@ def torchtitan_sections(stage: Stage, run: Run, arch: Architecture | None = None
         "num_pp_microbatches": cut.microbatches,
         "context_parallel_degree": cut.cp,
     }
-    if arch is not None and cut.pp > 1:
-        parallelism["pipeline_parallel_layers_per_stage"] = arch.layers // (cut.pp * cut.vpp)
+    split = uneven_split(run, arch)
+    titan = _torchtitan_stages(split) if split else None
+    if arch is not None and cut.pp > 1 and (titan or not split):
         # torchtitan's defaults keep one block fewer on the first and last stages (for the embedding and
-        # the output layer); the app draws each stage with an equal run of blocks.
-        parallelism["pipeline_parallel_first_stage_less_layers"] = 0
-        parallelism["pipeline_parallel_last_stage_less_layers"] = 0
+        # the output layer); the app draws each stage with an equal run of blocks where they divide evenly.
+        per_stage, first_less, last_less = titan or (arch.layers // (cut.pp * cut.vpp), 0, 0)
+        parallelism["pipeline_parallel_layers_per_stage"] = per_stage
+        parallelism["pipeline_parallel_first_stage_less_layers"] = first_less
+        parallelism["pipeline_parallel_last_stage_less_layers"] = last_less
     micro = max(run.batch, 1) * run.seq
     training: dict[str, Any] = {
         "num_tokens_per_microbatch_per_dp_rank": micro,
@@ -346,6 +407,12 @@ def torchtitan_toml(stage: Stage, run: Run, arch: Architecture | None = None) ->
         "# job file in older releases; in newer ones, the same fields of Trainer.Config, or --parallelism.<name>.",
         _stage_note(stage),
     ]
+    split = uneven_split(run, arch)
+    if split and _torchtitan_stages(split) is None:
+        lines.append(
+            f"# Stages of {split_words(split)} blocks: torchtitan's layers_per_stage and first and last stages' "
+            "fewer layers cannot say it (the middle stages differ); its split is left to torchtitan."
+        )
     for name, section in sections.items():
         lines += ["", f"[{name}]", *(f"{key} = {_toml(value)}" for key, value in section.items())]
     return "\n".join(lines) + "\n"

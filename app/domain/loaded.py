@@ -24,7 +24,7 @@ from fractions import Fraction
 from app.domain.activations import Recompute, Shape, per_layer_bytes, per_layer_split_bytes
 from app.domain.architecture import Architecture
 from app.domain.layers import Layer, bare_layers
-from app.domain.parallel import Cut
+from app.domain.parallel import Cut, stage_blocks
 
 
 @dataclass(frozen=True)
@@ -95,15 +95,20 @@ def _cut_layer(layer: Layer, cut: Cut) -> Layer:
 def stage_layers(layers: tuple[Layer, ...], cut: Cut, index: int) -> tuple[Layer, ...]:
     """The layers pipeline stage `index` keeps, in forward order.
 
-    Its chunks of blocks (with vpp, every pp-th of pp × vpp chunks), the embedding on the first stage, the
-    final norm and output layer on the last.
+    Its chunks of blocks (with vpp, every pp-th of pp × vpp equal chunks; without, its run of
+    `parallel.stage_blocks`, ⌊L/pp⌋ or ⌈L/pp⌉ of them), the embedding on the first stage, the final norm and
+    output layer on the last.
     """
     blocks = [i for i, layer in enumerate(layers) if layer.block is not None]
-    per = -(-len(blocks) // (cut.pp * cut.vpp))  # whole chunks (`cut_refused` asks that they divide): never 0
+    if cut.vpp > 1:
+        per = -(-len(blocks) // (cut.pp * cut.vpp))  # whole chunks (`cut_refused` asks that they divide)
+        stage_of = [(b // per) % cut.pp for b in range(len(blocks))]
+    else:
+        stage_of = [s for s, count in enumerate(stage_blocks(len(blocks), cut.pp)) for _ in range(count)]
     kept: list[Layer] = []
     for i, layer in enumerate(layers):
         if layer.block is not None:
-            here = (layer.block - 1) // per % cut.pp == index
+            here = stage_of[layer.block - 1] == index
         else:
             here = index == (0 if i < blocks[0] else cut.pp - 1)
         if here:

@@ -27,7 +27,7 @@ class Cut:
     sp: bool = False
     """Sequence parallelism (with tp > 1): the norms' and dropouts' activations split along the sequence."""
     pp: int = 1
-    """Pipeline stages: each keeps `layers / pp` of the blocks."""
+    """Pipeline stages: each keeps ⌊layers / pp⌋ or ⌈layers / pp⌉ of the blocks (`stage_blocks`)."""
     vpp: int = 1
     """Virtual stages per card (interleaved 1F1B): a card keeps `vpp` separate runs of the blocks."""
     microbatches: int = 1
@@ -62,6 +62,20 @@ class Cut:
 NO_CUT = Cut()
 
 
+def stage_blocks(blocks: int, pp: int) -> tuple[int, ...]:
+    """The blocks each of `pp` stages keeps (without interleaving): ⌊blocks/pp⌋, one more for the remainder's.
+
+    The extra blocks go to the middle stages first, in order, as the first and last stages also keep the
+    embedding and the output layer; past pp − 2 of them, to the first stage. Llama 3 405B's 126 blocks in 16
+    stages: 7, 8 × 14, 7 ("we reduce one Transformer layer each from the first and the last stages", Llama 3
+    paper §3.3.2). `cut_refused` asks for pp ≤ blocks, so every stage keeps at least one.
+    """
+    base, extra = divmod(blocks, pp)
+    order = [*range(1, pp - 1), 0, pp - 1] if pp > 2 else list(range(pp))
+    more = set(order[:extra])
+    return tuple(base + (stage in more) for stage in range(pp))
+
+
 def _divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
@@ -77,7 +91,9 @@ def _choose(found: list[int], asked: int) -> str:
 def cut_refused(cut: Cut, gpus: int, per_node: int, blocks: int | None = None) -> str:
     """Why a cut cannot be drawn on this cluster, naming the numbers and the nearest choices; empty if it can.
 
-    `blocks` is the model's transformer blocks where its shape is known: pipeline stages hold whole ones.
+    `blocks` is the model's transformer blocks where its shape is known: pipeline stages hold whole ones, at
+    least one each, and an uneven split (`stage_blocks`) only without interleaving: Megatron-LM's interleaved
+    schedule cuts the blocks into pp × vpp equal chunks.
     """
     if per_node % cut.tp:
         fits = [d for d in _divisors(per_node) if gpus % d == 0]
@@ -97,7 +113,12 @@ def cut_refused(cut: Cut, gpus: int, per_node: int, blocks: int | None = None) -
         )
     if cut.vpp > 1 and cut.pp == 1:
         return "vpp (virtual stages per card) interleaves a pipeline: set pp above 1, or vpp=1."
-    if blocks is not None and blocks % (cut.pp * cut.vpp):
+    if blocks is not None and cut.pp > blocks:
+        return (
+            f"pp={cut.pp:,} stages for the model's {blocks:,} blocks: each stage keeps at least one block. "
+            f"Choose pp of at most {blocks:,}."
+        )
+    if blocks is not None and cut.vpp > 1 and blocks % (cut.pp * cut.vpp):
         fits = [d for d in _divisors(blocks) if blocks % (d * cut.vpp) == 0]
         hint = (
             f"With vpp={cut.vpp:,}, pp is one of {_choose(fits, cut.pp)}."

@@ -29,7 +29,7 @@ from enum import StrEnum
 from fractions import Fraction
 
 from app.domain.loaded import stage_load
-from app.domain.parallel import Cut
+from app.domain.parallel import Cut, stage_blocks
 from app.domain.run import Run
 
 FORWARD = Fraction(1)
@@ -222,6 +222,18 @@ def schedule(cut: Cut) -> Schedule:
         if not moved:
             raise AssertionError(f"the schedule of {cut} waits on itself")
     return Schedule(pp, vpp, cut.microbatches, tuple(tuple(slots) for slots in laid))
+
+
+def chunk_blocks(cut: Cut, blocks: int) -> tuple[int, ...]:
+    """The blocks in each stage's chunk (its whole run without interleaving), stage by stage.
+
+    Interleaved, pp × vpp equal chunks; otherwise `parallel.stage_blocks`' ⌊L/pp⌋ or ⌈L/pp⌉. The timing takes
+    every stage's pass as long (`FORWARD`): an uneven split is chosen to even out the first and last stages'
+    embedding and output layer, and what a stage holds is counted by its own blocks.
+    """
+    if cut.vpp > 1:
+        return (blocks // (cut.pp * cut.vpp),) * cut.pp
+    return stage_blocks(blocks, cut.pp)
 
 
 def microbatch_activations(run: Run) -> tuple[int, ...]:

@@ -13,7 +13,7 @@ from typing import ClassVar
 
 from app.domain.cut_grid import ROW, cut_cell, cut_drawn, rank, stage_columns, stage_room, zero_group
 from app.domain.eighths import COLUMNS, Column
-from app.domain.parallel import Cut
+from app.domain.parallel import Cut, stage_blocks
 from app.domain.recipes import Band, BandSpec
 from app.domain.report import Beat, Holding, Part, Phase, StageReport
 from app.domain.scenario import Scenario
@@ -58,10 +58,15 @@ def _strip(start: float, end: float) -> tuple[int, int]:
     return first, max(first + 1, round(end * SHARE_STEPS))
 
 
-def card_place(card: int, cut: Cut, gpus: int) -> str:
+def _blocks(scenario: Scenario) -> int | None:
+    """The model's blocks, which share the columns between the stages; None for a bare weight count."""
+    return scenario.architecture.layers if scenario.architecture is not None else None
+
+
+def card_place(card: int, cut: Cut, gpus: int, blocks: int | None = None) -> str:
     """A card's stage and tensor slice in words: "stage 1 of 2, columns 0 to 3, tensor slice 2 of 2"."""
     here = rank(card, cut, gpus)
-    columns = stage_columns(here.stage, cut.pp)
+    columns = stage_columns(here.stage, cut.pp, blocks)
     span = f"column {columns[0]}" if len(columns) == 1 else f"columns {columns[0]} to {columns[-1]}"
     said = [f"stage {here.stage + 1} of {cut.pp}, {span}"] if cut.pp > 1 else []
     if cut.tp > 1:
@@ -72,15 +77,22 @@ def card_place(card: int, cut: Cut, gpus: int) -> str:
 
 
 def _label(
-    card: int, column: Column, spec: BandSpec, cut: Cut, gpus: int, sharded: bool, was: bool | None = None
+    card: int,
+    column: Column,
+    spec: BandSpec,
+    cut: Cut,
+    gpus: int,
+    sharded: bool,
+    was: bool | None = None,
+    blocks: int | None = None,
 ) -> tuple[CellView, str]:
     """A cell's drawing and its words: what this card keeps of one band of one eighth of the model.
 
     `was`: whether the stage the person came from sharded this band (None: they came from none); ringed if the
     cell is drawn otherwise now.
     """
-    cell = cut_cell(card, column.index, sharded, cut, gpus)
-    changed = was is not None and cut_cell(card, column.index, was, cut, gpus) != cell
+    cell = cut_cell(card, column.index, sharded, cut, gpus, blocks)
+    changed = was is not None and cut_cell(card, column.index, was, cut, gpus, blocks) != cell
     where = f"Column {column.index} ({column.label}), {spec.label} ({spec.precision}, {spec.shown} B)"
     if cell.state is CellState.ABSENT:
         stage = rank(cell.holder, cut, gpus).stage + 1
@@ -115,7 +127,8 @@ def cut_columns(scenario: Scenario, stage: Stage, card: int, previous: Stage | N
     """
     run, recipe = scenario.run, scenario.recipe
     cut, gpus = run.cut, run.gpus
-    own = stage_columns(rank(card, cut, gpus).stage, cut.pp)
+    blocks = _blocks(scenario)
+    own = stage_columns(rank(card, cut, gpus).stage, cut.pp, blocks)
     columns = []
     for column in scenario.columns:
         cells = tuple(
@@ -127,6 +140,7 @@ def cut_columns(scenario: Scenario, stage: Stage, card: int, previous: Stage | N
                 gpus,
                 spec.band in stage.sharded,
                 None if previous is None else spec.band in previous.sharded,
+                blocks,
             )[0]
             for spec in recipe.specs
             if spec.nbytes > 0
@@ -252,7 +266,13 @@ def cut_cards(
                 model_bytes=units.show(row.per_gpu_bytes),
                 bar=bar,
                 summary=holding_sentence(
-                    f"{name} ({card_place(card, cut, gpus)})", "column", COLUMNS, scenario.recipe, columns, (), figure
+                    f"{name} ({card_place(card, cut, gpus, _blocks(scenario))})",
+                    "column",
+                    COLUMNS,
+                    scenario.recipe,
+                    columns,
+                    (),
+                    figure,
                 ),
                 tab_stop=position == 0,
             )
@@ -289,7 +309,12 @@ def _left_out(first: int, last: int, cut: Cut, gpus: int) -> str:
 
 
 def in_stages(
-    cards: tuple[CardView | CardGap, ...], cut: Cut, gpus: int, per_node: int, link: tuple[str, str]
+    cards: tuple[CardView | CardGap, ...],
+    cut: Cut,
+    gpus: int,
+    per_node: int,
+    link: tuple[str, str],
+    blocks: int | None = None,
 ) -> tuple[NodeView | NodeGap, ...]:
     """The drawn cards in one frame a pipeline stage, and inside it one a tensor-parallel group.
 
@@ -327,7 +352,11 @@ def in_stages(
         )
         found.append(
             NodeView(
-                stage, title, _stage_link(stage, cut), _tp_groups(items, cut, per_node, per_stage > per_node), room
+                stage,
+                title,
+                _stage_link(stage, cut, blocks),
+                _tp_groups(items, cut, per_node, per_stage > per_node),
+                room,
             )
         )
     if sends:  # the stages side by side: their links in one line under them
@@ -335,9 +364,11 @@ def in_stages(
     return tuple(found)
 
 
-def _stage_link(stage: int, cut: Cut) -> str:
-    """What a stage keeps, in words."""
+def _stage_link(stage: int, cut: Cut, blocks: int | None = None) -> str:
+    """What a stage keeps, in words: its blocks where the stages are uneven (`parallel.stage_blocks`)."""
     share = "the whole model" if cut.pp == 1 else f"1/{cut.pp} of the layers"
+    if cut.pp > 1 and cut.vpp == 1 and blocks is not None and blocks % cut.pp:
+        share = f"{stage_blocks(blocks, cut.pp)[stage]} of the {blocks} blocks"
     return f"keeps {share}" + (f", each layer cut {cut.tp} ways" if cut.tp > 1 else "")
 
 

@@ -18,6 +18,7 @@ from app.domain.schedule import (
     Schedule,
     Slot,
     Work,
+    chunk_blocks,
     interleaving_refused,
     microbatch_activations,
     peak_in_flight,
@@ -162,10 +163,14 @@ def _holds(scenario: Scenario, cut: Cut, stage_bytes: tuple[int, ...]) -> str:
             f"Held at most: S0 {_worth(first)} ({why}); S{end} {_worth(last)}. No activations are counted "
             "(a bare weight count, or no micro-batch)."
         )
-    blocks = scenario.architecture.layers // cut.pp if scenario.architecture else 0
+    split = tuple(n * cut.vpp for n in chunk_blocks(cut, scenario.architecture.layers)) if scenario.architecture else ()
+    # Uneven stages (Llama 3's 7, 8 × 14, 7) say the first's and the last's own blocks.
+    blocks = (
+        f"a stage's {split[0]} blocks" if len(set(split)) == 1 else f"S0's {split[0]} and S{end}'s {split[-1]} blocks"
+    )
     return (
         f"Held at most: S0 {_worth(first)} ({why}) = {units.show(first * stage_bytes[0])}; S{end} "
-        f"{_worth(last)} = {units.show(last * stage_bytes[end])}. A micro-batch of a stage's {blocks} blocks on "
+        f"{_worth(last)} = {units.show(last * stage_bytes[end])}. A micro-batch of {blocks} on "
         f"one card of the cut: S0 {units.show(stage_bytes[0])}, S{end} {units.show(stage_bytes[end])} with the "
         "output layer's."
     )

@@ -167,13 +167,16 @@ class StageView:
     pipelined: bool = False
     """Whether the cards draw other stages' layers absent (pp above 1), at rest or in the step."""
     cut_links: tuple[tuple[str, str], ...] = ()
+    card_words: str = ""
+    """Under a cut that splits the weights (tp or pp), the headline's card: "its 4.41B weights (stage 2's layers
+    ÷ tp 8)"; blank otherwise (every card keeps state for the whole model)."""
     """Under ZeRO-3's limit, where one layer is bigger than a card: the same run with each layer cut (tp)."""
 
     # What the templates draw, decided here when the view is built: a part left out is empty.
     model_per_gpu: str = field(init=False, repr=False, compare=False)
     """The table's heading for one card's bytes: '30B model per GPU', '7-weight model per GPU'."""
     model_words: str = field(init=False, repr=False, compare=False)
-    """The headline's model: "30B weights", "1 weight"."""
+    """The headline's weights: "a model of 30B weights", "a model of 1 weight", or the cut card's (`card_words`)."""
     wire_lines: tuple[WireView, ...] = field(init=False, repr=False, compare=False)
     """The traffic by link beside the cards, and its details under the table: on several nodes."""
     hybrids: tuple[tuple[str, str], ...] = field(init=False, repr=False, compare=False)
@@ -238,7 +241,7 @@ class StageView:
         )
         derived = {
             "model_per_gpu": f"{size} model per GPU",
-            "model_words": f"{label} weight" + ("" if label == "1" else "s"),
+            "model_words": self.card_words or f"a model of {label} weight" + ("" if label == "1" else "s"),
             "wire_lines": shown(self.wire if self.nodes or (self.wire and self.wire.cut_words) else None),
             "hybrids": ((self.hybrid_href, self.hybrid_label),) if self.hybrid_href else (),
             "totals": shown(self.total),
@@ -339,6 +342,19 @@ def stage_links(current: Stage | None, link: LinkFor) -> tuple[StageLink, ...]:
 stage_explanation = lru_cache(maxsize=256)(_stage_explanation)
 
 
+def card_words(scenario: Scenario, stage: int) -> str:
+    """The most loaded card's weights under a cut that splits them: its stage's layers, ÷ tp; blank otherwise."""
+    run = scenario.run
+    cut = run.cut
+    if cut.tp == 1 and cut.pp == 1:
+        return ""  # context parallelism alone splits the sequence: every card keeps the whole model
+    card = next(c for c in run.cards if c.stage == stage)
+    count = params_label(card.params)
+    whole = f"stage {stage + 1}'s layers" if cut.pp > 1 else "the model"
+    split = f" ÷ tp {cut.tp}" if cut.tp > 1 else ""
+    return f"its {count} weight{'' if count == '1' else 's'} ({whole}{split})"
+
+
 def stage_view(
     stage: Stage, scenario: Scenario, link: Links, phase: int | None = None, previous: Stage | None = None
 ) -> StageView:
@@ -370,6 +386,7 @@ def stage_view(
         shards_anything=bool(stage.sharded),
         gpus=run.gpus,
         params_label=params_label(run.params),
+        card_words=card_words(scenario, chosen.pipeline_stage),
         summary=f"{scenario.model_title}, {run.params:,} weights, on {gpus_label(run.gpus)} with {run.recipe.title}"
         + (f", micro-batch {run.batch:,} × {scenario.seq:,} tokens" if run.activations else ""),
         bytes_per_weight=per_weight(chosen.bytes_per_weight),
@@ -403,7 +420,14 @@ def stage_view(
             note for note, said in ((NO_SHAPE, run.activations is None), (ONE_GPU, run.gpus == 1)) if said
         ),
         wire=wire_view(scenario, chosen) if run.gpus > 1 else None,
-        nodes=in_stages(cards, run.cut, run.gpus, run.gpus_per_node, link_words(run))
+        nodes=in_stages(
+            cards,
+            run.cut,
+            run.gpus,
+            run.gpus_per_node,
+            link_words(run),
+            scenario.architecture.layers if scenario.architecture else None,
+        )
         if cut
         else in_nodes(cards, run.gpus_per_node, run.nodes, link_words(run)),
         cut_links=cut_href(scenario, link),

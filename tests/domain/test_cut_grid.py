@@ -58,6 +58,19 @@ def test_a_stage_keeps_its_share_of_the_columns(pp: int, columns: list[tuple[int
     assert [stage_columns(s, pp) for s in range(pp)] == columns
 
 
+def test_uneven_stages_keep_their_blocks_share_of_the_columns() -> None:
+    # Llama 3 405B, 126 blocks in 16 stages of 7, 8 × 14, 7: stages end at 7, 15, 23, ..., 119, 126 blocks,
+    # columns at every 126/8 = 15.75 blocks.
+    spans = [(0,), (0,), (0, 1), (1,), (1, 2), (2,), (2, 3), (3,), (4,), (4, 5), (5,), (5, 6), (6,), (6, 7), (7,), (7,)]
+    assert [stage_columns(s, 16, 126) for s in range(16)] == spans
+    assert column_stages(0, 16, 126) == (0, 1, 2)
+    # The first stage keeps 7 of column 0's 15.75 blocks, [0, 4/9); tensor rank 0 of 8 its first 1/8: 1/18.
+    cell = cut_cell(0, 0, False, Cut(tp=8, pp=16), 128, 126)
+    assert (cell.state, cell.part) == (PARTIAL, Share(F(0), F(1, 18)))
+    # Blocks that divide evenly share the columns as without them.
+    assert [stage_columns(s, 4, 32) for s in range(4)] == [stage_columns(s, 4) for s in range(4)]
+
+
 def test_a_column_where_one_stage_ends_is_kept_by_two() -> None:
     assert column_stages(2, 3) == (0, 1)
     assert column_stages(3, 3) == (1,)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 import tomllib
 
 import pytest
@@ -52,6 +53,10 @@ BARE = Inputs()
 HYBRID = Inputs(model=ModelName.LLAMA_3_8B, gpus=16, nodes=2, batch=1, tp=2, shard=4)
 HYBRID_CP = Inputs(model=ModelName.LLAMA_3_8B, gpus=16, nodes=2, batch=1, cp=2, shard=4)
 FP32 = Inputs(model=ModelName.LLAMA_3_8B, gpus=8, batch=1, tp=8, recipe=RecipeName.FP32_ADAM)
+# Uneven stages: Llama 3.1 405B's 126 blocks in 16 stages as Meta trained it (7, 8 × 14, 7), and Llama 3 8B's
+# 32 in 5 (6, 7, 7, 6, 6: the middle stages differ).
+L405 = Inputs(model=ModelName.LLAMA_3_1_405B, gpus=1024, nodes=128, batch=1, seq=8192, tp=8, pp=16)
+L8_PP5 = Inputs(model=ModelName.LLAMA_3_8B, gpus=40, nodes=5, batch=1, pp=5)
 
 
 def scenario(inputs: Inputs) -> Scenario:
@@ -147,7 +152,45 @@ def test_hybrid_sharding_under_a_cut_is_two_distributed_optimizer_instances() ->
     assert args[args.index("--num-distributed-optimizer-instances") + 1] == "2"
 
 
-RUNS = [L8, L8_CP, BARE, HYBRID, HYBRID_CP, FP32]
+RUNS = [L8, L8_CP, BARE, HYBRID, HYBRID_CP, FP32, L405, L8_PP5]
+
+
+def test_uneven_stages_are_megatrons_first_and_last_stages_blocks() -> None:
+    s = scenario(L405)
+    args = megatron_args(Stage.ZERO1, s.run, s.architecture)
+    assert args[:8] == (
+        *("--tensor-model-parallel-size", "8", "--pipeline-model-parallel-size", "16"),
+        *("--decoder-first-pipeline-num-layers", "7", "--decoder-last-pipeline-num-layers", "7"),
+    )
+    assert "# Uneven stages of 7, 8 × 14, 7 blocks" in megatron_text(Stage.ZERO1, s.run, s.architecture)
+    # Megatron-LM's check: the 126 − 7 − 7 = 112 blocks left divide between the 14 middle stages, 8 each.
+    assert (126 - 7 - 7) % 14 == 0
+
+
+def test_uneven_middle_stages_are_megatrons_layout_string() -> None:
+    s = scenario(L8_PP5)
+    args = megatron_args(Stage.ZERO1, s.run, s.architecture)
+    layout = args[args.index("--pipeline-model-parallel-layout") + 1]
+    assert layout == "Et*6|t*7|t*7|t*6|t*6L"
+    # Unrolled as Megatron-LM's `parse_str_to_list` does: x*n is n xs, | between stages.
+    stages = re.sub(r"(.)\*(\d+)", lambda m: m.group(1) * int(m.group(2)), layout).split("|")
+    assert [stage.count("t") for stage in stages] == [6, 7, 7, 6, 6]
+    assert (stages[0][0], stages[-1][-1]) == ("E", "L")
+
+
+def test_uneven_stages_are_torchtitans_fewer_layers_on_the_first_and_last() -> None:
+    # torchtitan counts the embedding and the output layer as a block each: (126 + 1 + 1) / 8 = 16 stages of 8,
+    # the first and last 8 − 1 = 7.
+    s = scenario(L405)
+    parallelism = torchtitan_sections(Stage.ZERO3, s.run, s.architecture)["parallelism"]
+    assert parallelism["pipeline_parallel_layers_per_stage"] == 8
+    assert parallelism["pipeline_parallel_first_stage_less_layers"] == 1
+    assert parallelism["pipeline_parallel_last_stage_less_layers"] == 1
+    # Middle stages that differ it cannot say: left out, and said.
+    s = scenario(L8_PP5)
+    text = torchtitan_toml(Stage.ZERO3, s.run, s.architecture)
+    assert "pipeline_parallel_layers_per_stage" not in tomllib.loads(text)["parallelism"]
+    assert "# Stages of 6, 7 × 2, 6 × 2 blocks: torchtitan's layers_per_stage" in text
 
 
 @pytest.mark.parametrize("inputs", RUNS)

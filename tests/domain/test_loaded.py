@@ -14,7 +14,7 @@ import pytest
 
 from app.domain.accounting import Accounting, Setup
 from app.domain.activations import Recompute, Shape, for_one_sequence
-from app.domain.architecture import GPT_3_175B, LLAMA_3_8B, Architecture
+from app.domain.architecture import GPT_3_175B, LLAMA_3_1_405B, LLAMA_3_8B, Architecture
 from app.domain.layers import model_layers
 from app.domain.loaded import in_flight, megatron_activations, per_layer_at, stage_load
 from app.domain.parallel import Cut
@@ -78,6 +78,38 @@ BLOCK_MATRICES, BLOCK_NORMS, TABLE = 218_103_808, 8_192, 525_336_576
 )
 def test_a_stage_keeps_its_layers_divided_by_tp_the_norms_whole(cut: Cut, index: int, params: int) -> None:
     assert stage_load(model_layers(LLAMA_3_8B, 0), LLAMA_3_8B.params, 0, None, cut, index).params == params
+
+
+# Llama 3.1 405B: h = 16,384, kv = 1,024, f = 53,248, v = 128,256. A block's matrices 2 × 16,384² + 2 × 16,384
+# × 1,024 + 3 × 16,384 × 53,248 = 3,187,671,040, its norms 32,768; the embedding and the output layer
+# 2,101,346,304 each. pp = 16 as Meta trained it: 7, 8 × 14, 7 blocks.
+BIG_BLOCK, BIG_NORMS, BIG_TABLE = 3_187_671_040, 32_768, 2_101_346_304
+
+
+@pytest.mark.parametrize(
+    ("index", "params"),
+    [
+        # The first stage: 7 blocks ÷ 8 and the embedding ÷ 8: 2,789,441,536 + 262,668,288 = 3,052,109,824.
+        (0, 7 * (BIG_BLOCK // 8 + BIG_NORMS) + BIG_TABLE // 8),
+        # A middle stage: 8 blocks ÷ 8, the norms whole: 8 × 398,491,648 = 3,187,933,184, the most loaded.
+        (1, 8 * (BIG_BLOCK // 8 + BIG_NORMS)),
+        (14, 8 * (BIG_BLOCK // 8 + BIG_NORMS)),
+        # The last: 7 blocks, the final norm whole and the output layer ÷ 8: 3,052,126,208.
+        (15, 7 * (BIG_BLOCK // 8 + BIG_NORMS) + 16_384 + BIG_TABLE // 8),
+    ],
+)
+def test_405b_in_16_uneven_stages_keeps_7_8_and_7_blocks(index: int, params: int) -> None:
+    layers, cut = model_layers(LLAMA_3_1_405B, 0), Cut(tp=8, pp=16)
+    load = stage_load(layers, LLAMA_3_1_405B.params, 0, None, cut, index)
+    assert load.params == params
+    assert len([layer for layer in load.layers if layer.block]) == (7 if index in (0, 15) else 8)
+
+
+def test_405b_in_16_uneven_stages_the_most_loaded_card_is_a_middle_stage() -> None:
+    run = Run(params=LLAMA_3_1_405B.params, gpus=1024, layers=model_layers(LLAMA_3_1_405B, 0), cut=Cut(tp=8, pp=16))
+    assert run.heaviest.params == 3_187_933_184
+    # 3,052,109,824 + 3,052,126,208 + 14 × 3,187,933,184: one tensor rank of every stage.
+    assert [card.params for card in run.cards] == [3_052_109_824, *[3_187_933_184] * 14, 3_052_126_208]
 
 
 def test_interleaved_stage_holds_every_pp_th_chunk() -> None:

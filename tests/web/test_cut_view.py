@@ -94,6 +94,16 @@ def test_many_cards_keep_a_tensor_group_a_stage_and_say_which_are_left_out(clien
     assert all("span-4" in g["class"] for g in grid.select(".card-gap"))
 
 
+def test_uneven_stages_say_their_blocks_and_share_the_columns_by_them(client: TestClient) -> None:
+    # Llama 3.1 405B in 16 stages of 7, 8 × 14, 7 blocks: the first and the last stage are drawn.
+    grid = one(run_page(client, "model=llama-3.1-405b&gpus=1024&nodes=128&tp=8&pp=16"), "#grid")
+    links = [span.get_text(" ", strip=True) for span in grid.select(".node-link")]
+    assert links == ["keeps 7 of the 126 blocks, each layer cut 8 ways"] * 2
+    # Stage 1 keeps the first 7 of column 0's 126/8 = 15.75 blocks, inside column 0 alone.
+    first = one(grid, '.card[data-card-index="0"]')
+    assert "GPU 0 (stage 1 of 16, column 0, tensor slice 1 of 8)" in first.get_text(" ", strip=True)
+
+
 def test_zero3_past_its_limit_links_to_the_same_run_cut_in_two(client: TestClient) -> None:
     tree = run_page(client, "model=llama-3-70b&gpus=16&stage=zero3&capacity=3GiB&batch=0")
     link = one(tree, ".boundary .cut-link a")

@@ -81,9 +81,11 @@ def test_each_change_links_to_the_run_changed(client: TestClient) -> None:
 
 
 def test_two_knobs_lead_to_zero3_with_the_other_changed(client: TestClient) -> None:
-    # Llama 3.1 405B on 1,024 × 80 GB under ZeRO-2: no one knob fits; ZeRO-3 with its own changes.
-    hrefs = [query_of(href) for _, _, href in _lines(client, f"{L405}&stage=zero2")]
+    # Llama 3.1 405B on 1,024 × 80 GB under data parallelism: no one knob fits; ZeRO-3 with its own changes.
+    hrefs = [query_of(href) for _, _, href in _lines(client, f"{L405}&stage=dp")]
     assert (hrefs[0]["stage"], hrefs[0]["recompute"]) == (["zero3"], ["full"])
+    # Under ZeRO-2, 32 uneven stages (3 or 4 of the 126 blocks) fit alone.
+    assert query_of(_lines(client, f"{L405}&stage=zero2")[0][2])["pp"] == ["32"]
 
 
 @pytest.mark.parametrize(

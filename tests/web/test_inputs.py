@@ -289,8 +289,10 @@ def test_a_cluster_that_contradicts_itself_is_a_422_saying_why(client: TestClien
         ("gpus=8&tp=2&cp=3", "tp × pp × cp = 2 × 1 × 3 = 6 does not divide gpus=8", "cp"),
         ("gpus=8&sp=1", "sp=1 splits the activations across the tensor-parallel group", "sp"),
         ("gpus=8&vpp=2", "vpp (virtual stages per card) interleaves a pipeline", "vpp"),
-        # Llama 3 8B has 32 blocks: three stages cannot each keep a whole number.
-        ("model=llama-3-8b&gpus=24&pp=3", "pp × vpp = 3 × 1 does not divide the model's 32 blocks", "pp"),
+        # Llama 3 8B has 32 blocks: three stages of two interleaved chunks cannot each keep a whole number.
+        ("model=llama-3-8b&gpus=24&pp=3&vpp=2", "pp × vpp = 3 × 2 does not divide the model's 32 blocks", "vpp"),
+        # 64 stages for 32 blocks: one would keep none.
+        ("model=llama-3-8b&gpus=64&pp=64", "pp=64 stages for the model's 32 blocks", "pp"),
         # Refused once, at the first field that makes it wrong, however many follow.
         ("gpus=16&tp=16&pp=2&vpp=2&cp=1", "tp=16 does not fit in a node of 8 GPUs", "tp"),
     ],

@@ -74,6 +74,23 @@ def test_the_first_stages_most_held_is_the_apis_activations(client: TestClient) 
     assert table[1][2] == "4 micro-batches, 26.3 GB"
 
 
+def test_uneven_stages_hold_their_own_blocks(client: TestClient) -> None:
+    # 32 blocks in 3 stages: 11, 11, 10. A block's micro-batch on a card of tp = 2 keeps 822,607,872 B (STAGE / 16);
+    # the last stage adds the final norm's and output layer's inputs and the logits, 2,235,564,032 B
+    # (15,397,289,984 − 16 × 822,607,872, tests/domain/test_schedule.py). S0 holds 3 micro-batches of 11 blocks,
+    # 27,146,059,776 B = 25.3 GiB; S1 2 of 11, 16.9 GiB; S2 one of its 10 and the output layer's, 10,461,642,752 B.
+    page = _page(client, "/?model=llama-3-8b&gpus=48&tp=2&phase=5&pp=3&microbatches=4")
+    table = [[" ".join(c.get_text(" ").split()) for c in tr.select("th, td")] for tr in page.select("#schedule tr")]
+    assert [row[2] for row in table[1:]] == [
+        "3 micro-batches, 25.3 GiB",
+        "2 micro-batches, 16.9 GiB",
+        "1 micro-batch, 9.7 GiB",
+    ]
+    assert "A micro-batch of S0's 11 and S2's 10 blocks on one card of the cut: S0 8.4 GiB, S2 9.7 GiB" in _said(
+        page, ".schedule-holds"
+    )
+
+
 def test_the_held_strip_of_the_first_stage_reaches_its_top_and_the_last_a_quarter_of_it(client: TestClient) -> None:
     page = _page(client, f"{LLAMA}&pp=4&microbatches=8")
     tops = []

@@ -55,6 +55,32 @@ def test_headline_and_explanation(client: TestClient) -> None:
     assert "largest single layer" in text(tree, ".explanation")
 
 
+@pytest.mark.parametrize(
+    ("query", "said"),
+    [
+        # Llama 3.1 405B in 16 stages of 7, 8 × 14, 7 blocks, tp 8: a middle stage's card is the most loaded,
+        # 8 × (3,187,671,040 / 8 + 32,768) = 3,187,933,184 weights (tests/domain/test_loaded.py); × 16 B =
+        # 51,006,930,944 B = 47.5 GiB.
+        (
+            "model=llama-3.1-405b&gpus=1024&nodes=128&tp=8&pp=16",
+            "Each card keeps 16.00 bytes per weight: 47.5 GiB for its 3.19B weights (stage 2's layers ÷ tp 8), "
+            "100% of what data parallelism keeps.",
+        ),
+        # Llama 3 70B, tp 8 × pp 2: the last stage, 40 × (855,638,016 / 8 + 16,384) + 1,050,673,152 / 8 + 8,192
+        # = 4,410,187,776 weights; × 16 B = 65.7 GiB.
+        (
+            "model=llama-3-70b&gpus=32&nodes=4&tp=8&pp=2",
+            "Each card keeps 16.00 bytes per weight: 65.7 GiB for its 4.41B weights (stage 2's layers ÷ tp 8), "
+            "100% of what data parallelism keeps.",
+        ),
+        # Context parallelism alone splits the sequence, not the weights: the whole model's.
+        ("model=llama-3-8b&gpus=16&nodes=2&cp=2", "for a model of 8.03B weights,"),
+    ],
+)
+def test_under_a_cut_the_headline_counts_the_cards_own_weights(client: TestClient, query: str, said: str) -> None:
+    assert said in text(run_page(client, query), ".headline")
+
+
 def test_the_headline_and_the_table_count_the_padding_each_card_really_keeps(client: TestClient) -> None:
     # 7 weights on 16 cards, fp32 Adam (4/4/0/8 B): a slice is ⌈7/16⌉ = 1 weight, so a card keeps
     # 1 × 16 B = 16 B under ZeRO-3, not 16/16 B per weight: 16 B / 7 = 2.29 B per weight, and
