@@ -34,6 +34,7 @@ from fractions import Fraction
 from typing import Any
 
 from app.domain.activations import Recompute
+from app.domain.parallel import MAX_STAGES
 from app.domain.placement import Offload
 from app.domain.run import MAX_GPUS
 from app.domain.scenario import Inputs, Scenario
@@ -206,8 +207,11 @@ def _cut(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity: 
 
 
 def _above(now: int, within: int) -> list[int]:
-    """The degrees above `now` that a cut of `within` cards could take: its divisors, each a multiple of `now`."""
-    return [d for d in range(now + 1, within + 1) if within % d == 0 and d % now == 0]
+    """The degrees above `now` that a cut of `within` cards could take: its divisors, each a multiple of `now`.
+
+    Up to the form's most (`MAX_STAGES`): each is a report of its own, and stages past it are no run's.
+    """
+    return [d for d in range(now + 1, min(within, MAX_STAGES) + 1) if within % d == 0 and d % now == 0]
 
 
 def _least(scenario: Scenario, stage: Stage, peak: int, capacity: int, knob: str, degrees: list[int]) -> Fix | None:

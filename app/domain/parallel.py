@@ -88,12 +88,20 @@ def _choose(found: list[int], asked: int) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
-def cut_refused(cut: Cut, gpus: int, per_node: int, blocks: int | None = None) -> str:
+MAX_STAGES = 128
+"""The most pipeline stages or context-parallel cards the form takes: past any run's (Llama 3.1 405B: pp 16, cp 16),
+and a bound on a request's work, which grows with the stages (each a card of its own to count)."""
+
+
+def cut_refused(
+    cut: Cut, gpus: int, per_node: int, blocks: int | None = None, heads: tuple[int, int] | None = None
+) -> str:
     """Why a cut cannot be drawn on this cluster, naming the numbers and the nearest choices; empty if it can.
 
     `blocks` is the model's transformer blocks where its shape is known: pipeline stages hold whole ones, at
     least one each, and an uneven split (`stage_blocks`) only without interleaving: Megatron-LM's interleaved
-    schedule cuts the blocks into pp × vpp equal chunks.
+    schedule cuts the blocks into pp × vpp equal chunks. `heads` are its attention and key-value heads, where
+    known: tensor parallelism splits whole heads of each (Megatron-LM asks both to divide by tp).
     """
     if per_node % cut.tp:
         fits = [d for d in _divisors(per_node) if gpus % d == 0]
@@ -101,12 +109,20 @@ def cut_refused(cut: Cut, gpus: int, per_node: int, blocks: int | None = None) -
             f"tp={cut.tp:,} does not fit in a node of {per_node:,} GPUs: tensor parallelism all-reduces every "
             f"layer's activations, so its group stays inside a node. Choose one of {_choose(fits, cut.tp)}."
         )
+    if heads is not None and (heads[0] % cut.tp or heads[1] % cut.tp):
+        fits = [d for d in _divisors(per_node) if gpus % d == 0 and heads[0] % d == 0 and heads[1] % d == 0]
+        return (
+            f"tp={cut.tp:,} does not divide the model's {heads[0]:,} attention heads and {heads[1]:,} key-value "
+            f"heads: tensor parallelism gives each card whole heads. Choose one of {_choose(fits, cut.tp)}."
+        )
     if cut.sp and cut.tp == 1:
         return "sp=1 splits the activations across the tensor-parallel group: set tp above 1, or sp=0."
     if gpus % cut.model_parallel:
         rest = gpus // (cut.tp * cut.cp) if gpus % (cut.tp * cut.cp) == 0 else 0
-        stages = _choose(_divisors(rest), cut.pp) if rest else ""
-        hint = f" With tp={cut.tp:,} and cp={cut.cp:,}, pp is one of {stages}." if rest else ""
+        if rest:
+            hint = f" With tp={cut.tp:,} and cp={cut.cp:,}, pp is one of {_choose(_divisors(rest), cut.pp)}."
+        else:  # the context-parallel group does not divide what tensor parallelism leaves
+            hint = f" With tp={cut.tp:,}, cp is one of {_choose(_divisors(gpus // cut.tp), cut.cp)}."
         return (
             f"tp × pp × cp = {cut.tp:,} × {cut.pp:,} × {cut.cp:,} = {cut.model_parallel:,} does not "
             f"divide gpus={gpus:,}: the cards left for data parallelism must be a whole number.{hint}"

@@ -234,6 +234,14 @@ class Run:
         return self.zero_group // self.shards
 
     @cached_property
+    def loaded(self) -> dict[Stage, StageCard]:
+        """The most loaded card under each stage (`sizing.loaded_card`), once found.
+
+        This run's alone: `replace` makes a new run without it (a cached property is kept in the instance).
+        """
+        return {}
+
+    @cached_property
     def cards(self) -> tuple[StageCard, ...]:
         """Each pipeline stage's card: `sizing` counts the most loaded of them.
 

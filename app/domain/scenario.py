@@ -219,7 +219,8 @@ def _resolved(inputs: Inputs) -> Scenario:
     setup = Setup(inputs.accounting, placement, inputs.hpz)
     cut = Cut(inputs.tp, inputs.sp, inputs.pp, inputs.vpp, inputs.microbatches, inputs.cp)
     blocks = architecture.layers if architecture else None
-    if refused := cut_refused(cut, inputs.gpus, cluster.gpus_per_node, blocks):
+    heads = (architecture.heads, architecture.kv_heads) if architecture else None
+    if refused := cut_refused(cut, inputs.gpus, cluster.gpus_per_node, blocks, heads):
         raise ValueError(refused)
     run = Run(
         params=params + adapters,

@@ -79,10 +79,15 @@ def loaded_card(stage: Stage, run: Run) -> StageCard:
     """
     if len(run.cards) == 1:
         return run.cards[0]
-    all_terms = run.terms(stage)
-    return max(
-        run.cards, key=lambda c: terms.peak_bytes(stage, c.params, run.shards, all_terms, c.candidates, c.frozen)
-    )
+    # Asked again for each moment the step and its chart weigh (hundreds a request): once a stage for this run.
+    found = run.loaded.get(stage)
+    if found is None:
+        all_terms = run.terms(stage)
+        found = max(
+            run.cards, key=lambda c: terms.peak_bytes(stage, c.params, run.shards, all_terms, c.candidates, c.frozen)
+        )
+        run.loaded[stage] = found
+    return found
 
 
 def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:

@@ -305,6 +305,8 @@ def _left_out(first: int, last: int, cut: Cut, gpus: int) -> str:
     a, b = rank(first, cut, gpus), rank(last, cut, gpus)
     stages = f"stage {a.stage + 1}" if a.stage == b.stage else f"stages {a.stage + 1} to {b.stage + 1}"
     cards = f"GPU {first:,}" if first == last else f"GPU {first:,} to GPU {last:,}"
+    if cut.pp == 1:  # no pipeline: one stage, which is not worth a name
+        return f"{cards}: the other tensor groups, each as the drawn group but for ZeRO's share"
     return f"{cards}: {stages}'s other tensor groups, each as its stage's drawn group but for ZeRO's share"
 
 

@@ -22,6 +22,7 @@ from app.domain.activations import MAX_SEQ, Recompute
 from app.domain.architecture import ModelName
 from app.domain.hardware import CARDS, H100_FABRIC
 from app.domain.overheads import DEFAULTS
+from app.domain.parallel import MAX_STAGES
 from app.domain.placement import Device, Offload
 from app.domain.recipes import (
     MAX_CUSTOM_BAND_BYTES,
@@ -714,10 +715,11 @@ FIELDS: tuple[RunField, ...] = (
         "Pipeline parallelism: the blocks split into this many stages, each on its own GPUs "
         "(--pipeline-model-parallel-size). 1: off.",
         lambda s: f"pp={s.run.cut.pp}",
-        f"pipeline stages, 1–{MAX_GPUS:,}: each keeps a run of the blocks; it divides the model's blocks. "
+        f"pipeline stages, 1–{MAX_STAGES:,}: each keeps a run of the blocks; it divides the model's blocks. "
         "[parallelism.md](parallelism.md)",
         "`1`",
-        low=1, high=MAX_GPUS, message=f"Enter a whole number of stages between 1 and {MAX_GPUS:,} (1: no pipeline).",
+        low=1, high=MAX_STAGES,
+        message=f"Enter a whole number of stages between 1 and {MAX_STAGES:,} (1: no pipeline).",
         echo="pp", placeholder="", tip=None,
     ),
     RunField(
@@ -744,10 +746,10 @@ FIELDS: tuple[RunField, ...] = (
         "cp", "Context parallel (GPUs)", Group.CUT, Kind.WHOLE, 1,
         "Context parallelism: each sequence split across this many GPUs (--context-parallel-size). 1: off.",
         lambda s: f"cp={s.run.cut.cp}",
-        f"context-parallel degree, 1–{MAX_GPUS:,}: each sequence split across this many GPUs, which gather the "
+        f"context-parallel degree, 1–{MAX_STAGES:,}: each sequence split across this many GPUs, which gather the "
         "keys and values (ring attention). [parallelism.md](parallelism.md)",
         "`1`",
-        low=1, high=MAX_GPUS, message=f"Enter a whole number of GPUs between 1 and {MAX_GPUS:,} (1: no context "
+        low=1, high=MAX_STAGES, message=f"Enter a whole number of GPUs between 1 and {MAX_STAGES:,} (1: no context "
         "parallelism).",
         echo="cp", placeholder="", tip=None,
     ),

@@ -344,7 +344,8 @@ def _cut_refusal(data: dict[str, Any], value: dict[str, Any]) -> tuple[str, str]
     model = data.get("model")
     architecture = PRESETS[model].architecture if model in PRESETS else None
     blocks = architecture.layers if architecture is not None else None
-    if refused := cut_refused(cut, cluster.gpus, cluster.gpus_per_node, blocks):
+    heads = (architecture.heads, architecture.kv_heads) if architecture is not None else None
+    if refused := cut_refused(cut, cluster.gpus, cluster.gpus_per_node, blocks, heads):
         return "cut", refused
     # ZeRO shards over the data-parallel group the cut leaves: a shard group splits that, not every card.
     if cut.cuts and (refused := groups_refused(cluster.gpus, cluster.gpus_per_node, data.get("shard"), cut=cut)):

@@ -86,3 +86,25 @@ def test_stages_keep_the_floor_or_the_ceiling_of_the_blocks_middle_first(
 ) -> None:
     assert stage_blocks(blocks, pp) == split
     assert sum(split) == blocks
+
+
+@pytest.mark.parametrize(
+    ("cut", "gpus", "heads", "said"),
+    [
+        # Llama 3 8B: 32 attention heads, 8 key-value heads. tp = 16 in a node of 16 splits a key-value head.
+        (Cut(tp=16), 16, (32, 8), "tp=16 does not divide the model's 32 attention heads and 8 key-value heads"),
+        (Cut(tp=16), 16, (32, 8), "Choose one of 1, 2, 4 or 8."),
+        (Cut(tp=8), 16, (32, 8), ""),
+        # GPT-3 175B: 96 heads, no grouping; tp = 16 divides both.
+        (Cut(tp=16), 16, (96, 96), ""),
+    ],
+)
+def test_tensor_parallelism_splits_whole_heads(cut: Cut, gpus: int, heads: tuple[int, int], said: str) -> None:
+    refused = cut_refused(cut, gpus, 16, None, heads)
+    assert (said in refused) if said else refused == ""
+
+
+def test_a_context_group_that_does_not_divide_names_the_cp_that_would() -> None:
+    # 24 cards, tp 2: 12 left; cp 5 does not divide them. Every divisor of 12 (six: a short list, whole).
+    said = cut_refused(Cut(tp=2, cp=5), 24, 8)
+    assert said.endswith("With tp=2, cp is one of 1, 2, 3, 4, 6 or 12.")

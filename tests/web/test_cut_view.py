@@ -141,6 +141,15 @@ def test_arriving_from_zero2_rings_the_weights_zero3_now_shards(client: TestClie
     assert grid.select(".cell.absent.changed") == []
 
 
+def test_without_a_pipeline_the_gap_names_no_stage(client: TestClient) -> None:
+    # tp = 2 on 64 cards, no pipeline: one stage, so the left-out cards are "the other tensor groups".
+    grid = one(run_page(client, "gpus=64&tp=2&stage=zero3"), "#grid")
+    gaps = [g.get_text(" ", strip=True) for g in grid.select(".card-gap")]
+    assert gaps
+    assert all("stage" not in gap for gap in gaps), gaps
+    assert any("the other tensor groups, each as the drawn group but for ZeRO's share" in gap for gap in gaps)
+
+
 def test_stages_sit_side_by_side_past_two(client: TestClient) -> None:
     grid = one(run_page(client, "gpus=15&pp=3&stage=zero3", {}), "#grid")
     stages = grid.select(".node-box")
