@@ -255,7 +255,8 @@ class StageView:
             "model_minor": "minor" if self.step else None,
             "steps": shown(self.step),
             "rest_notes": () if self.step else (self.bar_note,),
-            "axis_note": "Numbers under each card are eighths of the model, first layer to last"
+            "axis_note": "Each card's figures and bar are the most loaded card's, by which the run is sized (a stage "
+            "that keeps less has room to spare). Numbers under each card are eighths of the model, first layer to last"
             if self.cut_grid
             else "Numbers under each card are weights",
             "responsible_note": (

@@ -72,7 +72,10 @@ def test_the_key_names_the_new_marks_and_the_columns(client: TestClient) -> None
     assert "Column: an eighth of the model" in text(tree, ".legend")
     swatch = one(tree, ".legend .states .swatch.absent")
     assert "neutral" in swatch["class"]
-    assert text(tree, "#grid-note").startswith("Numbers under each card are eighths of the model, first layer to last")
+    assert text(tree, "#grid-note").startswith(
+        "Each card's figures and bar are the most loaded card's, by which the run is sized (a stage that keeps less "
+        "has room to spare). Numbers under each card are eighths of the model, first layer to last"
+    )
 
 
 def test_an_uncut_run_draws_no_frame_of_the_cut(client: TestClient) -> None:
