@@ -37,13 +37,13 @@ from app.domain.figures import HostReport, LayerExtra, StageReport
 from app.domain.host import host_report
 from app.domain.layers import ColumnMoments
 from app.domain.recipes import Band
-from app.domain.run import Run
+from app.domain.run import Run, StageCard
 from app.domain.sharding import CellState, Share, share
 from app.domain.sizing import counted_overhead_bytes, layer_extra, loaded_card
 from app.domain.stages import OPTIMIZER_STATE, Stage
 from app.domain.state_bytes import per_gpu_bytes
 from app.domain.terms import AT_REST, Moment, Pass
-from app.domain.wire import split
+from app.domain.wire import moved_params, split
 
 
 class Beat(StrEnum):
@@ -302,7 +302,8 @@ def _part(index: int) -> tuple[Part, int | None, Beat | None]:
     return part.get(index, Part.WEIGHT_SYNC), None, None
 
 
-Scopes = dict[tuple[Collective, Band, Whose], Scope]
+Key = tuple[Collective, Band, Whose]
+Scopes = dict[Key, Scope]
 
 
 def _transfers(
@@ -339,19 +340,39 @@ def _transfers(
     return ()
 
 
-def _volumes(stage: Stage, run: Run, moves: tuple[InFlight, ...]) -> tuple[InFlight, ...]:
+def _column_weights(run: Run, card: StageCard, whose: Whose, columns: tuple[int, ...]) -> int:
+    """The weights a collective of this kind moves over `columns`: the model's, or with the model cut `card`'s.
+
+    A cut card's own (`wire.moved_params`) are spread over the eighths as the model's are, rounded so that
+    the eighths sum to them exactly: the step's tally ends at the table's.
+    """
+    eighths = run.moved[whose]
+    if not run.cut.cuts:
+        return sum(eighths[column] for column in columns)
+    own, whole = moved_params(run, whose, card), sum(eighths)
+    if not whole:
+        return 0
+    return sum(own * sum(eighths[: c + 1]) // whole - own * sum(eighths[:c]) // whole for c in columns)
+
+
+def _volumes(
+    stage: Stage, run: Run, moves: tuple[InFlight, ...], card: StageCard, per_step: dict[Key, int]
+) -> tuple[InFlight, ...]:
     """The collectives with their volumes: the weights of their columns each moves, in units of P, and bytes.
 
-    Summed over the step they are the table's traffic (`sizing.communication_p`, `wire.link_bytes`); a
+    Summed over the step they are the table's traffic (`sizing.communication_p`, `wire.link_bytes`): of the
+    most loaded card's weights with the model cut, each ZeRO-3 collective once a micro-batch (`per_step`); a
     collective that moves nothing (a frozen column's gradients) is left out.
     """
     kept = []
+    whole = card.params if run.cut.cuts else run.params
     for move in moves:
-        weights = sum(run.moved[move.whose][column] for column in move.columns)
+        weights = _column_weights(run, card, move.whose, move.columns)
         if weights:
-            as_transfer = Transfer(move.collective, move.band, "", whose=move.whose, scope=move.scope)
+            times = per_step.get((move.collective, move.band, move.whose), 1)
+            as_transfer = Transfer(move.collective, move.band, "", whose=move.whose, scope=move.scope, per_step=times)
             _, inside, between = split(as_transfer, weights, stage, run)
-            volume = Fraction(weights, run.params)
+            volume = Fraction(weights * times, whole)
             if move.scope is Scope.REPLICAS and move.collective is Collective.ALL_REDUCE:
                 volume *= Fraction(2, run.shards)  # each card's slice, both halves of the all-reduce
             kept.append(replace(move, volume_p=volume, inside=inside, between=between))
@@ -439,19 +460,22 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport |
     phases: list[Phase] = []
     tally = inside = between = Fraction(0)
     # The scopes are the step's own collectives' (`Run.transfers`): the shard group's, hpZ's, the replicas'.
-    scopes = {(t.collective, t.band, t.whose): t.scope for t in (row.transfers if row else run.transfers(stage))}
+    step_transfers = row.transfers if row else run.transfers(stage)
+    scopes = {(t.collective, t.band, t.whose): t.scope for t in step_transfers}
+    per_step = {(t.collective, t.band, t.whose): t.per_step for t in step_transfers}
     pcie = 0
     on_host = run.on_host(stage)
     highest = 0
     # The most loaded card's step: its own layers' moments, whose highest is the table's peak.
-    card_columns = loaded_card(stage, run).columns
+    card = loaded_card(stage, run)
+    card_columns = card.columns
     kept = kept_after_forward(card_columns)
     for index in range(PHASES):
         at = _part(index)
         part, column, beat = at
         # Data parallelism on one card still has nobody to all-reduce with (nor a card alone in its ZeRO group).
         moving = _transfers(stage, sharded, index, at, run, scopes) if run.zero_group > 1 else ()
-        transfers = _volumes(stage, run, moving)
+        transfers = _volumes(stage, run, moving, card, per_step)
         tally += sum((t.volume_p for t in transfers), start=Fraction(0))
         inside += sum((t.inside for t in transfers), start=Fraction(0))
         between += sum((t.between for t in transfers), start=Fraction(0))

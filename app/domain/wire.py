@@ -24,7 +24,7 @@ from math import ceil
 
 from app.domain.accounting import Accounting, megatron_gradients
 from app.domain.communication import Collective, Scope, Transfer, Whose
-from app.domain.layers import first_trained
+from app.domain.layers import Layer, first_trained
 from app.domain.recipes import Band
 from app.domain.run import Run, StageCard
 from app.domain.stages import Stage
@@ -113,7 +113,13 @@ def moved_params(run: Run, whose: Whose, card: StageCard | None = None) -> int:
     if any(earlier.params > earlier.frozen for earlier in run.cards[: card.stage]):
         return card.params
     first = first_trained(card.layers)
-    return 0 if first is None else sum(layer.params or 0 for layer in card.layers[first:])
+    # A bare count's eighths have no known gathered size (params None): their own weights are what moves.
+    return 0 if first is None else sum(_gathered(layer) for layer in card.layers[first:])
+
+
+def _gathered(layer: Layer) -> int:
+    """The weights a collective moves for one of a card's layers: its gathered ones, else its own and adapters."""
+    return layer.base + layer.adapters if layer.params is None else layer.params
 
 
 def wire_bytes(transfer: Transfer, stage: Stage, run: Run) -> Fraction:

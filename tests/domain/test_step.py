@@ -437,3 +437,43 @@ def test_an_old_links_phase_is_the_nearest_phase_now(old: int, new: int) -> None
 def test_an_old_phase_out_of_the_old_step_is_refused(old: int) -> None:
     with pytest.raises(ValueError, match="0 to 20"):
         from_old_phase(old)
+
+
+def test_a_bare_counts_cut_step_sends_the_most_loaded_cards_weights_by_hand() -> None:
+    # 70e9 weights, tp = 8, pp = 2: a card keeps 70e9 / 16 = 4.375e9 (2 B each). ZeRO-3 over dp = 4 cards
+    # 8 ranks apart (one a node of 8): k = 4 nodes, g = 1, so nothing inside and (k-1)/n = 3/4 between.
+    # Its three collectives (gather, gather again, reduce-scatter) once in each of 8 micro-batches: 24P.
+    run = resolve(Inputs(params=70 * 10**9, gpus=64, tp=8, pp=2, microbatches=8)).run
+    last = step(Stage.ZERO3, run, SEED_COLUMNS)[LAST_PHASE]
+    assert (last.tally_p, last.inside_so_far, last.between_so_far) == (
+        Fraction(24),
+        Fraction(0),
+        24 * 4_375_000_000 * 2 * Fraction(3, 4),
+    )
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        {"tp": 2},
+        {"pp": 2},
+        {"tp": 8, "pp": 4, "microbatches": 8},
+        {"tp": 2, "pp": 2, "microbatches": 4},
+    ],
+)
+@pytest.mark.parametrize("stage", list(Stage))
+def test_a_cut_steps_tally_is_the_tables_traffic(query: dict[str, int], stage: Stage) -> None:
+    # The field test's Llama 3 70B on 64 cards: the step's last phase said the whole model's 295.7 GiB
+    # inside and 86.2 between under tp = 2 where the table says the card's 147.8 and 43.1.
+    report = resolve(Inputs(model=ModelName.LLAMA_3_70B, gpus=64, **query)).report  # type: ignore[arg-type]
+    last, row = report.step(stage)[LAST_PHASE], report[stage]
+    assert last.tally_p == row.communication_p
+    # The table rounds each collective's bytes up to a whole byte.
+    assert 0 <= row.inside_bytes - last.inside_so_far < len(row.links)
+    assert 0 <= row.between_bytes - last.between_so_far < len(row.links)
+
+
+def test_llama_3_70b_on_tp_2_the_steps_bytes_are_the_cards() -> None:
+    report = resolve(Inputs(model=ModelName.LLAMA_3_70B, gpus=64, tp=2)).report
+    last = report.step(Stage.ZERO3)[LAST_PHASE]
+    assert (_gib(int(last.inside_so_far)), _gib(int(last.between_so_far))) == ("147.8", "43.1")

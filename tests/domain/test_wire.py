@@ -14,12 +14,15 @@ import pytest
 
 from app.domain.accounting import Accounting, Setup
 from app.domain.architecture import PRESETS, ModelName
+from app.domain.communication import Whose
 from app.domain.hardware import Fabric
 from app.domain.recipes import MIXED_ADAM, RECIPES, Band, RecipeName
 from app.domain.report import run_report
 from app.domain.run import Run, groups_refused
 from app.domain.scenario import Inputs, resolve
+from app.domain.sizing import loaded_card
 from app.domain.stages import Stage
+from app.domain.wire import moved_params
 from app.domain.zeropp import zeropp_between_ratio
 
 SEED = 30 * 10**9
@@ -380,3 +383,14 @@ def test_zero3_gathers_and_reduce_scatters_in_each_micro_batch(
     assert four[Stage.ZERO3].links[0].transfer.description.endswith("once in each of the 4 micro-batches")
     assert four[Stage.ZERO3].time.compute == 4 * (one[Stage.ZERO3].time.compute or 0)
     assert four[Stage.DP].communication_p == 2
+
+
+@pytest.mark.parametrize(("microbatches", "expected"), [(8, 24), (2, 6), (1, 3)])
+def test_a_bare_counts_pipeline_stage_gathers_again_for_the_backward(microbatches: int, expected: int) -> None:
+    # 70e9 weights cut by tp = 8 and pp = 2: a card's 4.375e9, all trained, so the backward's gather moves
+    # them all, as the forward's and the reduce-scatter do: 3P a micro-batch (the Llama 3 70B preset's too).
+    inputs = Inputs(params=70 * 10**9, gpus=64, tp=8, pp=2, microbatches=microbatches)
+    run = resolve(inputs).run
+    card = loaded_card(Stage.ZERO3, run)
+    assert moved_params(run, Whose.REACHED, card) == 70 * 10**9 // 16
+    assert resolve(inputs).report[Stage.ZERO3].communication_p == expected
