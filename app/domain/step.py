@@ -302,8 +302,8 @@ def _part(index: int) -> tuple[Part, int | None, Beat | None]:
     return part.get(index, Part.WEIGHT_SYNC), None, None
 
 
-Key = tuple[Collective, Band, Whose]
-Scopes = dict[Key, Scope]
+MoveKey = tuple[Collective, Band, Whose]
+Scopes = dict[MoveKey, Scope]
 
 
 def _transfers(
@@ -356,7 +356,7 @@ def _column_weights(run: Run, card: StageCard, whose: Whose, columns: tuple[int,
 
 
 def _volumes(
-    stage: Stage, run: Run, moves: tuple[InFlight, ...], card: StageCard, per_step: dict[Key, int]
+    stage: Stage, run: Run, moves: tuple[InFlight, ...], card: StageCard, per_step: dict[MoveKey, int]
 ) -> tuple[InFlight, ...]:
     """The collectives with their volumes: the weights of their columns each moves, in units of P, and bytes.
 
