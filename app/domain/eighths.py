@@ -42,7 +42,7 @@ def pieces(architecture: Architecture) -> tuple[Piece, ...]:
     first: list[Piece] = [Piece("embedding", architecture.embedding_params)]
     if architecture.positions:
         first.append(Piece("position embedding", architecture.positions * architecture.hidden))
-    blocks = [Piece(f"layer {n}", architecture.block_params, n) for n in range(1, architecture.layers + 1)]
+    blocks = [Piece(f"layer {n}", architecture.block_params_of(n), n) for n in range(1, architecture.layers + 1)]
     last = [Piece("final norm", architecture.norm_params)]
     if not architecture.tied_embeddings:
         last.append(Piece("output head", architecture.embedding_params))

@@ -73,6 +73,8 @@ class Layer:
     """Of `kept`, the bytes inside the tensor-parallel region (`activations.Saved.split`): split ÷ t."""
     working_split: int = 0
     """Of `working`, the bytes inside the tensor-parallel region."""
+    routed: int = 0
+    """Of its own weights, the routed experts' (`Architecture.routed_params`): expert parallelism divides them."""
 
 
 def _columns(start: int, end: int, model: int) -> tuple[int, ...]:
@@ -136,6 +138,7 @@ def model_layers(
                 norms,
                 split_here,
                 working_split if piece.block is not None else 0,
+                arch.routed_params if piece.block is not None and arch.has_experts(piece.block) else 0,
             )
         )
         start += piece.params
@@ -178,6 +181,7 @@ def _as_large(layer: Layer, largest: int) -> Layer:
         layer.replicated,
         layer.kept_split,
         layer.working_split,
+        layer.routed,
     )
 
 

@@ -34,6 +34,25 @@ class Cut:
     """Micro-batches per step per data-parallel rank (gradient accumulation; what fills the pipeline)."""
     cp: int = 1
     """Context-parallel degree: each sequence split across this many cards."""
+    ep: int = 1
+    """Expert-parallel degree: a mixture of experts' routed experts split across this many cards, each keeping
+    experts / ep of them whole (Megatron-LM's --expert-model-parallel-size)."""
+    etp: int = 0
+    """Expert tensor-parallel degree: each routed expert's matrices split across this many cards; 0: tp, as
+    Megatron-LM's --expert-tensor-parallel-size defaults to."""
+
+    @property
+    def expert_tp(self) -> int:
+        """The expert tensor-parallel degree: `etp`, else tp."""
+        return self.etp or self.tp
+
+    def edp(self, gpus: int) -> int:
+        """The expert-data-parallel degree: a stage's cards, tp × cp × dp, ÷ (ep × etp).
+
+        ZeRO shards the routed experts' state over this group (Megatron-LM's distributed optimizer and
+        DeepSpeed-MoE alike), the rest over dp × cp.
+        """
+        return gpus // self.pp // (self.ep * self.expert_tp)
 
     @property
     def model_parallel(self) -> int:
@@ -43,7 +62,7 @@ class Cut:
     @property
     def cuts(self) -> bool:
         """Whether the model is cut at all (any degree above 1)."""
-        return self.model_parallel > 1
+        return self.model_parallel > 1 or self.ep > 1 or self.etp > 1
 
     def dp(self, gpus: int) -> int:
         """The data-parallel degree on `gpus` cards: what the cut leaves (the cut must divide them)."""
@@ -94,14 +113,21 @@ and a bound on a request's work, which grows with the stages (each a card of its
 
 
 def cut_refused(
-    cut: Cut, gpus: int, per_node: int, blocks: int | None = None, heads: tuple[int, int] | None = None
+    cut: Cut,
+    gpus: int,
+    per_node: int,
+    blocks: int | None = None,
+    heads: tuple[int, int] | None = None,
+    experts: int | None = None,
 ) -> str:
     """Why a cut cannot be drawn on this cluster, naming the numbers and the nearest choices; empty if it can.
 
     `blocks` is the model's transformer blocks where its shape is known: pipeline stages hold whole ones, at
     least one each, and an uneven split (`stage_blocks`) only without interleaving: Megatron-LM's interleaved
     schedule cuts the blocks into pp × vpp equal chunks. `heads` are its attention and key-value heads, where
-    known: tensor parallelism splits whole heads of each (Megatron-LM asks both to divide by tp).
+    known: tensor parallelism splits whole heads of each (Megatron-LM asks both to divide by tp). `experts` are
+    its routed experts a block (0: dense; None: not known): expert parallelism keeps whole ones, as many on
+    each card, and its group, ep × etp cards, is carved from a stage's tp × cp × dp (Megatron-LM's rule).
     """
     if per_node % cut.tp:
         fits = [d for d in _divisors(per_node) if gpus % d == 0]
@@ -144,5 +170,35 @@ def cut_refused(
         return (
             f"pp × vpp = {cut.pp:,} × {cut.vpp:,} does not divide the model's {blocks:,} blocks: each stage "
             f"keeps a whole number of them. {hint}"
+        )
+    return _experts_refused(cut, gpus, per_node, experts)
+
+
+def _experts_refused(cut: Cut, gpus: int, per_node: int, experts: int | None) -> str:
+    if cut.ep == 1 and cut.etp in (0, 1):
+        return ""
+    if experts == 0 or (experts is None and cut.ep > 1):
+        return (
+            f"ep={cut.ep:,} splits a mixture of experts' routed experts across GPUs, and this model has none: "
+            "choose a mixture-of-experts model, or ep=1."
+            if cut.ep > 1
+            else f"etp={cut.etp:,} splits each routed expert, and this model has none: leave etp blank."
+        )
+    if experts is not None and experts % cut.ep:
+        return (
+            f"ep={cut.ep:,} does not divide the model's {experts:,} routed experts: each GPU keeps as many whole "
+            f"experts. Choose one of {_choose([d for d in _divisors(experts) if (gpus // cut.pp) % d == 0], cut.ep)}."
+        )
+    if per_node % cut.expert_tp:
+        return (
+            f"etp={cut.expert_tp:,} does not fit in a node of {per_node:,} GPUs: it splits each expert's matrices "
+            f"as tp does a layer's. Choose one of {_choose(_divisors(per_node), cut.expert_tp)}."
+        )
+    stage = gpus // cut.pp
+    if stage % (cut.ep * cut.expert_tp):
+        fits = [d for d in _divisors(stage) if (experts or d) % d == 0 and stage % (d * cut.expert_tp) == 0]
+        return (
+            f"ep × etp = {cut.ep:,} × {cut.expert_tp:,} does not divide a pipeline stage's {stage:,} GPUs "
+            f"(gpus ÷ pp): the experts' groups are carved from them. Choose ep of {_choose(fits or [1], cut.ep)}."
         )
     return ""

@@ -144,6 +144,8 @@ class Inputs:
     vpp: int = 1
     microbatches: int = 1
     cp: int = 1
+    ep: int = 1
+    etp: int = 0
     ruled: tuple[tuple[RecipeRule, Any], ...] = ()
     """The inputs declared with a rule of their own (app/web/fields.py `RunField.rule`), each with its
     value: `resolve` applies them, in their order, to the recipe chosen, and the run is of the recipe they make."""
@@ -217,10 +219,11 @@ def _resolved(inputs: Inputs) -> Scenario:
     cluster = cluster_of(inputs.gpus, inputs.nodes, inputs.gpus_per_node)
     placement = Placement(inputs.offload, inputs.offload_device or Device.CPU, inputs.pin_memory)
     setup = Setup(inputs.accounting, placement, inputs.hpz)
-    cut = Cut(inputs.tp, inputs.sp, inputs.pp, inputs.vpp, inputs.microbatches, inputs.cp)
+    cut = Cut(inputs.tp, inputs.sp, inputs.pp, inputs.vpp, inputs.microbatches, inputs.cp, inputs.ep, inputs.etp)
     blocks = architecture.layers if architecture else None
     heads = (architecture.heads, architecture.kv_heads) if architecture else None
-    if refused := cut_refused(cut, inputs.gpus, cluster.gpus_per_node, blocks, heads):
+    experts = (architecture.moe.experts if architecture.moe else 0) if architecture else None
+    if refused := cut_refused(cut, inputs.gpus, cluster.gpus_per_node, blocks, heads, experts):
         raise ValueError(refused)
     run = Run(
         params=params + adapters,

@@ -753,6 +753,29 @@ FIELDS: tuple[RunField, ...] = (
         "parallelism).",
         echo="cp", placeholder="", tip=None,
     ),
+    RunField(
+        "ep", "Expert parallel (GPUs)", Group.CUT, Kind.WHOLE, 1,
+        "Expert parallelism: a mixture of experts' routed experts split across this many GPUs, each keeping "
+        "whole experts (--expert-model-parallel-size). 1: off.",
+        lambda s: f"ep={s.run.cut.ep}",
+        f"expert-parallel degree, 1–{MAX_GPUS:,}: a mixture of experts' routed experts split across this many GPUs; "
+        "it divides the experts, and `ep × etp` divides `gpus ÷ pp`. [parallelism.md](parallelism.md)",
+        "`1`",
+        low=1, high=MAX_GPUS, message=f"Enter a whole number of GPUs between 1 and {MAX_GPUS:,} (1: no expert "
+        "parallelism).",
+        echo="ep", placeholder="", tip=None,
+    ),
+    RunField(
+        "etp", "Expert tensor parallel (GPUs)", Group.CUT, Kind.WHOLE, 0,
+        "Expert tensor parallelism: each routed expert's matrices split across this many GPUs of a node "
+        "(--expert-tensor-parallel-size). 0: as tp.",
+        lambda s: f"etp={s.run.cut.expert_tp}",
+        f"expert tensor-parallel degree, 0–{MAX_GPUS:,}: each routed expert's matrices split across this many GPUs, "
+        "inside a node; `0` takes `tp`, as Megatron-LM does",
+        "`0` (as `tp`)",
+        low=0, high=MAX_GPUS, message=f"Enter a whole number of GPUs between 0 and {MAX_GPUS:,} (0: as tp).",
+        echo="etp", placeholder="", tip=None,
+    ),
 )  # fmt: skip
 """Every run field, in the order the query models read them: a rule across fields reads the earlier ones."""
 

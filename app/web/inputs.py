@@ -242,7 +242,7 @@ class RunQuery(_RunFields):
             _refuse_groups(info)
         return on
 
-    @field_validator("tp", "sp", "pp", "vpp", "microbatches", "cp")
+    @field_validator("tp", "sp", "pp", "vpp", "microbatches", "cp", "ep", "etp")
     @classmethod
     def _a_whole_cut(cls, value: int, info: ValidationInfo) -> int:
         # Run for each field given, with the earlier fields as read and the later ones at their defaults (which
@@ -331,7 +331,7 @@ OLD_PHASE_HELP = (
 )
 
 
-_CUT_FIELDS = ("tp", "sp", "pp", "vpp", "microbatches", "cp")
+_CUT_FIELDS = ("tp", "sp", "pp", "vpp", "microbatches", "cp", "ep", "etp")
 """The fields of `parallel.Cut`, in its order."""
 
 
@@ -339,13 +339,14 @@ def _cut_refusal(data: dict[str, Any], value: dict[str, Any]) -> tuple[str, str]
     """Why the cut read so far (the later fields at their defaults) is refused, and the kind of refusal; None if not."""
     given = {**{n: BY_NAME[n].default for n in _CUT_FIELDS}, **data, **value}
     cluster = cluster_of(data["gpus"], data["nodes"], data["gpus_per_node"])
-    tp, sp, pp, vpp, microbatches, cp = (int(given[n]) for n in _CUT_FIELDS)
-    cut = Cut(tp, bool(sp), pp, vpp, microbatches, cp)
+    tp, sp, pp, vpp, microbatches, cp, ep, etp = (int(given[n]) for n in _CUT_FIELDS)
+    cut = Cut(tp, bool(sp), pp, vpp, microbatches, cp, ep, etp)
     model = data.get("model")
     architecture = PRESETS[model].architecture if model in PRESETS else None
     blocks = architecture.layers if architecture is not None else None
     heads = (architecture.heads, architecture.kv_heads) if architecture is not None else None
-    if refused := cut_refused(cut, cluster.gpus, cluster.gpus_per_node, blocks, heads):
+    experts = (architecture.moe.experts if architecture.moe else 0) if architecture is not None else None
+    if refused := cut_refused(cut, cluster.gpus, cluster.gpus_per_node, blocks, heads, experts):
         return "cut", refused
     # ZeRO shards over the data-parallel group the cut leaves: a shard group splits that, not every card.
     if cut.cuts and (refused := groups_refused(cluster.gpus, cluster.gpus_per_node, data.get("shard"), cut=cut)):

@@ -608,6 +608,12 @@ class _ResolvedByHand(BaseModel):
     microbatches: int = Field(description="Micro-batches per step per data-parallel rank.")
     cp: int = Field(description="Context-parallel degree.")
     dp: int = Field(description="The data-parallel degree: gpus / (tp × pp × cp).")
+    ep: int = Field(description="Expert-parallel degree: the routed experts split across this many GPUs.")
+    etp: int = Field(description="Expert tensor-parallel degree (as tp unless set).")
+    edp: int = Field(
+        description="The expert-data-parallel degree, over which ZeRO shards the experts' state: "
+        "gpus / (pp × ep × etp)."
+    )
 
 
 def _echoed(field: RunField) -> Any:
@@ -685,6 +691,9 @@ class MemoryOut(BaseModel):
                 microbatches=run.cut.microbatches,
                 cp=run.cut.cp,
                 dp=run.dp,
+                ep=run.cut.ep,
+                etp=run.cut.expert_tp,
+                edp=run.cut.edp(run.gpus),
                 **{str(f.echo): f.applied(scenario) for f in FIELDS if f.echoed},
             ),
             stages=[MemoryRow.of(row, run, what_fits(scenario, row.stage)) for row in scenario.report],

@@ -175,6 +175,8 @@ TAKES_ZERO = {
     "vpp": False,
     "microbatches": False,
     "cp": False,
+    "ep": False,
+    "etp": True,
     "nvlink": False,
     "network": False,
     "tflops": False,

@@ -49,6 +49,8 @@ _AGREEING = {
     "pp": st.just("1"),
     "vpp": st.just("1"),
     "cp": st.just("1"),
+    "ep": st.just("1"),
+    "etp": st.sampled_from(["0", "1"]),
 }
 
 
