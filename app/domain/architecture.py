@@ -21,6 +21,11 @@ class ModelName(StrEnum):
     LLAMA_3_70B = "llama-3-70b"
     LLAMA_3_1_405B = "llama-3.1-405b"
     GPT_3_175B = "gpt-3-175b"
+    MISTRAL_7B = "mistral-7b"
+    MIXTRAL_8X7B = "mixtral-8x7b"
+    QWEN_2_5_7B = "qwen2.5-7b"
+    DEEPSEEK_V3 = "deepseek-v3"
+    GPT_OSS_20B = "gpt-oss-20b"
     CUSTOM = "custom"
 
 
@@ -356,6 +361,31 @@ GPT_3_175B = Architecture(
     flash_attention=False,
 )
 
+# Stand-ins until the stored config.json files are read (issue 47): the same shapes, by hand.
+MISTRAL_7B = Architecture(
+    layers=32, hidden=4096, ffn=14336, vocab=32000, heads=32, kv_heads=8, tied_embeddings=False,
+    context=32768, train_seq=8192, family="Mistral 7B",
+)  # fmt: skip
+MIXTRAL_8X7B = Architecture(
+    layers=32, hidden=4096, ffn=14336, vocab=32000, heads=32, kv_heads=8, tied_embeddings=False,
+    context=32768, family="Mixtral", moe=Moe(8, 2, 14336),
+)  # fmt: skip
+QWEN_2_5_7B = Architecture(
+    layers=28, hidden=3584, ffn=18944, vocab=152064, heads=28, kv_heads=4, tied_embeddings=False,
+    context=131072, train_seq=4096, family="Qwen2.5", qkv_bias=True,
+)  # fmt: skip
+DEEPSEEK_V3 = Architecture(
+    layers=61, hidden=7168, ffn=18432, vocab=129280, heads=128, kv_heads=128, tied_embeddings=False,
+    context=163840, train_seq=4096, family="DeepSeek-V3", head_width=192,
+    mla=Mla(1536, 512, 128, 64, 128),
+    moe=Moe(256, 8, 2048, shared_ffn=2048, router_bias=True, dense_first=3),
+)  # fmt: skip
+GPT_OSS_20B = Architecture(
+    layers=24, hidden=2880, ffn=2880, vocab=201088, heads=64, kv_heads=8, tied_embeddings=False,
+    context=131072, family="gpt-oss", head_width=64, qkv_bias=True, o_bias=True, sinks=True,
+    moe=Moe(32, 4, 2880, router_bias=True, expert_bias=True),
+)  # fmt: skip
+
 PRESETS: dict[ModelName, ModelPreset] = {
     preset.name: preset
     for preset in (
@@ -375,5 +405,10 @@ PRESETS: dict[ModelName, ModelPreset] = {
         _preset(ModelName.LLAMA_3_70B, "Llama 3 70B", LLAMA_3_70B, "Meta Llama 3 model card"),
         _preset(ModelName.LLAMA_3_1_405B, "Llama 3.1 405B", LLAMA_3_1_405B, "Meta Llama 3.1 model card"),
         _preset(ModelName.GPT_3_175B, "GPT-3 175B", GPT_3_175B, "Brown et al. 2020"),
+        _preset(ModelName.MISTRAL_7B, "Mistral 7B", MISTRAL_7B, "mistralai/Mistral-7B-v0.1 config.json"),
+        _preset(ModelName.MIXTRAL_8X7B, "Mixtral 8x7B", MIXTRAL_8X7B, "mistralai/Mixtral-8x7B-v0.1 config.json"),
+        _preset(ModelName.QWEN_2_5_7B, "Qwen2.5 7B", QWEN_2_5_7B, "Qwen/Qwen2.5-7B config.json"),
+        _preset(ModelName.DEEPSEEK_V3, "DeepSeek-V3", DEEPSEEK_V3, "deepseek-ai/DeepSeek-V3 config.json"),
+        _preset(ModelName.GPT_OSS_20B, "gpt-oss-20b", GPT_OSS_20B, "openai/gpt-oss-20b config.json"),
     )
 }
