@@ -356,6 +356,13 @@ def card_words(scenario: Scenario, stage: int) -> str:
     return f"its {count} weight{'' if count == '1' else 's'} ({whole}{split})"
 
 
+def weights_said(run: Run) -> str:
+    """The model's weights in words: a mixture of experts' active ones too, as compute uses those, memory all."""
+    if run.active_params == run.params:
+        return f"{run.params:,} weights"
+    return f"{run.active_params:,} active of {run.params:,} weights"
+
+
 def stage_view(
     stage: Stage, scenario: Scenario, link: Links, phase: int | None = None, previous: Stage | None = None
 ) -> StageView:
@@ -388,7 +395,7 @@ def stage_view(
         gpus=run.gpus,
         params_label=params_label(run.params),
         card_words=card_words(scenario, chosen.pipeline_stage),
-        summary=f"{scenario.model_title}, {run.params:,} weights, on {gpus_label(run.gpus)} with {run.recipe.title}"
+        summary=f"{scenario.model_title}, {weights_said(run)}, on {gpus_label(run.gpus)} with {run.recipe.title}"
         + (f", micro-batch {run.batch:,} × {scenario.seq:,} tokens" if run.activations else ""),
         bytes_per_weight=per_weight(chosen.bytes_per_weight),
         per_gpu=units.show(chosen.per_gpu_bytes),
