@@ -406,7 +406,8 @@ class MemoryRow(BaseModel):
     per_gpu_bytes: int = Field(
         description="Model states on one card at rest; a sharded band is one slice of ceil(P/N) weights. With the "
         "model cut (tp, pp, cp), the most loaded card's: its pipeline stage's weights (pipeline_stage) ÷ tp, "
-        "sharded over its data-parallel group of dp × cp cards."
+        "sharded over its data-parallel group of dp × cp cards; a mixture of experts' routed experts ÷ (ep × etp), "
+        "sharded over the edp cards of their expert-data-parallel group (expert_params_per_gpu)."
     )
     communication_p: float = Field(
         description="Traffic of one step in units of P; 0 on one card, less where weights are frozen."

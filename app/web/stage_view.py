@@ -347,12 +347,15 @@ def card_words(scenario: Scenario, stage: int) -> str:
     """The most loaded card's weights under a cut that splits them: its stage's layers, ÷ tp; blank otherwise."""
     run = scenario.run
     cut = run.cut
-    if cut.tp == 1 and cut.pp == 1:
+    apart = cut.ep * cut.expert_tp != cut.tp and any(c.experts for c in run.cards)
+    if cut.tp == 1 and cut.pp == 1 and not apart:
         return ""  # context parallelism alone splits the sequence: every card keeps the whole model
     card = next(c for c in run.cards if c.stage == stage)
     count = params_label(card.params)
     whole = f"stage {stage + 1}'s layers" if cut.pp > 1 else "the model"
     split = f" ÷ tp {cut.tp}" if cut.tp > 1 else ""
+    if apart:  # a mixture of experts' routed experts are cut their own way
+        split = f": its experts ÷ ep × etp {cut.ep} × {cut.expert_tp}" + (f", the rest{split}" if split else "")
     return f"its {count} weight{'' if count == '1' else 's'} ({whole}{split})"
 
 

@@ -47,3 +47,11 @@ def test_the_page_names_the_active_weights_beside_the_total(client: TestClient) 
     assert "12,879,925,248 active of 46,702,792,704 weights" in text(page, "caption")
     dense = dom(client.get("/", params={"model": "llama-3-8b"}).text)
     assert "active" not in text(dense, "caption")
+
+
+def test_the_page_says_what_a_card_keeps_and_assembles_with_ep(client: TestClient) -> None:
+    page = dom(client.get("/", params={**MIXTRAL, "stage": "zero1"}).text)
+    words = " ".join(page.get_text(" ").split())
+    # Its 6,440,620,032 weights; ZeRO-3's layer on a card: 20,971,520 + 40,960 + 176,160,768 = 197,173,248.
+    assert "its 6.44B weights (the model: its experts ÷ ep × etp 8 × 1, the rest ÷ tp 2)" in words
+    assert "1,451,270,144 weights, of which a card of tp=2, ep=8, etp=1 assembles 197,173,248" in words
