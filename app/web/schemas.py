@@ -628,6 +628,12 @@ class _ResolvedByHand(BaseModel):
         description="The expert-data-parallel degree, over which ZeRO shards the experts' state: "
         "gpus / (pp × ep × etp)."
     )
+    largest_layer_per_gpu: int | None = Field(
+        None,
+        description="What of the largest layer the most loaded card assembles under ZeRO-3: a mixture-of-experts "
+        "block's non-routed weights ÷ tp (router and norms whole) and its own experts ÷ (ep × etp), or the "
+        "embedding ÷ tp, whichever is larger. Only for a mixture of experts.",
+    )
     active_params: int | None = Field(
         None,
         description="The weights one token's step computes with (6 × active weights × tokens): all but the "
@@ -714,6 +720,7 @@ class MemoryOut(BaseModel):
                 etp=run.cut.expert_tp,
                 edp=run.cut.edp(run.gpus),
                 active_params=run.active_params if run.active_params != run.params else None,
+                largest_layer_per_gpu=run.largest_layer_on_card if run.active_params != run.params else None,
                 **{str(f.echo): f.applied(scenario) for f in FIELDS if f.echoed},
             ),
             stages=[MemoryRow.of(row, run, what_fits(scenario, row.stage)) for row in scenario.report],

@@ -29,6 +29,9 @@ def test_mixtral_card_with_ep_in_the_api(client: TestClient) -> None:
     assert (inputs["ep"], inputs["etp"], inputs["edp"], inputs["dp"]) == (8, 1, 2, 8)
     assert inputs["active_params"] == 12_879_925_248
     assert inputs["params"] == 46_702_792_704
+    # ZeRO-3's layer on a card: attention ÷ 2, router and norms whole, one expert: 20,971,520 + 40,960 + 176,160,768.
+    assert inputs["largest_layer_per_gpu"] == 197_173_248
+    assert inputs["largest_layer"] == 1_451_270_144
     rows = {row["stage"]: row for row in body["stages"]}
     assert {row["params_per_gpu"] for row in rows.values()} == {6_440_620_032}
     assert {row["expert_params_per_gpu"] for row in rows.values()} == {5_637_144_576}
@@ -39,6 +42,7 @@ def test_mixtral_card_with_ep_in_the_api(client: TestClient) -> None:
 def test_a_dense_model_states_no_experts(client: TestClient) -> None:
     body = _memory(client, model="llama-3-8b", tp="2")
     assert "active_params" not in body["inputs"]
+    assert "largest_layer_per_gpu" not in body["inputs"]
     assert all("expert_params_per_gpu" not in row and "params_per_gpu" not in row for row in body["stages"])
 
 
