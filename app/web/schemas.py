@@ -280,7 +280,10 @@ class TimeOut(BaseModel):
 class CutLinkOut(BaseModel):
     """One kind of the model cut's traffic in a step, and the most loaded card's bytes for it on each link."""
 
-    kind: Parallel = Field(description="tp (the activations' all-reduces), pp (the stages' sends) or cp (K and V).")
+    kind: Parallel = Field(
+        description="tp (the activations' all-reduces), pp (the stages' sends), cp (K and V) or ep (the experts' "
+        "all-to-alls)."
+    )
     description: str
     algorithm: str
     count: int = Field(description="How many such collectives or sends the card takes part in a step.")
@@ -614,6 +617,14 @@ class _ResolvedByHand(BaseModel):
         description="The expert-data-parallel degree, over which ZeRO shards the experts' state: "
         "gpus / (pp × ep × etp)."
     )
+    capacity_factor: str = Field(
+        description="A mixture of experts' capacity factor, each expert's input padded to it (1.25), or dropless."
+    )
+
+
+def _factor(scenario: Scenario) -> str:
+    factor = scenario.inputs.capacity_factor if scenario.inputs else None
+    return "dropless" if factor is None else f"{float(factor):g}"
 
 
 def _echoed(field: RunField) -> Any:
@@ -694,6 +705,7 @@ class MemoryOut(BaseModel):
                 ep=run.cut.ep,
                 etp=run.cut.expert_tp,
                 edp=run.cut.edp(run.gpus),
+                capacity_factor=_factor(scenario),
                 **{str(f.echo): f.applied(scenario) for f in FIELDS if f.echoed},
             ),
             stages=[MemoryRow.of(row, run, what_fits(scenario, row.stage)) for row in scenario.report],
