@@ -218,6 +218,19 @@ def output_saved(arch: Architecture, shape: Shape) -> tuple[Saved, ...]:
     )
 
 
+def upcast_saved(arch: Architecture, shape: Shape) -> Saved:
+    """The logits upcast to fp32 for the loss: a term of its own, beside the log-probabilities `output_saved` keeps.
+
+    The output head computes the logits in bf16 (2sbv); the loss takes them in fp32, Hugging Face's
+    `logits = logits.float()` before `cross_entropy` (`ForCausalLMLoss`), Megatron-LM's fused vocab-parallel
+    cross entropy `vocab_parallel_logits.float()` (4sbv, ÷ t). Autograd keeps the softmax's fp32 output, not
+    this copy (the cast's backward needs nothing), so it is not kept for the backward: it is alive while the
+    loss is computed, beside the log-probabilities, and at 128K–202K words it is as large. Not in the kept
+    figures (`kept`, the moments), which count what the backward keeps, as Korthikanti's 4sbv does.
+    """
+    return Saved("logits upcast to fp32 (the loss's input)", "4sbv", logits_bytes(arch, shape), frozenset(), split=True)
+
+
 def logits_bytes(arch: Architecture, shape: Shape) -> int:
     """The loss's fp32 log-probabilities: one per vocabulary entry, token and sequence (4sbv)."""
     return FULL * arch.vocab * shape.tokens

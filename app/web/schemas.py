@@ -18,7 +18,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from app.domain.activations import Recompute
+from app.domain.activations import Recompute, upcast_saved
 from app.domain.architecture import ModelName
 from app.domain.cut_grid import cut_drawn, rank, stage_columns
 from app.domain.eighths import COLUMNS
@@ -454,6 +454,12 @@ class MemoryRow(BaseModel):
     logits_bytes: int | None = Field(
         None, description="The loss's fp32 log-probabilities, 4 × vocab × seq × batch; absent without a shape."
     )
+    logits_upcast_bytes: int | None = Field(
+        None,
+        description="The logits upcast to fp32 for the loss (Hugging Face's logits.float(), Megatron-LM's fused "
+        "cross entropy), 4 × vocab × seq × batch: alive while the loss is computed, beside the log-probabilities, "
+        "not kept for the backward, so not in activation_bytes; absent without a shape.",
+    )
     overhead_bytes: int = Field(description="The overheads counted in peak_bytes: their sum with overheads=1, else 0.")
     overheads: list[OverheadOut] = Field(
         description="Every overhead at the peak, counted or not; their sum is what overheads=1 adds."
@@ -538,6 +544,9 @@ class MemoryRow(BaseModel):
             activation_bytes_per_layer=run.activation_per_layer,
             pipeline_stage=row.pipeline_stage if run.cut.pp > 1 else None,
             logits_bytes=shape.logits * run.batch if shape else None,
+            logits_upcast_bytes=upcast_saved(shape.architecture, shape.shape).nbytes * run.batch
+            if shape and shape.architecture
+            else None,
             overhead_bytes=row.overhead_bytes,
             overheads=[
                 OverheadOut(name=o.name, bytes=o.nbytes, source=o.source, parameter=o.parameter) for o in row.overheads

@@ -12,8 +12,10 @@ from app.domain.activations import (
     dispatched_rows,
     expert_saved,
     head_bytes,
+    head_saved,
     logits_bytes,
     per_layer_bytes,
+    upcast_saved,
     working_bytes,
 )
 from app.domain.architecture import GPT_3_175B, LLAMA_3_8B, PRESETS, Architecture, ModelName
@@ -153,3 +155,11 @@ def test_a_dense_models_blocks_all_keep_the_one_figure(model: ModelName) -> None
     run = resolve(Inputs(model=model, seq=1024)).run
     figure = per_layer_bytes(arch, Shape(1, 1024))
     assert {layer.kept for layer in run.layers if layer.block is not None} == {figure}
+
+
+def test_the_fp32_upcast_is_a_term_of_its_own_beside_the_log_probabilities() -> None:
+    # Llama 3 8B at s = 8,192: 4sbv = 4 × 8,192 × 128,256 = 4,202,692,608 B, not among what the output layer keeps.
+    shape = Shape(1, 8192)
+    upcast = upcast_saved(LLAMA_3_8B, shape)
+    assert (upcast.formula, upcast.nbytes) == ("4sbv", 4_202_692_608)
+    assert upcast.name not in {term.name for term in head_saved(LLAMA_3_8B, shape)}
