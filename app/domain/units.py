@@ -217,6 +217,11 @@ def parse_factor(text: str, *, zero: bool = False) -> Fraction:
     return Fraction(Decimal(text.strip()))
 
 
+def factor_text(factor: Fraction) -> str:
+    """A factor as typed, exactly: 5/4 is '1.25' (one `parse_factor` read: a decimal that ends)."""
+    return format((Decimal(factor.numerator) / Decimal(factor.denominator)).normalize(), "f")
+
+
 def ambiguity(text: str, *, show_input: bool) -> str | None:
     """Why a size with a bare G or T, or with no unit and too small for bytes, cannot be read.
 

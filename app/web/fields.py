@@ -46,6 +46,7 @@ from app.domain.units import (
     ZERO_COUNT_PATTERN,
     ByteUnit,
     count_label,
+    factor_text,
     gpus_label,
 )
 
@@ -244,7 +245,7 @@ def _band(band: Band) -> Drawn:
 
 def _capacity(scenario: Scenario) -> str:
     factor = scenario.inputs.capacity_factor if scenario.inputs else None
-    return "dropless experts" if factor is None else f"capacity factor {float(factor):g}"
+    return "dropless experts" if factor is None else f"capacity factor {factor_text(factor)}"
 
 
 def _setting(name: str) -> Drawn:

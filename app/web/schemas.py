@@ -52,7 +52,7 @@ from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, Share, holders, share, shown_indices
 from app.domain.stages import Stage
 from app.domain.step_text import explanation
-from app.domain.units import ByteUnit
+from app.domain.units import ByteUnit, factor_text
 from app.measure.snapshots import Comparison
 from app.web.fields import FIELDS, Kind, RunField
 
@@ -633,7 +633,7 @@ class _ResolvedByHand(BaseModel):
 
 def _factor(scenario: Scenario) -> str:
     factor = scenario.inputs.capacity_factor if scenario.inputs else None
-    return "dropless" if factor is None else f"{float(factor):g}"
+    return "dropless" if factor is None else factor_text(factor)
 
 
 def _echoed(field: RunField) -> Any:
