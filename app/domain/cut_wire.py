@@ -19,9 +19,18 @@ a card and m micro-batches (docs/wire.md works the sums):
   b · (s / cp) · kv / t wide each (kv = kv_heads × head_dim, split across the tensor-parallel group), to
   the next card of the ring cp − 1 times a block in the forward; in the backward K and V go round again with
   their gradients dK and dV (TE's buffer holds both). Full recomputation adds the forward's again.
+- **expert parallelism** (Megatron's alltoall token dispatcher): in each mixture-of-experts block a card sends
+  each of its tokens' k copies, b · (s / cp) / t · k · h (÷ t with sequence parallelism, each card of the
+  tensor-parallel group its share) in bf16, to the cards of its expert-parallel group that hold the chosen
+  experts (the dispatch) and gets the experts' outputs back (the combine): 2 all-to-alls in the forward, 2
+  in the backward (their gradients), 2 more with full recomputation. With even routing an all-to-all over
+  ep cards sends (ep − 1)/ep of the buffer, 1/ep to each other card, inside the node or between nodes as
+  that card is. With a capacity factor the buffer is the padded e × capacity rows.
 
 Megatron's rank order (`--order tp-cp-ep-dp-pp`): rank = tp_rank + tp · (cp_rank + cp · (dp_rank + dp ·
-pp_rank)), nodes filled in rank order. So the next pipeline stage is gpus / pp ranks on, and the next card
+pp_rank)), nodes filled in rank order; its experts' own order (`expert_decoder_rank_generator`: tp=etp,
+ep, dp=edp) numbers a stage's ranks etp_rank + etp · (ep_rank + ep · edp_rank), so an expert-parallel
+group is ep ranks etp apart. So the next pipeline stage is gpus / pp ranks on, and the next card
 of a context-parallel ring tp ranks on; whether either is in another node follows from gpus_per_node. The
 card shown is the most loaded one: the one whose cut traffic takes longest on its links.
 
@@ -37,9 +46,9 @@ from fractions import Fraction
 from functools import lru_cache
 from math import ceil
 
-from app.domain.activations import Recompute
+from app.domain.activations import Recompute, dispatched_rows
 from app.domain.architecture import Architecture
-from app.domain.parallel import Cut
+from app.domain.parallel import Cut, stage_blocks
 from app.domain.run import Run
 from app.domain.wire import compute_seconds
 
@@ -49,6 +58,10 @@ TP_FORWARD_COLLECTIVES = 2
 """All-reduces a block's forward runs with tensor parallelism: after attention, after the MLP (the g operator)."""
 TP_BACKWARD_COLLECTIVES = 2
 """And its backward: the f operators' all-reduces of the input gradients."""
+EP_FORWARD_ALL_TO_ALLS = 2
+"""All-to-alls a mixture-of-experts block's forward runs with expert parallelism: the dispatch and the combine."""
+EP_BACKWARD_ALL_TO_ALLS = 2
+"""And its backward: the combine's gradient back to the experts, the dispatch's back to the tokens' cards."""
 
 
 class Parallel(StrEnum):
@@ -57,6 +70,7 @@ class Parallel(StrEnum):
     TP = "tp"
     PP = "pp"
     CP = "cp"
+    EP = "ep"
 
 
 @dataclass(frozen=True)
@@ -138,12 +152,19 @@ class CutPlace:
     backward_crosses: bool
     ring_crosses: bool
     """Whether the next card of its context-parallel ring is in another node."""
+    stage: int = 0
+    """Its pipeline stage, 0-based: which blocks it runs (the mixture-of-experts ones all-to-all)."""
+    ep_inside: int = 0
+    """The other cards of its expert-parallel group in its node."""
+    ep_between: int = 0
+    """And in other nodes."""
 
 
 @lru_cache(maxsize=64)
 def cards(cut: Cut, gpus: int, per_node: int) -> tuple[CutPlace, ...]:
     """Every distinct place a card has in the cut, by Megatron's rank order (worked out once per layout)."""
     stride = gpus // cut.pp  # the ranks of one pipeline stage: tp × cp × dp
+    etp = cut.expert_tp
     found = set()
     for rank in range(gpus):
         stage, within = divmod(rank, stride)
@@ -152,6 +173,9 @@ def cards(cut: Cut, gpus: int, per_node: int) -> tuple[CutPlace, ...]:
         node = rank // per_node
         forward = (stage + 1) % cut.pp * stride + within
         backward = (stage - 1) % cut.pp * stride + within
+        ep_rank = within // etp % cut.ep
+        group = (rank + etp * (other - ep_rank) for other in range(cut.ep) if other != ep_rank)
+        peers_inside = sum(peer // per_node == node for peer in group)
         found.add(
             CutPlace(
                 forward_sends=cut.vpp - (stage == cut.pp - 1) if cut.pp > 1 else 0,
@@ -159,6 +183,9 @@ def cards(cut: Cut, gpus: int, per_node: int) -> tuple[CutPlace, ...]:
                 forward_crosses=forward // per_node != node,
                 backward_crosses=backward // per_node != node,
                 ring_crosses=(stage * stride + ring_next) // per_node != node,
+                stage=stage,
+                ep_inside=peers_inside,
+                ep_between=cut.ep - 1 - peers_inside,
             )
         )
     return tuple(sorted(found, key=astuple))
@@ -248,4 +275,36 @@ def _links(run: Run, arch: Architecture, card: CutPlace) -> tuple[CutLink, ...]:
         algorithm = f"ring of {cut.cp} cards, point to point: K and V {ceil(block):,} B a pass"
         inside, between = (0, ceil(sent)) if card.ring_crosses else (ceil(sent), 0)
         found.append(CutLink(Parallel.CP, said, algorithm, count, ceil(block), inside, between))
+    if cut.ep > 1 and arch.moe is not None:
+        found.append(_all_to_alls(run, arch, card, passes))
     return tuple(found)
+
+
+def _all_to_alls(run: Run, arch: Architecture, card: CutPlace, passes: int) -> CutLink:
+    """Expert parallelism's dispatch and combine: the card's tokens' k copies to the experts' cards and back."""
+    cut, moe = run.cut, arch.moe
+    assert moe is not None
+    sizes = stage_blocks(arch.layers, cut.pp)
+    first = sum(sizes[: card.stage])
+    blocks = sum(arch.has_experts(n) for n in range(first + 1, first + sizes[card.stage] + 1))
+    m = cut.microbatches
+    per_block = (passes - 1) * EP_FORWARD_ALL_TO_ALLS + EP_BACKWARD_ALL_TO_ALLS
+    count = per_block * blocks * m
+    # The card's own tokens: its share of the sequence (÷ cp), and ÷ t where sequence parallelism splits them.
+    tokens = Fraction(run.batch * run.seq, cut.cp * (cut.tp if cut.sp else 1))
+    factor = run.activations.capacity_factor if run.activations else None
+    rows = dispatched_rows(moe, ceil(tokens), factor)
+    buffer = rows * arch.hidden * ACTIVATION_BYTES
+    to_each = count * Fraction(buffer, cut.ep)  # even routing: 1/ep of the buffer to each card of the group
+    said = (
+        f"expert parallelism's all-to-alls: each token's {moe.top_k} copies dispatched to the experts' cards and "
+        f"combined back, {per_block} a mixture-of-experts block (2 forward, 2 backward"
+        + (", 2 recomputed" if passes == 3 else "")
+        + f") × {blocks} such blocks × {m:,} micro-batch"
+        + ("es" if m > 1 else "")
+    )
+    where = f"{card.ep_inside} in the node" + (f", {card.ep_between} in other nodes" if card.ep_between else "")
+    algorithm = f"all-to-all over {cut.ep} cards ({where}): (ep−1)/ep of the buffer a card, 1/ep to each, ep = {cut.ep}"
+    return CutLink(
+        Parallel.EP, said, algorithm, count, buffer, ceil(to_each * card.ep_inside), ceil(to_each * card.ep_between)
+    )

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from app.domain.activations import (
     Activations,
     Recompute,
-    Shape,
     embedding_saved,
     final_norm_saved,
     kept,
@@ -101,19 +100,21 @@ def model_layers(
     layer entered by hand makes every layer that large, as the run states it.
     """
     model = arch.params
-    shape = Shape(1, activations.seq, activations.recompute) if activations else None
-    block = per_layer_bytes(arch, shape) if shape else 0
-    working = working_bytes(arch, shape) if shape else 0
-    block_split = per_layer_split_bytes(arch, shape) if shape else 0
-    working_split = working_split_bytes(arch, shape) if shape else 0
+    shape = activations.shape if activations else None
+    # A dense block's figures and a mixture-of-experts block's (the same for a dense model): each block its own.
+    block = {e: per_layer_bytes(arch, shape, e) if shape else 0 for e in (False, True)}
+    working = {e: working_bytes(arch, shape, e) if shape else 0 for e in (False, True)}
+    block_split = {e: per_layer_split_bytes(arch, shape, e) if shape else 0 for e in (False, True)}
+    working_split = {e: working_split_bytes(arch, shape, e) if shape else 0 for e in (False, True)}
     layers: list[Layer] = []
     start = 0
     parts = pieces(arch)
     for index, piece in enumerate(parts):
         own = _overlap(start, start + piece.params, frozen, model)
         kept_here, split_here, module = 0, 0, piece.params
+        experts = piece.block is not None and arch.has_experts(piece.block)
         if piece.block is not None:
-            kept_here, split_here, module = block, block_split, arch.block_module
+            kept_here, split_here, module = block[experts], block_split[experts], arch.block_module
         elif shape and index + 1 < len(parts) and parts[index + 1].block is not None:  # the last embedding
             kept_here = kept(embedding_saved(arch, shape), Recompute.NONE)
         elif shape and piece.name == "final norm":
@@ -122,7 +123,6 @@ def model_layers(
             kept_here = kept(output_saved(arch, shape), Recompute.NONE)
             split_here = split_bytes(output_saved(arch, shape), Recompute.NONE)
         norms = 2 * arch.norm_params if piece.block is not None else arch.norm_params * (piece.name == "final norm")
-        experts = piece.block is not None and arch.has_experts(piece.block)
         if experts:  # the router is kept whole on every card too (Megatron-LM's `TopKRouter`)
             norms += arch.router_params
         extra = adapters if piece.block is not None else 0
@@ -135,13 +135,13 @@ def model_layers(
                 piece.params,
                 extra,
                 kept_here,
-                working if piece.block is not None else 0,
+                working[experts] if piece.block is not None else 0,
                 module,
                 _columns(start, start + piece.params, model),
                 piece.block,
                 norms,
                 split_here,
-                working_split if piece.block is not None else 0,
+                working_split[experts] if piece.block is not None else 0,
                 arch.routed_params if experts else 0,
             )
         )

@@ -202,7 +202,7 @@ class Run:
         if self.nodes < 1 or self.gpus % self.nodes:
             raise ValueError(f"{self.gpus} GPUs do not split evenly across {self.nodes} nodes")
         self._check_groups()
-        arch = self.architecture
+        arch = self.architecture  # its experts: expert parallelism splits them, and a dense model has none
         experts = None if arch is None else arch.moe.experts if arch.moe else 0
         if refused := cut_refused(self.cut, self.gpus, self.gpus_per_node, experts=experts):
             raise ValueError(refused)

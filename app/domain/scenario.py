@@ -6,6 +6,7 @@ The seed's view is the default: the 30B example on 8 GPUs with mixed-precision A
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from functools import cached_property
 from typing import Any
 
@@ -146,6 +147,8 @@ class Inputs:
     cp: int = 1
     ep: int = 1
     etp: int = 0
+    capacity_factor: Fraction | None = None
+    """A mixture of experts' capacity factor (`activations.Shape.capacity_factor`); None: dropless."""
     ruled: tuple[tuple[RecipeRule, Any], ...] = ()
     """The inputs declared with a rule of their own (app/web/fields.py `RunField.rule`), each with its
     value: `resolve` applies them, in their order, to the recipe chosen, and the run is of the recipe they make."""
@@ -215,7 +218,8 @@ def _resolved(inputs: Inputs) -> Scenario:
     architecture = preset.architecture if preset is not None else None
     equal = preset is not None and preset.equal_layers == COLUMNS and inputs.largest_layer is None
     seq = inputs.seq or (architecture.default_seq if architecture else DEFAULT_SEQ)
-    activations = for_one_sequence(architecture, seq, inputs.recompute) if architecture else None
+    factor = inputs.capacity_factor
+    activations = for_one_sequence(architecture, seq, inputs.recompute, factor) if architecture else None
     cluster = cluster_of(inputs.gpus, inputs.nodes, inputs.gpus_per_node)
     placement = Placement(inputs.offload, inputs.offload_device or Device.CPU, inputs.pin_memory)
     setup = Setup(inputs.accounting, placement, inputs.hpz)

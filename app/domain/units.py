@@ -205,6 +205,23 @@ def parse_count(text: str, *, zero: bool = False) -> int:
     return int(count)
 
 
+FACTOR_PATTERN = r"^\s*(?:0*[1-9]\d{0,2}(?:\.\d{1,4})?|0*\.\d{0,3}[1-9]\d{0,3})\s*$"
+"""A factor above 0 with at most three digits before the point: 1, 1.25, 0.5, .5 (no look-ahead: pydantic's
+regular expressions have none)."""
+
+
+def parse_factor(text: str, *, zero: bool = False) -> Fraction:
+    """A factor above 0, exactly: '1.25' is 5/4 (`zero` is for the readers' common signature: 0 is no factor)."""
+    if not re.fullmatch(FACTOR_PATTERN, text):
+        raise ValueError("a factor should look like 1, 1.25 or 2")
+    return Fraction(Decimal(text.strip()))
+
+
+def factor_text(factor: Fraction) -> str:
+    """A factor as typed, exactly: 5/4 is '1.25' (one `parse_factor` read: a decimal that ends)."""
+    return format((Decimal(factor.numerator) / Decimal(factor.denominator)).normalize(), "f")
+
+
 def ambiguity(text: str, *, show_input: bool) -> str | None:
     """Why a size with a bare G or T, or with no unit and too small for bytes, cannot be read.
 

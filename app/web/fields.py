@@ -41,10 +41,12 @@ from app.domain.trainable import MAX_LORA_RANK, LoraTargets
 from app.domain.units import (
     BYTES_PATTERN,
     COUNT_PATTERN,
+    FACTOR_PATTERN,
     ZERO_BYTES_PATTERN,
     ZERO_COUNT_PATTERN,
     ByteUnit,
     count_label,
+    factor_text,
     gpus_label,
 )
 
@@ -85,12 +87,19 @@ class Kind(StrEnum):
     """A memory size: 80GB, 80GiB, 80e9 (`units.parse_bytes`)."""
     TRAINABLE = "trainable"
     """A count, a fraction or a percentage of the model's weights (`trainable.parse_trainable`)."""
+    FACTOR = "factor"
+    """A decimal above 0, read exactly: 1.25 (`units.parse_factor`)."""
 
 
 # A fraction of the weights (0.25, 1), a percentage (25%), or a count (1.5B): whether a count is within
 # the model's weights depends on the model, which no pattern can say; the query model's validator does.
 TRAINABLE_PATTERN = rf"^\s*(?:0|1|0?\.\d+|1\.0+|\d{{1,3}}(?:\.\d+)?\s*%)\s*$|{COUNT_PATTERN}"
-_PATTERNS = {Kind.COUNT: COUNT_PATTERN, Kind.SIZE: BYTES_PATTERN, Kind.TRAINABLE: TRAINABLE_PATTERN}
+_PATTERNS = {
+    Kind.COUNT: COUNT_PATTERN,
+    Kind.SIZE: BYTES_PATTERN,
+    Kind.TRAINABLE: TRAINABLE_PATTERN,
+    Kind.FACTOR: FACTOR_PATTERN,
+}
 _ZERO_PATTERNS = {Kind.COUNT: ZERO_COUNT_PATTERN, Kind.SIZE: ZERO_BYTES_PATTERN}
 
 _COUNT_EXAMPLES = (
@@ -216,6 +225,8 @@ class RunField:
             said = _ELEMENTS if self.group is Group.ADDRESS else _COUNT_EXAMPLES
         elif self.kind is Kind.TRAINABLE:
             return "a number of weights (1.5B), a fraction from 0 to 1 (0.25) or a percentage (25%)"
+        elif self.kind is Kind.FACTOR:
+            return "a number above 0, such as 1, 1.25 or 2"
         else:
             return None
         return f"0 or {said}" if self.zero else said
@@ -230,6 +241,11 @@ def _size_or_none(size: int | None, scenario: Scenario) -> str | None:
 
 def _band(band: Band) -> Drawn:
     return lambda s: f"{bytes_a_weight(s.recipe.nbytes(band))} B"
+
+
+def _capacity(scenario: Scenario) -> str:
+    factor = scenario.inputs.capacity_factor if scenario.inputs else None
+    return "dropless experts" if factor is None else f"capacity factor {factor_text(factor)}"
 
 
 def _setting(name: str) -> Drawn:
@@ -775,6 +791,20 @@ FIELDS: tuple[RunField, ...] = (
         "`0` (as `tp`)",
         low=0, high=MAX_GPUS, message=f"Enter a whole number of GPUs between 0 and {MAX_GPUS:,} (0: as tp).",
         echo="etp", placeholder="", tip=None,
+    ),
+    RunField(
+        "capacity_factor", "Expert capacity factor", Group.CUT, Kind.FACTOR, None,
+        "A mixture of experts' capacity factor: each expert's input padded to factor × tokens × top-k / experts "
+        "rows (--moe-expert-capacity-factor with --moe-pad-expert-input-to-capacity). Blank: dropless.",
+        _capacity,
+        "a mixture of experts' capacity factor (`1.25`): each expert's input padded to ⌈factor × tokens × top-k ÷ "
+        "experts⌉ rows, as Megatron-LM's `--moe-expert-capacity-factor` with `--moe-pad-expert-input-to-capacity`; "
+        "its activations grow with it. [moe.md](moe.md)",
+        "blank: dropless (each expert takes the tokens routed to it)",
+        message="{said}: enter a factor above 0 (1.25), or leave it blank for dropless experts.",
+        echo="capacity_factor",
+        placeholder="dropless", tip="Blank: dropless; 1.25 pads each expert to 1.25 × its even share",
+        inputmode="decimal",
     ),
 )  # fmt: skip
 """Every run field, in the order the query models read them: a rule across fields reads the earlier ones."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ from app.domain.architecture import PRESETS, ModelName
 from app.domain.recipes import RECIPES, RecipeName, bytes_a_weight
 from app.domain.scenario import DEFAULT_SEQ, Inputs, Scenario
 from app.domain.stages import Stage
+from app.domain.units import factor_text
 from app.web.fields import BY_NAME, FIELDS, FOLDS, Group, Kind, RunField, given, in_group, read, unfolded
 
 
@@ -236,6 +238,8 @@ def _text(field: RunField, value: object) -> str:
         return ""
     if field.kind is Kind.SIZE and isinstance(value, int):
         return _capacity_text(value)
+    if isinstance(value, Fraction):
+        return factor_text(value)
     return str(value)
 
 

@@ -7,9 +7,10 @@ are the domain's own patterns, and an empty value is said to mean the default.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
+from fractions import Fraction
 from typing import TYPE_CHECKING, Annotated, Any, Self
 
 from pydantic import (
@@ -37,7 +38,7 @@ from app.domain.stages import Stage
 from app.domain.state_bytes import DEFAULT_GPUS
 from app.domain.step import LAST_PHASE, OLD_PHASES, from_old_phase
 from app.domain.trainable import parse_trainable
-from app.domain.units import ambiguity, parse_bytes, parse_count
+from app.domain.units import ambiguity, parse_bytes, parse_count, parse_factor
 from app.measure.snapshots import IMPLS, Impl, default_impl
 from app.web.fields import BY_NAME, FIELDS, Kind, RunField
 from app.web.form_view import FieldProblem
@@ -129,7 +130,7 @@ def _empty_means_the_default(schema: dict[str, Any]) -> None:
 
 def _annotation(field: RunField) -> Any:
     """The type a query model reads the field as."""
-    if field.kind in (Kind.COUNT, Kind.SIZE, Kind.TRAINABLE):
+    if field.kind in (Kind.COUNT, Kind.SIZE, Kind.TRAINABLE, Kind.FACTOR):
         return str | None
     base: Any = {Kind.CHOICE: field.choices, Kind.SWITCH: bool, Kind.WHOLE: int}[field.kind]
     if field.default is not None:
@@ -151,7 +152,11 @@ def _declared(field: RunField) -> tuple[Any, Any]:
     )
 
 
-_READ = {Kind.COUNT: parse_count, Kind.SIZE: parse_bytes}
+_READ: dict[Kind, Callable[..., int | Fraction]] = {
+    Kind.COUNT: parse_count,
+    Kind.SIZE: parse_bytes,
+    Kind.FACTOR: parse_factor,
+}
 """How a text field becomes the domain's number (0 where the field takes it); the other kinds are read by pydantic."""
 
 

@@ -18,7 +18,7 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from app.domain.activations import Recompute
+from app.domain.activations import Recompute, upcast_saved
 from app.domain.architecture import ModelName
 from app.domain.cut_grid import cut_drawn, rank, stage_columns
 from app.domain.eighths import COLUMNS
@@ -52,7 +52,7 @@ from app.domain.scenario import Scenario
 from app.domain.sharding import Cell, CellState, Layout, Share, holders, share, shown_indices
 from app.domain.stages import Stage
 from app.domain.step_text import explanation
-from app.domain.units import ByteUnit
+from app.domain.units import ByteUnit, factor_text
 from app.measure.snapshots import Comparison
 from app.web.fields import FIELDS, Kind, RunField
 
@@ -280,7 +280,10 @@ class TimeOut(BaseModel):
 class CutLinkOut(BaseModel):
     """One kind of the model cut's traffic in a step, and the most loaded card's bytes for it on each link."""
 
-    kind: Parallel = Field(description="tp (the activations' all-reduces), pp (the stages' sends) or cp (K and V).")
+    kind: Parallel = Field(
+        description="tp (the activations' all-reduces), pp (the stages' sends), cp (K and V) or ep (the experts' "
+        "all-to-alls)."
+    )
     description: str
     algorithm: str
     count: int = Field(description="How many such collectives or sends the card takes part in a step.")
@@ -463,6 +466,12 @@ class MemoryRow(BaseModel):
         description="Of params_per_gpu, the routed experts' weights, whose state ZeRO shards over the "
         "expert-data-parallel group (edp cards); the rest over dp × cp. Only for a mixture of experts.",
     )
+    logits_upcast_bytes: int | None = Field(
+        None,
+        description="The logits upcast to fp32 for the loss (Hugging Face's logits.float(), Megatron-LM's fused "
+        "cross entropy), 4 × vocab × seq × batch: alive while the loss is computed, beside the log-probabilities, "
+        "not kept for the backward, so not in activation_bytes; absent without a shape.",
+    )
     overhead_bytes: int = Field(description="The overheads counted in peak_bytes: their sum with overheads=1, else 0.")
     overheads: list[OverheadOut] = Field(
         description="Every overhead at the peak, counted or not; their sum is what overheads=1 adds."
@@ -549,6 +558,9 @@ class MemoryRow(BaseModel):
             logits_bytes=shape.logits * run.batch if shape else None,
             params_per_gpu=row.card_params if row.expert_params else None,
             expert_params_per_gpu=row.expert_params or None,
+            logits_upcast_bytes=upcast_saved(shape.architecture, shape.shape).nbytes * run.batch
+            if shape and shape.architecture
+            else None,
             overhead_bytes=row.overhead_bytes,
             overheads=[
                 OverheadOut(name=o.name, bytes=o.nbytes, source=o.source, parameter=o.parameter) for o in row.overheads
@@ -639,6 +651,14 @@ class _ResolvedByHand(BaseModel):
         description="The weights one token's step computes with (6 × active weights × tokens): all but the "
         "routed experts its router did not choose; memory keeps all of params. Only for a mixture of experts.",
     )
+    capacity_factor: str = Field(
+        description="A mixture of experts' capacity factor, each expert's input padded to it (1.25), or dropless."
+    )
+
+
+def _factor(scenario: Scenario) -> str:
+    factor = scenario.inputs.capacity_factor if scenario.inputs else None
+    return "dropless" if factor is None else factor_text(factor)
 
 
 def _echoed(field: RunField) -> Any:
@@ -721,6 +741,7 @@ class MemoryOut(BaseModel):
                 edp=run.cut.edp(run.gpus),
                 active_params=run.active_params if run.active_params != run.params else None,
                 largest_layer_per_gpu=run.largest_layer_on_card if run.active_params != run.params else None,
+                capacity_factor=_factor(scenario),
                 **{str(f.echo): f.applied(scenario) for f in FIELDS if f.echoed},
             ),
             stages=[MemoryRow.of(row, run, what_fits(scenario, row.stage)) for row in scenario.report],

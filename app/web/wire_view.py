@@ -124,7 +124,11 @@ def wire_view(scenario: Scenario, row: StageReport) -> WireView:
 
 def _named(run: Run) -> str:
     cut = run.cut
-    said = [f"{name}={value:,}" for name, value in (("tp", cut.tp), ("pp", cut.pp), ("cp", cut.cp)) if value > 1]
+    said = [
+        f"{name}={value:,}"
+        for name, value in (("tp", cut.tp), ("pp", cut.pp), ("cp", cut.cp), ("ep", cut.ep))
+        if value > 1
+    ]
     return ", ".join(said + (["sp"] if cut.sp else []))
 
 

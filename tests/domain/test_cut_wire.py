@@ -178,3 +178,50 @@ def test_pp_4_on_two_nodes_the_most_loaded_card_sends_between_nodes() -> None:
     # Stage 1 (ranks 4-7) sends forward to stage 2 in the other node and backward to stage 0 in its own:
     # 8 a between nodes and 8 a inside, the slowest card.
     assert _by_link(gpus=16, nodes=2, pp=4, microbatches=8) == [(Parallel.PP, 16, A, 8 * A, 8 * A)]
+
+
+# Expert parallelism's all-to-alls (docs/moe.md). Mixtral 8x7B at s = 4,096, b = 1, ep = 8 in one node of 8: each
+# card's 4,096 tokens × k = 2 copies × h = 4,096 × 2 B = 67,108,864 B a dispatch; an all-to-all over 8 cards sends
+# 7/8 of it, 58,720,256 B, all inside the node. 2 forward + 2 backward a block × 32 blocks = 128 all-to-alls:
+# 128 × 58,720,256 = 7,516,192,768 B (7 GiB) a step.
+def _ep_links(model: ModelName, **knobs: Any) -> list[tuple[Parallel, int, int, int, int]]:
+    run = resolve(Inputs(model=model, batch=1, **knobs)).run
+    cut = run_report(run)[Stage.ZERO3].cut
+    return [(link.kind, link.count, link.buffer, link.inside, link.between) for link in cut.links]
+
+
+def test_mixtrals_all_to_alls_in_a_node_by_hand() -> None:
+    assert _ep_links(ModelName.MIXTRAL_8X7B, seq=4096, ep=8) == [(Parallel.EP, 128, 67_108_864, 7_516_192_768, 0)]
+
+
+def test_full_recomputation_runs_the_dispatch_and_combine_again() -> None:
+    links = _ep_links(ModelName.MIXTRAL_8X7B, seq=4096, ep=8, recompute=Recompute.FULL)
+    assert links == [(Parallel.EP, 192, 67_108_864, 192 * 58_720_256, 0)]
+
+
+def test_a_capacity_factor_pads_what_the_all_to_alls_move() -> None:
+    # 1.25: ⌈8,192 / 8 × 1.25⌉ = 1,280 rows for each of 8 experts, 10,240 × 4,096 × 2 B = 83,886,080 B.
+    links = _ep_links(ModelName.MIXTRAL_8X7B, seq=4096, ep=8, capacity_factor=Fraction(5, 4))
+    assert links == [(Parallel.EP, 128, 83_886_080, 128 * 83_886_080 * 7 // 8, 0)]
+
+
+def test_deepseek_v3s_group_of_16_spans_two_nodes() -> None:
+    # 58 mixture-of-experts blocks (the first 3 dense), k = 8, h = 7,168: 4,096 × 8 × 7,168 × 2 = 469,762,048 B a
+    # dispatch, 1/16 of it, 29,360,128 B, to each of the 15 others: 7 in the card's node, 8 in the other.
+    count = 4 * 58
+    links = _ep_links(ModelName.DEEPSEEK_V3, seq=4096, gpus=16, gpus_per_node=8, ep=16)
+    assert links == [(Parallel.EP, count, 469_762_048, count * 29_360_128 * 7, count * 29_360_128 * 8)]
+
+
+def test_the_expert_parallel_group_is_ep_ranks_etp_apart() -> None:
+    # Megatron's expert rank order, etp fastest: with etp = 2 rank 0's group is ranks 0, 2, 4, …, 14; in a node of
+    # 8, three others (2, 4, 6) are in its node and four (8 … 14) in the next.
+    places = cards(Cut(ep=8, etp=2), 16, 8)
+    assert {(place.ep_inside, place.ep_between) for place in places} == {(3, 4)}
+
+
+def test_sequence_parallelism_sends_each_cards_share_of_the_tokens() -> None:
+    # tp = 2 with sp: each card dispatches its 2,048 tokens, half the buffer; tp's own all-reduces beside it.
+    links = _ep_links(ModelName.MIXTRAL_8X7B, seq=4096, ep=4, tp=2, sp=True)
+    ep = [link for link in links if link[0] is Parallel.EP]
+    assert ep == [(Parallel.EP, 128, 33_554_432, 128 * 33_554_432 * 3 // 4, 0)]

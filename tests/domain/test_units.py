@@ -19,9 +19,11 @@ from app.domain.units import (
     _whole,
     ambiguity,
     count_label,
+    factor_text,
     gpus_label,
     parse_bytes,
     parse_count,
+    parse_factor,
     per_weight,
     percent,
 )
@@ -479,3 +481,18 @@ def test_a_memory_size_that_does_not_read_says_what_would() -> None:
 
 def test_a_figure_that_rounds_to_nothing_has_no_sign() -> None:
     assert per_weight(Fraction(-1, 1000)) == "0.00"  # not "-0.00"
+
+
+@pytest.mark.parametrize(
+    ("text", "factor", "shown"),
+    [("1", Fraction(1), "1"), ("1.25", Fraction(5, 4), "1.25"), (".5", Fraction(1, 2), "0.5"), (" 100 ", 100, "100")],
+)
+def test_a_capacity_factor_is_read_exactly_and_shown_as_typed(text: str, factor: Fraction, shown: str) -> None:
+    assert parse_factor(text) == factor
+    assert factor_text(parse_factor(text)) == shown
+
+
+@pytest.mark.parametrize("text", ["0", "0.0", "-1", "1e2", "1,5", "", "1.", "1234"])
+def test_a_capacity_factor_is_above_0_and_decimal(text: str) -> None:
+    with pytest.raises(ValueError, match="a factor should look like"):
+        parse_factor(text)

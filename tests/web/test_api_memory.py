@@ -360,3 +360,25 @@ def test_megatrons_step_peaks_at_its_own_figure(client: TestClient) -> None:
     timeline = client.get("/api/timeline", params=query).json()["stages"]
     assert [max(point["live_bytes"] for point in stage["points"]) for stage in timeline] == peaks
     assert peaks[1] == 100_871_721_370
+
+
+# The logits upcast to fp32 for the loss, a term of their own beside the log-probabilities, 4 × v × s × b:
+# Llama 3 (128,256 words) at 8,192 tokens, Qwen2.5 (152,064) and gpt-oss (201,088) at 4,096, two sequences.
+@pytest.mark.parametrize(
+    ("model", "seq", "upcast"),
+    [
+        ("llama-3-8b", "8192", 4 * 128_256 * 8192 * 2),  # 8,405,385,216 B
+        ("qwen2.5-7b", "4096", 4 * 152_064 * 4096 * 2),  # 4,982,833,152 B
+        ("gpt-oss-20b", "4096", 4 * 201_088 * 4096 * 2),  # 6,589,251,584 B
+    ],
+)
+def test_the_fp32_logits_the_loss_upcasts_to_are_listed(client: TestClient, model: str, seq: str, upcast: int) -> None:
+    body = _memory(client, model=model, seq=seq, batch="2")
+    for row in body["stages"]:
+        assert row["logits_upcast_bytes"] == upcast
+        assert row["logits_bytes"] == upcast  # as large as the log-probabilities the backward keeps
+
+
+def test_a_bare_count_lists_no_fp32_logits(client: TestClient) -> None:
+    body = _memory(client, model="zero-7.5b")
+    assert all("logits_upcast_bytes" not in row for row in body["stages"])

@@ -51,6 +51,8 @@ _AGREEING = {
     "cp": st.just("1"),
     "ep": st.just("1"),
     "etp": st.sampled_from(["0", "1"]),
+    # A capacity factor, any model's: blank (dropless) or above 0.
+    "capacity_factor": st.sampled_from(["", "1", "1.25", "0.5", ".75", "2", " 100 "]),
 }
 
 
