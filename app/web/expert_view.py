@@ -87,6 +87,7 @@ def _expert_cell(scenario: Scenario, card: int, column: int, spec: BandSpec, sha
         said = (
             f"{where}: this card stores {cell.part.text} of the column (its {_span(mine)}"
             + (f", expert tensor slice 1/{cut.expert_tp}" if cut.expert_tp > 1 else "")
+            + (f", ZeRO's share of them over {cut.edp(gpus):,} cards" if sharded and cut.edp(gpus) > 1 else "")
             + "); other cards the rest."
         )
     else:
@@ -251,6 +252,26 @@ def experts_said(scenario: Scenario, stepping: bool = False) -> str:
             f"router sends them ({counts.top_k} of {counts.experts} experts a token) are computed on them; {gathered}."
         )
     return said
+
+
+def experts_held(scenario: Scenario, card: int) -> str:
+    """A card's experts in a sentence, after what it keeps of the dense columns; blank for a dense model."""
+    architecture = moe_of(scenario)
+    if architecture is None or architecture.moe is None:
+        return ""
+    run = scenario.run
+    experts = architecture.moe.experts
+    if run.cut.ep == 1:
+        return f" Its experts' columns, E0 to E{expert_columns(experts) - 1}: all {experts} experts of each block."
+    mine = card_experts(card, run.cut, run.gpus, experts)
+    n = expert_columns(experts)
+    first, last = mine[0] * n // experts, mine[-1] * n // experts
+    where = f"column E{first}" if first == last else f"columns E{first} to E{last}"
+    rank = expert_rank(card, run.cut, run.gpus)
+    return (
+        f" Its experts: {_span(mine)} of {experts} (expert-parallel rank {rank.ep + 1} of {run.cut.ep}), in "
+        f"{where}; the other experts are on other cards."
+    )
 
 
 def draws_cut(scenario: Scenario) -> bool:

@@ -163,6 +163,8 @@ class StageView:
     """Under the verdict, where the run is over its card: the changes that would make it fit (`fixes_view`)."""
     cut_grid: bool = False
     experts: str = ""
+    elsewhere: bool = False
+    """Whether some card draws another expert-parallel rank's experts, not here (ep above 1)."""
     """A mixture of experts' columns in words, with its active and total weights (`expert_view`); blank if dense."""
     """Whether the cards draw a cut model (`cut_view`): eighths of the model, framed by stage and tensor group."""
     tp_sliced: bool = False
@@ -405,6 +407,7 @@ def stage_view(
         axis_digits=1 if cut or moe_of(scenario) else len(str(run.gpus - 1)),
         cut_grid=cut,
         experts=experts_said(scenario, phase is not None),
+        elsewhere=run.cut.ep > 1 and moe_of(scenario) is not None,
         tp_sliced=cut and (run.cut.tp > 1 or COLUMNS % run.cut.pp > 0),
         pipelined=run.cut.pp > 1,  # at rest and in the step, a card draws other stages' layers absent
         cards=cards,

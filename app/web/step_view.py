@@ -19,7 +19,7 @@ from app.web.bars import card_bar, legend
 from app.web.card_words import holding_sentence
 from app.web.chart_view import ChartView, chart_view
 from app.web.cut_view import cut_step_columns
-from app.web.expert_view import draws_cut, moe_of
+from app.web.expert_view import draws_cut, experts_held, moe_of
 from app.web.grid_view import (
     NO_COPY,
     CardGap,
@@ -409,7 +409,10 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
                 bytes_per_weight=f"now {units.show(now)}",
                 model_bytes=f"peak {units.show(peak)}",
                 bar=bar,
-                summary=holding_sentence(name, "column", COLUMNS, recipe, on_card, hosted, f"{units.show(now)} now"),
+                summary=holding_sentence(
+                    name, "column", COLUMNS, recipe, on_card[:COLUMNS], hosted[:COLUMNS], f"{units.show(now)} now"
+                )
+                + experts_held(scenario, card),
                 tab_stop=position == 0,
                 # The step's 8 columns are eighths of the model, not the grid's weights: hpZ's strip keeps its room.
                 secondary=NO_COPY if run.setup.hpz > 1 else None,
