@@ -113,7 +113,7 @@ def test_in_the_step_the_experts_are_gathered_used_and_discarded(client: TestCli
         gathered.append("gathered" in weights["class"])
         if phase == 2:
             assert "active" in weights["class"]
-            assert weights["aria-label"].endswith(
+            assert str(weights["aria-label"]).endswith(
                 "In use: 2 of the 8 experts compute each token, so only the tokens routed to this card's expert 0 are "
                 "computed here."
             )
