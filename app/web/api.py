@@ -33,10 +33,12 @@ def grid_layout(query: Annotated[LayoutQuery, Query()]) -> LayoutOut:
 
     A card per GPU and a weight per card, 4 bands each: solid where the card holds the state. Up to
     16 GPUs all are drawn; more, the first four and the last four. With the model cut (tp, pp or cp above 1),
-    `cut_cards`: each card the page's cut grid draws, its pipeline stage, tensor rank and absent columns.
+    `cut_cards`: each card the page's cut grid draws, its pipeline stage, tensor rank and absent columns, and with
+    a mixture of experts the routed experts it keeps.
     """
     run = resolve(query.inputs()).run
-    return LayoutOut.of(layout(query.stage, run.gpus, run.recipe), run.cut)
+    moe = run.architecture.moe if run.architecture is not None else None
+    return LayoutOut.of(layout(query.stage, run.gpus, run.recipe), run.cut, moe.experts if moe else 0)
 
 
 @router.get("/memory", name="api_memory", response_model_exclude_none=True)

@@ -12,6 +12,7 @@ from app.domain.stages import Stage
 from app.domain.units import gpus_label, p_units, per_weight
 from app.web.bars import legend
 from app.web.cut_view import cut_cards
+from app.web.expert_view import EXPERT_WORDS, draws_cut, moe_of
 from app.web.grid_view import CardGap, CardView, rest_cards
 from app.web.inputs import Theme
 from app.web.links import compare_address
@@ -111,11 +112,11 @@ def compare_view(
             communication=p_units(row.communication_p),
             cards=(
                 cut_cards(scenario, stage, row, None if other is stage else other)
-                if run_.cut.cuts
+                if draws_cut(scenario)
                 else rest_cards(scenario, stage, row, None if other is stage else moved)
             ),
             change=moved.sentence,
-            cut=(CUT_WORDS,) if run_.cut.cuts else (),
+            cut=((CUT_WORDS,) if draws_cut(scenario) else ()) + ((EXPERT_WORDS,) if moe_of(scenario) else ()),
         )
 
     a, b = rows[left], rows[right]

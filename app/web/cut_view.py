@@ -22,6 +22,7 @@ from app.domain.stages import Stage
 from app.domain.units import per_weight
 from app.web.bars import card_bar
 from app.web.card_words import holding_sentence
+from app.web.expert_view import expert_rest_columns, expert_step_columns, experts_held
 from app.web.grid_view import (
     CardGap,
     CardView,
@@ -149,7 +150,7 @@ def cut_columns(scenario: Scenario, stage: Stage, card: int, previous: Stage | N
         responsible = bool(stage.sharded) and zero_group(cut, gpus) > 1 and column.index in own
         responsible = responsible and any(c.band in stage.sharded and c.state is not CellState.DASHED for c in cells)
         columns.append(ColumnView(column.index, responsible, cells, axis_label=str(column.index)))
-    return tuple(columns)
+    return (*columns, *expert_rest_columns(scenario, stage, card))
 
 
 def _in_hand(phase: Phase, column: int, band: Band, whole: bool) -> Holding | None:
@@ -235,7 +236,7 @@ def cut_step_columns(phase: Phase, scenario: Scenario, card: int) -> tuple[Colum
             for c in cells
         )
         columns.append(ColumnView(column.index, responsible, tuple(cells), axis_label=str(column.index)))
-    return tuple(columns)
+    return (*columns, *expert_step_columns(phase, scenario, card))
 
 
 def cut_cards(
@@ -266,14 +267,15 @@ def cut_cards(
                 model_bytes=units.show(row.per_gpu_bytes),
                 bar=bar,
                 summary=holding_sentence(
-                    f"{name} ({card_place(card, cut, gpus, _blocks(scenario))})",
+                    f"{name} ({card_place(card, cut, gpus, _blocks(scenario))})" if cut.model_parallel > 1 else name,
                     "column",
                     COLUMNS,
                     scenario.recipe,
-                    columns,
+                    columns[:COLUMNS],  # the dense columns; the experts' are said after (`experts_held`)
                     (),
                     figure,
-                ),
+                )
+                + experts_held(scenario, card),
                 tab_stop=position == 0,
             )
         )
@@ -305,6 +307,8 @@ def _left_out(first: int, last: int, cut: Cut, gpus: int) -> str:
     a, b = rank(first, cut, gpus), rank(last, cut, gpus)
     stages = f"stage {a.stage + 1}" if a.stage == b.stage else f"stages {a.stage + 1} to {b.stage + 1}"
     cards = f"GPU {first:,}" if first == last else f"GPU {first:,} to GPU {last:,}"
+    if cut.ep > 1:  # expert parallelism: each keeps its own experts too
+        return f"{cards}: the other cards, each as a drawn card but for ZeRO's share and its own experts"
     if cut.pp == 1:  # no pipeline: one stage, which is not worth a name
         return f"{cards}: the other tensor groups, each as the drawn group but for ZeRO's share"
     return f"{cards}: {stages}'s other tensor groups, each as its stage's drawn group but for ZeRO's share"
@@ -371,7 +375,11 @@ def _stage_link(stage: int, cut: Cut, blocks: int | None = None) -> str:
     share = "the whole model" if cut.pp == 1 else f"1/{cut.pp} of the layers"
     if cut.pp > 1 and cut.vpp == 1 and blocks is not None and blocks % cut.pp:
         share = f"{stage_blocks(blocks, cut.pp)[stage]} of the {blocks} blocks"
-    return f"keeps {share}" + (f", each layer cut {cut.tp} ways" if cut.tp > 1 else "")
+    return (
+        f"keeps {share}"
+        + (f", each layer cut {cut.tp} ways" if cut.tp > 1 else "")
+        + (f", its experts {cut.ep} ways" if cut.ep > 1 else "")
+    )
 
 
 def _tp_groups(

@@ -44,6 +44,8 @@ class CellView:
     """Whether it lives in the card's host (offloaded), drawn in the host's strip under the card."""
     replica: bool = False
     """Kept because hybrid sharding replicates it across the shard groups, where one group would dash it."""
+    expert: bool = False
+    """A mixture of experts' routed experts' cell (`expert_view`): another rank's are hatched the other way."""
     css: str = field(init=False, repr=False, compare=False)
     """The cell's classes: band hue, state, height in bytes, and during a step its holding."""
 
@@ -60,6 +62,8 @@ class CellView:
             extra += " on-host"
         if self.replica:
             extra += " replica"
+        if self.expert:
+            extra += " expert"
         return f"cell band-{self.band} {self.state} nb-{self.nbytes}{extra}"
 
 
@@ -76,6 +80,8 @@ class ColumnView:
     """Bytes of the bands a frozen weight has not (gradients, master copy, moments): left blank."""
     away: tuple[int, ...] = ()
     """Bytes of each band left blank: on a card in a step, the offloaded ones; in a host's strip, a frozen weight's."""
+    group: str = ""
+    """Its column group's classes: "expert" for a mixture of experts' (`expert_view`), "first" the rule before."""
     kind: str = field(init=False, repr=False, compare=False)
     """Which of the template's drawings: "column", or "gap" for the weights not drawn."""
     css: str = field(init=False, repr=False, compare=False)
@@ -85,8 +91,10 @@ class ColumnView:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "kind", "gap" if self.weight is None else "column")
-        object.__setattr__(self, "css", "column responsible" if self.responsible else "column")
-        object.__setattr__(self, "axis_class", "responsible" if self.responsible else None)
+        css = "column responsible" if self.responsible else "column"
+        object.__setattr__(self, "css", f"{css} {self.group}" if self.group else css)
+        axis = " ".join(word for word in ("responsible" if self.responsible else "", self.group) if word)
+        object.__setattr__(self, "axis_class", axis or None)
         object.__setattr__(self, "missings", (self.missing,) if self.missing else ())
 
 

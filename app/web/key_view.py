@@ -80,6 +80,8 @@ class _Drawn:
     """Whether the cards draw a cut model (`cut_view`): eighths of the model, tensor slices part filled."""
     absent: bool = False
     """Whether some card draws another pipeline stage's layers, absent from it (`CellState.ABSENT`)."""
+    elsewhere: bool = False
+    """Whether some card draws another expert-parallel rank's experts, not here (`expert_view`)."""
 
     @classmethod
     def of(cls, s: StageView) -> _Drawn:
@@ -98,6 +100,7 @@ class _Drawn:
             replicas=s.replicated and s.step is None and not s.cut_grid,  # neither the step nor a cut draws it
             cut=s.cut_grid,
             absent=s.pipelined,
+            elsewhere=s.elsewhere,
         )
 
 
@@ -141,6 +144,12 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
             "Hatched with no outline: absent. Another pipeline stage keeps these layers, and nothing is held on "
             "this card's behalf, unlike a dashed outline."
         )
+    if d.elsewhere:
+        states.append(KeyEntry("Hatched the other way", ": another card's experts", "neutral absent expert"))
+        more.append(
+            "Hatched the other way, no outline: not here. Expert parallelism gives each card its own experts; "
+            "another card keeps these, and the tokens routed to them are sent there."
+        )
     if d.hosted:
         states.append(KeyEntry("Dotted", ": on the host", "neutral solid on-host"))
         more.append("Dotted ring, under the card: offloaded, in the card's host memory, not on the card.")
@@ -180,6 +189,8 @@ def _compact(legend: tuple[BandSpec, ...], d: _Drawn, ring_key: bool) -> Key:
         states.append(KeyEntry("Part filled", ": its slice of the column", "neutral partial from-0 to-24"))
     if d.absent:
         states.append(KeyEntry("Hatched", ": another stage's layers", "neutral absent"))
+    if d.elsewhere:
+        states.append(KeyEntry("Hatched /", ": another card's experts", "neutral absent expert"))
     if d.step:
         states.append(KeyEntry("Striped", ": assembled for this phase", "neutral solid gathered"))
         states.append(KeyEntry("Barred", ": gradients sent to their owners", "neutral solid sent"))

@@ -22,6 +22,7 @@ from app.domain.activations import Recompute, upcast_saved
 from app.domain.architecture import ModelName
 from app.domain.cut_grid import cut_drawn, rank, stage_columns
 from app.domain.eighths import COLUMNS
+from app.domain.expert_grid import card_experts, expert_rank
 from app.domain.fixes import Fix, Fixes
 from app.domain.fixes import fixes as what_fits
 from app.domain.parallel import Cut
@@ -159,14 +160,28 @@ class CutCardOut(BaseModel):
     absent_columns: list[int] = Field(
         description="The eighths another pipeline stage keeps: absent from this card, not held on its behalf."
     )
+    experts: list[int] | None = Field(
+        None,
+        description="A mixture of experts' routed experts this card keeps in each of its stage's mixture-of-experts "
+        "blocks (0-based): its expert-parallel rank's experts / ep (Megatron's order etp, ep, edp, pp); the others "
+        "are not here. Absent for a dense model.",
+    )
+    expert_parallel_rank: int | None = Field(None, ge=0, description="Its rank in its expert-parallel group.")
+    expert_data_parallel_rank: int | None = Field(
+        None, ge=0, description="Its place in the expert-data-parallel group, over which ZeRO shards the experts."
+    )
 
     @classmethod
-    def all_of(cls, cut: Cut, gpus: int) -> list[CutCardOut]:
-        """The cards the page's cut grid draws (every one up to 16; beyond, whole tensor groups; 4 a stage past 2)."""
+    def all_of(cls, cut: Cut, gpus: int, experts: int = 0) -> list[CutCardOut]:
+        """The cards the page's cut grid draws (every one up to 16; beyond, whole tensor groups; 4 a stage past 2).
+
+        `experts`: the model's routed experts a block (0: dense), which each card's are listed of.
+        """
         found = []
         for card in cut_drawn(cut, gpus):
             here = rank(card, cut, gpus)
             own = stage_columns(here.stage, cut.pp)
+            routed = expert_rank(card, cut, gpus) if experts else None
             found.append(
                 cls(
                     card=card,
@@ -176,6 +191,9 @@ class CutCardOut(BaseModel):
                     data_parallel_rank=here.dp,
                     columns=list(own),
                     absent_columns=[c for c in range(COLUMNS) if c not in own],
+                    experts=list(card_experts(card, cut, gpus, experts)) if experts else None,
+                    expert_parallel_rank=routed.ep if routed else None,
+                    expert_data_parallel_rank=routed.edp if routed else None,
                 )
             )
         return found
@@ -191,21 +209,25 @@ class LayoutOut(BaseModel):
     cells: list[CellOut]
     cut_cards: list[CutCardOut] | None = Field(
         None,
-        description="With tp, pp or cp above 1: each card the page's cut grid draws, its pipeline stage, tensor "
-        "rank and the model's eighths it keeps and lacks (docs/parallelism.md, the grid of a cut model). "
-        "`cells` stay ZeRO's picture alone, one weight a card. Absent without a cut.",
+        description="With tp, pp, cp or ep above 1, or a mixture of experts: each card the page's cut grid draws, "
+        "its pipeline stage, tensor rank and the model's eighths it keeps and lacks, and the routed experts it keeps "
+        "(docs/parallelism.md, the grid of a cut model; docs/moe.md, the experts on the grid). "
+        "`cells` stay ZeRO's picture alone, one weight a card. Absent without a cut or experts.",
     )
 
     @classmethod
-    def of(cls, grid: Layout, cut: Cut | None = None) -> LayoutOut:
-        """From the domain's layout; `cut`, the run's cut, whose cards are listed when it cuts the model."""
+    def of(cls, grid: Layout, cut: Cut | None = None, experts: int = 0) -> LayoutOut:
+        """From the domain's layout; `cut`, the run's cut, whose cards are listed when it cuts the model.
+
+        Or when the model has `experts` (routed, a block; 0: dense): their columns are drawn as a cut's.
+        """
         return cls(
             stage=grid.stage,
             gpus=grid.gpus,
             weights=grid.weights,
             bands=BandOut.all_of(grid.recipe),
             cells=[CellOut.of(c) for c in grid.cells],
-            cut_cards=None if cut is None or not cut.cuts else CutCardOut.all_of(cut, grid.gpus),
+            cut_cards=None if cut is None or not (cut.cuts or experts) else CutCardOut.all_of(cut, grid.gpus, experts),
         )
 
 

@@ -15,6 +15,7 @@ from app.domain.units import gpus_label, per_weight, percent
 from app.domain.zeropp import zeropp_said
 from app.web.bars import bar_keys, bar_note
 from app.web.cut_view import cut_cards, cut_href, in_stages
+from app.web.expert_view import draws_cut, experts_said, moe_of
 from app.web.fixes_view import FixLine, fix_lines
 from app.web.grid_view import CardGap, CardView, NodeGap, NodeView, in_nodes, rest_cards
 from app.web.host_view import HostView, host_view
@@ -161,6 +162,10 @@ class StageView:
     fixes: tuple[FixLine, ...] = ()
     """Under the verdict, where the run is over its card: the changes that would make it fit (`fixes_view`)."""
     cut_grid: bool = False
+    experts: str = ""
+    elsewhere: bool = False
+    """Whether some card draws another expert-parallel rank's experts, not here (ep above 1)."""
+    """A mixture of experts' columns in words, with its active and total weights (`expert_view`); blank if dense."""
     """Whether the cards draw a cut model (`cut_view`): eighths of the model, framed by stage and tensor group."""
     tp_sliced: bool = False
     """Whether a cut grid's cells are part filled: each card its tensor slice (tp above 1), or a shared column."""
@@ -186,6 +191,8 @@ class StageView:
     hosts: tuple[HostView, ...] = field(init=False, repr=False, compare=False)
     note_lists: tuple[tuple[str, ...], ...] = field(init=False, repr=False, compare=False)
     grid_css: str = field(init=False, repr=False, compare=False)
+    expert_notes: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    """The experts' words over the grid: one, or none for a dense model."""
     """The grid's classes: its axis's digits, and a cut model's eight cards a row."""
     hatches: tuple[str, ...] = field(init=False, repr=False, compare=False)
     """The overheads' hatching, defined once where a bar draws them."""
@@ -249,7 +256,10 @@ class StageView:
             "hosts": shown(self.host),
             "note_lists": shown(self.notes),
             "hatches": ("hatch",) if "overheads" in self.bar_keys else (),
-            "grid_css": f"grid digits-{self.axis_digits}" + (" cut" if self.cut_grid else ""),
+            "grid_css": f"grid digits-{self.axis_digits}"
+            + (" cut" if self.cut_grid else "")
+            + (" experts" if self.experts else ""),
+            "expert_notes": shown(self.experts),
             "loose_cards": () if self.nodes else (self.cards,),
             "bpw_minor": None if self.step else "minor",
             "model_minor": "minor" if self.step else None,
@@ -375,7 +385,7 @@ def stage_view(
     cards: tuple[CardView | CardGap, ...]
     stepping = None
     moved = None if previous is None or previous is stage else rows.change(previous, stage)
-    cut = phase is None and run.cut.cuts  # the step draws the cut in its own cards (step_view), without frames
+    cut = phase is None and draws_cut(scenario)  # the step draws the cut in its own cards (step_view), without frames
     if cut:
         cards = cut_cards(scenario, stage, chosen, None if moved is None else previous)
     elif phase is None:
@@ -403,8 +413,11 @@ def stage_view(
         bytes_per_weight=per_weight(chosen.bytes_per_weight),
         per_gpu=units.show(chosen.per_gpu_bytes),
         share_of_dp=percent(chosen.bytes_per_weight / rows[Stage.DP].bytes_per_weight),
-        axis_digits=1 if cut else len(str(run.gpus - 1)),  # a cut grid's columns are the model's eighths, 0 to 7
+        # A cut grid's columns are the model's eighths, 0 to 7, as a mixture of experts' are in the step too.
+        axis_digits=1 if cut or moe_of(scenario) else len(str(run.gpus - 1)),
         cut_grid=cut,
+        experts=experts_said(scenario, phase is not None),
+        elsewhere=run.cut.ep > 1 and moe_of(scenario) is not None,
         tp_sliced=cut and (run.cut.tp > 1 or COLUMNS % run.cut.pp > 0),
         pipelined=run.cut.pp > 1,  # at rest and in the step, a card draws other stages' layers absent
         cards=cards,

@@ -19,6 +19,7 @@ from app.web.bars import card_bar, legend
 from app.web.card_words import holding_sentence
 from app.web.chart_view import ChartView, chart_view
 from app.web.cut_view import cut_step_columns
+from app.web.expert_view import draws_cut, experts_held, moe_of
 from app.web.grid_view import (
     NO_COPY,
     CardGap,
@@ -387,10 +388,15 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
             cards.append(CardGap(f"GPU {card - hidden:,} to GPU {card - 1:,}: the same pattern"))
         mine = set(owned_columns(card % run.shards, run.shards)) if phase.sharded else set()
         # With the model cut, the card's stage's columns and tensor slice (cut_view), the phase's marks on them.
-        view_columns = (
-            cut_step_columns(phase, scenario, card) if run.cut.cuts else _step_columns(phase, scenario, card, mine)
+        # A mixture of experts' cards draw the model's columns too, and the experts' apart (expert_view).
+        cut = draws_cut(scenario)
+        view_columns = cut_step_columns(phase, scenario, card) if cut else _step_columns(phase, scenario, card, mine)
+        at_rest = cut_step_columns if moe_of(scenario) is not None else None
+        rest = (
+            (at_rest(phases[0], scenario, card) if at_rest else _step_columns(phases[0], scenario, card, mine))
+            if away
+            else None
         )
-        rest = _step_columns(phases[0], scenario, card, mine) if away else None
         on_card, host = split_host(view_columns, away, recipe, title, rest)
         name = f"GPU {card:,}"
         hosted = host.columns if host else ()
@@ -403,7 +409,10 @@ def _step_cards(scenario: Scenario, phases: tuple[Phase, ...], phase: Phase) -> 
                 bytes_per_weight=f"now {units.show(now)}",
                 model_bytes=f"peak {units.show(peak)}",
                 bar=bar,
-                summary=holding_sentence(name, "column", COLUMNS, recipe, on_card, hosted, f"{units.show(now)} now"),
+                summary=holding_sentence(
+                    name, "column", COLUMNS, recipe, on_card[:COLUMNS], hosted[:COLUMNS], f"{units.show(now)} now"
+                )
+                + experts_held(scenario, card),
                 tab_stop=position == 0,
                 # The step's 8 columns are eighths of the model, not the grid's weights: hpZ's strip keeps its room.
                 secondary=NO_COPY if run.setup.hpz > 1 else None,

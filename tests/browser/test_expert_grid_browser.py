@@ -1,0 +1,72 @@
+"""A mixture of experts' grid in Debian's Chromium: Mixtral 8x7B with ep 8, on the projector and on a phone."""
+
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import Page
+
+from tests.browser.conftest import Watch, screenshot
+
+pytestmark = pytest.mark.slow
+
+MIXTRAL_EP8 = "model=mixtral-8x7b&gpus=8&ep=8&stage=zero3"
+
+_COLUMNS = """() => Array.from(document.querySelectorAll('#grid .card'), card => {
+  const box = card.getBoundingClientRect();
+  const widths = Array.from(card.querySelectorAll('.plot .column'), c => c.getBoundingClientRect().width);
+  const experts = Array.from(card.querySelectorAll('.plot .column.expert'), c => c.getBoundingClientRect());
+  const dense = card.querySelectorAll('.plot .column:not(.expert)');
+  const last = dense[dense.length - 1].getBoundingClientRect();
+  return { left: box.left, right: box.right, bottom: box.bottom, widths, experts: experts.length,
+           after: experts[0].left >= last.right };
+})"""
+
+_LOOKS = """() => {
+  const look = s => { const c = getComputedStyle(document.querySelector(s));
+    return [c.borderTopStyle, c.backgroundImage] };
+  return { elsewhere: look('#grid .cell.absent.expert'), dashed: look('#grid .cell.dashed') };
+}"""
+
+
+@pytest.mark.parametrize(
+    ("theme", "width", "height", "first_screen"),
+    [("&theme=projector", 1024, 768, True), ("", 390, 844, False)],
+    ids=["projector", "phone"],
+)
+def test_each_card_draws_its_experts_apart(
+    page: Page, server: str, watch: Watch, theme: str, width: int, height: int, first_screen: bool
+) -> None:
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}/?{MIXTRAL_EP8}{theme}")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    cards = page.evaluate(_COLUMNS)
+    assert len(cards) == 8
+    for card in cards:
+        # Sixteen columns, the experts' eight after the dense ones, each wide enough to see its fill.
+        assert len(card["widths"]) == 16
+        assert card["experts"] == 8
+        assert card["after"]
+        assert min(card["widths"]) >= 4
+        assert card["left"] >= 0
+        assert card["right"] <= width
+    if first_screen:  # the projector: every card on the first screen
+        assert max(card["bottom"] for card in cards) <= height
+    assert page.locator("#grid .experts-note").is_visible()
+    # Another card's experts: no outline, hatched; unlike ZeRO's dashed outline.
+    looks = page.evaluate(_LOOKS)
+    assert looks["elsewhere"][0] != "dashed"
+    assert "repeating-linear-gradient" in looks["elsewhere"][1]
+    assert looks["dashed"][0] == "dashed"
+    screenshot(page, f"experts-mixtral-ep8{'-projector' if theme else '-phone'}")
+    watch.assert_clean(page)
+
+
+def test_the_step_walks_with_the_experts(page: Page, server: str, watch: Watch) -> None:
+    page.set_viewport_size({"width": 1024, "height": 768})
+    page.goto(f"{server}/?model=mixtral-8x7b&gpus=16&ep=8&stage=zero3&phase=1&theme=projector")
+    assert page.locator("#grid .column.expert .cell.gathered").count() > 0
+    page.locator("body").press("PageDown")
+    page.wait_for_url("**phase=2**")
+    assert page.locator("#grid .column.expert .cell.gathered.active").count() > 0
+    screenshot(page, "experts-step-projector")
+    watch.assert_clean(page)
