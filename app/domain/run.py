@@ -198,7 +198,10 @@ class Run:
         if self.nodes < 1 or self.gpus % self.nodes:
             raise ValueError(f"{self.gpus} GPUs do not split evenly across {self.nodes} nodes")
         self._check_groups()
-        if refused := cut_refused(self.cut, self.gpus, self.gpus_per_node):
+        # The model's routed experts, where known: expert parallelism needs them (None: a bare weight count).
+        moe = self.architecture.moe if self.architecture is not None else None
+        experts = None if self.architecture is None else (moe.experts if moe else 0)
+        if refused := cut_refused(self.cut, self.gpus, self.gpus_per_node, experts=experts):
             raise ValueError(refused)
 
     @property
