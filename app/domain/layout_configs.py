@@ -219,8 +219,8 @@ def _megatron_shape(arch: Architecture, seq: int) -> list[str]:
     if not arch.biases and not arch.o_bias:
         # gpt-oss's biases on every projection and expert are Megatron-LM's default, add_bias_linear.
         args.append("--disable-bias-linear")
-    if arch.qkv_bias and not arch.biases:
-        args.append("--add-qkv-bias")
+        if arch.qkv_bias:  # Qwen2's: on the query, key and value projections alone
+            args.append("--add-qkv-bias")
     if arch.sinks:
         args += ["--softmax-type", "learnable"]  # a learned logit per head: gpt-oss's attention sinks
     if not arch.tied_embeddings:
@@ -321,6 +321,11 @@ def _megatron_notes(stage: Stage, run: Run, arch: Architecture | None) -> list[s
         notes.append("# The model's shape (--num-layers, --hidden-size, ...) is not known for a weight count.")
     elif arch.moe is not None:
         notes.append(experts_note(run, arch))
+        if arch.moe.router_bias:
+            notes.append(
+                "# The router's bias per expert is not written: DeepSeek-V3's (balancing without a loss) is "
+                "--moe-router-enable-expert-bias with --moe-router-score-function sigmoid."
+            )
     if split := uneven_split(run, arch):
         notes.append(
             f"# Uneven stages of {split_words(split)} blocks: the extra blocks on the middle stages, as the first "
