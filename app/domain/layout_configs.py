@@ -562,7 +562,8 @@ def experts_refused(stage: Stage, run: Run, framework: str) -> None:
             "expert parallelism (it removed expert tensor parallelism): choose etp=1, or Megatron-LM's arguments, "
             "whose --expert-tensor-parallel-size says it.",
         )
-    if cut.ep == 1 and cut.expert_tp != cut.tp:
+    experts = run.architecture is not None and run.architecture.moe is not None
+    if experts and cut.ep == 1 and cut.expert_tp != cut.tp:  # a dense model's etp splits nothing
         raise NoConfig(
             "etp",
             f"etp={cut.expert_tp} with tp={cut.tp}: without expert parallelism {framework} splits the experts as "

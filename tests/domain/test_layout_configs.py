@@ -654,3 +654,16 @@ def test_deepspeeds_config_of_experts_across_cards_is_refused_naming_ep(inputs: 
         deepspeed_config(Stage.ZERO3, run)
     assert refused.value.parameter == parameter
     assert f"ep={run.cut.ep})" in str(refused.value)
+
+
+def test_a_dense_models_etp_changes_nothing_torchtitan_writes() -> None:
+    # etp=1 on Llama 3 8B names no experts: tp 2 is written as ever.
+    s = scenario(Inputs(model=ModelName.LLAMA_3_8B, gpus=8, batch=1, tp=2, etp=1))
+    assert (
+        tomllib.loads(torchtitan_toml(Stage.ZERO3, s.run, s.architecture))["parallelism"]["tensor_parallel_degree"] == 2
+    )
+    # Mixtral's experts whole without ep, while tp splits the rest: torchtitan splits them over tp, so refuses.
+    s = scenario(Inputs(model=ModelName.MIXTRAL_8X7B, gpus=8, batch=1, tp=2, etp=1))
+    with pytest.raises(NoConfig) as refused:
+        torchtitan_toml(Stage.ZERO3, s.run, s.architecture)
+    assert refused.value.parameter == "etp"
