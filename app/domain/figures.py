@@ -168,6 +168,11 @@ class StageReport:
     """The pipeline stage (0-based) of the most loaded card, whose figures these are: 0 without a pipeline."""
     cut: CutWire = NO_CUT_WIRE
     """The model cut's own traffic by link (tensor, pipeline, context parallelism), its time and the bubble."""
+    card_params: int = 0
+    """The weights the most loaded card keeps state for, before ZeRO shards them: the model's, or with the
+    model cut its stage's ÷ tp (its routed experts ÷ ep × etp)."""
+    expert_params: int = 0
+    """Of those, its routed experts' weights, whose state ZeRO shards over the expert-data-parallel group."""
 
     @property
     def inside_bytes(self) -> int:

@@ -24,7 +24,8 @@ from app.domain.terms import Place, shard_weights
 
 def _placed(stage: Stage, run: Run, place: Place) -> int:
     card = run.heaviest
-    return per_gpu_bytes(stage, card.params, run.shards, run.recipe, card.frozen, run.setup, place)
+    experts = run.experts_of(card)
+    return per_gpu_bytes(stage, card.params, run.shards, run.recipe, card.frozen, run.setup, place, experts)
 
 
 def _pcie(stage: Stage, run: Run) -> tuple[int, int]:
@@ -36,13 +37,17 @@ def _pcie(stage: Stage, run: Run) -> tuple[int, int]:
     by_band = {t.band: t.nbytes for t in run.terms(stage) if t.band is not None}
     gradient = by_band[Band.GRADIENTS] if fsdp else run.recipe.nbytes(Band.GRADIENTS)
     card = run.heaviest
-    trains = shard_weights(card.params - card.frozen, run.shards)
+    experts = run.experts_of(card)
+    # The routed experts' slice is over their own group (`terms.Experts`); with none apart, the card's one slice.
+    own = experts.weights - experts.frozen
+    trains = shard_weights(card.params - card.frozen - own, run.shards) + shard_weights(own, experts.group)
+    slice_ = shard_weights(card.params - experts.weights, run.shards) + shard_weights(experts.weights, experts.group)
     # Whole bytes, rounded up, as `terms.term_bytes` counts a band's on the card.
     down = math.ceil(trains * gradient)
     if Band.WEIGHTS in moved:  # each gather, forward and backward, starts from the slice on the host
         # FSDP2's ZeRO-2 keeps what it gathered from the forward to the backward: fetched once.
         gathers = 1 if fsdp and stage is Stage.ZERO2 else 2
-        return down, math.ceil(gathers * shard_weights(card.params, run.shards) * by_band[Band.WEIGHTS])
+        return down, math.ceil(gathers * slice_ * by_band[Band.WEIGHTS])
     return down, math.ceil(trains * by_band[Band.WEIGHTS])
 
 

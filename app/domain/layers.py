@@ -68,7 +68,8 @@ class Layer:
     block: int | None = None
     """The transformer block's number, 1-based; None for the embedding, norm and head: what pipeline stages cut."""
     replicated: int = 0
-    """Of its own weights, the norms': every card of a tensor-parallel group keeps them whole."""
+    """Of its own weights, the norms' (and a mixture of experts' router): every card of a tensor-parallel group
+    keeps them whole."""
     kept_split: int = 0
     """Of `kept`, the bytes inside the tensor-parallel region (`activations.Saved.split`): split ÷ t."""
     working_split: int = 0
@@ -121,6 +122,9 @@ def model_layers(
             kept_here = kept(output_saved(arch, shape), Recompute.NONE)
             split_here = split_bytes(output_saved(arch, shape), Recompute.NONE)
         norms = 2 * arch.norm_params if piece.block is not None else arch.norm_params * (piece.name == "final norm")
+        experts = piece.block is not None and arch.has_experts(piece.block)
+        if experts:  # the router is kept whole on every card too (Megatron-LM's `TopKRouter`)
+            norms += arch.router_params
         extra = adapters if piece.block is not None else 0
         layers.append(
             Layer(
@@ -138,7 +142,7 @@ def model_layers(
                 norms,
                 split_here,
                 working_split if piece.block is not None else 0,
-                arch.routed_params if piece.block is not None and arch.has_experts(piece.block) else 0,
+                arch.routed_params if experts else 0,
             )
         )
         start += piece.params

@@ -3,9 +3,12 @@
 With the model cut (`parallel.Cut`), cards differ: each keeps its pipeline stage's layers only, each layer's
 matrices ÷ tp (the norms whole: every card of a tensor-parallel group keeps them), the embedding on the first
 stage and the output layer on the last (a tied output layer is a second copy of the word embeddings there
-when pp > 1, as Megatron-LM keeps it), vocabulary-parallel ÷ tp. ZeRO then shards that card's state over its
-data-parallel group (`Run.shards`). A stage's weights are the figures `sizing` works with in place of the
-model's: for tp = pp = cp = 1 the run's own, untouched.
+when pp > 1, as Megatron-LM keeps it), vocabulary-parallel ÷ tp. In a mixture-of-experts block the routed
+experts are cut ÷ ep × etp instead (each card keeps experts / ep of them, each ÷ etp), and the router is kept
+whole with the norms (Megatron-LM's `TopKRouter` is not split). ZeRO then shards that card's state over its
+data-parallel group (`Run.shards`), its experts' over the expert-data-parallel group (`Run.experts_of`). A
+stage's weights are the figures `sizing` works with in place of the model's: for tp = pp = cp = ep = 1 the
+run's own, untouched.
 
 Activations follow Korthikanti et al. 2022, Table 2: what a block keeps inside the tensor-parallel region
 ÷ t, the rest whole unless sequence parallelism splits it too (`activations.Saved.split`); context
@@ -42,6 +45,10 @@ class StageLoad:
     in_flight: Fraction
     """Micro-batches whose activations the card keeps at once: min(pp − index, microbatches), × the interleaving
     penalty with vpp > 1."""
+    experts: int = 0
+    """Of `params`, its routed experts' weights: its stage's ÷ ep × etp."""
+    experts_frozen: int = 0
+    """Of those, the weights that do not train."""
 
 
 def in_flight(cut: Cut, index: int) -> Fraction:
@@ -64,6 +71,20 @@ def _tp_weights(weights: int, replicated: int, tp: int) -> int:
     return -(-(weights - replicated) // tp) + replicated
 
 
+def expert_weights(routed: int, cut: Cut) -> int:
+    """A card's part of a block's `routed` experts' weights: experts / ep of them whole, each ÷ etp, rounded up."""
+    return -(-routed // (cut.ep * cut.expert_tp))
+
+
+def card_weights(weights: int, replicated: int, routed: int, cut: Cut) -> int:
+    """A card's part of a layer's `weights`: `routed` experts ÷ ep × etp, `replicated` whole, the rest ÷ tp.
+
+    Megatron-LM's MoE layer: the attention and shared experts are tensor-parallel, the routed experts
+    expert-parallel (and expert-tensor-parallel), the router and norms on every card.
+    """
+    return expert_weights(routed, cut) + _tp_weights(weights - routed, replicated, cut.tp)
+
+
 def activation_bytes(cut: Cut, kept: int, split: int) -> Fraction:
     """What one card keeps of `kept` bytes, `split` of them inside the tensor-parallel region: Table 2's rule.
 
@@ -76,13 +97,14 @@ def activation_bytes(cut: Cut, kept: int, split: int) -> Fraction:
 
 def _cut_layer(layer: Layer, cut: Cut) -> Layer:
     """One layer as a card of the tensor-parallel group keeps it and computes on it."""
-    params = None if layer.params is None else _tp_weights(layer.params, layer.replicated, cut.tp)
+    params = None if layer.params is None else card_weights(layer.params, layer.replicated, layer.routed, cut)
     trained = _share(layer.trained, layer.params or 0, params or 0) if layer.params else -(-layer.trained // cut.tp)
     return replace(
         layer,
         params=params,
         trained=trained,
-        base=_tp_weights(layer.base, layer.replicated, cut.tp) if layer.base else 0,
+        base=card_weights(layer.base, layer.replicated, layer.routed, cut) if layer.base else 0,
+        routed=expert_weights(layer.routed, cut),
         adapters=-(-layer.adapters // cut.tp),
         kept=math.ceil(activation_bytes(cut, layer.kept, layer.kept_split)),
         working=math.ceil(activation_bytes(cut, layer.working, layer.working_split)),
@@ -137,14 +159,18 @@ def stage_load(
         biggest = None if largest is None else min(card, -(-largest // cut.tp))
         return StageLoad(index, card, card_frozen, bare_layers(card, biggest, card_frozen), flight)
     kept = stage_layers(layers, cut, index)
-    card = trained = 0
+    card = trained = experts = experts_trained = 0
     for layer in kept:
         own = _owned(layer, cut.pp)
         if own:
-            mine = _tp_weights(own, layer.replicated, cut.tp)
+            mine = card_weights(own, layer.replicated, layer.routed, cut)
+            theirs = expert_weights(layer.routed, cut)
             card += mine
             trained += _share(layer.trained, layer.params or own, mine)
-    return StageLoad(index, card, card - trained, tuple(_cut_layer(layer, cut) for layer in kept), flight)
+            experts += theirs
+            experts_trained += _share(layer.trained, layer.params or own, theirs)
+    cut_layers = tuple(_cut_layer(layer, cut) for layer in kept)
+    return StageLoad(index, card, card - trained, cut_layers, flight, experts, experts - experts_trained)
 
 
 def per_layer_at(arch: Architecture, shape: Shape, cut: Cut) -> int:

@@ -24,7 +24,7 @@ from app.domain.parallel import NO_CUT, Cut, cut_refused
 from app.domain.recipes import MIXED_ADAM, Band, Recipe
 from app.domain.stages import Stage
 from app.domain.state_bytes import DEFAULT_GPUS, DEFAULT_PARAMS
-from app.domain.terms import AT_REST, Moment, Place, Term
+from app.domain.terms import AT_REST, NO_EXPERTS, Experts, Moment, Place, Term
 
 MAX_GPUS = 4096
 MAX_BATCH = 65536
@@ -129,6 +129,10 @@ class StageCard:
     columns: tuple[ColumnMoments, ...] = ()
     """Each of the model's eighths' moments as this card meets them (`layers.column_moments`), forward and
     backward, with the figures its candidates are: the step walks these. Empty in a column of another stage."""
+    experts: int = 0
+    """Of `params`, the routed experts' weights: its stage's ÷ ep × etp (`loaded.expert_weights`)."""
+    experts_frozen: int = 0
+    """Of those, the weights that do not train."""
 
 
 @dataclass(frozen=True)
@@ -198,9 +202,8 @@ class Run:
         if self.nodes < 1 or self.gpus % self.nodes:
             raise ValueError(f"{self.gpus} GPUs do not split evenly across {self.nodes} nodes")
         self._check_groups()
-        # The model's routed experts, where known: expert parallelism needs them (None: a bare weight count).
-        moe = self.architecture.moe if self.architecture is not None else None
-        experts = None if self.architecture is None else (moe.experts if moe else 0)
+        arch = self.architecture
+        experts = None if arch is None else arch.moe.experts if arch.moe else 0
         if refused := cut_refused(self.cut, self.gpus, self.gpus_per_node, experts=experts):
             raise ValueError(refused)
 
@@ -225,6 +228,33 @@ class Run:
         Its data-parallel group with its context-parallel one, as Megatron-LM's distributed optimizer shards.
         """
         return self.gpus // (self.cut.tp * self.cut.pp)
+
+    @property
+    def expert_shards(self) -> int:
+        """The cards ZeRO shards the routed experts' state over: the expert-data-parallel group.
+
+        A stage's tp × cp × dp cards ÷ (ep × etp): Megatron-LM's `expert_data_parallel_size`, DeepSpeed-MoE's
+        expert-data-parallel group.
+
+        With ep × etp = tp it is the data-parallel group, dp × cp, and the experts shard with the rest.
+        """
+        return self.cut.edp(self.gpus)
+
+    def experts_of(self, card: StageCard) -> Experts:
+        """How ZeRO shards `card`'s routed experts: apart from the rest, where their group differs from it."""
+        if not card.experts or self.cut.ep * self.cut.expert_tp == self.cut.tp:
+            return NO_EXPERTS
+        return Experts(card.experts, card.experts_frozen, self.expert_shards)
+
+    @property
+    def active_params(self) -> int:
+        """The weights one token's step computes with: all but the routed experts its router did not choose.
+
+        A mixture of experts computes with its `Architecture.active_params` (6 × active weights × tokens) and
+        keeps all of its weights; a dense model, or a bare count, computes with all of them.
+        """
+        arch = self.architecture
+        return self.params if arch is None else self.params - (arch.params - arch.active_params)
 
     @property
     def shards(self) -> int:
@@ -293,8 +323,18 @@ class Run:
 
     def _stage_cards(self) -> tuple[StageCard, ...]:
         if not self.cut.cuts:
+            routed = sum(layer.routed for layer in self.model_layers)
+            routed_trained = sum(layer.routed for layer in self.model_layers if layer.trained == layer.params)
             return (
-                StageCard(self.params, self.frozen, self.candidates, self.model_layers, columns=self.column_moments),
+                StageCard(
+                    self.params,
+                    self.frozen,
+                    self.candidates,
+                    self.model_layers,
+                    columns=self.column_moments,
+                    experts=routed,
+                    experts_frozen=routed - routed_trained,
+                ),
             )
         modules = self.setup.accounting is Accounting.DEEPSPEED
         # A model of another size drawn with this one's layers (`sizing`'s bisections): each card keeps its share.
@@ -304,8 +344,13 @@ class Run:
             load = stage_load(self.model_layers, self.params, self.frozen, self.largest_layer, self.cut, index)
             if self.layers and drawn != self.params:
                 params = -(-load.params * self.params // drawn)
+                experts = -(-load.experts * self.params // drawn)
                 load = replace(
-                    load, params=params, frozen=params - (-(-(params * (self.params - self.frozen)) // self.params))
+                    load,
+                    params=params,
+                    frozen=params - (-(-(params * (self.params - self.frozen)) // self.params)),
+                    experts=experts,
+                    experts_frozen=experts - (-(-(experts * (self.params - self.frozen)) // self.params)),
                 )
             columns = column_moments(load.layers, self.batch, modules)
             # The other micro-batches in flight keep the whole stage's activations throughout.
@@ -313,7 +358,11 @@ class Run:
             columns = tuple(ColumnMoments(_plus(c.forward, others), _plus(c.backward, others)) for c in columns)
             every = (m for column in columns for m in (*column.forward, *column.backward))
             candidates = (AT_REST, *dict.fromkeys(every))
-            found.append(StageCard(load.params, load.frozen, candidates, load.layers, index, columns))
+            found.append(
+                StageCard(
+                    load.params, load.frozen, candidates, load.layers, index, columns, load.experts, load.experts_frozen
+                )
+            )
         return tuple(found)
 
     @property
@@ -407,6 +456,18 @@ class Run:
         return sum(self.moved[whose])
 
     @property
+    def largest_layer_on_card(self) -> int | None:
+        """The most weights ZeRO-3 assembles at once on the most loaded card: its largest layer, as cut.
+
+        The embedding or a block from the model's real shapes; with the model cut, a card's part of it (a
+        mixture-of-experts block's non-routed weights ÷ tp, the router and norms whole, its own experts ÷
+        (ep × etp)). None where the largest layer is unknown.
+        """
+        if self.largest_layer is None:
+            return None
+        return max(layer.params for card in self.cards for layer in card.layers if layer.params is not None)
+
+    @property
     def assembled_layer_bytes(self) -> int | None:
         """The largest layer assembled with its gradients: what ZeRO-3 gathers and computes on one card.
 
@@ -453,6 +514,12 @@ def groups_refused(
 
     With the model `cut`, ZeRO shards over the data-parallel group (dp × cp cards), and the groups split that.
     """
+    if cut.ep * cut.expert_tp != cut.tp and (shard is not None or zeropp):
+        return (
+            f"ep × etp = {cut.ep:,} × {cut.expert_tp:,} shards the routed experts over a group of their own (the "
+            "expert-data-parallel group), which hybrid sharding and ZeRO++ (shard, hpz, qwz, qgz) do not split: "
+            "leave them out with ep, or set ep × etp = tp."
+        )
     if cut.cuts:
         group = gpus // (cut.tp * cut.pp)
         if shard is not None and (not 1 <= shard <= group or group % shard):

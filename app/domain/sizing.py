@@ -84,7 +84,10 @@ def loaded_card(stage: Stage, run: Run) -> StageCard:
     if found is None:
         all_terms = run.terms(stage)
         found = max(
-            run.cards, key=lambda c: terms.peak_bytes(stage, c.params, run.shards, all_terms, c.candidates, c.frozen)
+            run.cards,
+            key=lambda c: terms.peak_bytes(
+                stage, c.params, run.shards, all_terms, c.candidates, c.frozen, run.experts_of(c)
+            ),
         )
         run.loaded[stage] = found
     return found
@@ -101,9 +104,10 @@ def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
     """
     held: dict[TermKind, int] = {}
     card = loaded_card(stage, run)
+    experts = run.experts_of(card)
     for term in run.terms(stage):
         if term.place is Place.GPU and (term.during != terms.ALL_PASSES or term.law is Law.PER_LAYER):
-            nbytes = term_bytes(term, stage, card.params, run.shards, moment, card.frozen)
+            nbytes = term_bytes(term, stage, card.params, run.shards, moment, card.frozen, experts)
             held[term.kind] = held.get(term.kind, 0) + nbytes
     return LayerExtra.held(held)
 
@@ -111,13 +115,17 @@ def layer_extra(stage: Stage, run: Run, moment: Moment) -> LayerExtra:
 def peak_moment(stage: Stage, run: Run) -> Moment:
     """The highest moment of a card's step: the one every peak, bar and verdict is drawn at."""
     card = loaded_card(stage, run)
-    return terms.peak_moment(stage, card.params, run.shards, run.terms(stage), card.candidates, card.frozen)
+    return terms.peak_moment(
+        stage, card.params, run.shards, run.terms(stage), card.candidates, card.frozen, run.experts_of(card)
+    )
 
 
 def theory_peak_bytes(stage: Stage, run: Run) -> int:
     """The theory's peak: model states, the layer in hand and activations at the step's highest moment."""
     card = loaded_card(stage, run)
-    return terms.peak_bytes(stage, card.params, run.shards, run.terms(stage), card.candidates, card.frozen)
+    return terms.peak_bytes(
+        stage, card.params, run.shards, run.terms(stage), card.candidates, card.frozen, run.experts_of(card)
+    )
 
 
 def overheads(stage: Stage, run: Run) -> tuple[OverheadItem, ...]:
@@ -167,13 +175,20 @@ def _peak_for(stage: Stage, run: Run, params: int, moments: tuple[Moment, ...]) 
     frozen = run.frozen_at(params)
     if run.count_overheads:  # they depend on the size (DDP's buckets, the margin): worked out afresh
         return peak_bytes(stage, replace(run, params=params, frozen=frozen))
+    card = loaded_card(stage, run)
+    experts = run.experts_of(card)
+    if experts.weights:  # the experts of a model of another size: the card's share of them, in proportion
+        experts = replace(
+            experts,
+            weights=_share_of(experts.weights, card.params, _share_of(params, run.params, card.params)),
+            frozen=_share_of(experts.frozen, card.params, _share_of(params, run.params, card.params)),
+        )
     if len(run.cards) > 1:  # a cut model of another size: the loaded card's share of it, in proportion
-        card = loaded_card(stage, run)
         frozen = _share_of(frozen, run.params, card.params)
         params = _share_of(params, run.params, card.params)
     # The layers and activations of the shape drawn, kept as they are: the bisection asks some
     # hundred peaks a page, and the moments do not change with the size.
-    return terms.peak_bytes(stage, params, run.shards, run.terms(stage), moments, frozen)
+    return terms.peak_bytes(stage, params, run.shards, run.terms(stage), moments, frozen, experts)
 
 
 def _share_of(count: int, whole: int, part: int) -> int:
@@ -265,7 +280,8 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
     peak = theory + counted
     capacity = run.capacity
     card = loaded_card(stage, run)
-    state = per_gpu_bytes(stage, card.params, run.shards, run.recipe, card.frozen, run.setup)
+    experts = run.experts_of(card)
+    state = per_gpu_bytes(stage, card.params, run.shards, run.recipe, card.frozen, run.setup, experts=experts)
     extra = layer_extra(stage, run, moment)
     moves = run.transfers(stage)
     links = link_bytes(stage, run, moves, card)
@@ -306,7 +322,9 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         peak_moment=moment,
         extra=extra,
         terms=tuple(
-            TermBytes(t.kind, t.place, term_bytes(t, stage, card.params, run.shards, frozen=card.frozen))
+            TermBytes(
+                t.kind, t.place, term_bytes(t, stage, card.params, run.shards, frozen=card.frozen, experts=experts)
+            )
             for t in stage_terms
             if t.law is Law.PER_WEIGHT and t.during == terms.ALL_PASSES
         ),
@@ -315,6 +333,8 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
         time=step_time(run, links),
         pipeline_stage=card.stage,
         cut=cut_wire(run),
+        card_params=card.params,
+        expert_params=card.experts,
     )
 
 

@@ -13,7 +13,7 @@ from functools import lru_cache
 from app.domain.accounting import PAPER, Setup, terms
 from app.domain.recipes import MIXED_ADAM, Band, Recipe
 from app.domain.stages import Stage
-from app.domain.terms import Place, card_bytes, term_bytes
+from app.domain.terms import NO_EXPERTS, Experts, Place, card_bytes, term_bytes
 
 DEFAULT_GPUS = 8
 DEFAULT_PARAMS = 30 * 10**9
@@ -53,10 +53,14 @@ def per_gpu_bytes(
     frozen: int = 0,
     setup: Setup = PAPER,
     place: Place = Place.GPU,
+    experts: Experts = NO_EXPERTS,
 ) -> int:
-    """Bytes of model state one card keeps in `place`, at rest: whole bands plus one padded slice of each split one."""
+    """Bytes of model state one card keeps in `place`, at rest: whole bands plus one padded slice of each split one.
+
+    `experts`: its routed experts' slice, where ZeRO shards them over a group of their own.
+    """
     if params < 0:
         raise ValueError("params cannot be negative")
     if gpus < 1:
         raise ValueError("gpus must be at least 1")
-    return card_bytes(stage, params, gpus, terms(recipe, stage, setup), place=place, frozen=frozen)
+    return card_bytes(stage, params, gpus, terms(recipe, stage, setup), place=place, frozen=frozen, experts=experts)

@@ -293,6 +293,26 @@ class Term:
         return self.kind.band
 
 
+@dataclass(frozen=True)
+class Experts:
+    """Of a card's weights, the routed experts': ZeRO shards their state over a group of its own.
+
+    Megatron-LM's distributed optimizer and DeepSpeed-MoE shard the routed experts' state over the
+    expert-data-parallel group (`parallel.Cut.edp`), the rest over dp × cp: two slices, each padded.
+    """
+
+    weights: int = 0
+    """The card's routed-expert weights (its experts ÷ ep × etp), of its `params`."""
+    frozen: int = 0
+    """Of those, the weights that do not train."""
+    group: int = 1
+    """The cards their state is sharded over: the expert-data-parallel group."""
+
+
+NO_EXPERTS = Experts()
+"""A card whose experts (if any) shard with the rest: one slice of all its weights."""
+
+
 def shard_weights(params: int, gpus: int) -> int:
     """Weights in one card's slice of a split term: P/N, rounded up (the padding)."""
     return -(-params // gpus)
@@ -349,18 +369,33 @@ ACTIVATIONS = Term(TermKind.ACTIVATIONS, Law.PER_TOKEN, 1, during=frozenset({Pas
 """Kept from a layer's forward to its backward, then freed: none at rest or after the backward."""
 
 
-def term_bytes(term: Term, stage: Stage, params: int, gpus: int, moment: Moment = AT_REST, frozen: int = 0) -> int:
+def term_bytes(
+    term: Term,
+    stage: Stage,
+    params: int,
+    gpus: int,
+    moment: Moment = AT_REST,
+    frozen: int = 0,
+    experts: Experts = NO_EXPERTS,
+) -> int:
     """Bytes of one term on one card at one moment of the step; `frozen` weights keep no trainable term.
 
     A count of weights times a band's bytes a weight is rounded up to whole bytes here, the one place
     a fraction meets a count: a blockwise format keeps a whole block's constant for a part block
-    (bitsandbytes rounds its blocks up), and a card holds no part of a byte.
+    (bitsandbytes rounds its blocks up), and a card holds no part of a byte. A split term's `experts`
+    are a slice of their own, over their group.
     """
     if stage not in term.under or moment.part not in term.during:
         return 0
     if term.law is Law.PER_WEIGHT:
         count = params - frozen if term.trains else params
-        return math.ceil(term.nbytes * (shard_weights(count, term.group or gpus) if stage in term.split_by else count))
+        if stage not in term.split_by:
+            return math.ceil(term.nbytes * count)
+        if not experts.weights:
+            return math.ceil(term.nbytes * shard_weights(count, term.group or gpus))
+        own = experts.weights - experts.frozen if term.trains else experts.weights
+        slices = shard_weights(count - own, term.group or gpus) + shard_weights(own, experts.group)
+        return math.ceil(term.nbytes * slices)
     if term.law is Law.PER_LAYER:
         # One card has nobody to gather from or send to: its layer is already whole, in its buffers.
         if moment.layer is None or not (gpus > 1 or term.one_card):
@@ -380,26 +415,39 @@ def card_bytes(
     moment: Moment = AT_REST,
     place: Place = Place.GPU,
     frozen: int = 0,
+    experts: Experts = NO_EXPERTS,
 ) -> int:
     """Bytes on one card in `place` at one moment: the sum of its `terms` there (`accounting.terms`)."""
-    return sum(term_bytes(t, stage, params, gpus, moment, frozen) for t in terms if t.place is place)
+    return sum(term_bytes(t, stage, params, gpus, moment, frozen, experts) for t in terms if t.place is place)
 
 
 def peak_moment(
-    stage: Stage, params: int, gpus: int, terms: tuple[Term, ...], candidates: tuple[Moment, ...], frozen: int = 0
+    stage: Stage,
+    params: int,
+    gpus: int,
+    terms: tuple[Term, ...],
+    candidates: tuple[Moment, ...],
+    frozen: int = 0,
+    experts: Experts = NO_EXPERTS,
 ) -> Moment:
     """The highest of a card's moments on its GPU (the first, of equals): where the fit test looks."""
     _, changing = _gpu_terms(terms)
-    return max(candidates, key=lambda m: sum(term_bytes(t, stage, params, gpus, m, frozen) for t in changing))
+    return max(candidates, key=lambda m: sum(term_bytes(t, stage, params, gpus, m, frozen, experts) for t in changing))
 
 
 def peak_bytes(
-    stage: Stage, params: int, gpus: int, terms: tuple[Term, ...], candidates: tuple[Moment, ...], frozen: int = 0
+    stage: Stage,
+    params: int,
+    gpus: int,
+    terms: tuple[Term, ...],
+    candidates: tuple[Moment, ...],
+    frozen: int = 0,
+    experts: Experts = NO_EXPERTS,
 ) -> int:
     """The most a card holds on its GPU during the step, at its highest moment: the fit test's one figure."""
     steady, changing = _gpu_terms(terms)
-    base = sum(term_bytes(t, stage, params, gpus, frozen=frozen) for t in steady)
-    return base + max(sum(term_bytes(t, stage, params, gpus, m, frozen) for t in changing) for m in candidates)
+    base = sum(term_bytes(t, stage, params, gpus, frozen=frozen, experts=experts) for t in steady)
+    return base + max(sum(term_bytes(t, stage, params, gpus, m, frozen, experts) for t in changing) for m in candidates)
 
 
 @lru_cache(maxsize=64)

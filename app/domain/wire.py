@@ -213,8 +213,9 @@ def compute_seconds(run: Run) -> Fraction | None:
     """One card's compute in a step: 6 × weights × tokens × micro-batches ÷ (tp × pp × cp); None with no tokens.
 
     The card's share of the model's FLOPs, ZeRO's time and the cut's (`cut_wire`) alike: for an uncut model
-    of one micro-batch, 6 × weights × tokens.
+    of one micro-batch, 6 × weights × tokens. A mixture of experts computes with its active weights
+    (`Run.active_params`: a token meets top_k of its routed experts), though it keeps all of them.
     """
     cut = run.cut
-    flops = FLOPS_PER_WEIGHT_PER_TOKEN * run.params * run.tokens * cut.microbatches
+    flops = FLOPS_PER_WEIGHT_PER_TOKEN * run.active_params * run.tokens * cut.microbatches
     return Fraction(flops, run.links.flops * cut.model_parallel) if flops else None

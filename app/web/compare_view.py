@@ -15,7 +15,7 @@ from app.web.cut_view import cut_cards
 from app.web.grid_view import CardGap, CardView, rest_cards
 from app.web.inputs import Theme
 from app.web.links import compare_address
-from app.web.stage_view import StageLink
+from app.web.stage_view import StageLink, weights_said
 
 CUT_WORDS = (
     "The model is cut: each card shows its pipeline stage's eighths of the model (another stage's hatched) and, "
@@ -130,7 +130,7 @@ def compare_view(
         )
     return CompareView(
         title=f"{left.info.title} beside {right.info.title} · {APP_NAME}",
-        summary=f"{scenario.model_title}, {run_.params:,} weights, on {gpus_label(run_.gpus)} with {run_.recipe.title}",
+        summary=f"{scenario.model_title}, {weights_said(run_)}, on {gpus_label(run_.gpus)} with {run_.recipe.title}",
         left=side("left", left, right),
         right=side("right", right, left),
         difference=difference,

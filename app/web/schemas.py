@@ -406,7 +406,8 @@ class MemoryRow(BaseModel):
     per_gpu_bytes: int = Field(
         description="Model states on one card at rest; a sharded band is one slice of ceil(P/N) weights. With the "
         "model cut (tp, pp, cp), the most loaded card's: its pipeline stage's weights (pipeline_stage) ÷ tp, "
-        "sharded over its data-parallel group of dp × cp cards."
+        "sharded over its data-parallel group of dp × cp cards; a mixture of experts' routed experts ÷ (ep × etp), "
+        "sharded over the edp cards of their expert-data-parallel group (expert_params_per_gpu)."
     )
     communication_p: float = Field(
         description="Traffic of one step in units of P; 0 on one card, less where weights are frozen."
@@ -450,6 +451,17 @@ class MemoryRow(BaseModel):
     )
     logits_bytes: int | None = Field(
         None, description="The loss's fp32 log-probabilities, 4 × vocab × seq × batch; absent without a shape."
+    )
+    params_per_gpu: int | None = Field(
+        None,
+        description="The weights the most loaded card keeps state for, before ZeRO shards them: its stage's "
+        "attention, shared experts and embeddings ÷ tp, its routed experts ÷ (ep × etp), the router and norms "
+        "whole. Only for a mixture of experts.",
+    )
+    expert_params_per_gpu: int | None = Field(
+        None,
+        description="Of params_per_gpu, the routed experts' weights, whose state ZeRO shards over the "
+        "expert-data-parallel group (edp cards); the rest over dp × cp. Only for a mixture of experts.",
     )
     overhead_bytes: int = Field(description="The overheads counted in peak_bytes: their sum with overheads=1, else 0.")
     overheads: list[OverheadOut] = Field(
@@ -535,6 +547,8 @@ class MemoryRow(BaseModel):
             activation_bytes_per_layer=run.activation_per_layer,
             pipeline_stage=row.pipeline_stage if run.cut.pp > 1 else None,
             logits_bytes=shape.logits * run.batch if shape else None,
+            params_per_gpu=row.card_params if row.expert_params else None,
+            expert_params_per_gpu=row.expert_params or None,
             overhead_bytes=row.overhead_bytes,
             overheads=[
                 OverheadOut(name=o.name, bytes=o.nbytes, source=o.source, parameter=o.parameter) for o in row.overheads
@@ -613,6 +627,17 @@ class _ResolvedByHand(BaseModel):
     edp: int = Field(
         description="The expert-data-parallel degree, over which ZeRO shards the experts' state: "
         "gpus / (pp × ep × etp)."
+    )
+    largest_layer_per_gpu: int | None = Field(
+        None,
+        description="What of the largest layer the most loaded card assembles under ZeRO-3: a mixture-of-experts "
+        "block's non-routed weights ÷ tp (router and norms whole) and its own experts ÷ (ep × etp), or the "
+        "embedding ÷ tp, whichever is larger. Only for a mixture of experts.",
+    )
+    active_params: int | None = Field(
+        None,
+        description="The weights one token's step computes with (6 × active weights × tokens): all but the "
+        "routed experts its router did not choose; memory keeps all of params. Only for a mixture of experts.",
     )
 
 
@@ -694,6 +719,8 @@ class MemoryOut(BaseModel):
                 ep=run.cut.ep,
                 etp=run.cut.expert_tp,
                 edp=run.cut.edp(run.gpus),
+                active_params=run.active_params if run.active_params != run.params else None,
+                largest_layer_per_gpu=run.largest_layer_on_card if run.active_params != run.params else None,
                 **{str(f.echo): f.applied(scenario) for f in FIELDS if f.echoed},
             ),
             stages=[MemoryRow.of(row, run, what_fits(scenario, row.stage)) for row in scenario.report],

@@ -347,13 +347,23 @@ def card_words(scenario: Scenario, stage: int) -> str:
     """The most loaded card's weights under a cut that splits them: its stage's layers, ÷ tp; blank otherwise."""
     run = scenario.run
     cut = run.cut
-    if cut.tp == 1 and cut.pp == 1:
+    apart = cut.ep * cut.expert_tp != cut.tp and any(c.experts for c in run.cards)
+    if cut.tp == 1 and cut.pp == 1 and not apart:
         return ""  # context parallelism alone splits the sequence: every card keeps the whole model
     card = next(c for c in run.cards if c.stage == stage)
     count = params_label(card.params)
     whole = f"stage {stage + 1}'s layers" if cut.pp > 1 else "the model"
     split = f" ÷ tp {cut.tp}" if cut.tp > 1 else ""
+    if apart:  # a mixture of experts' routed experts are cut their own way
+        split = f": its experts ÷ ep × etp {cut.ep} × {cut.expert_tp}" + (f", the rest{split}" if split else "")
     return f"its {count} weight{'' if count == '1' else 's'} ({whole}{split})"
+
+
+def weights_said(run: Run) -> str:
+    """The model's weights in words: a mixture of experts' active ones too, as compute uses those, memory all."""
+    if run.active_params == run.params:
+        return f"{run.params:,} weights"
+    return f"{run.active_params:,} active of {run.params:,} weights"
 
 
 def stage_view(
@@ -388,7 +398,7 @@ def stage_view(
         gpus=run.gpus,
         params_label=params_label(run.params),
         card_words=card_words(scenario, chosen.pipeline_stage),
-        summary=f"{scenario.model_title}, {run.params:,} weights, on {gpus_label(run.gpus)} with {run.recipe.title}"
+        summary=f"{scenario.model_title}, {weights_said(run)}, on {gpus_label(run.gpus)} with {run.recipe.title}"
         + (f", micro-batch {run.batch:,} × {scenario.seq:,} tokens" if run.activations else ""),
         bytes_per_weight=per_weight(chosen.bytes_per_weight),
         per_gpu=units.show(chosen.per_gpu_bytes),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.domain.report import ANY_SIZE, MAX_BATCH, UNKNOWN_LAYER_RULE, Accounting, StageReport
+from app.domain.report import ANY_SIZE, MAX_BATCH, UNKNOWN_LAYER_RULE, Accounting, Run, StageReport
 from app.domain.scenario import Scenario
 from app.domain.stages import Stage
 from app.domain.units import LARGEST_COUNT, ByteUnit, p_units, per_weight
@@ -90,8 +90,18 @@ class Boundary:
         object.__setattr__(self, "layers", shown(self.largest_layer))
 
 
-def _tp_part(tp: int) -> str:
-    """What of the largest layer a card of a tensor-parallel group assembles: its 1/tp (nothing said without)."""
+def _tp_part(run: Run) -> str:
+    """What of the largest layer a card assembles: its 1/tp (nothing said without), or with experts its own part.
+
+    A mixture of experts' block on a card cut by ep is its non-routed weights ÷ tp and its experts ÷ (ep × etp)
+    (`Run.largest_layer_on_card`), not a fraction of the whole block.
+    """
+    cut, tp = run.cut, run.cut.tp
+    if cut.ep * cut.expert_tp != tp and (on_card := run.largest_layer_on_card) is not None:
+        return (
+            f", of which a card of tp={tp:,}, ep={cut.ep:,}, etp={cut.expert_tp:,} assembles {on_card:,} "
+            "(its experts ÷ ep × etp, the rest ÷ tp)"
+        )
     return f", of which a card of tp={tp:,} assembles 1/{tp:,}" if tp > 1 else ""
 
 
@@ -204,7 +214,7 @@ def boundary(scenario: Scenario) -> Boundary:
     else:
         verdict = "One assembled layer fits on a card, so ZeRO-3 can gather it."
     return Boundary(
-        largest_layer=None if run.largest_layer is None else f"{run.largest_layer:,} weights{_tp_part(run.cut.tp)}",
+        largest_layer=None if run.largest_layer is None else f"{run.largest_layer:,} weights{_tp_part(run)}",
         source=scenario.largest_layer_source,
         assembled=None if assembled is None else units.show(assembled),
         exceeds=exceeds,

@@ -1,0 +1,61 @@
+"""A mixture of experts in /api/memory and on the page: the most loaded card with ep, and active against total.
+
+The figures are tests/domain/test_loaded_experts.py's, worked by hand there: Mixtral 8x7B on 16 GPUs, tp = 2,
+ep = 8, etp = 1 keeps 6,440,620,032 weights a card, 5,637,144,576 of them experts; under Megatron-LM's count
+ZeRO-1 keeps 803,475,456 × 7.5 + 5,637,144,576 × 12 = 73,671,800,832 bytes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from tests.conftest import dom, text
+
+MIXTRAL = {"model": "mixtral-8x7b", "gpus": "16", "nodes": "2", "tp": "2", "ep": "8", "etp": "1"}
+
+
+def _memory(client: TestClient, **params: str) -> dict[str, Any]:
+    response = client.get("/api/memory", params=params)
+    assert response.status_code == 200, response.text
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def test_mixtral_card_with_ep_in_the_api(client: TestClient) -> None:
+    body = _memory(client, **MIXTRAL, accounting="megatron")
+    inputs = body["inputs"]
+    assert (inputs["ep"], inputs["etp"], inputs["edp"], inputs["dp"]) == (8, 1, 2, 8)
+    assert inputs["active_params"] == 12_879_925_248
+    assert inputs["params"] == 46_702_792_704
+    # ZeRO-3's layer on a card: attention ÷ 2, router and norms whole, one expert: 20,971,520 + 40,960 + 176,160,768.
+    assert inputs["largest_layer_per_gpu"] == 197_173_248
+    assert inputs["largest_layer"] == 1_451_270_144
+    rows = {row["stage"]: row for row in body["stages"]}
+    assert {row["params_per_gpu"] for row in rows.values()} == {6_440_620_032}
+    assert {row["expert_params_per_gpu"] for row in rows.values()} == {5_637_144_576}
+    assert rows["zero1"]["per_gpu_bytes"] == 73_671_800_832
+    assert rows["dp"]["per_gpu_bytes"] == 6_440_620_032 * 18
+
+
+def test_a_dense_model_states_no_experts(client: TestClient) -> None:
+    body = _memory(client, model="llama-3-8b", tp="2")
+    assert "active_params" not in body["inputs"]
+    assert "largest_layer_per_gpu" not in body["inputs"]
+    assert all("expert_params_per_gpu" not in row and "params_per_gpu" not in row for row in body["stages"])
+
+
+def test_the_page_names_the_active_weights_beside_the_total(client: TestClient) -> None:
+    page = dom(client.get("/", params=MIXTRAL).text)
+    assert "12,879,925,248 active of 46,702,792,704 weights" in text(page, "caption")
+    dense = dom(client.get("/", params={"model": "llama-3-8b"}).text)
+    assert "active" not in text(dense, "caption")
+
+
+def test_the_page_says_what_a_card_keeps_and_assembles_with_ep(client: TestClient) -> None:
+    page = dom(client.get("/", params={**MIXTRAL, "stage": "zero1"}).text)
+    words = " ".join(page.get_text(" ").split())
+    # Its 6,440,620,032 weights; ZeRO-3's layer on a card: 20,971,520 + 40,960 + 176,160,768 = 197,173,248.
+    assert "its 6.44B weights (the model: its experts ÷ ep × etp 8 × 1, the rest ÷ tp 2)" in words
+    assert "1,451,270,144 weights, of which a card of tp=2, ep=8, etp=1 assembles 197,173,248" in words
