@@ -575,6 +575,8 @@ def experts_refused(stage: Stage, run: Run, framework: str) -> None:
             f"ep={cut.ep} under data parallelism: {framework} shards the experts with FSDP over their own group "
             "(efsdp), which DDP has not. Choose ZeRO-2 or 3, or Megatron-LM's arguments.",
         )
+    # torchtitan's own check. The run refuses hybrid sharding with ep, so dp_shard is dp and ep × etp divides
+    # tp × cp × dp already; kept for the day the run takes both.
     groups = data_groups(stage, run)
     region = groups.shard * cut.cp * cut.tp
     if region % cut.ep:

@@ -349,3 +349,22 @@ def test_a_dense_model_tries_no_ep() -> None:
 )
 def test_expert_parallelisms_all_to_all_in_or_between_nodes(inputs: Inputs, between: bool) -> None:
     assert all_to_all_between_nodes(resolve(inputs).run) is between
+
+
+@pytest.mark.parametrize(
+    ("inputs", "stage", "ep", "between"),
+    [
+        # Mixtral under ZeRO-2: ep 8, one expert a card, fits where ep 4 does not; its all-to-all in a node of 8.
+        (MIX, Stage.ZERO2, 8, False),
+        # DeepSeek-V3 under data parallelism: ep 16 on a stage of 64, 16 ranks on nodes of 8: between nodes.
+        (DSV3, Stage.DP, 16, True),
+    ],
+)
+def test_the_least_ep_that_fits_is_offered_with_its_all_to_all(
+    inputs: Inputs, stage: Stage, ep: int, between: bool
+) -> None:
+    fix = _first(_found(inputs, stage), "ep")
+    assert (fix.value, fix.fits, fix.between_nodes) == (str(ep), True, between)
+    assert fix.peak_bytes == resolve(replace(inputs, ep=ep)).report[stage].peak_bytes <= 80 * GB
+    # The degree below it (half) is still over: the least that fits.
+    assert resolve(replace(inputs, ep=ep // 2)).report[stage].peak_bytes > 80 * GB

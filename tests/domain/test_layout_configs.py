@@ -11,7 +11,6 @@ import shlex
 import subprocess
 import sys
 import tomllib
-from dataclasses import replace
 
 import pytest
 
@@ -585,8 +584,6 @@ def test_a_dense_models_torchtitan_names_no_experts() -> None:
     [
         (MIX_ETP, Stage.ZERO3, "etp", "etp=2 splits each expert across GPUs"),
         (MIX, Stage.DP, "ep", "ep=8 under data parallelism"),
-        # Hybrid sharding: ep borrows from dp_shard × cp × tp = 4 × 1 × 1, which 8 does not divide.
-        (replace(MIX, shard=4), Stage.ZERO3, "ep", "ep=8 does not divide dp_shard × cp × tp = 4 × 1 × 1 = 4"),
     ],
 )
 @pytest.mark.parametrize("write", [torchtitan_toml, mesh_snippet])
