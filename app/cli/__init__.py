@@ -208,7 +208,7 @@ def config(args: argparse.Namespace) -> int:
         print(f"zero-bands config: {_printable(describe(errors, show_input=True))}", file=sys.stderr)
         return 2
     scenario = resolve(query.inputs())
-    answer = written(query.format, query.stage, scenario.run, scenario.architecture)
+    answer = written(query.format, query.stage, scenario.run, scenario.architecture, scenario.model_title)
     body = bytes(answer.body).decode()
     if answer.status_code != 200:
         print(f"zero-bands config: {json.loads(body)['message']}", file=sys.stderr)

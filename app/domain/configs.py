@@ -99,15 +99,20 @@ def _refused_parameter(stage: Stage, run: Run) -> str:
 
 
 def cut_parameter(run: Run) -> str:
-    """The first of tp, pp and cp that cuts the model (above 1); empty where it is not cut."""
-    return next((name for name in ("tp", "pp", "cp") if getattr(run.cut, name) > 1), "")
+    """The first of tp, pp, cp, ep and etp that cuts the model (above 1); empty where it is not cut.
+
+    Expert parallelism too: DeepSpeed-MoE sets it in the model's code (`deepspeed.moe.layer.MoE(ep_size=…)`), not
+    in its JSON config, so neither export can say it.
+    """
+    return next((name for name in ("tp", "pp", "cp", "ep", "etp") if getattr(run.cut, name) > 1), "")
 
 
 def cut_refused_here(export: str, run: Run) -> str:
     """Why an export of ZeRO alone cannot say a run whose model is cut: the layout's exports can."""
     cut = run.cut
+    experts = "".join(f", {name}={getattr(cut, name)}" for name in ("ep", "etp") if getattr(cut, name) > 1)
     return (
-        f"The model is cut across cards (tp={cut.tp}, pp={cut.pp}, cp={cut.cp}), which {export} cannot say "
+        f"The model is cut across cards (tp={cut.tp}, pp={cut.pp}, cp={cut.cp}{experts}), which {export} cannot say "
         "(ZeRO over whole copies of the model alone). Copy the layout as Megatron-LM arguments, torchtitan or an "
         "FSDP2 + DTensor mesh."
     )

@@ -10,7 +10,8 @@ here is written by hand. The knobs, in the order of how little they change the r
 4. offload, the optimizer, then the optimizer and the weights;
 5. the next ZeRO stage, and ZeRO-3 where the next does not fit;
 6. the model cut across cards (`parallel.Cut`), each degree the least that fits: sequence parallelism where
-   tensor parallelism is on; tensor parallelism inside a node; context parallelism (a shaped model's
+   tensor parallelism is on; tensor parallelism inside a node; expert parallelism (a mixture of experts: the
+   least ep dividing the routed experts and a stage's cards); context parallelism (a shaped model's
    sequence); pipeline stages; and, with a pipeline, fewer micro-batches in flight. Each says what it
    costs in time (`Fix.bubble`, the pipeline's idle share of the step; `Fix.between_nodes`, its traffic
    leaving the node);
@@ -36,7 +37,7 @@ from typing import Any
 from app.domain.activations import Recompute
 from app.domain.parallel import MAX_STAGES
 from app.domain.placement import Offload
-from app.domain.run import MAX_GPUS
+from app.domain.run import MAX_GPUS, Run
 from app.domain.scenario import Inputs, Scenario
 from app.domain.sizing import peak_bytes
 from app.domain.stages import Stage
@@ -80,7 +81,8 @@ class Fix:
     (pp − 1) / microbatches (÷ vpp when interleaved); 0 for every other knob."""
     between_nodes: bool = False
     """Whether the knob's own traffic crosses nodes: context parallelism's gathers of keys and values, the
-    pipeline's sends between stages (tensor and sequence parallelism stay in a node)."""
+    pipeline's sends between stages, expert parallelism's all-to-all (tensor and sequence parallelism stay in a
+    node)."""
 
     @property
     def headroom_bytes(self) -> int:
@@ -181,10 +183,11 @@ def _tried(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity
     yield from (f for f in candidates if f is not None)
 
 
-CUT_KNOBS = ("sp", "tp", "cp", "pp", "microbatches")
+CUT_KNOBS = ("sp", "tp", "ep", "cp", "pp", "microbatches")
 """The cut's knobs, in the order tried: sequence parallelism costs no bytes on the wire that tensor parallelism
-does not already send; tensor parallelism stays inside a node; context parallelism gathers keys and values;
-the pipeline idles."""
+does not already send; tensor parallelism stays inside a node; expert parallelism (a mixture of experts alone)
+sends each token to its experts and back, an all-to-all in or between nodes; context parallelism gathers keys
+and values; the pipeline idles."""
 
 
 def _cut(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity: int) -> list[Fix | None]:
@@ -196,6 +199,7 @@ def _cut(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity: 
         found.append(_cut_fix(scenario, stage, peak, capacity, "sp", True))
     # Tensor parallelism's group stays inside a node: each divisor of a node's cards above the run's own.
     found.append(_least(scenario, stage, peak, capacity, "tp", _above(inputs.tp, per_node)))
+    found.append(expert_fix(scenario, stage))
     if scenario.architecture is not None:  # context parallelism splits a sequence's activations
         found.append(_least(scenario, stage, peak, capacity, "cp", _above(inputs.cp, run.gpus // inputs.tp)))
     found.append(_least(scenario, stage, peak, capacity, "pp", _above(inputs.pp, run.gpus // inputs.tp)))
@@ -204,6 +208,37 @@ def _cut(scenario: Scenario, inputs: Inputs, stage: Stage, peak: int, capacity: 
         fewer = range(inputs.microbatches - 1, 0, -1)
         found.append(_most(scenario, stage, peak, capacity, "microbatches", fewer))
     return found
+
+
+def expert_fix(scenario: Scenario, stage: Stage) -> Fix | None:
+    """Expert parallelism's least degree that fits under `stage` (or the most tried, with what it still misses).
+
+    None for a dense model, a run without a capacity or inputs, or one whose ep is already the most.
+    """
+    arch, inputs, capacity = scenario.architecture, scenario.inputs, scenario.run.capacity
+    if arch is None or arch.moe is None or inputs is None or capacity is None:
+        return None
+    degrees = ep_degrees(arch.moe.experts, scenario.run.gpus // inputs.pp, inputs.ep, inputs.etp or inputs.tp)
+    return _least(scenario, stage, scenario.report[stage].peak_bytes, capacity, "ep", degrees)
+
+
+def ep_degrees(experts: int, stage: int, now: int, expert_tp: int) -> list[int]:
+    """The expert-parallel degrees above `now` to try, least first.
+
+    Each divides the routed experts (every card keeps as many whole ones) and, times the experts' tensor-parallel
+    degree, a pipeline stage's cards.
+    """
+    return [d for d in range(now + 1, experts + 1) if experts % d == 0 and stage % (d * expert_tp) == 0]
+
+
+def all_to_all_between_nodes(run: Run) -> bool:
+    """Whether expert parallelism's all-to-all leaves the node.
+
+    Its group is ep × etp neighbouring ranks (Megatron-LM's expert order, etp fastest, then ep): inside a node
+    only where that many divide a node's cards.
+    """
+    group = run.cut.ep * run.cut.expert_tp
+    return run.nodes > 1 and run.gpus_per_node % group != 0
 
 
 def _above(now: int, within: int) -> list[int]:
@@ -246,7 +281,11 @@ def _cut_fix(scenario: Scenario, stage: Stage, peak: int, capacity: int, knob: s
     # What the knob's own traffic crosses: tensor (and sequence) parallelism stays in a node; a context-parallel
     # group is tp × cp neighbouring ranks; the pipeline's stages are gpus / pp ranks apart, so with more than one
     # node some stage's neighbour is in another.
-    between = (knob == "cp" and cut.tp * cut.cp > run.gpus_per_node) or (piped and run.nodes > 1)
+    between = (
+        (knob == "cp" and cut.tp * cut.cp > run.gpus_per_node)
+        or (piped and run.nodes > 1)
+        or (knob == "ep" and all_to_all_between_nodes(run))
+    )
     shown = "1" if value is True else str(value)
     bubble = cut.bubble if piped else Fraction(0)
     return Fix(knob, shown, after, capacity, peak - after, bubble=bubble, between_nodes=between)

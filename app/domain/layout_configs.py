@@ -116,6 +116,12 @@ def megatron_args(stage: Stage, run: Run, arch: Architecture | None = None) -> t
     if split := uneven_split(run, arch):
         args += _megatron_stages(split)
     args += ["--context-parallel-size", str(cut.cp)]
+    if arch is not None and arch.moe is not None:
+        # Written for every mixture of experts, 1 too: Megatron-LM's etp defaults to tp, which these say outright.
+        args += [
+            *("--expert-model-parallel-size", str(cut.ep)),
+            *("--expert-tensor-parallel-size", str(cut.expert_tp)),
+        ]
     if cut.sp:
         args.append("--sequence-parallel")
     if stage is not Stage.DP:
@@ -210,11 +216,75 @@ def _megatron_shape(arch: Architecture, seq: int) -> list[str]:
         args.append("--swiglu")
     if not arch.layer_norm:
         args += ["--normalization", "RMSNorm"]
-    if not arch.biases:
+    if not arch.biases and not arch.o_bias:
+        # gpt-oss's biases on every projection and expert are Megatron-LM's default, add_bias_linear.
         args.append("--disable-bias-linear")
+        if arch.qkv_bias:  # Qwen2's: on the query, key and value projections alone
+            args.append("--add-qkv-bias")
+    if arch.sinks:
+        args += ["--softmax-type", "learnable"]  # a learned logit per head: gpt-oss's attention sinks
     if not arch.tied_embeddings:
         args.append("--untie-embeddings-and-output-weights")
+    return args + _megatron_attention(arch) + _megatron_experts(arch)
+
+
+def _megatron_attention(arch: Architecture) -> list[str]:
+    """A head's width where it is not hidden ÷ heads (`--kv-channels`), or DeepSeek's latent attention's ranks."""
+    if arch.mla is None:
+        wide = arch.head_dim * arch.heads != arch.hidden
+        return ["--kv-channels", str(arch.head_dim)] if wide else []
+    mla = arch.mla
+    args = ["--multi-latent-attention"]
+    if mla.q_rank:  # 0: the queries are not compressed, Megatron-LM's None
+        args += ["--q-lora-rank", str(mla.q_rank)]
+    return [
+        *args,
+        *("--kv-lora-rank", str(mla.kv_rank)),
+        *("--qk-head-dim", str(mla.nope)),
+        *("--qk-pos-emb-head-dim", str(mla.rope)),
+        *("--v-head-dim", str(mla.v_dim)),
+    ]
+
+
+def _megatron_experts(arch: Architecture) -> list[str]:
+    """A mixture of experts as Megatron-LM's `moe` arguments (none for a dense model)."""
+    moe = arch.moe
+    if moe is None:
+        return []
+    args = [
+        *("--num-experts", str(moe.experts)),
+        *("--moe-router-topk", str(moe.top_k)),
+        *("--moe-ffn-hidden-size", str(moe.expert_ffn)),
+    ]
+    if moe.shared_ffn:
+        args += ["--moe-shared-expert-intermediate-size", str(moe.shared_ffn)]
+    if moe.shared_gate:
+        args.append("--moe-shared-expert-gate")
+    if pattern := moe_layer_freq(arch):
+        args += ["--moe-layer-freq", pattern]
     return args
+
+
+def moe_layer_freq(arch: Architecture) -> str:
+    """Which blocks have experts, as Megatron-LM's `--moe-layer-freq`; empty where all do (its default, 1).
+
+    Every `every`-th block from the first is its integer form (block i has experts where i % N == 0, as the
+    app's `Moe.every`); with dense first blocks (DeepSeek-V3's `first_k_dense_replace`), its list form, runs
+    of 0 (dense) and 1 (experts) as Megatron-LM's `moe_freq_type` evaluates them: "[0]*3+[1]*58".
+    """
+    moe = arch.moe
+    if moe is None or (moe.dense_first == 0 and moe.every == 1):
+        return ""
+    if moe.dense_first == 0:
+        return str(moe.every)
+    runs: list[list[int]] = []
+    for block in range(1, arch.layers + 1):
+        bit = int(arch.has_experts(block))
+        if runs and runs[-1][0] == bit:
+            runs[-1][1] += 1
+        else:
+            runs.append([bit, 1])
+    return "+".join(f"[{bit}]*{count}" for bit, count in runs)
 
 
 def megatron_text(stage: Stage, run: Run, arch: Architecture | None = None) -> str:
@@ -249,12 +319,42 @@ def _megatron_notes(stage: Stage, run: Run, arch: Architecture | None) -> list[s
         notes.append("# Pure bf16 (no fp32 master copy): Megatron-LM keeps one unless told otherwise; not written.")
     if arch is None:
         notes.append("# The model's shape (--num-layers, --hidden-size, ...) is not known for a weight count.")
+    elif arch.moe is not None:
+        notes.append(experts_note(run, arch))
+        if arch.moe.router_bias:
+            notes.append(
+                "# The router's bias per expert is not written: DeepSeek-V3's (balancing without a loss) is "
+                "--moe-router-enable-expert-bias with --moe-router-score-function sigmoid."
+            )
     if split := uneven_split(run, arch):
         notes.append(
             f"# Uneven stages of {split_words(split)} blocks: the extra blocks on the middle stages, as the first "
             "and last keep the embedding and the output layer."
         )
     return notes
+
+
+def model_note(title: str, arch: Architecture | None) -> str:
+    """An export's first line: the model it is for, and a mixture of experts' experts and weights."""
+    if arch is None or arch.moe is None:
+        return f"# The model: {title}."
+    moe = arch.moe
+    return (
+        f"# The model: {title}, a mixture of experts: {moe.experts:,} routed experts a block in {arch.expert_blocks:,} "
+        f"of its {arch.layers:,} blocks, {moe.top_k:,} a token ({arch.params:,} weights, {arch.active_params:,} "
+        "of them a token's)."
+    )
+
+
+def experts_note(run: Run, arch: Architecture) -> str:
+    """Where a mixture of experts' routed experts go: a stage's cards as ep × etp × edp, and each card's experts."""
+    cut, experts = run.cut, arch.moe.experts if arch.moe else 0
+    stage = run.gpus // cut.pp
+    split = f", each split {cut.expert_tp} ways" if cut.expert_tp > 1 else ""
+    return (
+        f"# The experts: a stage's {stage:,} GPUs = ep {cut.ep} × etp {cut.expert_tp} × edp {cut.edp(run.gpus):,}; "
+        f"each GPU keeps {experts // cut.ep:,} of the {experts:,} routed experts a block{split}."
+    )
 
 
 def megatron_parser() -> argparse.ArgumentParser:
@@ -278,6 +378,18 @@ def megatron_parser() -> argparse.ArgumentParser:
         ("--num-attention-heads", None),
         ("--num-query-groups", 1),
         ("--max-position-embeddings", None),
+        ("--expert-model-parallel-size", 1),
+        ("--expert-tensor-parallel-size", None),
+        ("--kv-channels", None),
+        ("--num-experts", None),
+        ("--moe-router-topk", 2),
+        ("--moe-ffn-hidden-size", None),
+        ("--moe-shared-expert-intermediate-size", None),
+        ("--q-lora-rank", None),
+        ("--kv-lora-rank", 32),
+        ("--qk-head-dim", 128),
+        ("--qk-pos-emb-head-dim", 64),
+        ("--v-head-dim", 128),
     ):
         p.add_argument(name, type=int, default=default)
     for flag in (
@@ -289,8 +401,14 @@ def megatron_parser() -> argparse.ArgumentParser:
         "--group-query-attention",
         "--swiglu",
         "--untie-embeddings-and-output-weights",
+        "--add-qkv-bias",
+        "--multi-latent-attention",
+        "--moe-shared-expert-gate",
     ):
         p.add_argument(flag, action="store_true")
+    # Megatron-LM's `moe_freq_type` reads an integer or a list expression: kept as written, for the reader.
+    p.add_argument("--moe-layer-freq", default="1")
+    p.add_argument("--softmax-type", choices=["vanilla", "off-by-one", "learnable"], default="vanilla")
     p.add_argument("--disable-bias-linear", action="store_false", dest="add_bias_linear")
     p.add_argument("--data-parallel-sharding-strategy", default="optim_grads_params",
                    choices=["no_shard", "optim", "optim_grads", "optim_grads_params"])  # fmt: skip
@@ -337,6 +455,8 @@ def read_megatron(text: str) -> MegatronRead:
         pp=ns.pipeline_model_parallel_size,
         vpp=ns.num_virtual_stages_per_pipeline_rank or 1,
         cp=ns.context_parallel_size,
+        ep=ns.expert_model_parallel_size,
+        etp=ns.expert_tensor_parallel_size or 0,  # None: as tp, the app's 0
     )
     return MegatronRead(cut, stage, ns.micro_batch_size, cut.model_parallel, ns)
 
@@ -359,6 +479,7 @@ def torchtitan_sections(stage: Stage, run: Run, arch: Architecture | None = None
     """
     if stage is Stage.ZERO1:
         raise zero1_refused("torchtitan")
+    experts_refused(stage, run, "torchtitan")
     cut, groups = run.cut, data_groups(stage, run)
     parallelism: dict[str, Any] = {
         "data_parallel_replicate_degree": groups.replicate,
@@ -374,6 +495,8 @@ def torchtitan_sections(stage: Stage, run: Run, arch: Architecture | None = None
         "num_pp_microbatches": cut.microbatches,
         "context_parallel_degree": cut.cp,
     }
+    if cut.ep > 1 or (arch is not None and arch.moe is not None):
+        parallelism["expert_parallel_degree"] = cut.ep
     split = uneven_split(run, arch)
     titan = _torchtitan_stages(split) if split else None
     if arch is not None and cut.pp > 1 and (titan or not split):
@@ -407,6 +530,12 @@ def torchtitan_toml(stage: Stage, run: Run, arch: Architecture | None = None) ->
         "# job file in older releases; in newer ones, the same fields of Trainer.Config, or --parallelism.<name>.",
         _stage_note(stage),
     ]
+    if cut.ep > 1:
+        _, _, efsdp, ep = expert_mesh_shape(stage, run)
+        lines.append(
+            f"# Expert parallelism borrows from dp_shard × cp × tp: the experts' mesh is efsdp {efsdp:,} × ep {ep} "
+            "(each expert whole on its GPU)."
+        )
     split = uneven_split(run, arch)
     if split and _torchtitan_stages(split) is None:
         lines.append(
@@ -416,6 +545,46 @@ def torchtitan_toml(stage: Stage, run: Run, arch: Architecture | None = None) ->
     for name, section in sections.items():
         lines += ["", f"[{name}]", *(f"{key} = {_toml(value)}" for key, value in section.items())]
     return "\n".join(lines) + "\n"
+
+
+def experts_refused(stage: Stage, run: Run, framework: str) -> None:
+    """Raises NoConfig where torchtitan's expert parallelism (and its mesh) cannot say the run's.
+
+    torchtitan (2026-08) keeps each expert whole under expert parallelism: it removed expert tensor parallelism
+    (pytorch/torchtitan#3167), so with ep > 1 the experts' tp is 1, and with ep = 1 the experts split as the
+    rest over tp. Its ep borrows from dp_shard × cp × tp (`ParallelDims._validate`), the replicas outside it.
+    """
+    cut = run.cut
+    if cut.ep > 1 and cut.expert_tp != 1:
+        raise NoConfig(
+            "etp",
+            f"etp={cut.expert_tp} splits each expert across GPUs, and {framework} keeps each expert whole under "
+            "expert parallelism (it removed expert tensor parallelism): choose etp=1, or Megatron-LM's arguments, "
+            "whose --expert-tensor-parallel-size says it.",
+        )
+    experts = run.architecture is not None and run.architecture.moe is not None
+    if experts and cut.ep == 1 and cut.expert_tp != cut.tp:  # a dense model's etp splits nothing
+        raise NoConfig(
+            "etp",
+            f"etp={cut.expert_tp} with tp={cut.tp}: without expert parallelism {framework} splits the experts as "
+            "tensor parallelism splits the rest. Leave etp blank, or copy Megatron-LM's arguments.",
+        )
+    if cut.ep > 1 and stage is Stage.DP:
+        raise NoConfig(
+            "ep",
+            f"ep={cut.ep} under data parallelism: {framework} shards the experts with FSDP over their own group "
+            "(efsdp), which DDP has not. Choose ZeRO-2 or 3, or Megatron-LM's arguments.",
+        )
+    # torchtitan's own check. The run refuses hybrid sharding with ep, so dp_shard is dp and ep × etp divides
+    # tp × cp × dp already; kept for the day the run takes both.
+    groups = data_groups(stage, run)
+    region = groups.shard * cut.cp * cut.tp
+    if region % cut.ep:
+        raise NoConfig(
+            "ep",
+            f"ep={cut.ep} does not divide dp_shard × cp × tp = {groups.shard:,} × {cut.cp} × {cut.tp} = {region:,}: "
+            f"{framework} carves expert parallelism from those GPUs, the replicas apart.",
+        )
 
 
 def _stage_note(stage: Stage) -> str:
@@ -463,6 +632,7 @@ def read_torchtitan(text: str, layers: int | None = None) -> TorchtitanRead:
             raise ValueError("an interleaved schedule's virtual stages need the model's blocks")
         vpp = layers // (pp * per_stage)
     tp, seq = par["tensor_parallel_degree"], train["max_context_length"]
+    ep = par.get("expert_parallel_degree", 1)
     cut = Cut(
         tp=tp,
         sp=par["enable_sequence_parallel"] and tp > 1,
@@ -470,6 +640,8 @@ def read_torchtitan(text: str, layers: int | None = None) -> TorchtitanRead:
         vpp=vpp,
         microbatches=par["num_pp_microbatches"],
         cp=par["context_parallel_degree"],
+        ep=ep,
+        etp=1 if ep > 1 else 0,  # whole experts under expert parallelism; as tp without it
     )
     gpus = cut.model_parallel * replicate * shard
     return TorchtitanRead(cut, stage, gpus, train["num_tokens_per_microbatch_per_dp_rank"] // seq, seq)
@@ -507,6 +679,7 @@ def mesh_snippet(stage: Stage, run: Run, arch: Architecture | None = None) -> st
     del arch  # the same signature as the other exports'; the mesh needs only the degrees
     if stage is Stage.ZERO1:
         raise zero1_refused("FSDP2")
+    experts_refused(stage, run, "this mesh, as torchtitan builds it,")
     cut, groups = run.cut, data_groups(stage, run)
     shape = mesh_shape(stage, run)
     lines = [
@@ -534,14 +707,39 @@ def mesh_snippet(stage: Stage, run: Run, arch: Architecture | None = None) -> st
         "",
         "# Ranks vary fastest along the last dimension: a tensor-parallel group is neighbouring cards, in a node.",
         f'mesh = init_device_mesh("cuda", {shape!r}, mesh_dim_names=({names}))',
+        *_expert_mesh_lines(stage, run),
         *_parts_lines(cut),
         *_dp_mesh_lines(stage, run, groups),
         "for part in parts:",
-        *_block_lines(cut, stage),
+        *_block_lines(run, stage),
         _part_line(stage),
         *_pp_lines(cut),
     ]
     return "\n".join(lines) + "\n"
+
+
+EXPERT_MESH_DIMS = ("pp", "dp_replicate", "efsdp", "ep")
+"""The experts' view of the same cards, as torchtitan's `ParallelDims.build_mesh` unflattens its sparse mesh: ep the
+fastest-varying, borrowed from dp_shard × cp × tp; efsdp what is left of those, over which FSDP shards the experts."""
+
+
+def expert_mesh_shape(stage: Stage, run: Run) -> tuple[int, ...]:
+    """The experts' mesh, `EXPERT_MESH_DIMS` in order: efsdp = dp_shard × cp × tp ÷ ep, as torchtitan's."""
+    groups, cut = data_groups(stage, run), run.cut
+    return (cut.pp, groups.replicate, groups.shard * cut.cp * cut.tp // cut.ep, cut.ep)
+
+
+def _expert_mesh_lines(stage: Stage, run: Run) -> list[str]:
+    if run.cut.ep == 1:
+        return []
+    shape = expert_mesh_shape(stage, run)
+    names = ", ".join(f'"{name}"' for name in EXPERT_MESH_DIMS)
+    return [
+        "# The experts' view of the same GPUs, as torchtitan builds it: ep neighbouring GPUs each keep their share of",
+        '# the routed experts whole (your MoE layer\'s token dispatcher sends tokens over expert_mesh["ep"]); FSDP',
+        "# shards the experts over efsdp, the rest of dp_shard × cp × tp.",
+        f'expert_mesh = mesh._flatten("world")._unflatten(0, {shape!r}, ({names}))',
+    ]
 
 
 def _parts_lines(cut: Cut) -> list[str]:
@@ -607,12 +805,25 @@ def _dp_mesh_lines(stage: Stage, run: Run, groups: DataGroups) -> list[str]:
     return [*lines, f'dp_mesh = mesh["dp_replicate", {shard}]' if hybrid else f"dp_mesh = mesh[{shard}]"]
 
 
-def _block_lines(cut: Cut, stage: Stage) -> list[str]:
+def _block_lines(run: Run, stage: Stage) -> list[str]:
     """Each block's own: its tensor-parallel split, then its FSDP unit (gathered and freed on its own)."""
+    cut = run.cut
     inner = _tp_lines(cut)
+    if stage is not Stage.DP and run.cut.ep > 1:
+        # The experts first, over their own group: the block's fully_shard then leaves their weights alone.
+        inner += [
+            '        if hasattr(block, "moe"):  # a mixture-of-experts block (torchtitan\'s module names)',
+            f"            fully_shard(block.moe.experts, mesh=expert_mesh[{_expert_dp(stage, run)}], "
+            f"reshard_after_forward={_reshard(stage)})",
+        ]
     if stage is not Stage.DP:
         inner.append(f"        fully_shard(block, mesh=dp_mesh, reshard_after_forward={_reshard(stage)})")
     return ["    for block in part.layers:", *inner] if inner else []
+
+
+def _expert_dp(stage: Stage, run: Run) -> str:
+    """The experts' FSDP mesh's dimensions: efsdp, and with hybrid sharding its replicas."""
+    return '"dp_replicate", "efsdp"' if data_groups(stage, run).replicate > 1 else '"efsdp"'
 
 
 def _reshard(stage: Stage) -> str:

@@ -89,7 +89,7 @@ def config(query: Annotated[ConfigQuery, Query()]) -> Response:
     A hybrid-sharded run (shard) has no DeepSpeed config: a 422 says so and points to FSDP2.
     """
     scenario = resolve(query.inputs())
-    return written(query.format, query.stage, scenario.run, scenario.architecture)
+    return written(query.format, query.stage, scenario.run, scenario.architecture, scenario.model_title)
 
 
 # The body is read by hand, to stop at the cap before holding more: documented here instead.

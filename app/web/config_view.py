@@ -33,7 +33,7 @@ from app.domain.configs import (
     read_deepspeed,
     read_notes,
 )
-from app.domain.layout_configs import megatron_text, mesh_snippet, torchtitan_toml
+from app.domain.layout_configs import megatron_text, mesh_snippet, model_note, torchtitan_toml
 from app.domain.sizing import Run
 from app.domain.stages import Stage
 from app.serving.body import CappedBody, capped
@@ -237,21 +237,26 @@ def read_body(body: CappedBody, run: RunQuery) -> Pasted:
     return _read(body.data, run)
 
 
-def written(form: ConfigFormat, stage: Stage, run: Run, architecture: Architecture | None = None) -> Response:
+def written(
+    form: ConfigFormat, stage: Stage, run: Run, architecture: Architecture | None = None, title: str = ""
+) -> Response:
     """`run` under `stage` as `form` writes it: JSON or text, or a 422 saying why there is none.
 
     DeepSpeed has no config for hybrid sharding: the refusal names the parameter, as a bad query's does.
     `architecture` is the model's shape, where known: Megatron-LM's and torchtitan's exports name it.
+    `title` is the model's name: the text exports' first line says it (`model_note`), and a mixture of
+    experts' experts; DeepSpeed's JSON has no place for a comment, and a key it does not know it would refuse.
     """
+    named = model_note(title, architecture) + "\n" if title else ""
     if form in LAYOUT_EXPORTS:
         try:
-            return PlainTextResponse(layout_written(form, stage, run, architecture))
+            return PlainTextResponse(named + layout_written(form, stage, run, architecture))
         except NoConfig as exc:
             return Refused(422, str(exc), ("query", exc.parameter)).json()
     if form is ConfigFormat.FSDP2:
         if refused := fsdp2_refused(run):
             return Refused(422, refused, ("query", cut_parameter(run))).json()
-        return PlainTextResponse(fsdp2_snippet(stage, run))
+        return PlainTextResponse(named + fsdp2_snippet(stage, run))
     try:
         return JSONResponse(deepspeed_config(stage, run))
     except NoConfig as exc:

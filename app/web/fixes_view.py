@@ -54,7 +54,7 @@ def _words(knob: str, value: str) -> str:
             return Stage(value).info.title
         case "sp":
             return "sequence parallelism"
-        case "tp" | "pp" | "cp":
+        case "tp" | "pp" | "cp" | "ep":
             return f"{knob} {int(value):,}"
         case "microbatches":
             return f"{int(value):,} micro-batch" + ("" if value == "1" else "es")
@@ -77,6 +77,9 @@ def cost(fix: Fix) -> str:
         case "cp":
             where = "between nodes" if fix.between_nodes else "in the node"
             return f"every layer's keys and values gathered {where}"
+        case "ep":
+            where = "between nodes" if fix.between_nodes else "in the node"
+            return f"every expert block's tokens sent to their experts and back, an all-to-all {where}"
         case "pp" | "microbatches":
             bubble = fix.bubble
             idle = f"{bubble.numerator}/{bubble.denominator} of" if bubble.denominator > 1 else f"{bubble.numerator}×"

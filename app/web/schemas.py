@@ -397,7 +397,7 @@ class FixOut(BaseModel):
     between_nodes: bool = Field(
         False,
         description="Whether the change's own traffic crosses nodes: context parallelism's gathers of keys and "
-        "values, the pipeline's sends.",
+        "values, the pipeline's sends, expert parallelism's all-to-all.",
     )
 
     @classmethod

@@ -16,7 +16,7 @@ import pytest
 
 from app.domain.activations import Recompute
 from app.domain.architecture import ModelName
-from app.domain.fixes import Fix, Fixes, fixes
+from app.domain.fixes import Fix, Fixes, all_to_all_between_nodes, ep_degrees, expert_fix, fixes
 from app.domain.placement import Offload
 from app.domain.scenario import Inputs, resolve
 from app.domain.sizing import peak_bytes
@@ -288,3 +288,83 @@ def test_more_gpus_under_a_cut_are_whole_tensor_parallel_groups() -> None:
     fix = _first(_found(replace(SEED, capacity=40 * GB, tp=2), Stage.ZERO2), "gpus")
     assert (fix.value, fix.peak_bytes) == ("68", 30 * GB + 14 * 441_176_471 + 3_750_000_000)
     assert resolve(replace(SEED, capacity=40 * GB, tp=2, gpus=66)).report[Stage.ZERO2].peak_bytes == 40_113_636_370
+
+
+# --- expert parallelism ---------------------------------------------------------------------------
+
+# Mixtral 8x7B (8 routed experts a block) on 16 × 80 GB cards in 2 nodes, and DeepSeek-V3 (256) in 16 stages of 64.
+MIX = Inputs(model=ModelName.MIXTRAL_8X7B, gpus=16, nodes=2, capacity=80 * GB, batch=1, seq=4096)
+DSV3 = Inputs(model=ModelName.DEEPSEEK_V3, gpus=1024, nodes=128, capacity=80 * GB, batch=1, seq=4096, pp=16)
+
+
+@pytest.mark.parametrize(
+    ("experts", "stage", "now", "expert_tp", "degrees"),
+    [
+        (8, 16, 1, 1, [2, 4, 8]),  # the divisors of 8 above 1, each dividing 16
+        (8, 8, 1, 2, [2, 4]),  # ep 8 × etp 2 = 16 does not divide 8 cards
+        (8, 16, 2, 1, [4, 8]),
+        (256, 64, 1, 1, [2, 4, 8, 16, 32, 64]),  # 128 and 256 divide the experts, not a stage's 64 cards
+        (32, 24, 1, 1, [2, 4, 8]),  # gpt-oss's 32 on 24: 16 and 32 do not divide 24
+        (8, 16, 8, 1, []),
+    ],
+)
+def test_the_expert_parallel_degrees_tried(
+    experts: int, stage: int, now: int, expert_tp: int, degrees: list[int]
+) -> None:
+    assert ep_degrees(experts, stage, now, expert_tp) == degrees
+
+
+@pytest.mark.parametrize(("inputs", "stage"), [(MIX, Stage.ZERO1), (MIX, Stage.ZERO3), (DSV3, Stage.ZERO1)])
+def test_the_ep_fix_is_the_run_resolved_with_that_ep(inputs: Inputs, stage: Stage) -> None:
+    """Its peak is the report's for the run entered with that ep: the least tried that fits, else the most."""
+    fix = expert_fix(resolve(inputs), stage)
+    assert fix is not None
+    assert fix.knob == "ep"
+    experts = 8 if inputs.model is ModelName.MIXTRAL_8X7B else 256
+    tried = ep_degrees(experts, inputs.gpus // inputs.pp, 1, 1)
+    peaks = {ep: resolve(replace(inputs, ep=ep, etp=1)).report[stage].peak_bytes for ep in tried}
+    fitting = [ep for ep in tried if peaks[ep] <= 80 * GB]
+    assert int(fix.value) == (fitting[0] if fitting else tried[-1])
+    assert fix.peak_bytes == peaks[int(fix.value)]
+    assert fix.saved_bytes == resolve(inputs).report[stage].peak_bytes - fix.peak_bytes
+
+
+def test_a_dense_model_tries_no_ep() -> None:
+    assert expert_fix(resolve(L70), Stage.ZERO3) is None
+    assert all(fix.knob != "ep" for fix in _found(L70, Stage.ZERO3).changes)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "between"),
+    [
+        # ep 8 × etp 1 = 8 neighbouring ranks: a node's 8 cards.
+        (replace(MIX, ep=8, etp=1), False),
+        # tp 2 (etp as tp) × ep 8 = 16 ranks: two nodes.
+        (replace(MIX, tp=2, ep=8), True),
+        # ep 8 on nodes of 4 cards: 8 ranks, two nodes.
+        (replace(MIX, nodes=4, ep=8, etp=1), True),
+        # One node: nothing leaves it.
+        (replace(MIX, gpus=8, nodes=1, ep=8, etp=1), False),
+    ],
+)
+def test_expert_parallelisms_all_to_all_in_or_between_nodes(inputs: Inputs, between: bool) -> None:
+    assert all_to_all_between_nodes(resolve(inputs).run) is between
+
+
+@pytest.mark.parametrize(
+    ("inputs", "stage", "ep", "between"),
+    [
+        # Mixtral under ZeRO-2: ep 8, one expert a card, fits where ep 4 does not; its all-to-all in a node of 8.
+        (MIX, Stage.ZERO2, 8, False),
+        # DeepSeek-V3 under data parallelism: ep 16 on a stage of 64, 16 ranks on nodes of 8: between nodes.
+        (DSV3, Stage.DP, 16, True),
+    ],
+)
+def test_the_least_ep_that_fits_is_offered_with_its_all_to_all(
+    inputs: Inputs, stage: Stage, ep: int, between: bool
+) -> None:
+    fix = _first(_found(inputs, stage), "ep")
+    assert (fix.value, fix.fits, fix.between_nodes) == (str(ep), True, between)
+    assert fix.peak_bytes == resolve(replace(inputs, ep=ep)).report[stage].peak_bytes <= 80 * GB
+    # The degree below it (half) is still over: the least that fits.
+    assert resolve(replace(inputs, ep=ep // 2)).report[stage].peak_bytes > 80 * GB

@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import argparse
 import ast
+import json
 import math
 import re
+import shlex
+import subprocess
+import sys
 import tomllib
 
 import pytest
@@ -16,12 +21,14 @@ from app.domain.layout_configs import (
     MESH_DIMS,
     DataGroups,
     data_groups,
+    expert_mesh_shape,
     global_batch,
     megatron_args,
     megatron_gpus,
     megatron_text,
     mesh_shape,
     mesh_snippet,
+    model_note,
     read_megatron,
     read_torchtitan,
     torchtitan_sections,
@@ -385,3 +392,275 @@ def test_a_pipeline_alone_is_refused_naming_pp() -> None:
     with pytest.raises(NoConfig) as refused:
         deepspeed_config(Stage.ZERO1, run)
     assert refused.value.parameter == "pp"
+
+
+# --- a mixture of experts -------------------------------------------------------------------------
+
+# Mixtral 8x7B on 16 cards in 2 nodes: ep 8 (one expert a card), and tp 2 × ep 4 with whole experts.
+MIX = Inputs(model=ModelName.MIXTRAL_8X7B, gpus=16, nodes=2, batch=1, seq=4096, ep=8, etp=1)
+MIX_TP = Inputs(model=ModelName.MIXTRAL_8X7B, gpus=16, nodes=2, batch=1, seq=4096, tp=2, ep=4, etp=1)
+# tp 2 and ep 2, the experts split as tp (etp 0): Megatron-LM says it, torchtitan has no expert tensor parallelism.
+MIX_ETP = Inputs(model=ModelName.MIXTRAL_8X7B, gpus=16, nodes=2, batch=1, seq=4096, tp=2, ep=2)
+# DeepSeek-V3's 61 blocks on 1,024 cards: 16 stages of 64, ep 64 (4 of its 256 routed experts a card).
+DSV3 = Inputs(model=ModelName.DEEPSEEK_V3, gpus=1024, nodes=128, batch=1, seq=4096, pp=16, ep=64, etp=1)
+OSS = Inputs(model=ModelName.GPT_OSS_20B, gpus=8, batch=1, seq=4096, ep=8)
+QWEN = Inputs(model=ModelName.QWEN_2_5_7B, gpus=8, batch=1, seq=4096, tp=2)
+MOE_RUNS = [MIX, MIX_TP, MIX_ETP, DSV3, OSS, QWEN]
+
+# Megatron-LM's own scripts for these models (NVIDIA/Megatron-LM d98e8a6, 2026-08): the network-size options,
+# copied as published. examples/mixtral/train_mixtral_8x7b_distributed.sh;
+# examples/post_training/modelopt/conf/deepseek-ai/DeepSeek-R1.sh (DeepSeek-V3's shape);
+# examples/post_training/modelopt/conf/openai/gpt-oss-20b.sh.
+PUBLISHED = {
+    ModelName.MIXTRAL_8X7B: """--disable-bias-linear --num-layers 32 --hidden-size 4096 --ffn-hidden-size 14336
+        --num-attention-heads 32 --normalization RMSNorm --position-embedding-type rope --swiglu
+        --untie-embeddings-and-output-weights --group-query-attention --num-query-groups 8 --num-experts 8
+        --moe-router-topk 2""",
+    ModelName.DEEPSEEK_V3: """--disable-bias-linear --untie-embeddings-and-output-weights --position-embedding-type rope
+        --normalization RMSNorm --swiglu --num-layers 61 --hidden-size 7168 --ffn-hidden-size 18432
+        --num-attention-heads 128 --kv-channels 128 --multi-latent-attention --kv-lora-rank 512 --v-head-dim 128
+        --q-lora-rank 1536 --qk-head-dim 128 --qk-layernorm --qk-pos-emb-head-dim 64 --num-experts 256
+        --moe-layer-freq [0]*3+[1]*58 --moe-ffn-hidden-size 2048 --moe-router-topk 8
+        --moe-shared-expert-intermediate-size 2048""",
+    ModelName.GPT_OSS_20B: """--untie-embeddings-and-output-weights --normalization RMSNorm --num-layers 24
+        --hidden-size 2880 --ffn-hidden-size 2880 --num-attention-heads 64 --group-query-attention
+        --num-query-groups 8 --kv-channels 64 --num-experts 32 --moe-ffn-hidden-size 2880 --moe-router-topk 4
+        --softmax-type learnable""",
+}
+# What both say: the shape's options (the published ones set more, for training, and name no parallelism).
+SHAPE = (
+    "num_layers", "hidden_size", "ffn_hidden_size", "num_attention_heads", "group_query_attention",
+    "num_query_groups", "add_bias_linear", "untie_embeddings_and_output_weights", "normalization",
+    "multi_latent_attention", "q_lora_rank", "kv_lora_rank", "qk_head_dim", "qk_pos_emb_head_dim", "v_head_dim",
+    "num_experts", "moe_router_topk", "moe_shared_expert_intermediate_size", "moe_layer_freq", "softmax_type",
+)  # fmt: skip
+
+
+def _eval_pattern(pattern: str) -> list[int]:
+    """Megatron-LM's `_eval_pattern` (megatron/training/arguments.py), as it reads --moe-layer-freq's list form."""
+    assert not re.search(r"[^,\d\[\]\(\)\+\*]", pattern)
+    # Megatron-LM's own reading: eval of digits, commas, brackets, + and * alone.
+    return list(eval(pattern))
+
+
+def _moe_freq(value: str) -> int | list[int]:
+    """Megatron-LM's `moe_freq_type`: an integer, or a list expression."""
+    return _eval_pattern(value) if "[" in value else int(value)
+
+
+def megatron_moe_parser() -> argparse.ArgumentParser:
+    """The options of a mixture of experts and its attention, as megatron/training/arguments.py declares them.
+
+    `moe` and `mla` groups by hand there; the rest from `TransformerConfig` and `ModelParallelConfig` through its
+    ArgumentGroupFactory (a field's name with dashes; a False bool a store_true flag; add_bias_linear's
+    --disable-bias-linear).
+    """
+    p = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    for name, default in (
+        ("--num-layers", None),
+        ("--hidden-size", None),
+        ("--ffn-hidden-size", None),
+        ("--num-attention-heads", None),
+        ("--num-query-groups", 1),
+        ("--kv-channels", None),
+        ("--num-experts", None),
+        ("--moe-router-topk", 2),
+        ("--moe-ffn-hidden-size", None),
+        ("--moe-shared-expert-intermediate-size", None),
+        ("--q-lora-rank", None),
+        ("--kv-lora-rank", 32),
+        ("--qk-head-dim", 128),
+        ("--qk-pos-emb-head-dim", 64),
+        ("--v-head-dim", 128),
+        ("--expert-model-parallel-size", 1),
+        ("--expert-tensor-parallel-size", None),
+        ("--tensor-model-parallel-size", 1),
+        ("--pipeline-model-parallel-size", 1),
+    ):
+        p.add_argument(name, type=int, default=default)
+    for flag in (
+        "--group-query-attention",
+        "--untie-embeddings-and-output-weights",
+        "--multi-latent-attention",
+        "--add-qkv-bias",
+        "--moe-shared-expert-gate",
+        "--swiglu",
+        "--qk-layernorm",
+    ):
+        p.add_argument(flag, action="store_true")
+    p.add_argument("--disable-bias-linear", action="store_false", dest="add_bias_linear")
+    p.add_argument("--moe-layer-freq", type=_moe_freq, default=1)
+    p.add_argument("--softmax-type", choices=["vanilla", "off-by-one", "learnable"], default="vanilla")
+    p.add_argument("--normalization", default="LayerNorm")
+    return p  # fmt: skip
+
+
+def _parsed(text: str) -> argparse.Namespace:
+    ns, _ = megatron_moe_parser().parse_known_args(shlex.split(text.replace("\\\n", " "), comments=True))
+    return ns
+
+
+@pytest.mark.parametrize("inputs", [MIX, DSV3, OSS])
+def test_a_mixture_of_experts_shape_is_megatrons_own_script(inputs: Inputs) -> None:
+    s = scenario(inputs)
+    assert inputs.model is not None
+    ours, theirs = _parsed(megatron_text(Stage.ZERO1, s.run, s.architecture)), _parsed(PUBLISHED[inputs.model])
+    # A head's width too, where it is not hidden ÷ heads (gpt-oss: 64, not 2,880 ÷ 64); latent attention has none.
+    names = (*SHAPE, "kv_channels") if s.architecture and s.architecture.mla is None else SHAPE
+    assert {name: getattr(ours, name) for name in names} == {name: getattr(theirs, name) for name in names}
+
+
+@pytest.mark.parametrize("inputs", MOE_RUNS)
+@pytest.mark.parametrize("stage", list(Stage))
+def test_megatrons_experts_read_back_as_the_run(inputs: Inputs, stage: Stage) -> None:
+    s = scenario(inputs)
+    arch, cut = s.architecture, s.run.cut
+    assert arch is not None
+    text = megatron_text(stage, s.run, arch)
+    ns = _parsed(text)
+    read = read_megatron(text)
+    assert (read.cut.ep, read.cut.expert_tp) == (cut.ep, cut.expert_tp)
+    assert megatron_gpus(read, cut.microbatches) == s.run.gpus
+    if arch.moe is None:  # Qwen2.5 7B: dense, its biases on q, k and v alone
+        assert (ns.num_experts, ns.expert_model_parallel_size, ns.add_qkv_bias) == (None, 1, True)
+        assert "--expert-model-parallel-size" not in text
+        return
+    moe = arch.moe
+    assert (ns.num_experts, ns.moe_router_topk, ns.moe_ffn_hidden_size) == (moe.experts, moe.top_k, moe.expert_ffn)
+    assert (ns.moe_shared_expert_intermediate_size or 0) == moe.shared_ffn
+    freq = ns.moe_layer_freq
+    pattern = freq if isinstance(freq, list) else [int(i % freq == 0) for i in range(arch.layers)]
+    assert pattern == [int(arch.has_experts(n)) for n in range(1, arch.layers + 1)]
+    assert (ns.expert_model_parallel_size, ns.expert_tensor_parallel_size) == (cut.ep, cut.expert_tp)
+    # Megatron-LM's world: tp × cp × dp = etp × ep × edp on each stage.
+    assert cut.tp * cut.cp * s.run.dp == cut.expert_tp * cut.ep * cut.edp(s.run.gpus)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "line"),
+    [
+        # By hand: 16 GPUs ÷ (ep 8 × etp 1) = edp 2; 8 experts ÷ 8 = 1 a card.
+        (MIX, "# The experts: a stage's 16 GPUs = ep 8 × etp 1 × edp 2; each GPU keeps 1 of the 8 routed experts a "
+              "block."),
+        (MIX_ETP, "# The experts: a stage's 16 GPUs = ep 2 × etp 2 × edp 4; each GPU keeps 4 of the 8 routed experts a "
+                  "block, each split 2 ways."),
+        # 1,024 ÷ 16 stages = 64 a stage, all of them ep; 256 ÷ 64 = 4.
+        (DSV3, "# The experts: a stage's 64 GPUs = ep 64 × etp 1 × edp 1; each GPU keeps 4 of the 256 routed experts a "
+               "block."),
+    ],
+)  # fmt: skip
+def test_megatrons_notes_say_where_the_experts_go(inputs: Inputs, line: str) -> None:
+    s = scenario(inputs)
+    assert line in megatron_text(Stage.ZERO1, s.run, s.architecture).splitlines()
+
+
+def test_the_model_is_named_with_its_experts_and_weights() -> None:
+    # Mistral's figures for Mixtral 8x7B: 46.7B weights, 12.9B used by a token (to the weight, by its config).
+    assert model_note("Mixtral 8x7B", scenario(MIX).architecture) == (
+        "# The model: Mixtral 8x7B, a mixture of experts: 8 routed experts a block in 32 of its 32 blocks, 2 a token "
+        "(46,702,792,704 weights, 12,879,925,248 of them a token's)."
+    )
+    assert "256 routed experts a block in 58 of its 61 blocks" in model_note("DeepSeek-V3", scenario(DSV3).architecture)
+    assert model_note("Llama 3 8B", scenario(L8).architecture) == "# The model: Llama 3 8B."
+
+
+@pytest.mark.parametrize(("inputs", "ep"), [(MIX, 8), (MIX_TP, 4), (DSV3, 64), (OSS, 8)])
+@pytest.mark.parametrize("stage", [Stage.ZERO2, Stage.ZERO3])
+def test_torchtitans_expert_parallel_degree_reads_back(inputs: Inputs, ep: int, stage: Stage) -> None:
+    s = scenario(inputs)
+    text = torchtitan_toml(stage, s.run, s.architecture)
+    assert tomllib.loads(text)["parallelism"]["expert_parallel_degree"] == ep
+    read = read_torchtitan(text, s.architecture.layers if s.architecture else None)
+    assert (read.cut.ep, read.cut.expert_tp, read.gpus) == (ep, 1, s.run.gpus)
+
+
+def test_a_dense_models_torchtitan_names_no_experts() -> None:
+    s = scenario(L8)
+    assert "expert_parallel_degree" not in torchtitan_toml(Stage.ZERO3, s.run, s.architecture)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "stage", "parameter", "words"),
+    [
+        (MIX_ETP, Stage.ZERO3, "etp", "etp=2 splits each expert across GPUs"),
+        (MIX, Stage.DP, "ep", "ep=8 under data parallelism"),
+    ],
+)
+@pytest.mark.parametrize("write", [torchtitan_toml, mesh_snippet])
+def test_torchtitan_and_its_mesh_refuse_what_its_experts_cannot_do(
+    inputs: Inputs, stage: Stage, parameter: str, words: str, write: object
+) -> None:
+    s = scenario(inputs)
+    with pytest.raises(NoConfig) as refused:
+        write(stage, s.run, s.architecture)  # type: ignore[operator]
+    assert refused.value.parameter == parameter
+    assert words in str(refused.value)
+
+
+@pytest.mark.parametrize(
+    ("inputs", "stage", "shape"),
+    [
+        (MIX, Stage.ZERO3, (1, 1, 2, 8)),  # by hand: dp_shard 16 × cp 1 × tp 1 = 16 = efsdp 2 × ep 8
+        (MIX_TP, Stage.ZERO3, (1, 1, 4, 4)),  # dp_shard 8 × tp 2 = 16 = efsdp 4 × ep 4
+        (DSV3, Stage.ZERO2, (16, 1, 1, 64)),  # a stage's 64 = efsdp 1 × ep 64
+    ],
+)
+def test_the_experts_mesh_shapes_by_hand(inputs: Inputs, stage: Stage, shape: tuple[int, ...]) -> None:
+    s = scenario(inputs)
+    assert expert_mesh_shape(stage, s.run) == shape
+    code = mesh_snippet(stage, s.run, s.architecture)
+    names = '("pp", "dp_replicate", "efsdp", "ep")'
+    assert f'expert_mesh = mesh._flatten("world")._unflatten(0, {shape!r}, {names})' in code.splitlines()
+    assert 'fully_shard(block.moe.experts, mesh=expert_mesh["efsdp"], ' in code
+
+
+_MESH_RUN = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import torch.distributed as dist
+from torch.testing._internal.distributed.fake_pg import FakeStore
+dist.init_process_group("fake", rank=0, world_size={gpus}, store=FakeStore())
+from torch.distributed.device_mesh import init_device_mesh
+{mesh}
+{expert_mesh}
+print(json.dumps([expert_mesh.mesh.tolist(), expert_mesh["ep"].size(), expert_mesh["efsdp"].size()]))
+"""
+
+
+@pytest.mark.parametrize(("inputs", "stage"), [(MIX, Stage.ZERO3), (MIX_TP, Stage.ZERO2)])
+def test_the_experts_mesh_is_built_by_pytorch_with_neighbouring_ep_groups(inputs: Inputs, stage: Stage) -> None:
+    """The snippet's two meshes run by PyTorch itself on a fake process group, on the CPU."""
+    s = scenario(inputs)
+    lines = mesh_snippet(stage, s.run, s.architecture).splitlines()
+    mesh = next(line for line in lines if line.startswith("mesh = ")).replace('"cuda"', '"cpu"')
+    expert = next(line for line in lines if line.startswith("expert_mesh = "))
+    code = _MESH_RUN.format(gpus=s.run.gpus, mesh=mesh, expert_mesh=expert)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    ranks, ep, efsdp = json.loads(done.stdout.splitlines()[-1])
+    cut = s.run.cut
+    assert (ep, efsdp) == (cut.ep, expert_mesh_shape(stage, s.run)[2])
+    # Each ep group is ep neighbouring ranks, as Megatron-LM's expert order (etp 1, then ep) puts them.
+    groups = [group for pp in ranks for rep in pp for group in rep]
+    assert groups == [list(range(start, start + cut.ep)) for start in range(0, s.run.gpus, cut.ep)]
+
+
+@pytest.mark.parametrize(("inputs", "parameter"), [(MIX, "ep"), (OSS, "ep"), (MIX_TP, "tp")])
+def test_deepspeeds_config_of_experts_across_cards_is_refused_naming_ep(inputs: Inputs, parameter: str) -> None:
+    run = scenario(inputs).run
+    with pytest.raises(NoConfig) as refused:
+        deepspeed_config(Stage.ZERO3, run)
+    assert refused.value.parameter == parameter
+    assert f"ep={run.cut.ep})" in str(refused.value)
+
+
+def test_a_dense_models_etp_changes_nothing_torchtitan_writes() -> None:
+    # etp=1 on Llama 3 8B names no experts: tp 2 is written as ever.
+    s = scenario(Inputs(model=ModelName.LLAMA_3_8B, gpus=8, batch=1, tp=2, etp=1))
+    assert (
+        tomllib.loads(torchtitan_toml(Stage.ZERO3, s.run, s.architecture))["parallelism"]["tensor_parallel_degree"] == 2
+    )
+    # Mixtral's experts whole without ep, while tp splits the rest: torchtitan splits them over tp, so refuses.
+    s = scenario(Inputs(model=ModelName.MIXTRAL_8X7B, gpus=8, batch=1, tp=2, etp=1))
+    with pytest.raises(NoConfig) as refused:
+        torchtitan_toml(Stage.ZERO3, s.run, s.architecture)
+    assert refused.value.parameter == "etp"

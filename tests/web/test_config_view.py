@@ -55,7 +55,8 @@ def test_the_fsdp2_snippet_is_text(client: TestClient, stage: Stage) -> None:
     assert response.status_code == 200
     assert response.headers["content-type"] == "text/plain; charset=utf-8"
     run = resolve(RunQuery.model_validate({"offload": "optimizer"}).inputs()).run
-    assert response.text == fsdp2_snippet(stage, run)
+    # The snippet, after the line naming the model (the seed's bare count).
+    assert response.text == "# The model: 30B weights in 8 equal layers.\n" + fsdp2_snippet(stage, run)
 
 
 def test_the_format_defaults_to_deepspeed(client: TestClient) -> None:

@@ -151,6 +151,10 @@ def test_two_knobs_where_one_does_not_fit(client: TestClient) -> None:
         (Fix("stage", "zero3", 0, 1, 1, then=("tp", "8")), "every layer's activations all-reduced in the node, "
          "forward and backward"),
         (Fix("recompute", "full", 0, 1, 1), ""),
+        (Fix("ep", "8", 0, 1, 1), "every expert block's tokens sent to their experts and back, an all-to-all in the "
+         "node"),
+        (Fix("ep", "16", 0, 1, 1, between_nodes=True), "every expert block's tokens sent to their experts and back, "
+         "an all-to-all between nodes"),
     ],
 )  # fmt: skip
 def test_what_a_cut_costs_in_time(fix: Fix, said: str) -> None:
@@ -162,6 +166,7 @@ def test_what_a_cut_costs_in_time(fix: Fix, said: str) -> None:
     [
         (Fix("tp", "8", 0, 1, 1), "tp 8"),
         (Fix("sp", "1", 0, 1, 1), "sequence parallelism"),
+        (Fix("ep", "8", 0, 1, 1), "ep 8"),
         (Fix("microbatches", "1", 0, 1, 1), "1 micro-batch"),
         (Fix("stage", "zero3", 0, 1, 1, then=("pp", "2")), "ZeRO-3 and pp 2"),
     ],

@@ -125,3 +125,54 @@ def test_the_config_command_says_why_there_is_none(capsys: pytest.CaptureFixture
         cli.main(["config", "torchtitan", "--stage", "zero1"])
     assert exit_info.value.code == 2
     assert capsys.readouterr().err.startswith("zero-bands config: torchtitan has no ZeRO-1")
+
+
+MOE = "model=mixtral-8x7b&gpus=16&nodes=2&batch=1&seq=4096&ep=8&etp=1"
+
+
+@pytest.mark.parametrize("form", ["megatron", "torchtitan", "mesh"])
+def test_each_layout_export_names_the_model_and_its_experts(client: TestClient, form: str) -> None:
+    answer = client.get(f"/api/config?format={form}&stage=zero3&{MOE}")
+    assert answer.status_code == 200
+    # Mistral's published figures for Mixtral 8x7B: 46.7B weights, 12.9B of them a token's.
+    assert answer.text.splitlines()[0] == (
+        "# The model: Mixtral 8x7B, a mixture of experts: 8 routed experts a block in 32 of its 32 blocks, 2 a "
+        "token (46,702,792,704 weights, 12,879,925,248 of them a token's)."
+    )
+
+
+@pytest.mark.parametrize("form", ["megatron", "torchtitan", "mesh", "fsdp2"])
+def test_a_dense_models_text_exports_name_it(client: TestClient, form: str) -> None:
+    answer = client.get(f"/api/config?format={form}&stage=zero3&model=llama-3-8b")
+    assert answer.text.splitlines()[0] == "# The model: Llama 3 8B."
+
+
+def test_deepspeeds_json_names_no_model(client: TestClient) -> None:
+    # JSON has no comment, and a key DeepSpeed does not know it would refuse: its keys as before.
+    config = client.get("/api/config?format=deepspeed&stage=zero3&model=llama-3-8b").json()
+    assert sorted(config) == ["bf16", "optimizer", "train_micro_batch_size_per_gpu", "zero_optimization"]
+
+
+@pytest.mark.parametrize("form", ["deepspeed", "fsdp2"])
+def test_experts_across_cards_are_a_422_naming_ep_in_deepspeed_and_fsdp2(client: TestClient, form: str) -> None:
+    answer = client.get(f"/api/config?format={form}&stage=zero3&{MOE}")
+    assert answer.status_code == 422
+    assert answer.json()["detail"][0]["loc"] == ["query", "ep"]
+    assert answer.json()["message"].startswith("The model is cut across cards (tp=1, pp=1, cp=1, ep=8)")
+
+
+def test_a_mixture_of_experts_page_says_why_deepspeed_cannot_write_ep(client: TestClient) -> None:
+    tree = dom(client.get(f"/?stage=zero3&{MOE}").text)
+    assert not tree.select("#copy-deepspeed")
+    assert text(tree, "#deepspeed-refused").startswith("The model is cut across cards (tp=1, pp=1, cp=1, ep=8)")
+    assert text(tree, "#copy-megatron") == "Copy as Megatron-LM arguments"
+
+
+def test_the_config_command_writes_the_experts_as_megatron_names_them(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["config", "megatron", "--model", "deepseek-v3", "--gpus", "1024", "--nodes", "128", "--pp", "16",
+                  "--ep", "64", "--etp", "1", "--stage", "zero1"])  # fmt: skip
+    assert exit_info.value.code == 0
+    read = read_megatron(capsys.readouterr().out)
+    assert (read.cut.ep, read.cut.expert_tp) == (64, 1)
+    assert (read.namespace.num_experts, read.namespace.moe_layer_freq) == (256, "[0]*3+[1]*58")
