@@ -284,6 +284,7 @@ def _all_to_alls(run: Run, arch: Architecture, card: CutPlace, passes: int) -> C
     """Expert parallelism's dispatch and combine: the card's tokens' k copies to the experts' cards and back."""
     cut, moe = run.cut, arch.moe
     assert moe is not None
+    # The stage's own blocks, as without interleaving: vpp chunks hold as many, give or take a dense first block.
     sizes = stage_blocks(arch.layers, cut.pp)
     first = sum(sizes[: card.stage])
     blocks = sum(arch.has_experts(n) for n in range(first + 1, first + sizes[card.stage] + 1))

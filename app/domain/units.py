@@ -205,9 +205,9 @@ def parse_count(text: str, *, zero: bool = False) -> int:
     return int(count)
 
 
-FACTOR_PATTERN = r"^\s*(?:0*[1-9]\d{0,2}(?:\.\d{1,4})?|0*\.\d{0,3}[1-9]\d{0,3})\s*$"
-"""A factor above 0 with at most three digits before the point: 1, 1.25, 0.5, .5 (no look-ahead: pydantic's
-regular expressions have none)."""
+FACTOR_PATTERN = r"^\s*(?:0*[1-9][0-9]{0,2}(?:\.[0-9]{1,4})?|0*\.[0-9]{0,3}[1-9][0-9]{0,3})\s*$"
+"""A factor above 0 with at most three digits before the point: 1, 1.25, 0.5, .5 (ASCII digits, as the other
+grammars; no look-ahead: pydantic's regular expressions have none)."""
 
 
 def parse_factor(text: str, *, zero: bool = False) -> Fraction:

@@ -492,7 +492,7 @@ def test_a_capacity_factor_is_read_exactly_and_shown_as_typed(text: str, factor:
     assert factor_text(parse_factor(text)) == shown
 
 
-@pytest.mark.parametrize("text", ["0", "0.0", "-1", "1e2", "1,5", "", "1.", "1234"])
+@pytest.mark.parametrize("text", ["0", "0.0", "-1", "1e2", "1,5", "", "1.", "1234", "1.\u0662\u0665"])
 def test_a_capacity_factor_is_above_0_and_decimal(text: str) -> None:
     with pytest.raises(ValueError, match="a factor should look like"):
         parse_factor(text)

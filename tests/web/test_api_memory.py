@@ -382,3 +382,13 @@ def test_the_fp32_logits_the_loss_upcasts_to_are_listed(client: TestClient, mode
 def test_a_bare_count_lists_no_fp32_logits(client: TestClient) -> None:
     body = _memory(client, model="zero-7.5b")
     assert all("logits_upcast_bytes" not in row for row in body["stages"])
+
+
+def test_the_experts_all_to_alls_are_a_cut_entry_by_link(client: TestClient) -> None:
+    # Mixtral 8x7B, s = 4,096, ep = 8 in a node of 8 (docs/moe.md): 128 all-to-alls of 67,108,864 B, 7/8 of each sent.
+    body = _memory(client, model="mixtral-8x7b", seq="4096", ep="8", capacity_factor="1")
+    assert body["inputs"]["capacity_factor"] == "1"
+    for row in body["stages"]:
+        (link,) = row["cut"]["links"]
+        assert (link["kind"], link["count"], link["buffer_bytes"]) == ("ep", 128, 67_108_864)
+        assert (link["inside_bytes"], link["between_bytes"]) == (7_516_192_768, 0)
