@@ -146,13 +146,17 @@ def cut_shown(cut: Cut, gpus: int) -> tuple[int, ...]:
 
     One tensor-parallel group a stage (the first data-parallel rank's), every stage where they fit in 16
     cards, else the first and the last stage; then, while there is room, each stage's last ZeRO group member's
-    group too, so the dashed cells show whose share is whose.
+    group too, so the dashed cells show whose share is whose. With expert parallelism (and tp = 1) a stage's first
+    four cards and last four, which keep different experts, where two stages at most are drawn.
     """
     if gpus <= MAX_CUT_CARDS:
         return tuple(range(gpus))
     stages = list(range(cut.pp)) if cut.tp * cut.pp <= MAX_CUT_CARDS else [0, cut.pp - 1]
     z = zero_group(cut, gpus)
     members = [0, z - 1] if z > 1 and 2 * cut.tp * len(stages) <= MAX_CUT_CARDS else [0]
+    if cut.ep > 1 and cut.tp == 1 and 8 * len(stages) <= MAX_CUT_CARDS:
+        # Expert parallelism: neighbouring cards keep different experts, so a stage's first four and last four.
+        members = sorted({*range(min(4, z)), *range(max(0, z - 4), z)})
     found = {
         card_at(Rank(tp, member % cut.cp, member // cut.cp, stage), cut, gpus)
         for stage in stages

@@ -179,3 +179,17 @@ def test_the_cards_drawn(cut: Cut, gpus: int, shown: tuple[int, ...]) -> None:
 def test_stages_side_by_side_past_two(cut: Cut, gpus: int, room: int, drawn: tuple[int, ...]) -> None:
     assert stage_room(cut, gpus) == room
     assert cut_drawn(cut, gpus) == drawn
+
+
+@pytest.mark.parametrize(
+    ("cut", "gpus", "shown"),
+    [
+        # Expert parallelism without tp: neighbouring cards keep different experts, so a stage's first and last four.
+        (Cut(ep=64), 64, (0, 1, 2, 3, 60, 61, 62, 63)),
+        (Cut(pp=2, ep=8), 64, (0, 1, 2, 3, 28, 29, 30, 31, 32, 33, 34, 35, 60, 61, 62, 63)),
+        # With tp the tensor groups as before: the first and last ZeRO member's of each stage.
+        (Cut(tp=8, ep=8), 64, tuple(range(8)) + tuple(range(56, 64))),
+    ],
+)
+def test_expert_parallel_cards_drawn(cut: Cut, gpus: int, shown: tuple[int, ...]) -> None:
+    assert cut_shown(cut, gpus) == shown
