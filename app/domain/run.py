@@ -254,7 +254,11 @@ class Run:
         keeps all of its weights; a dense model, or a bare count, computes with all of them.
         """
         arch = self.architecture
-        return self.params if arch is None else self.params - (arch.params - arch.active_params)
+        if arch is None:
+            return self.params
+        unused = arch.params - arch.active_params  # the experts a token's router leaves out: a count of their own
+        # A model drawn at another size (a bisection's) smaller than those: the same share of it active.
+        return self.params - unused if self.params > unused else self.params * arch.active_params // arch.params
 
     @property
     def shards(self) -> int:
