@@ -371,8 +371,8 @@ class FixOut(BaseModel):
     """One knob of the run changed so that it fits, or comes nearer: its peak worked out as the verdict's."""
 
     knob: str = Field(
-        description="The query parameter changed: recompute, batch, seq, offload, stage, sp, tp, cp, pp, "
-        "microbatches or gpus."
+        description="The query parameter changed: recompute, batch, seq, offload, stage, sp, tp, ep (a mixture "
+        "of experts), cp, pp, microbatches or gpus."
     )
     value: str = Field(description="Its new value, as the query writes it.")
     peak_bytes: int = Field(description="The peak of the run so changed, counted as peak_bytes.")

@@ -664,3 +664,23 @@ def test_a_dense_models_etp_changes_nothing_torchtitan_writes() -> None:
     with pytest.raises(NoConfig) as refused:
         torchtitan_toml(Stage.ZERO3, s.run, s.architecture)
     assert refused.value.parameter == "etp"
+
+
+@pytest.mark.parametrize(
+    ("model", "vocab", "times"),
+    [
+        (ModelName.MIXTRAL_8X7B, 32_000, 250),
+        (ModelName.QWEN_2_5_7B, 152_064, 1_188),
+        (ModelName.DEEPSEEK_V3, 129_280, 1_010),
+        (ModelName.GPT_OSS_20B, 201_088, 1_571),
+    ],
+)
+def test_each_presets_vocabulary_is_megatrons_padding_already(model: ModelName, vocab: int, times: int) -> None:
+    """Each preset's vocabulary is a multiple of Megatron-LM's padding, so the arguments need not say it.
+
+    Megatron-LM pads the tokenizer's vocabulary to a multiple of --make-vocab-size-divisible-by, 128 by default
+    (by hand: vocab = 128 × times).
+    """
+    arch = scenario(Inputs(model=model, gpus=8)).architecture
+    assert arch is not None
+    assert arch.vocab == vocab == 128 * times
