@@ -19,6 +19,7 @@ from app.domain.eighths import COLUMNS
 from app.domain.hardware import H100_FABRIC, Fabric
 from app.domain.layers import ColumnMoments, Layer, bare_layers, column_moments, column_weights, first_trained
 from app.domain.loaded import activation_bytes, megatron_activations, stage_load
+from app.domain.megatron_memory import MegatronShard, megatron_shard
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.parallel import NO_CUT, Cut, cut_refused
 from app.domain.recipes import MIXED_ADAM, Band, Recipe
@@ -285,6 +286,8 @@ class Run:
         One for an uncut model, with the run's own figures.
         """
         found = self._stage_cards()
+        if (shard := self.megatron_shard) is not None:
+            found = (self._megatron_card(found[0], shard),)
         if (held := self._megatron_activations) is None or not self.cut.cuts:
             return found
         # Megatron-LM's count is its first stage's (its most loaded shard), with its own activations: at the
@@ -299,6 +302,32 @@ class Run:
         )
         candidates = (AT_REST, Moment(top.part, top.layer, held, top.trained))
         return (replace(first, candidates=candidates, columns=columns),)
+
+    @cached_property
+    def megatron_shard(self) -> MegatronShard | None:
+        """Megatron-LM's most loaded shard of a mixture of experts, under its accounting; else None.
+
+        Its formula's own (`megatron_memory`): the blocks spread evenly over the stages, the routed experts
+        ÷ (pp × etp × ep). The weights are the same whatever the stage: the distributed optimizer is the terms'.
+        """
+        arch = self.architecture
+        if self.setup.accounting is not Accounting.MEGATRON or arch is None or arch.moe is None:
+            return None
+        return megatron_shard(arch, self.cut, self.gpus, distributed=True)
+
+    def _megatron_card(self, first: StageCard, shard: MegatronShard) -> StageCard:
+        """The first stage's card with Megatron's weights in place of the app's, rounded up to whole weights.
+
+        A model drawn at another size (a bisection's) keeps the same share of its weights; the frozen ones
+        their share of the card.
+        """
+        arch = self.architecture
+        size = Fraction(self.params, arch.params) if arch else Fraction(1)
+        params, experts = math.ceil(shard.params * size), math.ceil(shard.expert_sharded * size)
+        frozen = -(-first.frozen * params // first.params)
+        experts_frozen = -(-first.experts_frozen * experts // first.experts) if first.experts else 0
+        frozen, experts_frozen = min(frozen, params), min(experts_frozen, experts)
+        return replace(first, params=params, experts=experts, frozen=frozen, experts_frozen=experts_frozen)
 
     @cached_property
     def _megatron_activations(self) -> int | None:

@@ -318,6 +318,7 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
                 frozen=run.frozen > 0,
             ),
             *_whose_activations(run),
+            *((MEGATRON_EXPERTS,) if run.megatron_shard is not None else ()),
         ),
         peak_moment=moment,
         extra=extra,
@@ -345,6 +346,16 @@ MEGATRON_ACTIVATIONS = (
     "attention and MLP, plus its 5% margin; not the app's count of each tensor."
 )
 """Said under accounting=megatron wherever activations are counted: whose they are."""
+
+
+MEGATRON_EXPERTS = (
+    "Megatron-LM's formula counts a mixture of experts' card as its most loaded shard: every block spread evenly "
+    "over the pipeline stages (1/pp of the dense and of the expert blocks, not the first stage's own), the routed "
+    "experts ÷ (ep × etp) with their optimizer state split over the expert-data-parallel group, the rest ÷ tp, the "
+    "router and norms whole, and no biases on the projections or the experts; its activations have no term for "
+    "the router or the dispatched tokens."
+)
+"""Said under accounting=megatron for a mixture of experts: whose card it is (`megatron_memory`)."""
 
 
 def _whose_activations(run: Run) -> tuple[str, ...]:

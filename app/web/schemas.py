@@ -481,12 +481,14 @@ class MemoryRow(BaseModel):
         None,
         description="The weights the most loaded card keeps state for, before ZeRO shards them: its stage's "
         "attention, shared experts and embeddings ÷ tp, its routed experts ÷ (ep × etp), the router and norms "
-        "whole. Only for a mixture of experts.",
+        "whole; under accounting=megatron, Megatron-LM's formula's most loaded shard (its blocks spread evenly over "
+        "the pp stages). Only for a mixture of experts.",
     )
     expert_params_per_gpu: int | None = Field(
         None,
         description="Of params_per_gpu, the routed experts' weights, whose state ZeRO shards over the "
-        "expert-data-parallel group (edp cards); the rest over dp × cp. Only for a mixture of experts.",
+        "expert-data-parallel group (edp cards); the rest over dp × cp. Only for a mixture of experts, where 0 is a "
+        "value: a card of dense blocks alone (DeepSeek-V3's first pipeline stage).",
     )
     logits_upcast_bytes: int | None = Field(
         None,
@@ -561,6 +563,7 @@ class MemoryRow(BaseModel):
     def of(cls, row: StageReport, run: Run, found: Fixes | None = None) -> MemoryRow:
         """From the domain's report, and what would make it fit (`fixes.fixes`)."""
         shape = run.activations
+        moe = run.architecture is not None and run.architecture.moe is not None
         return cls(
             stage=row.stage,
             bytes_per_weight=float(row.bytes_per_weight),
@@ -578,8 +581,9 @@ class MemoryRow(BaseModel):
             activation_bytes_per_layer=run.activation_per_layer,
             pipeline_stage=row.pipeline_stage if run.cut.pp > 1 else None,
             logits_bytes=shape.logits * run.batch if shape else None,
-            params_per_gpu=row.card_params if row.expert_params else None,
-            expert_params_per_gpu=row.expert_params or None,
+            # For a mixture of experts always, 0 experts too (DeepSeek-V3's first stage keeps only dense blocks).
+            params_per_gpu=row.card_params if moe else None,
+            expert_params_per_gpu=row.expert_params if moe else None,
             logits_upcast_bytes=upcast_saved(shape.architecture, shape.shape).nbytes * run.batch
             if shape and shape.architecture
             else None,

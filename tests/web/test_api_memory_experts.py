@@ -59,3 +59,19 @@ def test_the_page_says_what_a_card_keeps_and_assembles_with_ep(client: TestClien
     # Its 6,440,620,032 weights; ZeRO-3's layer on a card: 20,971,520 + 40,960 + 176,160,768 = 197,173,248.
     assert "its 6.44B weights (the model: its experts ÷ ep × etp 8 × 1, the rest ÷ tp 2)" in words
     assert "1,451,270,144 weights, of which a card of tp=2, ep=8, etp=1 assembles 197,173,248" in words
+
+
+# DeepSeek-V3's own layout, PP16 × EP64 on 2,048 GPUs, under data parallelism: the most loaded card is the first
+# stage's, 3 dense blocks (583,483,392 each) and the embedding (926,679,040), no experts: 0 is given, not left out.
+# Under accounting=megatron the card is Megatron's formula's shard (tests/domain/test_megatron_memory.py):
+# 2,519,279,040 weights, 638,582,784 of them experts.
+DEEPSEEK = {"model": "deepseek-v3", "gpus": "2048", "nodes": "256", "pp": "16", "ep": "64", "stage": "dp"}
+
+
+def test_a_card_without_experts_says_0(client: TestClient) -> None:
+    rows = {row["stage"]: row for row in _memory(client, **DEEPSEEK)["stages"]}
+    assert rows["dp"]["pipeline_stage"] == 0
+    assert (rows["dp"]["params_per_gpu"], rows["dp"]["expert_params_per_gpu"]) == (3 * 583_483_392 + 926_679_040, 0)
+    megatron = {row["stage"]: row for row in _memory(client, **DEEPSEEK, accounting="megatron")["stages"]}
+    assert (megatron["dp"]["params_per_gpu"], megatron["dp"]["expert_params_per_gpu"]) == (2_519_279_040, 638_582_784)
+    assert megatron["dp"]["per_gpu_bytes"] == 18 * 2_519_279_040
