@@ -11,13 +11,14 @@ from typing import Any
 
 from app.domain.accounting import Accounting, Setup
 from app.domain.activations import Activations, Recompute, for_one_sequence
-from app.domain.architecture import PRESETS, Architecture, ModelName, ModelPreset
+from app.domain.architecture import Architecture, ModelName, ModelPreset
 from app.domain.eighths import COLUMNS, Column, model_columns
 from app.domain.hardware import H100_FABRIC, Fabric
 from app.domain.layers import Layer, model_layers
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.parallel import Cut, cut_refused
 from app.domain.placement import Device, Offload, Placement, cluster_of
+from app.domain.presets import PRESETS
 from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, RecipeRule, custom_recipe
 from app.domain.report import RunReport, run_report
 from app.domain.run import Run

@@ -14,7 +14,8 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any, Literal
 
-from app.domain.architecture import PRESETS, ModelName
+from app.domain.architecture import ModelName
+from app.domain.presets import PRESETS
 from app.domain.recipes import RECIPES, RecipeName, bytes_a_weight
 from app.domain.scenario import DEFAULT_SEQ, Inputs, Scenario
 from app.domain.stages import Stage

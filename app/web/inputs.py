@@ -26,10 +26,11 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app.domain.accounting import Accounting
-from app.domain.architecture import PRESETS, ModelName
+from app.domain.architecture import ModelName
 from app.domain.overheads import DEFAULTS
 from app.domain.parallel import Cut, cut_refused
 from app.domain.placement import Device, Offload, cluster_of
+from app.domain.presets import PRESETS
 from app.domain.recipes import RecipeName
 from app.domain.run import groups_refused
 from app.domain.scenario import DEFAULT_MODEL, Inputs
