@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from app.domain.architecture import Architecture, Mla, Moe
@@ -76,18 +77,14 @@ class HfModel:
     """The weight count the config states (`num_parameters`), shown beside the one derived; None where none."""
     notes: tuple[str, ...]
     """What a person should know of the reading: DeepSeek's multi-token prediction module not counted."""
-    read: dict[str, Any]
-    """The keys read, with their values: the config minimised, as a link carries it (`minimal`)."""
+    minimal: str
+    """The keys read, with their values, as compact JSON sorted by key: a link's `config=` (the inert keys
+    left out, so a link stays short; ASCII, so it reads the same in any address)."""
 
     @property
     def params(self) -> int:
         """The weights derived from the shapes."""
         return self.architecture.params
-
-    @property
-    def minimal(self) -> str:
-        """The keys read as compact JSON, sorted: a link's `config=` (the inert keys left out)."""
-        return json.dumps(self.read, separators=(",", ":"), sort_keys=True, ensure_ascii=True)
 
 
 class _Reader:
@@ -183,13 +180,20 @@ def read_config(config: object) -> HfModel:
         raise ConfigRefused(key, f"The key {json.dumps(key)} is not one a {model_type} config is read by.")
     if architecture.params > MAX_PARAMS:
         raise ConfigRefused("config", f"The config describes more than {MAX_PARAMS:,} weights.")
-    return HfModel(architecture, title, published, tuple(notes), reader.read)
+    minimal = json.dumps(reader.read, separators=(",", ":"), sort_keys=True, ensure_ascii=True)
+    return HfModel(architecture, title, published, tuple(notes), minimal)
 
 
+@lru_cache(maxsize=64)
 def read_text(text: str) -> HfModel:
-    """A config.json's text, parsed then read; malformed JSON is refused like a bad key."""
+    """A config.json's text, parsed then read; malformed JSON is refused like a bad key.
+
+    Kept for the texts last read: a request's query model, its cut's checks and its run each ask for the same one.
+    """
     try:
         parsed = json.loads(text, parse_constant=_no_constant)
+    except ConfigRefused:
+        raise
     except (ValueError, RecursionError) as error:
         # ValueError covers JSONDecodeError and a number too long to read (Python's digit limit).
         raise ConfigRefused("config", "The config is not valid JSON.") from error

@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from app.domain.architecture import ModelName
+from app.domain.hf_config import HfModel
 from app.domain.presets import PRESETS
 from app.domain.recipes import RECIPES, RecipeName, bytes_a_weight
 from app.domain.scenario import DEFAULT_SEQ, Inputs, Scenario
@@ -73,6 +74,8 @@ class Control:
     attributes: tuple[tuple[str, str], ...] = ()
     """Its input's or select's attributes, in the order written, from the rest (`_finished`): the template
     writes them as they are."""
+    textarea: bool = False
+    """A text of many lines (a config.json), its value between the tags rather than an attribute."""
 
     @property
     def set_aside(self) -> bool:
@@ -80,9 +83,9 @@ class Control:
         return self.problem is not None
 
     @property
-    def kind(self) -> Literal["select", "input"]:
+    def kind(self) -> Literal["select", "input", "textarea"]:
         """How the template writes it."""
-        return "select" if self.options else "input"
+        return "select" if self.options else "textarea" if self.textarea else "input"
 
     @property
     def name(self) -> str | None:
@@ -132,7 +135,7 @@ class Fold:
 
 # The folds' words and ids: presentation of the form, not of a field.
 _FOLDS = {
-    Group.MORE: ("Micro-batch, frozen weights, LoRA, bytes per band and largest layer", None),
+    Group.MORE: ("A model's config.json, micro-batch, frozen weights, LoRA, bytes per band and largest layer", None),
     Group.HOST: ("Offload, nodes and whose accounting", "more-host"),
     Group.WIRE: ("Across nodes: hybrid sharding, ZeRO++ and the links", "more-wire"),
     Group.CUT: ("The model cut across cards: tensor, pipeline and context parallelism", "more-cut"),
@@ -203,9 +206,12 @@ def _finished(c: Control) -> Control:
     if not c.options:
         if c.number:
             pairs += [("type", "number"), ("min", str(c.low)), ("max", str(c.high)), ("step", "1")]
+        elif c.textarea:
+            pairs += [("rows", "3"), ("spellcheck", "false")]
         else:
             pairs.append(("autocomplete", "off"))
-        pairs.append(("value", c.shown))
+        if not c.textarea:  # a textarea's value is its content
+            pairs.append(("value", c.shown))
         optional = (
             ("placeholder", c.placeholder),
             ("title", c.title),
@@ -237,6 +243,8 @@ def _text(field: RunField, value: object) -> str:
         return ""
     if field.kind is Kind.SIZE and isinstance(value, int):
         return _capacity_text(value)
+    if isinstance(value, HfModel):
+        return value.minimal
     return str(value)
 
 
@@ -277,6 +285,7 @@ def _declared(name: str, value: object, placeholder: str | None) -> Control:
             options=_options(field, value) if field.kind in (Kind.CHOICE, Kind.SWITCH) else (),
             value=_text(field, value),
             number=field.kind is Kind.WHOLE,
+            textarea=field.kind is Kind.CONFIG,
             low=field.low,
             high=field.high,
             placeholder=placeholder,
@@ -337,6 +346,19 @@ def _seq(built: Control, note: Any) -> Control:
     return replace(built, notes=(note,))
 
 
+def config_note(scenario: Scenario) -> str:
+    """Beside the config: the model read, its weights derived from the shapes, and the count it publishes."""
+    config = scenario.inputs.config if scenario.inputs else None
+    if config is None:
+        return ""
+    published = f"; {config.published:,} published in it" if config.published else ""
+    return f"{config.title}: {config.params:,} weights, derived from its shapes{published}."
+
+
+def _config(built: Control, note: Any) -> Control:
+    return replace(built, notes=(note,) if note else ())
+
+
 def _band(built: Control, recipe: Any) -> Control:
     band = BY_NAME[built.field].band
     assert band is not None
@@ -354,6 +376,7 @@ _SPECIAL: Mapping[str, Shaping] = {
     "recipe": (lambda s: s.recipe, _recipe),
     "offload_device": (lambda s: s.run.setup.placement.target, _offload_device),
     "seq": (default_seq_note, _seq),
+    "config": (config_note, _config),
     # A recipe's bands: its own bytes, read-only unless it is the custom one.
     **{f.name: (lambda s: s.recipe, _band) for f in FIELDS if f.band is not None},
 }
