@@ -198,7 +198,9 @@ class Run:
         if self.nodes < 1 or self.gpus % self.nodes:
             raise ValueError(f"{self.gpus} GPUs do not split evenly across {self.nodes} nodes")
         self._check_groups()
-        if refused := cut_refused(self.cut, self.gpus, self.gpus_per_node):
+        shape = self.architecture
+        experts = None if shape is None else shape.moe.experts if shape.moe else 0  # ep needs the experts known
+        if refused := cut_refused(self.cut, self.gpus, self.gpus_per_node, experts=experts):
             raise ValueError(refused)
 
     @property
