@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from app.domain.hf_config import read_text
 from app.domain.presets import stored_text
 from app.web.upload import UploadRefused, uploaded_text
-from tests.conftest import dom, examples, one, text
+from tests.conftest import dom, examples, text
 
 MIXTRAL = stored_text("mixtral-8x7b-v0.1.json")
 
