@@ -173,7 +173,8 @@ def read_config(config: object) -> HfModel:
     if hidden_act is not None and hidden_act not in _ACTIVATIONS:
         raise ConfigRefused("hidden_act", f"hidden_act must be one of {', '.join(sorted(_ACTIVATIONS))}.")
     notes: list[str] = []
-    architecture = _architecture(reader, model_type, title, notes)
+    # No family: a config does not say the length the model was trained at (its default sequence is its context).
+    architecture = _architecture(reader, model_type, notes)
     unknown = sorted(key for key in config if key not in reader.read and key not in INERT)
     if unknown:
         key = str(unknown[0])[:60]
@@ -204,7 +205,7 @@ def _no_constant(name: str) -> object:
     raise ConfigRefused("config", f"The config holds {name}, which JSON has not: write numbers.")
 
 
-def _architecture(reader: _Reader, model_type: str, title: str, notes: list[str]) -> Architecture:
+def _architecture(reader: _Reader, model_type: str, notes: list[str]) -> Architecture:
     hidden = reader.whole("hidden_size")
     layers = reader.whole("num_hidden_layers", high=MAX_LAYERS)
     heads = reader.whole("num_attention_heads", high=MAX_WIDTH)
@@ -247,7 +248,7 @@ def _architecture(reader: _Reader, model_type: str, title: str, notes: list[str]
     try:
         return Architecture(
             layers=layers, hidden=hidden, ffn=ffn, vocab=vocab, heads=heads, kv_heads=kv_heads,
-            tied_embeddings=tied, context=context, family=title, **shape,
+            tied_embeddings=tied, context=context, **shape,
         )  # fmt: skip
     except ValueError as error:
         raise ConfigRefused("num_attention_heads", str(error)) from error

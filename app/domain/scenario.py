@@ -159,9 +159,7 @@ def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, Model
     if inputs.config is not None:
         preset = from_config(inputs.config)
         if inputs.model not in (None, ModelName.CUSTOM) or inputs.params not in (None, preset.params):
-            notes.append(
-                f"The config.json pasted describes the model ({preset.title}): the model chosen was set aside."
-            )
+            notes.append(f"The config.json given describes the model ({preset.title}): the model chosen was set aside.")
         notes.extend(preset.notes)
         return ModelName.CUSTOM, preset.title, preset.params, preset
     name = inputs.model or (ModelName.CUSTOM if inputs.params is not None else DEFAULT_MODEL)

@@ -298,12 +298,20 @@ def _declared(name: str, value: object, placeholder: str | None) -> Control:
     )
 
 
-def _model(built: Control, model: Any) -> Control:
+def _model(built: Control, model_and_config: Any) -> Control:
+    # A config.json given is the model: the custom choice says so, rather than asking for a count.
+    model, config = model_and_config
+    custom = f"{config}, from its config.json" if config else "Another model: enter its weights"
     options = (
         *(Option(p.name, p.title, p.name == model) for p in PRESETS.values()),
-        Option(ModelName.CUSTOM, "Another model: enter its weights", model is ModelName.CUSTOM),
+        Option(ModelName.CUSTOM, custom, model is ModelName.CUSTOM),
     )
     return replace(built, options=options)
+
+
+def _config_title(scenario: Scenario) -> str | None:
+    config = scenario.inputs.config if scenario.inputs else None
+    return config.title if config else None
 
 
 _PARAMS_EXAMPLES = "e.g. 7.5B, 7.5e9 or 7,500,000,000"
@@ -313,8 +321,8 @@ def _params(built: Control, model_and_count: Any) -> Control:
     # A preset's count is the model's: shown read-only and not sent, so choosing another model does not
     # send the last one's count back as if it had been typed. With JavaScript the field is editable, and
     # typing a count in it chooses "Another model" (static/tools.js).
-    model, count = model_and_count
-    preset = model is not ModelName.CUSTOM
+    model, count, configured = model_and_count
+    preset = model is not ModelName.CUSTOM or configured
     title = "Set by the model: choose “Another model” to type a count" if preset else _PARAMS_EXAMPLES
     return replace(built, value=str(count), readonly=preset, title=title)
 
@@ -371,8 +379,8 @@ Shaping = tuple[Callable[[Scenario], Hashable], Callable[[Control, Any], Control
 """What of the run shapes a field's control (a hashable key), and how."""
 
 _SPECIAL: Mapping[str, Shaping] = {
-    "model": (lambda s: s.model, _model),
-    "params": (lambda s: (s.model, s.run.params), _params),
+    "model": (lambda s: (s.model, _config_title(s)), _model),
+    "params": (lambda s: (s.model, s.run.params, _config_title(s) is not None), _params),
     "recipe": (lambda s: s.recipe, _recipe),
     "offload_device": (lambda s: s.run.setup.placement.target, _offload_device),
     "seq": (default_seq_note, _seq),
