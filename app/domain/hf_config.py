@@ -167,7 +167,9 @@ def read_config(config: object) -> HfModel:
             "model_type", f"model_type must be one of {', '.join(MODEL_TYPES)}: the config's is not read here."
         )
     name = reader.text("_name_or_path")
-    title = (name or model_type).strip()[:MAX_TITLE] or model_type
+    # A name, shown on a page and printed on a terminal: no control characters (an escape sequence), none too long.
+    printable = "".join(c if c.isprintable() else " " for c in (name or "")[:MAX_TITLE])
+    title = " ".join(printable.split()) or model_type
     published = reader.whole("num_parameters", 0, low=1, high=MAX_PARAMS) or None
     hidden_act = reader.text("hidden_act")
     if hidden_act is not None and hidden_act not in _ACTIVATIONS:

@@ -128,6 +128,13 @@ def test_a_pasted_config_keeps_its_title_and_the_keys_read() -> None:
 
 def test_the_title_is_the_model_type_without_a_name() -> None:
     assert read_config(_mixtral()).title == "mixtral"
+    assert read_config({**_mixtral(), "_name_or_path": "  "}).title == "mixtral"
+
+
+def test_a_title_has_no_control_characters_and_is_short() -> None:
+    # A name printed on a terminal by `zero-bands table`: an escape sequence in it is written as spaces.
+    assert read_config({**_mixtral(), "_name_or_path": "a\x1b[31mb\nc"}).title == "a [31mb c"
+    assert len(read_config({**_mixtral(), "_name_or_path": "x" * 1000}).title) == 120
 
 
 def test_key_value_heads_default_to_the_heads_and_mqa_is_one() -> None:
