@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from app.domain.hf_config import read_text
 from app.domain.presets import stored_text
+from app.web.inputs import set_aside
 from app.web.upload import UploadRefused, uploaded_text
 from tests.conftest import dom, examples, text
 
@@ -107,3 +108,13 @@ def test_markup_in_a_config_is_never_written_unescaped(client: TestClient) -> No
 def test_any_file_is_answered_with_a_redirect_or_a_4xx(client: TestClient, data: bytes) -> None:
     response = _upload(client, data)
     assert response.status_code in (303, 413, 422)  # type: ignore[attr-defined]
+
+
+def test_a_pasted_config_over_64_kb_is_set_aside_saying_so() -> None:
+    # Past 65,536 characters the query model refuses it before reading it (an address that long is refused
+    # by the test client itself, so the query model is asked directly).
+    kept = set_aside({"config": " " * 65_537, "gpus": "8"})
+    (problem,) = kept.problems
+    assert problem.name == "config"
+    assert problem.message == "Paste a Hugging Face config.json of at most 64 KB, or leave it blank."
+    assert kept.query.value("gpus") == 8
