@@ -13,6 +13,8 @@ from pathlib import Path
 import pytest
 from packaging.requirements import Requirement
 
+from app.domain.presets import STORED
+
 ROOT = Path(__file__).resolve().parent.parent
 
 SERVE_FROM_INSTALL = """
@@ -44,6 +46,8 @@ def test_wheel_carries_templates_static_and_the_command(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"app/templates/index.html", "app/templates/_widget.html"} <= names
     assert {"app/static/htmx-2.0.11.min.js", "app/static/htmx-2.0.11.LICENSE", "app/static/app.css"} <= names
+    # The presets stored as their config.json files (app/domain/presets.py reads them from the package).
+    assert {f"app/domain/models/{s.file}" for s in STORED} <= names
     entry_points = next(n for n in names if n.endswith("entry_points.txt"))
     assert "zero-bands = app.cli:main" in zipfile.ZipFile(wheel).read(entry_points).decode()
 

@@ -6,7 +6,7 @@ import argparse
 import ipaddress
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from app.domain.stages import Stage
@@ -122,7 +122,8 @@ def parser() -> argparse.ArgumentParser:
         "table", help="print memory, traffic and fit per stage for a run", description="Print the table for a run."
     )
     for field in FIELDS:  # every run field, as the page and the API take it (app/web/fields.py)
-        table.add_argument(field.option, dest=field.name, choices=field.values or None, help=_help(field))
+        table.add_argument(field.option, dest=field.name, choices=field.values or None, help=_help(field),
+                           type=_reader(field), metavar=_metavar(field))  # fmt: skip
     config = commands.add_parser(
         "config",
         help="print the run as a training config: DeepSpeed, FSDP2, Megatron-LM, torchtitan or a device mesh",
@@ -132,7 +133,8 @@ def parser() -> argparse.ArgumentParser:
     config.add_argument("--stage", choices=[s.value for s in Stage], default=Stage.DP.value,
                         help="the arrangement, dp (ZeRO stage 0) to zero3 (default: dp)")  # fmt: skip
     for field in FIELDS:
-        config.add_argument(field.option, dest=field.name, choices=field.values or None, help=_help(field))
+        config.add_argument(field.option, dest=field.name, choices=field.values or None, help=_help(field),
+                            type=_reader(field), metavar=_metavar(field))  # fmt: skip
     export = commands.add_parser(
         "export",
         help="write a static copy of the pages that any static file server can serve",
@@ -150,6 +152,34 @@ def parser() -> argparse.ArgumentParser:
     )
     measure.add_argument("--out", type=Path, help="where to write the snapshot (default: print a summary only)")
     return p
+
+
+MAX_CONFIG_FILE = 64 * 1024
+"""The largest config.json file read, as the page's upload takes: a config.json is a few kilobytes."""
+
+
+def _config_file(path: str) -> str:
+    """A config.json file's text, for the run field the page takes pasted (`--config FILE`)."""
+    try:
+        with Path(path).open("rb") as file:
+            data = file.read(MAX_CONFIG_FILE + 1)
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot read {path!r}: {error.strerror or error}") from None
+    if len(data) > MAX_CONFIG_FILE:
+        raise argparse.ArgumentTypeError(f"{path!r} is over {MAX_CONFIG_FILE // 1024} KB: a config.json is a few")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        raise argparse.ArgumentTypeError(f"{path!r} is not UTF-8 text: a config.json is JSON, which is") from None
+
+
+def _reader(field: RunField) -> Callable[[str], str]:
+    """A config field is a file on the command line: its text is what the page takes pasted; the rest as typed."""
+    return _config_file if field.kind is Kind.CONFIG else str
+
+
+def _metavar(field: RunField) -> str | None:
+    return "FILE" if field.kind is Kind.CONFIG else None
 
 
 def _help(field: RunField) -> str:

@@ -289,6 +289,10 @@ class ModelPreset:
     source: str = ""
     equal_layers: int | None = None
     """A count drawn as this many layers of equal size, as the lesson's picture draws its model."""
+    published: int | None = None
+    """The weight count the model's config.json states (`num_parameters`), shown beside the one derived."""
+    notes: tuple[str, ...] = ()
+    """What its reading says a person should know (a module left out of the count)."""
 
     @property
     def largest_layer(self) -> int | None:
@@ -303,10 +307,6 @@ class ModelPreset:
         if self.architecture:
             return "derived from the architecture"
         return f"one of its {self.equal_layers} equal layers" if self.equal_layers else "unknown"
-
-
-def _preset(name: ModelName, title: str, architecture: Architecture, source: str) -> ModelPreset:
-    return ModelPreset(name, title, architecture.params, architecture, source)
 
 
 LLAMA_3_8B = Architecture(
@@ -360,55 +360,3 @@ GPT_3_175B = Architecture(
     dropout=True,
     flash_attention=False,
 )
-
-# Stand-ins until the stored config.json files are read (issue 47): the same shapes, by hand.
-MISTRAL_7B = Architecture(
-    layers=32, hidden=4096, ffn=14336, vocab=32000, heads=32, kv_heads=8, tied_embeddings=False,
-    context=32768, train_seq=8192, family="Mistral 7B",
-)  # fmt: skip
-MIXTRAL_8X7B = Architecture(
-    layers=32, hidden=4096, ffn=14336, vocab=32000, heads=32, kv_heads=8, tied_embeddings=False,
-    context=32768, family="Mixtral", moe=Moe(8, 2, 14336),
-)  # fmt: skip
-QWEN_2_5_7B = Architecture(
-    layers=28, hidden=3584, ffn=18944, vocab=152064, heads=28, kv_heads=4, tied_embeddings=False,
-    context=131072, train_seq=4096, family="Qwen2.5", qkv_bias=True,
-)  # fmt: skip
-DEEPSEEK_V3 = Architecture(
-    layers=61, hidden=7168, ffn=18432, vocab=129280, heads=128, kv_heads=128, tied_embeddings=False,
-    context=163840, train_seq=4096, family="DeepSeek-V3", head_width=192,
-    mla=Mla(1536, 512, 128, 64, 128),
-    moe=Moe(256, 8, 2048, shared_ffn=2048, router_bias=True, dense_first=3),
-)  # fmt: skip
-GPT_OSS_20B = Architecture(
-    layers=24, hidden=2880, ffn=2880, vocab=201088, heads=64, kv_heads=8, tied_embeddings=False,
-    context=131072, family="gpt-oss", head_width=64, qkv_bias=True, o_bias=True, sinks=True,
-    moe=Moe(32, 4, 2880, router_bias=True, expert_bias=True),
-)  # fmt: skip
-
-PRESETS: dict[ModelName, ModelPreset] = {
-    preset.name: preset
-    for preset in (
-        # The lesson's own picture: eight weights standing for eight layers, each an eighth of the
-        # model, so ZeRO-3 gathers one of them at a time.
-        ModelPreset(
-            ModelName.SEED_30B,
-            "30B weights in 8 equal layers",
-            30 * 10**9,
-            source="the ZeRO lesson's example",
-            equal_layers=8,
-        ),
-        ModelPreset(
-            ModelName.ZERO_7_5B, "7.5B (the ZeRO paper's Figure 1)", 7_500_000_000, source="Rajbhandari et al. 2019"
-        ),
-        _preset(ModelName.LLAMA_3_8B, "Llama 3 8B", LLAMA_3_8B, "Meta Llama 3 model card"),
-        _preset(ModelName.LLAMA_3_70B, "Llama 3 70B", LLAMA_3_70B, "Meta Llama 3 model card"),
-        _preset(ModelName.LLAMA_3_1_405B, "Llama 3.1 405B", LLAMA_3_1_405B, "Meta Llama 3.1 model card"),
-        _preset(ModelName.GPT_3_175B, "GPT-3 175B", GPT_3_175B, "Brown et al. 2020"),
-        _preset(ModelName.MISTRAL_7B, "Mistral 7B", MISTRAL_7B, "mistralai/Mistral-7B-v0.1 config.json"),
-        _preset(ModelName.MIXTRAL_8X7B, "Mixtral 8x7B", MIXTRAL_8X7B, "mistralai/Mixtral-8x7B-v0.1 config.json"),
-        _preset(ModelName.QWEN_2_5_7B, "Qwen2.5 7B", QWEN_2_5_7B, "Qwen/Qwen2.5-7B config.json"),
-        _preset(ModelName.DEEPSEEK_V3, "DeepSeek-V3", DEEPSEEK_V3, "deepseek-ai/DeepSeek-V3 config.json"),
-        _preset(ModelName.GPT_OSS_20B, "gpt-oss-20b", GPT_OSS_20B, "openai/gpt-oss-20b config.json"),
-    )
-}

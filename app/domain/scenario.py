@@ -12,13 +12,15 @@ from typing import Any
 
 from app.domain.accounting import Accounting, Setup
 from app.domain.activations import Activations, Recompute, for_one_sequence
-from app.domain.architecture import PRESETS, Architecture, ModelName, ModelPreset
+from app.domain.architecture import Architecture, ModelName, ModelPreset
 from app.domain.eighths import COLUMNS, Column, model_columns
 from app.domain.hardware import H100_FABRIC, Fabric
+from app.domain.hf_config import HfModel
 from app.domain.layers import Layer, model_layers
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.parallel import Cut, cut_refused
 from app.domain.placement import Device, Offload, Placement, cluster_of
+from app.domain.presets import PRESETS, from_config
 from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, RecipeRule, custom_recipe
 from app.domain.report import RunReport, run_report
 from app.domain.run import Run
@@ -149,12 +151,20 @@ class Inputs:
     etp: int = 0
     capacity_factor: Fraction | None = None
     """A mixture of experts' capacity factor (`activations.Shape.capacity_factor`); None: dropless."""
+    config: HfModel | None = None
+    """A Hugging Face config.json read (`hf_config`): the model, whatever `model` and `params` say."""
     ruled: tuple[tuple[RecipeRule, Any], ...] = ()
     """The inputs declared with a rule of their own (app/web/fields.py `RunField.rule`), each with its
     value: `resolve` applies them, in their order, to the recipe chosen, and the run is of the recipe they make."""
 
 
 def _model(inputs: Inputs, notes: list[str]) -> tuple[ModelName, str, int, ModelPreset | None]:
+    if inputs.config is not None:
+        preset = from_config(inputs.config)
+        if inputs.model not in (None, ModelName.CUSTOM) or inputs.params not in (None, preset.params):
+            notes.append(f"The config.json given describes the model ({preset.title}): the model chosen was set aside.")
+        notes.extend(preset.notes)
+        return ModelName.CUSTOM, preset.title, preset.params, preset
     name = inputs.model or (ModelName.CUSTOM if inputs.params is not None else DEFAULT_MODEL)
     if name is ModelName.CUSTOM:
         if inputs.params is None:

@@ -313,6 +313,8 @@ class ConfigView:
     """The layout's exports (`LAYOUT_EXPORTS`), each a link or why there is none."""
     fsdp2_refused: str = ""
     """Why the FSDP2 snippet cannot say the run (its model is cut); empty: it can."""
+    upload_action: str = ""
+    """Where a model's config.json is uploaded, the run in its query (`pages.upload_config`)."""
     fsdp2_links: tuple[str, ...] = field(init=False, repr=False, compare=False)
     fsdp2_refusals: tuple[str, ...] = field(init=False, repr=False, compare=False)
     deepspeed_links: tuple[str, ...] = field(init=False, repr=False, compare=False)
@@ -347,6 +349,7 @@ def config_view(request: Request, link: Links, stage: Stage, run: Run) -> Config
     # The run (and the theme, predict first) in the action's query: a form sent by POST keeps it, and the config is
     # the body.
     action = Links(path_for(request, "config_paste"), link.run, theme=link.theme, predict=link.predict).at(stage, None)
+    upload = Links(path_for(request, "config_upload"), link.run, theme=link.theme, predict=link.predict).at(stage, None)
     refused = deepspeed_refused(stage, run)
     fsdp2 = fsdp2_refused(run)
     if fsdp2:  # a cut model: one sentence for both
@@ -362,6 +365,7 @@ def config_view(request: Request, link: Links, stage: Stage, run: Run) -> Config
         deepspeed_refused=refused,
         layout=layout,
         fsdp2_refused=fsdp2,
+        upload_action=upload,
     )
 
 

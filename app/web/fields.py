@@ -21,6 +21,7 @@ from app.domain.accounting import Accounting
 from app.domain.activations import MAX_SEQ, Recompute
 from app.domain.architecture import ModelName
 from app.domain.hardware import CARDS, H100_FABRIC
+from app.domain.hf_config import MODEL_TYPES
 from app.domain.overheads import DEFAULTS
 from app.domain.parallel import MAX_STAGES
 from app.domain.placement import Device, Offload
@@ -89,6 +90,8 @@ class Kind(StrEnum):
     """A count, a fraction or a percentage of the model's weights (`trainable.parse_trainable`)."""
     FACTOR = "factor"
     """A decimal above 0, read exactly: 1.25 (`units.parse_factor`)."""
+    CONFIG = "config"
+    """A Hugging Face config.json's text (`hf_config.read_text`): a textarea, a file on the command line."""
 
 
 # A fraction of the weights (0.25, 1), a percentage (25%), or a count (1.5B): whether a count is within
@@ -331,6 +334,22 @@ FIELDS: tuple[RunField, ...] = (
         "30B",
         echo="params",
         inputmode="decimal",
+    ),
+    # Read before the fields a model's shape decides (the trainable count, the cut's heads, blocks and experts).
+    RunField(
+        "config", "Model config.json", Group.MORE, Kind.CONFIG, None,
+        "A Hugging Face config.json (its text, at most 64 KB): the model is read from its keys and takes "
+        "precedence over model and params.",
+        lambda s: s.model_title,
+        "a Hugging Face `config.json`, pasted (or uploaded on the page, or `--config FILE` on the command line), "
+        f"of `model_type` {', '.join(f'`{t}`' for t in MODEL_TYPES)}: the architecture is read from its keys and "
+        "takes precedence over `model` and `params`; a link carries only the keys read. "
+        "[moe.md](moe.md#a-model-from-its-configjson)",
+        "none: the model chosen",
+        message="Paste a Hugging Face config.json of at most 64 KB, or leave it blank.",
+        none="the model chosen", echo="config",
+        form_label="Or paste a model's config.json", placeholder='{"model_type": "mixtral", …}',
+        tip="A Hugging Face config.json; the model is read from it",
     ),
     RunField(
         "gpus", "GPUs", Group.SHOWN, Kind.WHOLE, DEFAULT_GPUS, "Number of GPUs (data-parallel cards).",

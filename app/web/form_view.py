@@ -15,7 +15,9 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Literal
 
-from app.domain.architecture import PRESETS, ModelName
+from app.domain.architecture import ModelName
+from app.domain.hf_config import HfModel
+from app.domain.presets import PRESETS
 from app.domain.recipes import RECIPES, RecipeName, bytes_a_weight
 from app.domain.scenario import DEFAULT_SEQ, Inputs, Scenario
 from app.domain.stages import Stage
@@ -74,6 +76,8 @@ class Control:
     attributes: tuple[tuple[str, str], ...] = ()
     """Its input's or select's attributes, in the order written, from the rest (`_finished`): the template
     writes them as they are."""
+    textarea: bool = False
+    """A text of many lines (a config.json), its value between the tags rather than an attribute."""
 
     @property
     def set_aside(self) -> bool:
@@ -81,9 +85,9 @@ class Control:
         return self.problem is not None
 
     @property
-    def kind(self) -> Literal["select", "input"]:
+    def kind(self) -> Literal["select", "input", "textarea"]:
         """How the template writes it."""
-        return "select" if self.options else "input"
+        return "select" if self.options else "textarea" if self.textarea else "input"
 
     @property
     def name(self) -> str | None:
@@ -133,7 +137,7 @@ class Fold:
 
 # The folds' words and ids: presentation of the form, not of a field.
 _FOLDS = {
-    Group.MORE: ("Micro-batch, frozen weights, LoRA, bytes per band and largest layer", None),
+    Group.MORE: ("A model's config.json, micro-batch, frozen weights, LoRA, bytes per band and largest layer", None),
     Group.HOST: ("Offload, nodes and whose accounting", "more-host"),
     Group.WIRE: ("Across nodes: hybrid sharding, ZeRO++ and the links", "more-wire"),
     Group.CUT: ("The model cut across cards: tensor, pipeline and context parallelism", "more-cut"),
@@ -204,9 +208,12 @@ def _finished(c: Control) -> Control:
     if not c.options:
         if c.number:
             pairs += [("type", "number"), ("min", str(c.low)), ("max", str(c.high)), ("step", "1")]
+        elif c.textarea:
+            pairs += [("rows", "3"), ("spellcheck", "false")]
         else:
             pairs.append(("autocomplete", "off"))
-        pairs.append(("value", c.shown))
+        if not c.textarea:  # a textarea's value is its content
+            pairs.append(("value", c.shown))
         optional = (
             ("placeholder", c.placeholder),
             ("title", c.title),
@@ -240,6 +247,8 @@ def _text(field: RunField, value: object) -> str:
         return _capacity_text(value)
     if isinstance(value, Fraction):
         return factor_text(value)
+    if isinstance(value, HfModel):
+        return value.minimal
     return str(value)
 
 
@@ -280,6 +289,7 @@ def _declared(name: str, value: object, placeholder: str | None) -> Control:
             options=_options(field, value) if field.kind in (Kind.CHOICE, Kind.SWITCH) else (),
             value=_text(field, value),
             number=field.kind is Kind.WHOLE,
+            textarea=field.kind is Kind.CONFIG,
             low=field.low,
             high=field.high,
             placeholder=placeholder,
@@ -292,12 +302,20 @@ def _declared(name: str, value: object, placeholder: str | None) -> Control:
     )
 
 
-def _model(built: Control, model: Any) -> Control:
+def _model(built: Control, model_and_config: Any) -> Control:
+    # A config.json given is the model: the custom choice says so, rather than asking for a count.
+    model, config = model_and_config
+    custom = f"{config}, from its config.json" if config else "Another model: enter its weights"
     options = (
         *(Option(p.name, p.title, p.name == model) for p in PRESETS.values()),
-        Option(ModelName.CUSTOM, "Another model: enter its weights", model is ModelName.CUSTOM),
+        Option(ModelName.CUSTOM, custom, model is ModelName.CUSTOM),
     )
     return replace(built, options=options)
+
+
+def _config_title(scenario: Scenario) -> str | None:
+    config = scenario.inputs.config if scenario.inputs else None
+    return config.title if config else None
 
 
 _PARAMS_EXAMPLES = "e.g. 7.5B, 7.5e9 or 7,500,000,000"
@@ -307,8 +325,8 @@ def _params(built: Control, model_and_count: Any) -> Control:
     # A preset's count is the model's: shown read-only and not sent, so choosing another model does not
     # send the last one's count back as if it had been typed. With JavaScript the field is editable, and
     # typing a count in it chooses "Another model" (static/tools.js).
-    model, count = model_and_count
-    preset = model is not ModelName.CUSTOM
+    model, count, configured = model_and_count
+    preset = model is not ModelName.CUSTOM or configured
     title = "Set by the model: choose “Another model” to type a count" if preset else _PARAMS_EXAMPLES
     return replace(built, value=str(count), readonly=preset, title=title)
 
@@ -340,6 +358,19 @@ def _seq(built: Control, note: Any) -> Control:
     return replace(built, notes=(note,))
 
 
+def config_note(scenario: Scenario) -> str:
+    """Beside the config: the model read, its weights derived from the shapes, and the count it publishes."""
+    config = scenario.inputs.config if scenario.inputs else None
+    if config is None:
+        return ""
+    published = f"; {config.published:,} published in it" if config.published else ""
+    return f"{config.title}: {config.params:,} weights, derived from its shapes{published}."
+
+
+def _config(built: Control, note: Any) -> Control:
+    return replace(built, notes=(note,) if note else ())
+
+
 def _band(built: Control, recipe: Any) -> Control:
     band = BY_NAME[built.field].band
     assert band is not None
@@ -352,11 +383,12 @@ Shaping = tuple[Callable[[Scenario], Hashable], Callable[[Control, Any], Control
 """What of the run shapes a field's control (a hashable key), and how."""
 
 _SPECIAL: Mapping[str, Shaping] = {
-    "model": (lambda s: s.model, _model),
-    "params": (lambda s: (s.model, s.run.params), _params),
+    "model": (lambda s: (s.model, _config_title(s)), _model),
+    "params": (lambda s: (s.model, s.run.params, _config_title(s) is not None), _params),
     "recipe": (lambda s: s.recipe, _recipe),
     "offload_device": (lambda s: s.run.setup.placement.target, _offload_device),
     "seq": (default_seq_note, _seq),
+    "config": (config_note, _config),
     # A recipe's bands: its own bytes, read-only unless it is the custom one.
     **{f.name: (lambda s: s.recipe, _band) for f in FIELDS if f.band is not None},
 }

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
-from fractions import Fraction
 from typing import TYPE_CHECKING, Annotated, Any, Self
 
 from pydantic import (
@@ -27,10 +26,12 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from app.domain.accounting import Accounting
-from app.domain.architecture import PRESETS, ModelName
+from app.domain.architecture import Architecture, ModelName
+from app.domain.hf_config import ConfigRefused, read_text
 from app.domain.overheads import DEFAULTS
 from app.domain.parallel import Cut, cut_refused
 from app.domain.placement import Device, Offload, cluster_of
+from app.domain.presets import PRESETS
 from app.domain.recipes import RecipeName
 from app.domain.run import groups_refused
 from app.domain.scenario import DEFAULT_MODEL, Inputs
@@ -128,9 +129,13 @@ def _empty_means_the_default(schema: dict[str, Any]) -> None:
     schema["anyOf"].insert(-1, {"type": "string", "maxLength": 0})
 
 
+MAX_CONFIG_CHARS = 65_536
+"""The longest config.json taken, in characters: DeepSeek-V3's whole file is 1.7 KB, its keys read 0.7 KB."""
+
+
 def _annotation(field: RunField) -> Any:
     """The type a query model reads the field as."""
-    if field.kind in (Kind.COUNT, Kind.SIZE, Kind.TRAINABLE, Kind.FACTOR):
+    if field.kind in (Kind.COUNT, Kind.SIZE, Kind.TRAINABLE, Kind.FACTOR, Kind.CONFIG):
         return str | None
     base: Any = {Kind.CHOICE: field.choices, Kind.SWITCH: bool, Kind.WHOLE: int}[field.kind]
     if field.default is not None:
@@ -149,13 +154,20 @@ def _declared(field: RunField) -> tuple[Any, Any]:
         json_schema_extra=_empty_means_the_default if field.blank else None,
         ge=field.low,
         le=field.high,
+        max_length=MAX_CONFIG_CHARS if field.kind is Kind.CONFIG else None,
     )
 
 
-_READ: dict[Kind, Callable[..., int | Fraction]] = {
+def _config(text: str, zero: bool = False) -> Any:
+    # The query model has read it already (`RunQuery._a_config`), so it is read here without fail.
+    return read_text(text)
+
+
+_READ: dict[Kind, Callable[..., Any]] = {
     Kind.COUNT: parse_count,
     Kind.SIZE: parse_bytes,
     Kind.FACTOR: parse_factor,
+    Kind.CONFIG: _config,
 }
 """How a text field becomes the domain's number (0 where the field takes it); the other kinds are read by pydantic."""
 
@@ -177,14 +189,28 @@ class RunQuery(_RunFields):
         """A run field's value as given (or its default)."""
         return getattr(self, name)
 
+    @field_validator("config")
+    @classmethod
+    def _a_config(cls, text: str | None) -> str | None:
+        # Read at once, so a config refused is refused here, naming its key; kept as the keys read, so a link
+        # carries the config minimised.
+        if text is None or not text.strip():
+            return None
+        try:
+            return read_text(text).minimal
+        except ConfigRefused as refused:
+            raise PydanticCustomError("config", str(refused)) from None
+
     @field_validator("trainable")
     @classmethod
     def _within_the_model(cls, text: str | None, info: ValidationInfo) -> str | None:
         if text is None or not text.strip():
             return None
         model, params = info.data.get("model"), info.data.get("params")
-        # The model's count as the run will resolve it: a preset's own, a custom count, or the seed's.
-        if model in (None, ModelName.CUSTOM):
+        # The model's count as the run will resolve it: a config's, a preset's own, a custom count, or the seed's.
+        if (shape := _shape(info.data)) is not None:
+            base = shape.params
+        elif model in (None, ModelName.CUSTOM):
             base = parse_count(params) if params else PRESETS[DEFAULT_MODEL].params
         else:
             base = PRESETS[model].params
@@ -303,6 +329,8 @@ class RunQuery(_RunFields):
         ignored = set()
         if self.value("model") not in (None, ModelName.CUSTOM):
             ignored.add("params")
+        if self.value("config") is not None:  # the config is the model: what the form sends beside it, aside
+            ignored |= {"model", "params"}
         if self.value("recipe") is not RecipeName.CUSTOM:
             ignored |= {f.name for f in FIELDS if f.band is not None}
         if self.value("offload_device") is Device.CPU:  # the form's choice when nothing asks for NVMe: the default
@@ -346,8 +374,7 @@ def _cut_refusal(data: dict[str, Any], value: dict[str, Any]) -> tuple[str, str]
     cluster = cluster_of(data["gpus"], data["nodes"], data["gpus_per_node"])
     tp, sp, pp, vpp, microbatches, cp, ep, etp = (int(given[n]) for n in _CUT_FIELDS)
     cut = Cut(tp, bool(sp), pp, vpp, microbatches, cp, ep, etp)
-    model = data.get("model")
-    architecture = PRESETS[model].architecture if model in PRESETS else None
+    architecture = _shape(data)
     blocks = architecture.layers if architecture is not None else None
     heads = (architecture.heads, architecture.kv_heads) if architecture is not None else None
     experts = (architecture.moe.experts if architecture.moe else 0) if architecture is not None else None
@@ -357,6 +384,14 @@ def _cut_refusal(data: dict[str, Any], value: dict[str, Any]) -> tuple[str, str]
     if cut.cuts and (refused := groups_refused(cluster.gpus, cluster.gpus_per_node, data.get("shard"), cut=cut)):
         return "groups", refused
     return None
+
+
+def _shape(data: dict[str, Any]) -> Architecture | None:
+    """The architecture of the model read so far: a config's, or a preset's; None for a bare count."""
+    if config := data.get("config"):
+        return read_text(config).architecture
+    model = data.get("model")
+    return PRESETS[model].architecture if model in PRESETS else None
 
 
 class _OldPhase(BaseModel):
@@ -490,8 +525,9 @@ class EmbedQuery(PageQuery):
         return tuple((key, str(int(value)) if isinstance(value, bool) else str(value)) for key, value in kept.items())
 
 
-CROSS_FIELD = frozenset({"trainable", "cluster", "groups", "cut"})
-"""The error types of the rules that join fields: each refusal is a sentence naming both values."""
+CROSS_FIELD = frozenset({"trainable", "cluster", "groups", "cut", "config"})
+"""The error types of the rules that join fields: each refusal is a sentence naming both values (a config's,
+the key at fault)."""
 
 
 def _field_message(name: str, error: Mapping[str, Any], typed: str) -> str:

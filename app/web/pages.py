@@ -13,10 +13,12 @@ from fastapi.responses import FileResponse, HTMLResponse, RedirectResponse, Resp
 from app.domain.report import Run
 from app.domain.scenario import Scenario, resolve
 from app.paths import STATIC_DIR
+from app.serving.body import CappedBody, capped
 from app.web.compare_view import compare_view
 from app.web.config_view import FormBody, Refused, config_view, pasted_url, read_form
 from app.web.embed_view import embed_view, share_page_view
 from app.web.errors import describe
+from app.web.form_view import FieldProblem
 from app.web.inputs import CompareQuery, EmbedQuery, MeasuredQuery, PageQuery, PredictQuery, SetAside, set_aside
 from app.web.links import Links, absolute_links, absolute_url_for, embed_links, page_links, path_for
 from app.web.live_access import follower_embed
@@ -25,6 +27,7 @@ from app.web.page_view import PageView, WaysOut, compare_href, error_view, page_
 from app.web.predict_view import predict_view
 from app.web.set_aside_view import set_aside_view, with_drawn
 from app.web.templating import FORM_FIRST_HEADER, render, replace_history, wants_fragment
+from app.web.upload import MAX_UPLOAD_BYTES, UploadRefused, uploaded_text
 
 router = APIRouter(include_in_schema=False)
 
@@ -78,7 +81,7 @@ def _varies_on_screen(response: Response) -> Response:
     return response
 
 
-def _page_set_aside(request: Request, kept: SetAside) -> Response:
+def _page_set_aside(request: Request, kept: SetAside, status: int = 422) -> Response:
     """The page for the valid part of the request, the rest set aside and said so.
 
     A bad form field keeps the run on the screen for that field, with what was typed and the reason
@@ -92,7 +95,7 @@ def _page_set_aside(request: Request, kept: SetAside) -> Response:
     view = _set_aside_view(kept.query, link, kept, form_first(request), scenario, compare)
     view = with_way_out(request, view, kept.query, link, scenario.run)
     push = None if kept.notice else link(kept.query.stage)
-    return _varies_on_screen(render(request, "index.html", "widget", view, status_code=422, push_url=push))
+    return _varies_on_screen(render(request, "index.html", "widget", view, status_code=status, push_url=push))
 
 
 def _embed_set_aside(request: Request, kept: SetAside) -> Response:
@@ -170,6 +173,36 @@ async def paste_config(request: Request, query: Annotated[PageQuery, Query()], b
         said = replace(view.configs, message=refused.message, text=refused.text) if view.configs else None
         return render(request, "index.html", "widget", replace(view, configs=said), status_code=refused.status)
     return RedirectResponse(pasted_url(request, pasted), status_code=303)
+
+
+UploadBody = Annotated[CappedBody, Depends(capped(MAX_UPLOAD_BYTES))]
+
+
+@router.post("/model-config", name="config_upload", response_class=HTMLResponse)
+async def upload_config(request: Request, body: UploadBody) -> Response:
+    """A model's config.json uploaded (the body), over the run on the page (the query).
+
+    303 to the page with the config in its address (the keys read, minimised), so the page's state stays in
+    the URL; or the page again with the config field saying why not: 413 over the size, 422 otherwise.
+    """
+    params = dict(request.query_params)
+    try:
+        if body.over:
+            raise UploadRefused(f"The file is over {MAX_UPLOAD_BYTES // 1024 - 4} KB: a config.json is a few.", 413)
+        params["config"] = uploaded_text(body.data, request.headers.get("content-type", ""))
+    except UploadRefused as refused:
+        kept = set_aside({k: v for k, v in params.items() if k != "config"})
+        said = str(refused)
+        kept = replace(
+            kept,
+            problems=(FieldProblem("config", "", said),),
+            errors=({"loc": ("query", "config"), "msg": said, "type": "config"},),
+        )
+        return _page_set_aside(request, kept, status=refused.status)
+    kept = set_aside(params)
+    if kept.errors:
+        return _page_set_aside(request, kept)
+    return RedirectResponse(page_links(request, kept.query)(kept.query.stage), status_code=303)
 
 
 def form_first(request: Request) -> bool:

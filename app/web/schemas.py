@@ -607,11 +607,29 @@ class MemoryRow(BaseModel):
         )
 
 
+class ConfigOut(BaseModel):
+    """The model read from a config.json: its title, the weights derived, and the count it publishes."""
+
+    title: str = Field(description="`_name_or_path`, else the config's `model_type`.")
+    params: int = Field(description="The weights derived from the config's shapes.")
+    published_params: int | None = Field(None, description="The count the config states (`num_parameters`).")
+    config: str = Field(description="The keys read, as compact JSON: what a link carries.")
+
+    @classmethod
+    def of(cls, scenario: Scenario) -> ConfigOut | None:
+        """From a scenario; None where no config was given."""
+        config = scenario.inputs.config if scenario.inputs else None
+        if config is None:
+            return None
+        return cls(title=config.title, params=config.params, published_params=config.published, config=config.minimal)
+
+
 class _ResolvedByHand(BaseModel):
     """The run as computed: presets resolved and defaults filled in."""
 
     model: ModelName
     params: int
+    config: ConfigOut | None = Field(None, description="The model's config.json, where one was given.")
     gpus: int
     recipe: str
     bands: list[BandOut]
@@ -720,6 +738,7 @@ class MemoryOut(BaseModel):
             inputs=ResolvedInputs(
                 model=scenario.model,
                 params=run.params,
+                config=ConfigOut.of(scenario),
                 gpus=run.gpus,
                 recipe=run.recipe.name,
                 bands=BandOut.all_of(run.recipe),

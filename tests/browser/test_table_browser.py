@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import Browser
 
-from app.domain.architecture import PRESETS
+from app.domain.presets import PRESETS
 
 MODELS = [str(name) for name in PRESETS]
 # The defaults (8 GPUs, no card), and the widest table: a card's verdicts and several nodes' links.

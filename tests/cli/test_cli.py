@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -177,3 +178,37 @@ def test_the_allowed_hosts_are_an_option_and_no_host_name_is_refused(capsys: pyt
     err = capsys.readouterr().err
     assert "argument --allowed-hosts" in err
     assert "'zero.example.edu:8000' is not a host name without a port" in err
+
+
+def test_the_table_command_reads_a_models_config_json(capsys: pytest.CaptureFixture[str]) -> None:
+    # Mixtral 8x7B's stored config.json: its 46,702,792,704 weights (the Hub's count) at 16 B a weight under data
+    # parallelism, 747,244,683,264 B = 695.9 GiB a card.
+    config = str(Path(cli.__file__).parents[1] / "domain" / "models" / "mixtral-8x7b-v0.1.json")
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["table", "--config", config, "--gpus", "8"])
+    assert exit_info.value.code == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("mixtral: 46,702,792,704 weights on 8 GPUs")
+    assert "695.9 GiB" in next(line for line in out if line.startswith("Data parallelism"))
+
+
+@pytest.mark.parametrize(
+    ("content", "said"),
+    [
+        (None, "cannot read"),
+        (b"\xff\xfe", "not UTF-8"),
+        (b" " * (65 * 1024), "over 64 KB"),
+        (b'{"model_type": "llama"}', "hidden_size"),
+        (b'{"model_type": "bert"}', "model_type"),
+    ],
+)
+def test_a_config_file_that_cannot_be_read_exits_2_saying_why(
+    content: bytes | None, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "config.json"
+    if content is not None:
+        path.write_bytes(content)
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["table", "--config", str(path)])
+    assert exit_info.value.code == 2
+    assert said in capsys.readouterr().err

@@ -18,7 +18,8 @@ from app.domain.activations import (
     upcast_saved,
     working_bytes,
 )
-from app.domain.architecture import GPT_3_175B, LLAMA_3_8B, PRESETS, Architecture, ModelName
+from app.domain.architecture import GPT_3_175B, LLAMA_3_8B, Architecture, ModelName
+from app.domain.presets import PRESETS
 from app.domain.scenario import Inputs, resolve
 
 # Korthikanti et al. 2022, Table 2 with t = 1: per layer, sbh(34 + 5as/h) with no recomputation, 34sbh

@@ -2,7 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.architecture import GPT_3_175B, LLAMA_3_8B, PRESETS, Architecture, ModelName
+from app.domain.architecture import GPT_3_175B, LLAMA_3_8B, Architecture, ModelName
+from app.domain.presets import PRESETS
 
 
 @pytest.mark.parametrize(

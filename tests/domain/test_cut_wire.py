@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from app.domain.activations import Recompute
-from app.domain.architecture import PRESETS, ModelName
+from app.domain.architecture import ModelName
 from app.domain.cut_wire import NO_CUT_WIRE, Parallel, cards, cut_wire
 from app.domain.parallel import Cut
+from app.domain.presets import PRESETS
 from app.domain.report import run_report
 from app.domain.scenario import Inputs, resolve
 from app.domain.stages import Stage

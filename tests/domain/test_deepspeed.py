@@ -21,9 +21,10 @@ from hypothesis import strategies as st
 
 from app.domain import deepspeed
 from app.domain.accounting import Accounting, Setup
-from app.domain.architecture import PRESETS, ModelName
+from app.domain.architecture import ModelName
 from app.domain.host import host_report
 from app.domain.placement import Offload, Placement
+from app.domain.presets import PRESETS
 from app.domain.scenario import Inputs, resolve
 from app.domain.sizing import Run, report, state_peak_bytes
 from app.domain.stages import Stage

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from app.domain.architecture import PRESETS, ModelName
+from app.domain.architecture import ModelName
 from app.domain.eighths import COLUMNS, model_columns, pieces
+from app.domain.presets import PRESETS
 
 
 def test_llama_70b_in_eighths() -> None:

@@ -6,7 +6,7 @@ from fractions import Fraction
 
 import pytest
 
-from app.domain.architecture import DEEPSEEK_V3, GPT_OSS_20B, LLAMA_3_8B, MIXTRAL_8X7B, Architecture
+from app.domain.architecture import LLAMA_3_8B, Architecture
 from app.domain.expert_grid import (
     ExpertRank,
     card_experts,
@@ -19,6 +19,7 @@ from app.domain.expert_grid import (
     expert_rank,
 )
 from app.domain.parallel import Cut
+from app.domain.presets import DEEPSEEK_V3, GPT_OSS_20B, MIXTRAL_8X7B
 from app.domain.sharding import CellState, Share
 
 

@@ -20,9 +20,10 @@ from fractions import Fraction
 import pytest
 
 from app.domain.accounting import Accounting, Setup
-from app.domain.architecture import DEEPSEEK_V3, LLAMA_3_8B, MIXTRAL_8X7B, QWEN_2_5_7B, Architecture
+from app.domain.architecture import LLAMA_3_8B, Architecture
 from app.domain.layers import model_layers
 from app.domain.parallel import Cut
+from app.domain.presets import DEEPSEEK_V3, MIXTRAL_8X7B, QWEN_2_5_7B
 from app.domain.run import Run, groups_refused
 from app.domain.sizing import stage_report
 from app.domain.stages import Stage

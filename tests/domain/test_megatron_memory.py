@@ -20,11 +20,12 @@ import pytest
 
 from app.domain.accounting import Accounting, Setup
 from app.domain.activations import Recompute
-from app.domain.architecture import DEEPSEEK_V3, GPT_OSS_20B, LLAMA_3_8B, MIXTRAL_8X7B, Architecture
+from app.domain.architecture import LLAMA_3_8B, Architecture
 from app.domain.layers import model_layers
 from app.domain.loaded import megatron_activations
 from app.domain.megatron_memory import megatron_shard, moe_layer_pattern, padded_vocab
 from app.domain.parallel import Cut
+from app.domain.presets import DEEPSEEK_V3, GPT_OSS_20B, MIXTRAL_8X7B
 from app.domain.run import Run
 from app.domain.sizing import stage_report
 from app.domain.stages import Stage

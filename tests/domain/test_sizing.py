@@ -9,8 +9,9 @@ from hypothesis import strategies as st
 
 from app.domain.accounting import Accounting
 from app.domain.activations import Recompute
-from app.domain.architecture import PRESETS, ModelName
+from app.domain.architecture import ModelName
 from app.domain.placement import Offload
+from app.domain.presets import PRESETS
 from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, RecipeName, custom_recipe
 from app.domain.scenario import Inputs, resolve
 from app.domain.sizing import (

@@ -7,11 +7,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.domain.architecture import PRESETS, ModelName
+from app.domain.architecture import ModelName
 from app.domain.communication import Collective
 from app.domain.eighths import COLUMNS, Column, model_columns
 from app.domain.host import host_report
 from app.domain.placement import Offload
+from app.domain.presets import PRESETS
 from app.domain.recipes import MIXED_ADAM, RECIPES, Band, Recipe, custom_recipe
 from app.domain.report import Accounting
 from app.domain.scenario import Inputs, resolve

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 from app.domain.accounting import Accounting
 from app.domain.activations import Recompute
-from app.domain.architecture import PRESETS, ModelName
+from app.domain.architecture import ModelName
+from app.domain.presets import PRESETS
 from app.domain.report import RunReport
 from app.domain.scenario import Inputs, resolve
 from app.domain.stages import Stage

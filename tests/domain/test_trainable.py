@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.domain.architecture import GPT_3_175B, LLAMA_3_8B, PRESETS, ModelName
+from app.domain.architecture import GPT_3_175B, LLAMA_3_8B, ModelName
 from app.domain.communication import Whose
+from app.domain.presets import PRESETS
 from app.domain.recipes import Band
 from app.domain.scenario import Inputs, resolve
 from app.domain.sizing import report

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from app.domain.accounting import Accounting, Setup
-from app.domain.architecture import PRESETS, ModelName
+from app.domain.architecture import ModelName
 from app.domain.communication import Whose
 from app.domain.hardware import Fabric
+from app.domain.presets import PRESETS
 from app.domain.recipes import MIXED_ADAM, RECIPES, Band, RecipeName
 from app.domain.report import run_report
 from app.domain.run import Run, groups_refused

@@ -15,12 +15,14 @@ import subprocess
 import sys
 from fractions import Fraction
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from bs4 import Tag
 from fastapi.testclient import TestClient
 
 from app.cli import main as cli_main
+from app.domain.presets import stored_text
 from app.domain.recipes import RecipeName
 from app.domain.scenario import Inputs, resolve
 from app.domain.stages import Stage
@@ -258,7 +260,8 @@ def test_the_command_line_reads_a_field_as_the_page_does() -> None:
 @pytest.mark.parametrize("field", FIELDS, ids=NAMES)
 def test_the_api_echoes_every_field_but_the_overheads_settings(client: TestClient, field: RunField) -> None:
     # Each value given, as the API leaves out what is none.
-    echoed = client.get("/api/memory?capacity=80GB&host_memory=2TB&nvme_space=8TB").json()["inputs"]
+    config = quote(stored_text("mistral-7b-v0.1.json"))
+    echoed = client.get(f"/api/memory?capacity=80GB&host_memory=2TB&nvme_space=8TB&config={config}").json()["inputs"]
     if field.echo is None:
         # The overheads' settings are said item by item in each stage's overheads, not in the inputs.
         assert field.group is Group.ADDRESS

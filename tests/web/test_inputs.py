@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,6 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from app.domain.hf_config import INERT, read_text
+from app.domain.presets import stored_text
 from app.domain.stages import Stage
 from app.domain.units import BYTES_PATTERN, COUNT_PATTERN
 from app.web.fields import FIELDS, Kind, RunField
@@ -53,6 +56,10 @@ _AGREEING = {
     "etp": st.sampled_from(["0", "1"]),
     # A capacity factor, any model's: blank (dropless) or above 0.
     "capacity_factor": st.sampled_from(["", "1", "1.25", "0.5", ".75", "2", " 100 "]),
+    # A model's config.json: none, or a stored one, whole or minimised (its heads and blocks take any cut above).
+    "config": st.sampled_from(
+        ["", stored_text("qwen2.5-7b.json"), read_text(stored_text("mixtral-8x7b-v0.1.json")).minimal]
+    ),
 }
 
 
@@ -100,8 +107,22 @@ def _refused(field: RunField) -> st.SearchStrategy[str]:
         assert field.low is not None
         assert field.high is not None
         return _out_of(field.low, field.high)
+    if field.kind is Kind.CONFIG:
+        return hostile_configs
     return _not(field.pattern or "")
 
+
+_MIXTRAL = json.loads(stored_text("mixtral-8x7b-v0.1.json"))
+# What a config.json field is refused for: not JSON, not an object, too deep, a number too long to read, a key
+# unknown (markup in it), a count of the wrong type, and random text; never a 5xx.
+hostile_configs = st.one_of(
+    utf8_text.filter(lambda t: t.strip() != ""),
+    st.sampled_from(["[]", "null", "1", '"x"', "{", "[" * 5000, "{\"a\":" * 3000, "1" * 5000, "NaN"]),
+    st.builds(lambda key, value: json.dumps({**_MIXTRAL, key: value}), utf8_text.filter(lambda t: t not in _MIXTRAL),
+              st.integers() | utf8_text),
+    st.builds(lambda key, value: json.dumps({**_MIXTRAL, key: value}), st.sampled_from(sorted(set(_MIXTRAL) - INERT)),
+              st.floats(allow_nan=True) | st.booleans() | st.integers(max_value=0) | st.just("<script>")),
+)  # fmt: skip
 
 invalid_fields = st.one_of(*(st.tuples(st.just(f.name), _refused(f)) for f in FIELDS))
 # The stage belongs to the page; the API has no use for it.

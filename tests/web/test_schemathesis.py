@@ -36,8 +36,9 @@ schema = schemathesis.openapi.from_asgi("/openapi.json", create_app())
 # The rules that join fields, which a schema of one field at a time cannot state: a trainable count
 # within the model's weights, nodes times GPUs per node equal to gpus, no CPU for offload=nvme, a shard
 # group or hpZ's group that divides the cards and lines up with the nodes (`run.groups_refused`), a model cut
-# that divides the cards and the blocks (`parallel.cut_refused`).
-CROSS_FIELD = frozenset({"trainable", "cluster", "offload_device", "groups", "cut"})
+# that divides the cards and the blocks (`parallel.cut_refused`); and a model's config.json, a string to the
+# schema, whose keys only its reader judges (`hf_config.read_config`: a 422 naming the key).
+CROSS_FIELD = frozenset({"trainable", "cluster", "offload_device", "groups", "cut", "config"})
 
 
 # One test id per operation, by hand: schemathesis's own `schema.parametrize()` gives its seven operations

@@ -1,0 +1,120 @@
+"""app/web/upload.py and the page's model config: a config.json pasted or uploaded draws that model.
+
+Uploaded: a 303 to the page with the config minimised in its address; refused: the page again, the config
+field saying why, with a 4xx (413 over the size); never a 5xx, never the file's markup unescaped.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import parse_qs, quote, urlsplit
+
+import pytest
+from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.domain.hf_config import read_text
+from app.domain.presets import stored_text
+from app.web.inputs import set_aside
+from app.web.upload import UploadRefused, uploaded_text
+from tests.conftest import dom, examples, text
+
+MIXTRAL = stored_text("mixtral-8x7b-v0.1.json")
+
+
+def _upload(client: TestClient, data: bytes, query: str = "gpus=16&stage=zero3") -> object:
+    return client.post(
+        f"/model-config?{query}", files={"file": ("config.json", data, "application/json")}, follow_redirects=False
+    )
+
+
+def test_an_upload_goes_to_the_page_with_the_config_minimised(client: TestClient) -> None:
+    response = _upload(client, MIXTRAL.encode())
+    assert response.status_code == 303  # type: ignore[attr-defined]
+    location = urlsplit(response.headers["location"])  # type: ignore[attr-defined]
+    query = parse_qs(location.query)
+    assert location.path == "/"
+    assert (query["stage"], query["gpus"]) == (["zero3"], ["16"])
+    # The keys read, without the inert ones (rope, token ids, dtype): the link stays short.
+    assert query["config"] == [read_text(MIXTRAL).minimal]
+    assert "rope_theta" not in query["config"][0]
+    page = dom(client.get(response.headers["location"]).text)  # type: ignore[attr-defined]
+    # The model's title and its weights derived from the shapes, beside the config.
+    assert text(page, "#f-config-note") == "mixtral: 46,702,792,704 weights, derived from its shapes."
+
+
+@pytest.mark.parametrize(
+    ("data", "status", "said"),
+    [
+        (b"\xff\xfe{}", 422, "not UTF-8"),
+        (b"", 422, "No file"),
+        (b" " * (80 * 1024), 413, "over 64 KB"),
+        (b'{"model_type": "llama"}', 422, "hidden_size"),
+        (b"[1, 2]", 422, "JSON object"),
+        (b"[" * 50_000, 422, "not valid JSON"),
+    ],
+)
+def test_a_bad_upload_is_the_page_saying_why(client: TestClient, data: bytes, status: int, said: str) -> None:
+    response = _upload(client, data)
+    assert response.status_code == status  # type: ignore[attr-defined]
+    page = dom(response.text)  # type: ignore[attr-defined]
+    assert said in text(page, "#f-config-error")
+
+
+def test_a_body_not_multipart_is_refused() -> None:
+    with pytest.raises(UploadRefused) as refused:
+        uploaded_text(b"{}", "application/json")
+    assert refused.value.status == 415
+
+
+def test_the_published_count_is_shown_beside_the_derived_one(client: TestClient) -> None:
+    config = {**json.loads(MIXTRAL), "_name_or_path": "mistralai/Mixtral-8x7B-v0.1", "num_parameters": 46_702_792_704}
+    page = dom(client.get(f"/?config={quote(json.dumps(config))}").text)
+    assert text(page, "#f-config-note") == (
+        "mistralai/Mixtral-8x7B-v0.1: 46,702,792,704 weights, derived from its shapes; 46,702,792,704 published in it."
+    )
+    echoed = client.get(f"/api/memory?config={quote(json.dumps(config))}").json()["inputs"]
+    assert echoed["config"]["title"] == "mistralai/Mixtral-8x7B-v0.1"
+    assert (echoed["params"], echoed["config"]["params"], echoed["config"]["published_params"]) == (
+        46_702_792_704,
+        46_702_792_704,
+        46_702_792_704,
+    )
+
+
+def test_the_config_decides_the_cut_it_is_checked_against(client: TestClient) -> None:
+    # Mixtral's 8 experts take ep=8; the seed's bare count, a dense model, would refuse it.
+    config = quote(read_text(MIXTRAL).minimal)
+    assert client.get(f"/api/memory?config={config}&gpus=8&ep=8").status_code == 200
+    assert client.get("/api/memory?gpus=8&ep=8").status_code == 422
+    refused = client.get(f"/api/memory?config={config}&gpus=16&ep=16").json()
+    assert "16" in refused["message"]
+
+
+def test_markup_in_a_config_is_never_written_unescaped(client: TestClient) -> None:
+    config = {**json.loads(MIXTRAL), "_name_or_path": "<img src=x onerror=alert(1)>"}
+    answer = client.get(f"/?config={quote(json.dumps(config))}")
+    assert answer.status_code == 200
+    assert "<img src=x" not in answer.text
+    refused = client.get(f"/?config={quote(json.dumps({**config, '<b>k</b>': 1}))}")
+    assert refused.status_code == 422
+    assert "<b>k" not in refused.text
+    assert "&lt;b&gt;k&lt;/b&gt;" in refused.text
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.binary(max_size=300) | st.text(max_size=200).map(str.encode))
+def test_any_file_is_answered_with_a_redirect_or_a_4xx(client: TestClient, data: bytes) -> None:
+    response = _upload(client, data)
+    assert response.status_code in (303, 413, 422)  # type: ignore[attr-defined]
+
+
+def test_a_pasted_config_over_64_kb_is_set_aside_saying_so() -> None:
+    # Past 65,536 characters the query model refuses it before reading it (an address that long is refused
+    # by the test client itself, so the query model is asked directly).
+    kept = set_aside({"config": " " * 65_537, "gpus": "8"})
+    (problem,) = kept.problems
+    assert problem.name == "config"
+    assert problem.message == "Paste a Hugging Face config.json of at most 64 KB, or leave it blank."
+    assert kept.query.value("gpus") == 8
