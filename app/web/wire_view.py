@@ -138,10 +138,10 @@ def experts_said(run: Run, row: StageReport) -> str:
     where = experts[0]
     place = "inside the node" if where.nodes == 1 else f"across {where.nodes:,} nodes"
     return (
-        f"The routed experts' gradients and weights ({count_label(row.expert_params)} of the card's "
-        f"{count_label(row.card_params)}) go over their expert-data-parallel group, {where.cards:,} card"
-        f"{'' if where.cards == 1 else 's'} ep × etp = {run.cut.ep * run.cut.expert_tp:,} ranks apart, {place}; "
-        f"the rest over the {run.shards:,} cards of dp × cp, as Megatron-LM and DeepSpeed-MoE reduce and gather them."
+        f"Its routed experts' {count_label(row.expert_params)} of {count_label(row.card_params)} weights go over "
+        f"their expert-data-parallel group, {where.cards:,} card{'' if where.cards == 1 else 's'} "
+        f"ep × etp = {run.cut.ep * run.cut.expert_tp:,} ranks apart ({place}), the rest over dp × cp's "
+        f"{run.shards:,}: Megatron-LM's and DeepSpeed-MoE's groups."
     )
 
 
@@ -209,9 +209,11 @@ def cut_table(run: Run, cut: CutWire, units: ByteUnit) -> str:
 def assumptions(run: Run) -> str:
     """Every figure the time is estimated from, stated beside it."""
     links = run.links
+    # A mixture of experts computes with the weights a token uses (`wire.compute_seconds`).
+    active = " active" if run.active_params != run.params else ""
     compute = (
-        f"compute is 6 × {count_label(run.params)} weights × {run.tokens:,} tokens a card at {links.mfu}% of "
-        f"{links.tflops:,} TFLOP/s"
+        f"compute is 6 × {count_label(run.active_params)}{active} weights × {run.tokens:,} tokens a card at "
+        f"{links.mfu}% of {links.tflops:,} TFLOP/s"
         if run.tokens
         else "no tokens to compute on"
     )

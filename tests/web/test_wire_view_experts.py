@@ -18,10 +18,17 @@ MIXTRAL = "model=mixtral-8x7b&gpus=16&nodes=2&ep=8&etp=1&stage=zero1"
 def test_the_line_beside_the_cards_says_which_group_each_part_goes_over(client: TestClient) -> None:
     said = text(run_page(client, MIXTRAL), "#wire-line")
     assert (
-        "The routed experts' gradients and weights (5.64B of the card's 7.24B) go over their expert-data-parallel "
-        "group, 2 cards ep × etp = 8 ranks apart, across 2 nodes; the rest over the 16 cards of dp × cp, as "
-        "Megatron-LM and DeepSpeed-MoE reduce and gather them."
+        "Its routed experts' 5.64B of 7.24B weights go over their expert-data-parallel group, 2 cards ep × etp = 8 "
+        "ranks apart (across 2 nodes), the rest over dp × cp's 16: Megatron-LM's and DeepSpeed-MoE's groups."
     ) in said
+
+
+def test_the_time_on_the_wire_says_the_compute_is_the_active_weights(client: TestClient) -> None:
+    # 12,879,925,248 active of 46,702,792,704 weights (Mistral's 12.9B): what `wire.compute_seconds` counts.
+    assert "compute is 6 × 12.9B active weights × " in text(run_page(client, MIXTRAL), "#wire p.assumptions")
+    assert "compute is 6 × 8.03B weights × " in text(
+        run_page(client, "model=llama-3-8b&nodes=2"), "#wire p.assumptions"
+    )
 
 
 def test_the_collectives_by_link_list_each_group_apart(client: TestClient) -> None:
