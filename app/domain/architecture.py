@@ -260,13 +260,22 @@ class Architecture:
         Modules as Hugging Face's Llama and GPT-2-style models have them: q, k, v and o projections,
         the MLP's matrices, each an `nn.Linear` with its bias, and the norms.
         """
+        return max(self.outside_module, self.expert_module)
+
+    @property
+    def expert_module(self) -> int:
+        """One routed expert's largest matrix with its bias; 0 for a dense model. A cut card's is ÷ etp, not tp."""
+        return self.hidden * self.moe.expert_ffn + self.moe.expert_bias * self.moe.expert_ffn if self.moe else 0
+
+    @property
+    def outside_module(self) -> int:
+        """A block's largest module outside the routed experts: a dense or shared MLP matrix, the query, the router."""
         bias = 1 if self.biases else 0
         dense = self.expert_blocks < self.layers
         mlp = self.hidden * self.ffn + bias * self.ffn if dense else 0
-        expert = self.hidden * self.moe.expert_ffn + self.moe.expert_bias * self.moe.expert_ffn if self.moe else 0
         shared = self.hidden * self.moe.shared_ffn if self.moe else 0
         query = self.hidden * self.heads * self.head_dim + bias * self.heads * self.head_dim
-        return max(mlp, expert, shared, query, self.router_params)
+        return max(mlp, shared, query, self.router_params)
 
     @property
     def largest_module(self) -> int:

@@ -45,6 +45,10 @@ class Scope(StrEnum):
     """Hybrid sharding's: one card of each shard group, the cards that keep the same slice."""
     SECONDARY = "hpZ's group"
     """ZeRO++'s hpZ: the cards of the secondary partition, a node's (or whole nodes, which then gather between them)."""
+    EXPERTS = "the expert-data-parallel group"
+    """A mixture of experts' routed experts with ep × etp ≠ tp: gpus ÷ (pp × ep × etp) cards, ep × etp ranks apart
+    (Megatron-LM's expert data-parallel group, DeepSpeed-MoE's), where their gradients are reduced and weights
+    gathered; the card's other weights go over the shard group."""
 
 
 @dataclass(frozen=True)
@@ -60,12 +64,17 @@ class Transfer:
     scope: Scope = Scope.GROUP
     per_step: int = 1
     """How many times a step runs it: ZeRO-3's passes once a micro-batch (`volume_p` counts them all)."""
+    others: bool = False
+    """It moves the card's weights outside the routed experts, whose own collective runs over `Scope.EXPERTS`."""
 
     @property
     def description(self) -> str:
         """E.g. 'all-gather of the weights in the forward pass'."""
         again = f", once in each of the {self.per_step:,} micro-batches" if self.per_step > 1 else ""
-        return f"{self.collective} of the {self.band} {self.when}{again}"
+        if self.scope is Scope.EXPERTS:
+            return f"{self.collective} of the routed experts' {self.band} {self.when}{again}, over {self.scope}"
+        outside = " outside the routed experts" if self.others else ""
+        return f"{self.collective} of the {self.band}{outside} {self.when}{again}"
 
 
 _GRADIENT_REDUCE_SCATTER = Transfer(Collective.REDUCE_SCATTER, Band.GRADIENTS, "after the backward pass")

@@ -75,6 +75,10 @@ class Layer:
     """Of `working`, the bytes inside the tensor-parallel region."""
     routed: int = 0
     """Of its own weights, the routed experts' (`Architecture.routed_params`): expert parallelism divides them."""
+    expert_module: int = 0
+    """Of its modules, one routed expert's largest matrix (`Architecture.expert_module`): a cut card's is ÷ etp."""
+    outside_module: int = 0
+    """Where it has routed experts, its largest module outside them (`Architecture.outside_module`): ÷ tp."""
 
 
 def _columns(start: int, end: int, model: int) -> tuple[int, ...]:
@@ -143,6 +147,8 @@ def model_layers(
                 split_here,
                 working_split[experts] if piece.block is not None else 0,
                 arch.routed_params if experts else 0,
+                arch.expert_module if experts else 0,
+                arch.outside_module if experts else 0,
             )
         )
         start += piece.params

@@ -108,10 +108,23 @@ def _cut_layer(layer: Layer, cut: Cut) -> Layer:
         adapters=-(-layer.adapters // cut.tp),
         kept=math.ceil(activation_bytes(cut, layer.kept, layer.kept_split)),
         working=math.ceil(activation_bytes(cut, layer.working, layer.working_split)),
-        module=None if layer.module is None else -(-layer.module // cut.tp),
+        module=_cut_module(layer, cut),
         kept_split=0,
         working_split=0,
     )
+
+
+def _cut_module(layer: Layer, cut: Cut) -> int | None:
+    """A layer's largest module on a card (DeepSpeed's layer): an expert's matrix ÷ etp, the others' ÷ tp.
+
+    Megatron-LM splits each routed expert's matrices over the expert tensor-parallel group, the attention's
+    and shared experts' over the tensor-parallel one.
+    """
+    if layer.module is None:
+        return None
+    if not layer.expert_module:
+        return -(-layer.module // cut.tp)
+    return max(-(-layer.outside_module // cut.tp), -(-layer.expert_module // cut.expert_tp))
 
 
 def stage_layers(layers: tuple[Layer, ...], cut: Cut, index: int) -> tuple[Layer, ...]:

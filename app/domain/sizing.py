@@ -25,7 +25,7 @@ from app.domain.stages import Stage
 from app.domain.state_bytes import per_gpu_bytes
 from app.domain.terms import Law, Moment, Place, TermKind, term_bytes
 from app.domain.units import LARGEST_COUNT
-from app.domain.wire import link_bytes, moved_params, step_time, wire_bytes
+from app.domain.wire import card_transfers, link_bytes, moved_params, step_time, wire_bytes
 
 __all__ = [
     "ANY_SIZE",
@@ -54,12 +54,13 @@ def communication_bytes(stage: Stage, run: Run) -> int:
     ZeRO-3 gathers every weight for the forward and those the backward reaches (`communication.Whose`).
     With the model cut, the most loaded card's own weights (its stage's ÷ tp) over its ZeRO group.
     """
-    return _communication_bytes(stage, run.transfers(stage), run, loaded_card(stage, run))
+    card = loaded_card(stage, run)
+    return _communication_bytes(stage, card_transfers(stage, run, card), run, card)
 
 
 def _communication_bytes(stage: Stage, moves: tuple[Transfer, ...], run: Run, card: StageCard) -> int:
     # Rounded up, as the bytes on the wire are whole: qgZ's int4 is half a byte a weight.
-    moved = (t.volume_p * moved_params(run, t.whose, card) * wire_bytes(t, stage, run) for t in moves)
+    moved = (t.volume_p * moved_params(run, t.whose, card, t.scope) * wire_bytes(t, stage, run) for t in moves)
     return ceil(sum(moved, start=Fraction(0)))
 
 
@@ -69,7 +70,7 @@ def communication_p(moves: tuple[Transfer, ...], run: Run, card: StageCard) -> F
     P is the card's weights before ZeRO shards them: the model's, or with the model cut its stage's ÷ tp.
     """
     whole = card.params if run.cut.cuts else run.params
-    return sum((t.volume_p * moved_params(run, t.whose, card) for t in moves), start=Fraction(0)) / whole
+    return sum((t.volume_p * moved_params(run, t.whose, card, t.scope) for t in moves), start=Fraction(0)) / whole
 
 
 def loaded_card(stage: Stage, run: Run) -> StageCard:
@@ -283,7 +284,7 @@ def stage_report(stage: Stage, run: Run) -> StageReport:
     experts = run.experts_of(card)
     state = per_gpu_bytes(stage, card.params, run.shards, run.recipe, card.frozen, run.setup, experts=experts)
     extra = layer_extra(stage, run, moment)
-    moves = run.transfers(stage)
+    moves = card_transfers(stage, run, card)
     links = link_bytes(stage, run, moves, card)
     # Without activations the state's peak is the theory's: not worked out twice.
     empty = theory if run.batch == 0 or run.activations is None else state_peak_bytes(stage, run)

@@ -43,7 +43,7 @@ from app.domain.sizing import counted_overhead_bytes, layer_extra, loaded_card
 from app.domain.stages import OPTIMIZER_STATE, Stage
 from app.domain.state_bytes import per_gpu_bytes
 from app.domain.terms import AT_REST, Moment, Pass
-from app.domain.wire import moved_params, split
+from app.domain.wire import experts_apart, moved_params, split
 
 
 class Beat(StrEnum):
@@ -340,16 +340,19 @@ def _transfers(
     return ()
 
 
-def _column_weights(run: Run, card: StageCard, whose: Whose, columns: tuple[int, ...]) -> int:
+def _column_weights(
+    run: Run, card: StageCard, whose: Whose, columns: tuple[int, ...], scope: Scope = Scope.GROUP
+) -> int:
     """The weights a collective of this kind moves over `columns`: the model's, or with the model cut `card`'s.
 
     A cut card's own (`wire.moved_params`) are spread over the eighths as the model's are, rounded so that
-    the eighths sum to them exactly: the step's tally ends at the table's.
+    the eighths sum to them exactly: the step's tally ends at the table's. Where its routed experts go over
+    their own group, its experts' (`scope` `Scope.EXPERTS`) and its others' are spread so each.
     """
     eighths = run.moved[whose]
     if not run.cut.cuts:
         return sum(eighths[column] for column in columns)
-    own, whole = moved_params(run, whose, card), sum(eighths)
+    own, whole = moved_params(run, whose, card, scope), sum(eighths)
     if not whole:
         return 0
     return sum(own * sum(eighths[: c + 1]) // whole - own * sum(eighths[:c]) // whole for c in columns)
@@ -362,16 +365,26 @@ def _volumes(
 
     Summed over the step they are the table's traffic (`sizing.communication_p`, `wire.link_bytes`): of the
     most loaded card's weights with the model cut, each ZeRO-3 collective once a micro-batch (`per_step`); a
-    collective that moves nothing (a frozen column's gradients) is left out.
+    collective that moves nothing (a frozen column's gradients) is left out. Where the card's routed experts go
+    over their expert-data-parallel group (`wire.experts_apart`), a collective's bytes are its others' over the
+    shard group and its experts' over theirs, each by its own links: the table's two lines in one.
     """
     kept = []
     whole = card.params if run.cut.cuts else run.params
+    scopes = (Scope.GROUP, Scope.EXPERTS) if experts_apart(run, card) else (Scope.GROUP,)
     for move in moves:
-        weights = _column_weights(run, card, move.whose, move.columns)
+        parts = [
+            (move.scope if scope is Scope.GROUP else scope, _column_weights(run, card, move.whose, move.columns, scope))
+            for scope in scopes
+        ]
+        weights = sum(part for _, part in parts)
         if weights:
             times = per_step.get((move.collective, move.band, move.whose), 1)
-            as_transfer = Transfer(move.collective, move.band, "", whose=move.whose, scope=move.scope, per_step=times)
-            _, inside, between = split(as_transfer, weights, stage, run)
+            inside = between = Fraction(0)
+            for scope, part in parts:
+                as_transfer = Transfer(move.collective, move.band, "", whose=move.whose, scope=scope, per_step=times)
+                _, part_inside, part_between = split(as_transfer, part, stage, run)
+                inside, between = inside + part_inside, between + part_between
             volume = Fraction(weights * times, whole)
             if move.scope is Scope.REPLICAS and move.collective is Collective.ALL_REDUCE:
                 volume *= Fraction(2, run.shards)  # each card's slice, both halves of the all-reduce
@@ -461,7 +474,8 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport |
     tally = inside = between = Fraction(0)
     # The scopes are the step's own collectives' (`Run.transfers`): the shard group's, hpZ's, the replicas'.
     step_transfers = row.transfers if row else run.transfers(stage)
-    scopes = {(t.collective, t.band, t.whose): t.scope for t in step_transfers}
+    # The routed experts' own collectives (`Scope.EXPERTS`) ride with the others' in each phase (`_volumes`).
+    scopes: Scopes = {(t.collective, t.band, t.whose): t.scope for t in step_transfers if t.scope is not Scope.EXPERTS}
     per_step = {(t.collective, t.band, t.whose): t.per_step for t in step_transfers}
     pcie = 0
     on_host = run.on_host(stage)

@@ -18,7 +18,7 @@ paper's 2P and 3P (`communication`) count each collective as P; here the (n-1)/n
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from math import ceil
 
@@ -85,9 +85,14 @@ def span(scope: Scope, stage: Stage, run: Run) -> Span:
 
     Megatron's rank order (tp fastest, then cp, dp, pp) puts a ZeRO group's cards tp ranks apart, and a
     hybrid run's replicas a shard group's tp × shards apart: for an uncut model, neighbours and shards apart.
+    The routed experts' group (`Scope.EXPERTS`), edp cards, is ep × etp ranks apart: inside a node only where
+    ep × etp × edp cards fit in one.
     """
     tp = run.cut.tp
-    if stage is Stage.DP or (scope is Scope.GROUP and run.shards == run.zero_group):
+    if scope is Scope.EXPERTS:
+        # Megatron's expert order (etp, ep, edp, pp from the fastest rank): an edp group's ranks are ep × etp apart.
+        cards, apart = run.expert_shards, run.cut.ep * run.cut.expert_tp
+    elif stage is Stage.DP or (scope is Scope.GROUP and run.shards == run.zero_group):
         cards, apart = run.zero_group, tp
     elif scope is Scope.REPLICAS:
         cards, apart = run.replicas, tp * run.shards
@@ -101,10 +106,43 @@ def _nodes(cards: int, apart: int, per_node: int) -> int:
     return cards if apart >= per_node else (cards - 1) * apart // per_node + 1
 
 
-def moved_params(run: Run, whose: Whose, card: StageCard | None = None) -> int:
-    """The weights a collective of this kind moves in a whole step: with the model cut, `card`'s own (stage ÷ tp)."""
+def experts_apart(run: Run, card: StageCard) -> bool:
+    """Whether `card`'s routed experts go over a group of their own: the expert-data-parallel group (`Run.experts_of`).
+
+    With ep × etp = tp (ep = 1 with the experts cut as the rest, or a dense model) they go with the rest.
+    """
+    return run.experts_of(card).weights > 0
+
+
+def moved_params(run: Run, whose: Whose, card: StageCard | None = None, scope: Scope = Scope.GROUP) -> int:
+    """The weights a collective of this kind moves in a whole step: with the model cut, `card`'s own (stage ÷ tp).
+
+    Where the card's routed experts go over their own group, a collective over `Scope.EXPERTS` moves those
+    (`card.experts`, ÷ ep × etp) and the others the card's remaining weights: the two sum to the card's.
+    """
     if card is None or not run.cut.cuts:
         return run.moved_params(whose)
+    whole = _card_moved(run, whose, card)
+    if not experts_apart(run, card):
+        return whole
+    experts = _experts_moved(run, whose, card)
+    return experts if scope is Scope.EXPERTS else whole - experts
+
+
+def _experts_moved(run: Run, whose: Whose, card: StageCard) -> int:
+    """Of `card`'s weights a collective of this kind moves, its routed experts'."""
+    if whose is Whose.EVERY:
+        return card.experts
+    if whose is Whose.TRAINED:
+        return card.experts - card.experts_frozen
+    if any(earlier.params > earlier.frozen for earlier in run.cards[: card.stage]):
+        return card.experts
+    first = first_trained(card.layers)
+    return 0 if first is None else min(card.experts, sum(layer.routed for layer in card.layers[first:]))
+
+
+def _card_moved(run: Run, whose: Whose, card: StageCard) -> int:
+    """The weights a collective of this kind moves of `card`'s own (stage ÷ tp, its experts ÷ ep × etp)."""
     if whose is Whose.EVERY:
         return card.params
     if whose is Whose.TRAINED:
@@ -159,18 +197,38 @@ def _split(
     return buffer, times * buffer * Fraction(g - 1, g), times * buffer * Fraction(k - 1, n)
 
 
+def card_transfers(stage: Stage, run: Run, card: StageCard) -> tuple[Transfer, ...]:
+    """The step's collectives for `card`: the run's, each beside its routed experts' own where they go apart.
+
+    Megatron-LM and DeepSpeed-MoE reduce the routed experts' gradients and gather their weights over the
+    expert-data-parallel group, the rest over dp × cp (`experts_apart`). An experts' collective that moves
+    nothing (their gradients where they are frozen) is left out; a dense model's, or ep × etp = tp's, are the run's.
+    """
+    moves = run.transfers(stage)
+    if not experts_apart(run, card):
+        return moves
+    found: list[Transfer] = []
+    for move in moves:
+        found.append(replace(move, others=True))
+        if moved_params(run, move.whose, card, Scope.EXPERTS):
+            found.append(replace(move, scope=Scope.EXPERTS))
+    return tuple(found)
+
+
 def link_bytes(
     stage: Stage, run: Run, moves: tuple[Transfer, ...], card: StageCard | None = None
 ) -> tuple[LinkBytes, ...]:
     """Each of the step's collectives (`moves`) with one card's bytes inside its node and between nodes.
 
-    With the model cut, of `card`'s own weights (`moved_params`), over its ZeRO group.
+    With the model cut, of `card`'s own weights (`moved_params`), over its ZeRO group; its routed experts'
+    over their expert-data-parallel group (`card_transfers`).
     """
     found = []
     for move in moves:
         # Its span and its bytes on the wire worked out once, for the sums and for the report.
         where, (per_weight, label) = span(move.scope, stage, run), _quantized(move, stage, run)
-        buffer, inside, between = _split(move, moved_params(run, move.whose, card), where, per_weight, run)
+        weights = moved_params(run, move.whose, card, move.scope)
+        buffer, inside, between = _split(move, weights, where, per_weight, run)
         found.append(LinkBytes(move, where, ceil(buffer), ceil(inside), ceil(between), label))
     return tuple(found)
 

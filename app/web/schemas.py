@@ -246,7 +246,10 @@ class LinkOut(BaseModel):
     collective: Collective
     band: Band
     when: str
-    scope: Scope = Field(description="The cards it runs over: the shard group, the replicas, or hpZ's group.")
+    scope: Scope = Field(
+        description="The cards it runs over: the shard group, the replicas, hpZ's group, or a mixture of experts' "
+        "expert-data-parallel group (its routed experts' own collective, where ep × etp differs from tp)."
+    )
     cards: int = Field(description="n: the cards it runs over.")
     nodes: int = Field(description="k: the nodes those cards are in.")
     algorithm: str = Field(description="The algorithm and what it sends a card, e.g. a ring's (n−1)/n.")

@@ -57,9 +57,11 @@ class WireView:
         object.__setattr__(self, "time_css", "wire-time exposed" if self.hides is False else "wire-time")
 
 
-def _description(link: LinkBytes) -> str:
+def _description(link: LinkBytes, run: Run) -> str:
     t = link.transfer
     said = t.description
+    if t.scope is Scope.EXPERTS:  # Megatron's expert order puts the group's ranks ep × etp apart
+        said += f" of {link.span.cards:,} cards, {run.cut.ep * run.cut.expert_tp:,} ranks apart"
     if t.scope is Scope.SECONDARY:  # hpZ's group wider than a node gathers between nodes too
         said += ", from hpZ's copy" + (
             f", across {link.span.nodes:,} nodes" if link.span.nodes > 1 else " inside the node"
@@ -82,6 +84,8 @@ def wire_view(scenario: Scenario, row: StageReport) -> WireView:
             f"Each card sends {inside} a step inside its node and {between} between nodes: the (n−1)/n of each "
             "collective over n cards, where the P count above takes each as a whole P."
         )
+    if apart := experts_said(run, row):
+        sent = f"{sent} {apart}"
     time = row.time
     wire = (
         f"On the wire: {seconds_label(time.inside)} inside the node"
@@ -104,7 +108,11 @@ def wire_view(scenario: Scenario, row: StageReport) -> WireView:
         assumptions=assumptions(run),
         collectives=tuple(
             CollectiveLine(
-                _description(link), link.algorithm, units.show(link.inside), units.show(link.between), link.between > 0
+                _description(link, run),
+                link.algorithm,
+                units.show(link.inside),
+                units.show(link.between),
+                link.between > 0,
             )
             for link in row.links
         )
@@ -119,6 +127,21 @@ def wire_view(scenario: Scenario, row: StageReport) -> WireView:
         + ("" if time.compute is None else f" vs {seconds_label(time.compute)} compute"),
         cut_words=cut_words(run, row.cut, units) if run.cut.cuts else (),
         cut_table=(cut_table(run, row.cut, units),) if run.cut.cuts else (),
+    )
+
+
+def experts_said(run: Run, row: StageReport) -> str:
+    """Where a mixture of experts' routed experts go apart from the rest, which group each goes over; else empty."""
+    experts = [link.span for link in row.links if link.transfer.scope is Scope.EXPERTS]
+    if not experts:
+        return ""
+    where = experts[0]
+    place = "inside the node" if where.nodes == 1 else f"across {where.nodes:,} nodes"
+    return (
+        f"Its routed experts' {count_label(row.expert_params)} of {count_label(row.card_params)} weights go over "
+        f"their expert-data-parallel group, {where.cards:,} card{'' if where.cards == 1 else 's'} "
+        f"ep × etp = {run.cut.ep * run.cut.expert_tp:,} ranks apart ({place}), the rest over dp × cp's "
+        f"{run.shards:,}: Megatron-LM's and DeepSpeed-MoE's groups."
     )
 
 
@@ -186,9 +209,11 @@ def cut_table(run: Run, cut: CutWire, units: ByteUnit) -> str:
 def assumptions(run: Run) -> str:
     """Every figure the time is estimated from, stated beside it."""
     links = run.links
+    # A mixture of experts computes with the weights a token uses (`wire.compute_seconds`).
+    active = " active" if run.active_params != run.params else ""
     compute = (
-        f"compute is 6 × {count_label(run.params)} weights × {run.tokens:,} tokens a card at {links.mfu}% of "
-        f"{links.tflops:,} TFLOP/s"
+        f"compute is 6 × {count_label(run.active_params)}{active} weights × {run.tokens:,} tokens a card at "
+        f"{links.mfu}% of {links.tflops:,} TFLOP/s"
         if run.tokens
         else "no tokens to compute on"
     )
