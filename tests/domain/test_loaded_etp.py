@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from app.domain.architecture import MIXTRAL_8X7B, ModelName
+from app.domain.architecture import ModelName
+from app.domain.presets import MIXTRAL_8X7B
 from app.domain.scenario import Inputs, resolve
 
 EXPERT_MATRIX = 4096 * 14336  # 58,720,256
