@@ -64,7 +64,7 @@ class Group(StrEnum):
     WIRE = "wire"
     """Folded under "Across nodes: hybrid sharding, ZeRO++ and the links" (`#more-wire`)."""
     CUT = "cut"
-    """Folded under "The model cut across cards: tensor, pipeline and context parallelism" (`#more-cut`)."""
+    """Folded under "The model cut across cards: tensor, pipeline, context and expert parallelism" (`#more-cut`)."""
     ADDRESS = "address"
     """Not in the form: set in the address (the overheads' settings, named in the overheads' table)."""
 

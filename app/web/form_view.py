@@ -140,7 +140,7 @@ _FOLDS = {
     Group.MORE: ("A model's config.json, micro-batch, frozen weights, LoRA, bytes per band and largest layer", None),
     Group.HOST: ("Offload, nodes and whose accounting", "more-host"),
     Group.WIRE: ("Across nodes: hybrid sharding, ZeRO++ and the links", "more-wire"),
-    Group.CUT: ("The model cut across cards: tensor, pipeline and context parallelism", "more-cut"),
+    Group.CUT: ("The model cut across cards: tensor, pipeline, context and expert parallelism", "more-cut"),
 }
 
 
