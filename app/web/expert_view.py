@@ -232,8 +232,13 @@ def experts_said(scenario: Scenario, stepping: bool = False) -> str:
         said += (
             f" With ep={cut.ep:,} each card keeps {counts.experts // cut.ep:,} of the {counts.experts} experts "
             f"(GPU 0: {_span(card_experts(0, cut, gpus, counts.experts))}); another rank's experts are hatched, not "
-            f"here. ZeRO shards the experts over the expert-data-parallel group of {cut.edp(gpus):,} "
-            f"card{'' if cut.edp(gpus) == 1 else 's'}."
+            "here. "
+            + (
+                f"ZeRO shards the experts over the expert-data-parallel group of {cut.edp(gpus):,} cards."
+                if cut.edp(gpus) > 1
+                else "The expert-data-parallel group is one card (ep × etp fills a stage): ZeRO has none of the "
+                "experts to shard, and each card keeps its own whole."
+            )
         )
     else:
         said += " With ep=1 every card keeps all the experts."

@@ -365,7 +365,7 @@ def card_words(scenario: Scenario, stage: int) -> str:
     whole = f"stage {stage + 1}'s layers" if cut.pp > 1 else "the model"
     split = f" ÷ tp {cut.tp}" if cut.tp > 1 else ""
     if apart:  # a mixture of experts' routed experts are cut their own way
-        split = f": its experts ÷ ep × etp {cut.ep} × {cut.expert_tp}" + (f", the rest{split}" if split else "")
+        split = f": its experts ÷ (ep {cut.ep} × etp {cut.expert_tp})" + (f", the rest{split}" if split else "")
     return f"its {count} weight{'' if count == '1' else 's'} ({whole}{split})"
 
 

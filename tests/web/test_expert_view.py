@@ -68,8 +68,8 @@ def test_the_grid_states_active_and_total_weights(client: TestClient) -> None:
         "compute uses the 12.9B and memory keeps all 46.7B. On each card, columns 0 to 7 are the dense weights "
         "(1.61B: attention, routers, norms, embeddings), then after the rule E0 to E7, numbered 0 to 7, the routed "
         "experts (45.1B), one expert a column: equal widths, not to scale. With ep=8 each card keeps 1 of the 8 "
-        "experts (GPU 0: expert 0); another rank's experts are hatched, not here. ZeRO shards the experts over the "
-        "expert-data-parallel group of 1 card."
+        "experts (GPU 0: expert 0); another rank's experts are hatched, not here. The expert-data-parallel group is "
+        "one card (ep × etp fills a stage): ZeRO has none of the experts to shard, and each card keeps its own whole."
     )
 
 
