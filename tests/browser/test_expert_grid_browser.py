@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 import pytest
 from playwright.sync_api import Page, expect
 
@@ -96,3 +98,27 @@ def test_the_embed_fits_a_760_px_column(page: Page, server: str, host: Host, que
     boxes = frame.evaluate("Array.from(document.querySelectorAll('.node-box'), b => b.getBoundingClientRect().right)")
     assert boxes
     assert max(boxes) <= client
+
+
+_LABELS = """() => Array.from(document.querySelectorAll('#grid .card .axis'), axis =>
+  Array.from(axis.children, label => {
+    const range = document.createRange();
+    range.selectNodeContents(label);
+    const box = range.getBoundingClientRect();
+    return [box.left, box.right];
+  }))"""
+
+
+@pytest.mark.parametrize(
+    ("theme", "width", "height"), [("&theme=projector", 1024, 768), ("", 1024, 768)], ids=["projector", "1024"]
+)
+def test_in_the_step_the_numbers_under_a_card_do_not_overlap(
+    page: Page, server: str, watch: Watch, theme: str, width: int, height: int
+) -> None:
+    # In the step the grid is not `.cut`: with the usual gaps a column was 3 px wide under a 16 px number.
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}/?{MIXTRAL_EP8}&phase=10{theme}")
+    for labels in page.evaluate(_LABELS):
+        assert len(labels) == 16
+        assert all(left[1] <= right[0] + 0.5 for left, right in pairwise(labels))
+    watch.assert_clean(page)
