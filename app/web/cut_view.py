@@ -378,7 +378,7 @@ def _stage_link(stage: int, cut: Cut, blocks: int | None = None) -> str:
     return (
         f"keeps {share}"
         + (f", each layer cut {cut.tp} ways" if cut.tp > 1 else "")
-        + (f", its experts {cut.ep} ways" if cut.ep > 1 else "")
+        + (f", its experts split {cut.ep} ways" if cut.ep > 1 else "")
     )
 
 
@@ -427,3 +427,35 @@ def cut_href(scenario: Scenario, link: Links) -> tuple[tuple[str, str], ...]:
         f" on {run.cut.pp} stages" if run.cut.pp > 1 else ""
     )
     return ((link.setting("tp", str(tp)).at(Stage.ZERO3, None), words),)
+
+
+def sampled_said(cut: Cut, gpus: int) -> str:
+    """The note over a sampled cut grid: which cards of each stage it draws, as `cut_drawn` chose them.
+
+    With tp a stage's first tensor-parallel group (and its last ZeRO member's where there is room); with tp = 1 a
+    group is a card, and with expert parallelism a stage's first four cards and last four, which keep different
+    experts. Every stage where they fit, else the first and the last.
+    """
+    drawn = cut_drawn(cut, gpus)
+    stages = {rank(card, cut, gpus).stage for card in drawn}
+    each = len(drawn) // len(stages)
+    groups = each // min(cut.tp, each)
+    per = " a stage" if cut.pp > 1 else ""
+    if cut.tp > 1:
+        unit = f"one whole tensor-parallel group{per}" if groups == 1 else f"{_count(groups)} whole tensor-parallel "
+        unit += "" if groups == 1 else f"groups{per}, the first and the last"
+    elif each <= 2:
+        unit = f"one card{per}" if each == 1 else f"two cards{per}, the first and the last"
+    else:
+        half = each // 2
+        unit = f"the first {_count(half)} cards{' of a stage' if per else ''} and the last {_count(each - half)}"
+        if cut.ep > 1:
+            unit += ", which keep different experts"
+    which = f"of each of the {cut.pp} stages" if len(stages) == cut.pp else "of the first and last stages only"
+    which = "" if cut.pp == 1 else f" ({which})"
+    return f"With {gpus:,} cards the grid draws {unit}{which}; the gaps say which cards are left out."
+
+
+def _count(n: int) -> str:
+    """A small count in words, as the page's prose writes them."""
+    return ("one", "two", "three", "four", "five", "six", "seven", "eight")[n - 1] if 1 <= n <= 8 else f"{n:,}"

@@ -219,10 +219,7 @@ def experts_said(scenario: Scenario, stepping: bool = False) -> str:
     run = scenario.run
     cut, gpus = run.cut, run.gpus
     n = expert_columns(counts.experts)
-    each = counts.experts // n
-    columns = "one expert a column" if each == 1 else f"{each} experts a column"
-    if counts.experts % n:
-        columns = f"about {counts.experts / n:.1f} experts a column"
+    columns = f"{_per_column(counts.experts)} a column"
     said = (
         f"{count_label(counts.active)} active of {count_label(counts.params)} weights: a token uses "
         f"{counts.top_k} of {counts.experts} experts in each of its {counts.blocks} mixture-of-experts blocks, so "
@@ -235,8 +232,13 @@ def experts_said(scenario: Scenario, stepping: bool = False) -> str:
         said += (
             f" With ep={cut.ep:,} each card keeps {counts.experts // cut.ep:,} of the {counts.experts} experts "
             f"(GPU 0: {_span(card_experts(0, cut, gpus, counts.experts))}); another rank's experts are hatched, not "
-            f"here. ZeRO shards the experts over the expert-data-parallel group of {cut.edp(gpus):,} "
-            f"card{'' if cut.edp(gpus) == 1 else 's'}."
+            "here. "
+            + (
+                f"ZeRO shards the experts over the expert-data-parallel group of {cut.edp(gpus):,} cards."
+                if cut.edp(gpus) > 1
+                else "The expert-data-parallel group is one card (ep × etp fills a stage): ZeRO has none of the "
+                "experts to shard, and each card keeps its own whole."
+            )
         )
     else:
         said += " With ep=1 every card keeps all the experts."
@@ -252,6 +254,57 @@ def experts_said(scenario: Scenario, stepping: bool = False) -> str:
             f"router sends them ({counts.top_k} of {counts.experts} experts a token) are computed on them; {gathered}."
         )
     return said
+
+
+def _per_column(experts: int) -> str:
+    """How many experts an experts' column stands for: "one expert", "32 experts", "about 7.5 experts"."""
+    n = expert_columns(experts)
+    if experts % n:
+        return f"about {experts / n:.1f} experts"
+    return "one expert" if experts == n else f"{experts // n} experts"
+
+
+def experts_key(scenario: Scenario, stepping: bool = False) -> str:
+    """The key's words for a card's columns where the model has experts: the dense eighths, then the experts'.
+
+    Blank for a dense model, whose key says "an eighth of the model". `stepping`: in the step, where the experts'
+    columns are used only by the tokens routed to them while their column's blocks are in hand.
+    """
+    architecture = moe_of(scenario)
+    if architecture is None or architecture.moe is None:
+        return ""
+    experts = architecture.moe.experts
+    used = ", computing only the tokens routed there" if stepping else ""
+    return (
+        f"Columns 0–7: an eighth of the dense weights; E0–E{expert_columns(experts) - 1}: {_per_column(experts)} "
+        f"each, in all the stage's expert blocks{used}"
+    )
+
+
+def experts_column_key(scenario: Scenario) -> tuple[str, ...]:
+    """The step's column key for the experts' columns, after the dense ones': each one's experts and their ranks.
+
+    "E3: expert 3 of 8, in every expert block of a card's stage; expert-parallel rank 4 of 8 keeps it"; blank for
+    a dense model. Expert-parallel rank r keeps experts r·E/ep to (r+1)·E/ep − 1 (`card_experts`).
+    """
+    architecture = moe_of(scenario)
+    if architecture is None or architecture.moe is None:
+        return ()
+    experts, ep = architecture.moe.experts, scenario.run.cut.ep
+    said = []
+    for column in range(expert_columns(experts)):
+        found = column_experts(column, experts)
+        first, last = found[0] * ep // experts, found[-1] * ep // experts
+        them = "it" if len(found) == 1 else "them"
+        keep = (
+            f"every card keeps {them}"
+            if ep == 1
+            else f"expert-parallel rank {first + 1} of {ep} keeps {them}"
+            if first == last
+            else f"expert-parallel ranks {first + 1}–{last + 1} of {ep} keep {them}"
+        )
+        said.append(f"E{column}: {_span(found)} of {experts}, in every expert block of a card's stage; {keep}")
+    return tuple(said)
 
 
 def experts_held(scenario: Scenario, card: int) -> str:

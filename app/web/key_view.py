@@ -82,6 +82,8 @@ class _Drawn:
     """Whether some card draws another pipeline stage's layers, absent from it (`CellState.ABSENT`)."""
     elsewhere: bool = False
     """Whether some card draws another expert-parallel rank's experts, not here (`expert_view`)."""
+    experts: str = ""
+    """The columns' words where the model has experts, dense then experts' (`expert_view.experts_key`)."""
 
     @classmethod
     def of(cls, s: StageView) -> _Drawn:
@@ -101,6 +103,7 @@ class _Drawn:
             cut=s.cut_grid,
             absent=s.pipelined,
             elsewhere=s.elsewhere,
+            experts=s.experts_key,
         )
 
 
@@ -114,7 +117,13 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
     column = "column" if d.step else "weight"
     more: list[str] = []
     states = [KeyEntry("Filled", ": stored here", "neutral solid")]
-    if d.partial and d.cut:
+    if d.partial and d.experts:  # part of a column is more than a tensor slice: a stage's blocks, a rank's experts
+        states.append(KeyEntry("Part filled", ": its share stored here", "neutral partial from-0 to-24"))
+        more.append(
+            "Part filled: this card stores part of the column: its tensor slice, its stage's blocks of a column "
+            "shared with another stage, or its own few of an experts' column's experts; other cards the rest."
+        )
+    elif d.partial and d.cut:
         states.append(KeyEntry("Part filled", ": its tensor slice stored here", "neutral partial from-0 to-24"))
         more.append(
             "Part filled: tensor parallelism cuts every layer's matrices across the group's cards; each stores its "
@@ -173,7 +182,10 @@ def _full(legend: tuple[BandSpec, ...], d: _Drawn) -> Key:
     eighths = d.step or d.cut
     first = "A column is an eighth of the model, in forward order" if eighths else "A column is a weight"
     ratio = " : ".join(k.shown for k in legend)
-    area = f"{'Column: an eighth of the model' if eighths else 'Column: a weight'}; height: bytes ({ratio})."
+    column = "Column: an eighth of the model" if eighths else "Column: a weight"
+    if d.experts:  # a mixture of experts: its dense eighths, then its experts' columns
+        first, column = f"{d.experts}; in each column", d.experts
+    area = f"{column}; height: bytes ({ratio})."
     more.insert(0, f"{first}, its bands stacked top to bottom, each as tall as the bytes it costs: area is memory.")
     more.append(
         "The bar is drawn on one scale for the four arrangements, so a switch shows the saving: what a card keeps at "
@@ -216,6 +228,8 @@ def _compact(legend: tuple[BandSpec, ...], d: _Drawn, ring_key: bool) -> Key:
     if d.step:
         bars.append(KeyEntry("Bar, pale", ": peak so far", "bar-peak"))
     first = "A column is an eighth of the model" if d.step or d.cut else "A column is one weight"
+    if d.experts:
+        first = f"{d.experts}; in each column"
     return Key(True, f"{first}, its bands as tall as their bytes: area is memory.", tuple(states), bands, tuple(bars))
 
 

@@ -14,8 +14,8 @@ from app.domain.units import count_label as params_label
 from app.domain.units import gpus_label, per_weight, percent
 from app.domain.zeropp import zeropp_said
 from app.web.bars import bar_keys, bar_note
-from app.web.cut_view import cut_cards, cut_href, in_stages
-from app.web.expert_view import draws_cut, experts_said, moe_of
+from app.web.cut_view import cut_cards, cut_href, in_stages, sampled_said
+from app.web.expert_view import draws_cut, experts_key, experts_said, moe_of
 from app.web.fixes_view import FixLine, fix_lines
 from app.web.grid_view import CardGap, CardView, NodeGap, NodeView, in_nodes, rest_cards
 from app.web.host_view import HostView, host_view
@@ -162,7 +162,11 @@ class StageView:
     fixes: tuple[FixLine, ...] = ()
     """Under the verdict, where the run is over its card: the changes that would make it fit (`fixes_view`)."""
     cut_grid: bool = False
+    cut_sampled: str = ""
+    """Over a sampled cut grid, which cards of each stage it draws (`cut_view.sampled_said`); blank otherwise."""
     experts: str = ""
+    experts_key: str = ""
+    """The key's words for the columns where the model has experts (`expert_view.experts_key`); blank if dense."""
     elsewhere: bool = False
     """Whether some card draws another expert-parallel rank's experts, not here (ep above 1)."""
     """A mixture of experts' columns in words, with its active and total weights (`expert_view`); blank if dense."""
@@ -242,10 +246,6 @@ class StageView:
             f"With {self.gpus:,} cards the grid draws the first four and the last four, and as many weights; "
             "every card holds the same pattern."
         )
-        cut_sampled = (
-            f"With {self.gpus:,} cards the grid draws whole tensor-parallel groups, one or two a stage (of the first "
-            "and last stages where all would not fit); the gaps say which cards are left out."
-        )
         derived = {
             "model_per_gpu": f"{size} model per GPU",
             "model_words": self.card_words or f"a model of {label} weight" + ("" if label == "1" else "s"),
@@ -276,7 +276,7 @@ class StageView:
             )
             if self.shards_anything
             else "",
-            "sampled_note": (cut_sampled if self.cut_grid else sampled) if self.sampled else "",
+            "sampled_note": (self.cut_sampled or sampled) if self.sampled else "",
             "fit_columns": shown(self.capacity),
             "layer_notes": ("(this micro-batch's activations and largest layer kept)",) if shape else (),
             "batch_columns": ("Largest micro-batch that fits",) if shape else (),
@@ -365,7 +365,7 @@ def card_words(scenario: Scenario, stage: int) -> str:
     whole = f"stage {stage + 1}'s layers" if cut.pp > 1 else "the model"
     split = f" ÷ tp {cut.tp}" if cut.tp > 1 else ""
     if apart:  # a mixture of experts' routed experts are cut their own way
-        split = f": its experts ÷ ep × etp {cut.ep} × {cut.expert_tp}" + (f", the rest{split}" if split else "")
+        split = f": its experts ÷ (ep {cut.ep} × etp {cut.expert_tp})" + (f", the rest{split}" if split else "")
     return f"its {count} weight{'' if count == '1' else 's'} ({whole}{split})"
 
 
@@ -416,7 +416,9 @@ def stage_view(
         # A cut grid's columns are the model's eighths, 0 to 7, as a mixture of experts' are in the step too.
         axis_digits=1 if cut or moe_of(scenario) else len(str(run.gpus - 1)),
         cut_grid=cut,
+        cut_sampled=sampled_said(run.cut, run.gpus) if cut else "",
         experts=experts_said(scenario, phase is not None),
+        experts_key=experts_key(scenario, phase is not None),
         elsewhere=run.cut.ep > 1 and moe_of(scenario) is not None,
         tp_sliced=cut and (run.cut.tp > 1 or COLUMNS % run.cut.pp > 0),
         pipelined=run.cut.pp > 1,  # at rest and in the step, a card draws other stages' layers absent

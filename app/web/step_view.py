@@ -19,7 +19,7 @@ from app.web.bars import card_bar, legend
 from app.web.card_words import holding_sentence
 from app.web.chart_view import ChartView, chart_view
 from app.web.cut_view import cut_step_columns
-from app.web.expert_view import draws_cut, experts_held, moe_of
+from app.web.expert_view import draws_cut, experts_column_key, experts_held, moe_of
 from app.web.grid_view import (
     NO_COPY,
     CardGap,
@@ -138,7 +138,7 @@ class StepView:
     layers: str = ""
     """What the columns are: the model in eighths, or the lesson's 8 equal layers."""
     columns: tuple[str, ...] = ()
-    """What each of the 8 columns stands for, e.g. '5: layers 51–61 of 80'."""
+    """What each of the 8 columns stands for, e.g. '5: layers 51–61 of 80'; then a mixture of experts' columns."""
     relation: str = ""
     """How the cards' slices line up with the columns."""
     partial: bool = False
@@ -428,6 +428,12 @@ def _layers(scenario: Scenario) -> str:
             f"In the step the model is {COLUMNS} equal layers of {scenario.run.largest_layer:,} weights, "
             "one a column, first to last."
         )
+    if moe_of(scenario) is not None:  # the experts' columns after the dense ones (expert_view)
+        return (
+            f"In the step columns 0 to {COLUMNS - 1} are the model in eighths, first layer to last, without their "
+            "routed experts; a layer cut by a column's edge counts in both. After the rule, the experts' columns: "
+            "while a column of expert blocks is in hand, each card computes the tokens routed to its experts."
+        )
     return (
         f"In the step the {COLUMNS} columns are the model in eighths, first layer to last; a layer cut by a "
         "column's edge counts in both."
@@ -485,7 +491,7 @@ def step_view(
         action=link.page,
         # Said where a layer in hand would be counted, had it a size.
         note=UNKNOWN_LAYER_NOTE if run.largest_layer is None and (phase.sharded & LAYER_BANDS) else "",
-        columns=tuple(f"{column.index}: {column.label}" for column in columns),
+        columns=(*(f"{column.index}: {column.label}" for column in columns), *experts_column_key(scenario)),
         relation=_relation(run.gpus),
         layers=_layers(scenario),
         pcie=" ".join(f"Over PCIe: {m.description}, {scenario.units.show(m.nbytes)} per card." for m in phase.pcie),

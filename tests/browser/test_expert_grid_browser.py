@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
-from playwright.sync_api import Page
+from itertools import pairwise
 
-from tests.browser.conftest import Watch, screenshot
+import pytest
+from playwright.sync_api import Page, expect
+
+from tests.browser.conftest import Host, Watch, screenshot, settled
 
 pytestmark = pytest.mark.slow
 
@@ -69,4 +71,54 @@ def test_the_step_walks_with_the_experts(page: Page, server: str, watch: Watch) 
     page.wait_for_url("**phase=2**")
     assert page.locator("#grid .column.expert .cell.gathered.active").count() > 0
     screenshot(page, "experts-step-projector")
+    watch.assert_clean(page)
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "model=llama-3-70b&gpus=16&tp=8&pp=2&stage=zero1",
+        "model=mixtral-8x7b&gpus=16&ep=8&stage=zero1",
+        "model=mixtral-8x7b&gpus=16&ep=8&stage=zero3&controls=step&phase=10",
+        "model=deepseek-v3&gpus=2048&nodes=256&pp=16&ep=64&stage=zero1",
+    ],
+    ids=["cut", "mixtral", "mixtral-step", "deepseek"],
+)
+def test_the_embed_fits_a_760_px_column(page: Page, server: str, host: Host, query: str) -> None:
+    # A node's or stage's frame reached 0.35rem into main's 0.3rem margin: 760.75 px, a scrollbar in the frame.
+    page.set_viewport_size({"width": 1000, "height": 900})
+    frame_html = f'<iframe src="{server}/embed?{query}" width="760" height="800" title="Lesson"></iframe>'
+    page.goto(host.page("lesson.html", frame_html))
+    expect(page.frame_locator("iframe").locator("#grid .card").first).to_be_visible()
+    frame = page.frame(url=lambda url: url.startswith(server + "/embed"))
+    assert frame is not None
+    settled(frame)
+    width, client = frame.evaluate("[document.documentElement.scrollWidth, document.documentElement.clientWidth]")
+    assert width <= client
+    boxes = frame.evaluate("Array.from(document.querySelectorAll('.node-box'), b => b.getBoundingClientRect().right)")
+    assert boxes
+    assert max(boxes) <= client
+
+
+_LABELS = """() => Array.from(document.querySelectorAll('#grid .card .axis'), axis =>
+  Array.from(axis.children, label => {
+    const range = document.createRange();
+    range.selectNodeContents(label);
+    const box = range.getBoundingClientRect();
+    return [box.left, box.right];
+  }))"""
+
+
+@pytest.mark.parametrize(
+    ("theme", "width", "height"), [("&theme=projector", 1024, 768), ("", 1024, 768)], ids=["projector", "1024"]
+)
+def test_in_the_step_the_numbers_under_a_card_do_not_overlap(
+    page: Page, server: str, watch: Watch, theme: str, width: int, height: int
+) -> None:
+    # In the step the grid is not `.cut`: with the usual gaps a column was 3 px wide under a 16 px number.
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}/?{MIXTRAL_EP8}&phase=10{theme}")
+    for labels in page.evaluate(_LABELS):
+        assert len(labels) == 16
+        assert all(left[1] <= right[0] + 0.5 for left, right in pairwise(labels))
     watch.assert_clean(page)

@@ -57,7 +57,7 @@ def test_the_page_says_what_a_card_keeps_and_assembles_with_ep(client: TestClien
     page = dom(client.get("/", params={**MIXTRAL, "stage": "zero1"}).text)
     words = " ".join(page.get_text(" ").split())
     # Its 6,440,620,032 weights; ZeRO-3's layer on a card: 20,971,520 + 40,960 + 176,160,768 = 197,173,248.
-    assert "its 6.44B weights (the model: its experts ÷ ep × etp 8 × 1, the rest ÷ tp 2)" in words
+    assert "its 6.44B weights (the model: its experts ÷ (ep 8 × etp 1), the rest ÷ tp 2)" in words
     assert "1,451,270,144 weights, of which a card of tp=2, ep=8, etp=1 assembles 197,173,248" in words
 
 

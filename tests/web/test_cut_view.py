@@ -6,6 +6,8 @@ import pytest
 from bs4 import Tag
 from fastapi.testclient import TestClient
 
+from app.domain.parallel import Cut
+from app.web.cut_view import sampled_said
 from tests.conftest import one, text
 from tests.web.helpers import HX, run_page
 
@@ -196,3 +198,48 @@ def test_the_step_at_a_phase_draws_the_cut(client: TestClient) -> None:
     assert [weights(5, c) for c in range(4)] == [["absent"]] * 4
     # Stage 2's cards keep their own columns, untouched in this phase.
     assert weights(4, 4) == ["partial", "partial"]
+
+
+# Which cards a sampled cut grid draws, by hand from `cut_grid.cut_shown`: past 16 cards, with tp the first
+# tensor-parallel group of a stage (and its last ZeRO member's where two a stage fit in 16 cards); with tp = 1 a
+# group is one card; with ep and tp = 1, where at most two stages are drawn, a stage's first four and last four.
+# Every stage where tp × pp ≤ 16, else the first and the last.
+@pytest.mark.parametrize(
+    ("cut", "gpus", "said"),
+    [
+        # DeepSeek-V3's layout: 16 stages × 1 card = 16; 2 × 16 > 16, so one card a stage.
+        (Cut(pp=16, ep=64), 2048, "one card a stage (of each of the 16 stages)"),
+        # One stage of 64, ep 8: cards 0-3 and 60-63.
+        (Cut(ep=8), 64, "the first four cards and the last four, which keep different experts"),
+        (
+            Cut(pp=2, ep=8),
+            64,
+            "the first four cards of a stage and the last four, which keep different experts (of each of the 2 stages)",
+        ),
+        # tp 8 × pp 2 = 16: one group a stage; 2 × 8 × 2 > 16, so no second.
+        (Cut(tp=8, pp=2), 64, "one whole tensor-parallel group a stage (of each of the 2 stages)"),
+        # tp 8 × pp 4 = 32 > 16: the first and last stages only.
+        (Cut(tp=8, pp=4), 64, "one whole tensor-parallel group a stage (of the first and last stages only)"),
+        # tp 2, one stage: 2 × 2 ≤ 16, the first and the last ZeRO member's groups.
+        (Cut(tp=2), 64, "two whole tensor-parallel groups, the first and the last"),
+        (
+            Cut(tp=2, pp=2),
+            64,
+            "two whole tensor-parallel groups a stage, the first and the last (of each of the 2 stages)",
+        ),
+        (Cut(pp=4), 64, "two cards a stage, the first and the last (of each of the 4 stages)"),
+    ],
+)
+def test_a_sampled_grid_says_which_cards_of_a_stage_it_draws(cut: Cut, gpus: int, said: str) -> None:
+    assert sampled_said(cut, gpus) == (
+        f"With {gpus:,} cards the grid draws {said}; the gaps say which cards are left out."
+    )
+
+
+def test_the_page_says_a_sampled_expert_grid_draws_a_stage_s_first_four_and_last_four(client: TestClient) -> None:
+    tree = run_page(client, "model=mixtral-8x7b&gpus=64&ep=8&stage=zero1")
+    drawn = [int(str(c["data-card-index"])) for c in tree.select("#grid .card")]
+    assert drawn == [0, 1, 2, 3, 60, 61, 62, 63]
+    note = text(tree, "#grid-note")
+    assert "the grid draws the first four cards and the last four, which keep different experts;" in note
+    assert "tensor-parallel" not in note

@@ -68,8 +68,8 @@ def test_the_grid_states_active_and_total_weights(client: TestClient) -> None:
         "compute uses the 12.9B and memory keeps all 46.7B. On each card, columns 0 to 7 are the dense weights "
         "(1.61B: attention, routers, norms, embeddings), then after the rule E0 to E7, numbered 0 to 7, the routed "
         "experts (45.1B), one expert a column: equal widths, not to scale. With ep=8 each card keeps 1 of the 8 "
-        "experts (GPU 0: expert 0); another rank's experts are hatched, not here. ZeRO shards the experts over the "
-        "expert-data-parallel group of 1 card."
+        "experts (GPU 0: expert 0); another rank's experts are hatched, not here. The expert-data-parallel group is "
+        "one card (ep × etp fills a stage): ZeRO has none of the experts to shard, and each card keeps its own whole."
     )
 
 
@@ -159,3 +159,96 @@ def test_the_layout_api_lists_each_card_s_experts(client: TestClient) -> None:
     ]
     dense = client.get("/api/layout?model=llama-3-8b&gpus=16&tp=2&stage=zero3").json()["cut_cards"]
     assert all("experts" not in c for c in dense)
+
+
+# The key names both kinds of column: the dense eighths, then the experts' (one expert each up to 8 experts, else
+# experts / 8: DeepSeek-V3's 256 / 8 = 32); in the step the experts compute only the tokens routed to them.
+@pytest.mark.parametrize(
+    ("path", "said"),
+    [
+        (
+            f"/?{MIXTRAL_EP8}",
+            "Columns 0–7: an eighth of the dense weights; E0–E7: one expert each, in all the stage's expert blocks; "
+            "height: bytes (2 : 2 : 4 : 8).",
+        ),
+        (
+            f"/?{MIXTRAL_EDP2}&phase=10",
+            "Columns 0–7: an eighth of the dense weights; E0–E7: one expert each, in all the stage's expert blocks, "
+            "computing only the tokens routed there; height: bytes (2 : 2 : 4 : 8).",
+        ),
+        (
+            "/?model=deepseek-v3&gpus=64&ep=64&stage=zero1",
+            "Columns 0–7: an eighth of the dense weights; E0–E7: 32 experts each, in all the stage's expert blocks; "
+            "height: bytes (2 : 2 : 4 : 8).",
+        ),
+        (
+            f"/embed?{MIXTRAL_EP8}",
+            "Columns 0–7: an eighth of the dense weights; E0–E7: one expert each, in all the stage's expert blocks; "
+            "in each column, its bands as tall as their bytes: area is memory.",
+        ),
+    ],
+)
+def test_the_key_names_the_dense_and_the_experts_columns(client: TestClient, path: str, said: str) -> None:
+    assert text(dom(client.get(path).text), ".legend .area") == said
+
+
+def test_a_dense_model_s_key_names_no_experts(client: TestClient) -> None:
+    said = text(run_page(client, "model=llama-3-8b&gpus=16&tp=2&stage=zero3"), ".legend .area")
+    assert said == "Column: an eighth of the model; height: bytes (2 : 2 : 4 : 8)."
+
+
+# The step's column key: the dense eighths, then each experts' column with its experts and the expert-parallel
+# ranks keeping them, rank r keeping experts r·E/ep to (r+1)·E/ep − 1 (shown from 1, as the cards' sentences).
+@pytest.mark.parametrize(
+    ("query", "experts"),
+    [
+        # Mixtral, ep 8: expert c on rank c + 1.
+        (
+            f"{MIXTRAL_EDP2}&phase=10",
+            [
+                f"E{c}: expert {c} of 8, in every expert block of a card's stage; expert-parallel rank {c + 1} of 8 "
+                "keeps it"
+                for c in range(8)
+            ],
+        ),
+        # Mixtral, ep 2: experts 0-3 on rank 1, 4-7 on rank 2.
+        (
+            "model=mixtral-8x7b&gpus=8&ep=2&stage=zero3&phase=10",
+            [
+                f"E{c}: expert {c} of 8, in every expert block of a card's stage; expert-parallel rank {c // 4 + 1} "
+                "of 2 keeps it"
+                for c in range(8)
+            ],
+        ),
+        # DeepSeek-V3, ep 64: column c holds experts 32c to 32c + 31, on ranks 8c + 1 to 8c + 8 (4 each).
+        (
+            "model=deepseek-v3&gpus=64&ep=64&stage=zero1&phase=10",
+            [
+                f"E{c}: experts {32 * c}–{32 * c + 31} of 256, in every expert block of a card's stage; "
+                f"expert-parallel ranks {8 * c + 1}–{8 * c + 8} of 64 keep them"
+                for c in range(8)
+            ],
+        ),
+        # gpt-oss-20b without ep: 32 / 8 = 4 a column, every card keeps them all.
+        (
+            "model=gpt-oss-20b&gpus=8&stage=zero1&phase=3",
+            [
+                f"E{c}: experts {4 * c}–{4 * c + 3} of 32, in every expert block of a card's stage; every card keeps "
+                "them"
+                for c in range(8)
+            ],
+        ),
+    ],
+)
+def test_the_step_s_column_key_names_each_experts_column(client: TestClient, query: str, experts: list[str]) -> None:
+    tree = run_page(client, query)
+    items = [li.get_text() for li in tree.select("#grid-note .column-key li")]
+    assert len(items) == 16
+    assert [item.split(":")[0] for item in items[:8]] == [str(c) for c in range(8)]
+    assert items[8:] == experts
+    assert "After the rule, the experts' columns" in text(tree, "#grid-note p")
+
+
+def test_a_dense_model_s_step_key_has_eight_columns(client: TestClient) -> None:
+    tree = run_page(client, "model=llama-3-8b&gpus=16&stage=zero3&phase=10")
+    assert len(tree.select("#grid-note .column-key li")) == 8

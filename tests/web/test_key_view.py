@@ -144,3 +144,13 @@ def test_the_page_says_what_a_recipe_saves_from_its_declaration(
     notes = [li.get_text() for li in dom(client.get(f"/?recipe={recipe}").text).select("ul.notes li")]
     assert [note for note in notes if said and said in note] == ([notes[0]] if said else [])
     assert len(notes) == (1 if said else 0)
+
+
+def test_a_mixture_of_experts_part_filled_is_its_share_not_a_tensor_slice(client: TestClient) -> None:
+    # DeepSeek-V3 on 16 stages with tp = 1: a part filled cell is a stage's blocks of a shared column (61 blocks
+    # over 8 columns and 16 stages) or a rank's 4 of an experts' column's 32, never a tensor slice.
+    path = "/?model=deepseek-v3&gpus=2048&nodes=256&pp=16&ep=64&stage=zero1"
+    key = one(dom(client.get(path).text), ".legend")
+    names = [" ".join(li.get_text(" ").split()) for li in key.select("ul.states li")]
+    assert "Part filled : its share stored here" in names
+    assert not any("tensor slice" in name for name in names)
