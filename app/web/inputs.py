@@ -380,8 +380,16 @@ def _cut_refusal(data: dict[str, Any], value: dict[str, Any]) -> tuple[str, str]
     experts = (architecture.moe.experts if architecture.moe else 0) if architecture is not None else None
     if refused := cut_refused(cut, cluster.gpus, cluster.gpus_per_node, blocks, heads, experts):
         return "cut", refused
-    # ZeRO shards over the data-parallel group the cut leaves: a shard group splits that, not every card.
-    if cut.cuts and (refused := groups_refused(cluster.gpus, cluster.gpus_per_node, data.get("shard"), cut=cut)):
+    # ZeRO shards over the data-parallel group the cut leaves: a shard group, hpZ's and ZeRO++'s split that, not
+    # every card, and the experts' own group takes none of them. The same check as `Run`'s, on the same values.
+    hpz = int(data.get("hpz", 1))
+    zeropp = hpz > 1 or bool(data.get("qwz")) or bool(data.get("qgz"))
+    accounting = data.get("accounting", Accounting.PAPER)
+    if cut.cuts and (
+        refused := groups_refused(
+            cluster.gpus, cluster.gpus_per_node, data.get("shard"), hpz, zeropp, accounting, cut=cut
+        )
+    ):
         return "groups", refused
     return None
 

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import dom, text
 
@@ -75,3 +78,46 @@ def test_a_card_without_experts_says_0(client: TestClient) -> None:
     megatron = {row["stage"]: row for row in _memory(client, **DEEPSEEK, accounting="megatron")["stages"]}
     assert (megatron["dp"]["params_per_gpu"], megatron["dp"]["expert_params_per_gpu"]) == (2_519_279_040, 638_582_784)
     assert megatron["dp"]["per_gpu_bytes"] == 18 * 2_519_279_040
+
+
+# The field test's 500s: ep with hpZ or ZeRO++ passed the query model and was refused only by `Run`. Each route
+# now answers a 422 naming ep, before any run is built.
+_GROUPED = [
+    {"ep": "8", "hpz": "8"},
+    {"ep": "8", "qwz": "1"},
+    {"ep": "8", "qgz": "1"},
+    {"ep": "8", "shard": "8"},
+    {"ep": "4", "etp": "1", "tp": "2", "hpz": "4"},
+]
+
+
+@pytest.mark.parametrize("path", ["/", "/embed", "/compare", "/api/memory", "/api/layout", "/api/config"])
+@pytest.mark.parametrize("given", _GROUPED, ids=lambda g: "&".join(f"{k}={v}" for k, v in g.items()))
+def test_experts_apart_refuse_hpz_and_zeropp_with_a_422(client: TestClient, path: str, given: dict[str, str]) -> None:
+    response = client.get(path, params={"model": "mixtral-8x7b", "gpus": "16", "nodes": "2", **given})
+    assert response.status_code == 422, response.text[:300]
+    assert "expert-data-parallel group" in response.text
+
+
+_DEGREES = st.fixed_dictionaries(
+    {
+        "model": st.sampled_from(["mixtral-8x7b", "gpt-oss-20b", "llama-3-8b"]),
+        "gpus": st.sampled_from(["8", "16", "32"]),
+        "nodes": st.sampled_from(["", "2", "4"]),
+        "ep": st.sampled_from(["1", "2", "4", "8", "16"]),
+        "etp": st.sampled_from(["0", "1", "2"]),
+        "tp": st.sampled_from(["1", "2", "4"]),
+        "pp": st.sampled_from(["1", "2"]),
+        "hpz": st.sampled_from(["1", "2", "8"]),
+        "qwz": st.sampled_from(["0", "1"]),
+        "shard": st.sampled_from(["", "2", "8"]),
+        "stage": st.sampled_from(["dp", "zero1", "zero3"]),
+    }
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(query=_DEGREES)
+def test_any_mix_of_experts_groups_and_zeropp_is_answered_or_refused(client: TestClient, query: dict[str, str]) -> None:
+    for path in ("/", "/api/memory"):
+        assert client.get(path, params=query).status_code in (200, 422), (path, query)
