@@ -18,7 +18,7 @@ from app.domain.communication import Transfer, Whose, transfers
 from app.domain.eighths import COLUMNS
 from app.domain.hardware import H100_FABRIC, Fabric
 from app.domain.layers import ColumnMoments, Layer, bare_layers, column_moments, column_weights, first_trained
-from app.domain.loaded import activation_bytes, megatron_activations, stage_load
+from app.domain.loaded import activation_bytes, megatron_activations, stage_layers, stage_load
 from app.domain.megatron_memory import MegatronShard, megatron_shard
 from app.domain.overheads import DEFAULTS, Overheads
 from app.domain.parallel import NO_CUT, Cut, cut_refused
@@ -240,6 +240,20 @@ class Run:
         With ep × etp = tp it is the data-parallel group, dp × cp, and the experts shard with the rest.
         """
         return self.cut.edp(self.gpus)
+
+    @cached_property
+    def dense_stages(self) -> frozenset[int]:
+        """The pipeline stages that keep no mixture-of-experts block, so whose cards keep no experts.
+
+        DeepSeek-V3's first stage in 16 keeps only its 3 dense blocks. Empty for a dense model: nothing to say.
+        """
+        if self.architecture is None or self.architecture.moe is None:
+            return frozenset()
+        return frozenset(
+            stage
+            for stage in range(self.cut.pp)
+            if not any(layer.routed for layer in stage_layers(self.model_layers, self.cut, stage))
+        )
 
     def experts_of(self, card: StageCard) -> Experts:
         """How ZeRO shards `card`'s routed experts: apart from the rest, where their group differs from it."""

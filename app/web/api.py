@@ -38,7 +38,7 @@ def grid_layout(query: Annotated[LayoutQuery, Query()]) -> LayoutOut:
     """
     run = resolve(query.inputs()).run
     moe = run.architecture.moe if run.architecture is not None else None
-    return LayoutOut.of(layout(query.stage, run.gpus, run.recipe), run.cut, moe.experts if moe else 0)
+    return LayoutOut.of(layout(query.stage, run.gpus, run.recipe), run.cut, moe.experts if moe else 0, run.dense_stages)
 
 
 @router.get("/memory", name="api_memory", response_model_exclude_none=True)

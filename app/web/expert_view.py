@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from app.domain.architecture import Architecture
+from app.domain.cut_grid import CutCell
 from app.domain.eighths import COLUMNS
 from app.domain.expert_grid import (
     card_experts,
@@ -70,7 +71,14 @@ def _expert_cell(scenario: Scenario, card: int, column: int, spec: BandSpec, sha
         f"Column E{column}, {_span(column_experts(column, experts))} of {experts} in each mixture-of-experts block "
         f"of this card's stage, {spec.label} ({spec.precision}, {spec.shown} B)"
     )
-    if cell.state is CellState.ABSENT:
+    stage = expert_rank(card, cut, gpus).stage
+    if stage in run.dense_stages:  # its blocks all have a dense MLP: no experts anywhere on its cards
+        cell = CutCell(CellState.ABSENT, None, card)
+        said = (
+            f"Column E{column}, {spec.label}: not on this card. Its pipeline stage, {stage + 1} of {cut.pp}, keeps "
+            "only blocks with a dense MLP, so none of the experts."
+        )
+    elif cell.state is CellState.ABSENT:
         other = card_experts(cell.holder, cut, gpus, experts)
         said = (
             f"{where}: not on this card. Expert parallelism: GPU {cell.holder:,} (expert-parallel rank "
@@ -314,6 +322,9 @@ def experts_held(scenario: Scenario, card: int) -> str:
         return ""
     run = scenario.run
     experts = architecture.moe.experts
+    stage = expert_rank(card, run.cut, run.gpus).stage
+    if stage in run.dense_stages:
+        return f" No experts: its pipeline stage, {stage + 1} of {run.cut.pp}, keeps only blocks with a dense MLP."
     if run.cut.ep == 1:
         return f" Its experts' columns, E0 to E{expert_columns(experts) - 1}: all {experts} experts of each block."
     mine = card_experts(card, run.cut, run.gpus, experts)

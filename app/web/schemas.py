@@ -172,10 +172,13 @@ class CutCardOut(BaseModel):
     )
 
     @classmethod
-    def all_of(cls, cut: Cut, gpus: int, experts: int = 0) -> list[CutCardOut]:
+    def all_of(
+        cls, cut: Cut, gpus: int, experts: int = 0, dense_stages: frozenset[int] = frozenset()
+    ) -> list[CutCardOut]:
         """The cards the page's cut grid draws (every one up to 16; beyond, whole tensor groups; 4 a stage past 2).
 
-        `experts`: the model's routed experts a block (0: dense), which each card's are listed of.
+        `experts`: the model's routed experts a block (0: dense), which each card's are listed of, but on the
+        `dense_stages`, whose blocks all have a dense MLP (DeepSeek-V3's first in 16): their cards keep none.
         """
         found = []
         for card in cut_drawn(cut, gpus):
@@ -191,7 +194,9 @@ class CutCardOut(BaseModel):
                     data_parallel_rank=here.dp,
                     columns=list(own),
                     absent_columns=[c for c in range(COLUMNS) if c not in own],
-                    experts=list(card_experts(card, cut, gpus, experts)) if experts else None,
+                    experts=(list(card_experts(card, cut, gpus, experts)) if here.stage not in dense_stages else [])
+                    if experts
+                    else None,
                     expert_parallel_rank=routed.ep if routed else None,
                     expert_data_parallel_rank=routed.edp if routed else None,
                 )
@@ -216,7 +221,9 @@ class LayoutOut(BaseModel):
     )
 
     @classmethod
-    def of(cls, grid: Layout, cut: Cut | None = None, experts: int = 0) -> LayoutOut:
+    def of(
+        cls, grid: Layout, cut: Cut | None = None, experts: int = 0, dense_stages: frozenset[int] = frozenset()
+    ) -> LayoutOut:
         """From the domain's layout; `cut`, the run's cut, whose cards are listed when it cuts the model.
 
         Or when the model has `experts` (routed, a block; 0: dense): their columns are drawn as a cut's.
@@ -227,7 +234,9 @@ class LayoutOut(BaseModel):
             weights=grid.weights,
             bands=BandOut.all_of(grid.recipe),
             cells=[CellOut.of(c) for c in grid.cells],
-            cut_cards=None if cut is None or not (cut.cuts or experts) else CutCardOut.all_of(cut, grid.gpus, experts),
+            cut_cards=None
+            if cut is None or not (cut.cuts or experts)
+            else CutCardOut.all_of(cut, grid.gpus, experts, dense_stages),
         )
 
 

@@ -121,3 +121,16 @@ _DEGREES = st.fixed_dictionaries(
 def test_any_mix_of_experts_groups_and_zeropp_is_answered_or_refused(client: TestClient, query: dict[str, str]) -> None:
     for path in ("/", "/api/memory"):
         assert client.get(path, params=query).status_code in (200, 422), (path, query)
+
+
+def test_deepseek_v3s_first_stage_keeps_no_experts(client: TestClient) -> None:
+    # 61 blocks in 16 stages: 3, then 4 in 13 of the middle 14, then 3 (`stage_blocks`): the first stage keeps
+    # blocks 1-3, DeepSeek-V3's dense ones (first_k_dense_replace = 3), and the embedding; no expert is on its cards.
+    query = {"model": "deepseek-v3", "gpus": "2048", "nodes": "256", "pp": "16", "ep": "64", "stage": "zero1"}
+    cards = client.get("/api/layout", params=query).json()["cut_cards"]
+    first = [card for card in cards if card["pipeline_stage"] == 0]
+    assert first
+    assert all(card["experts"] == [] for card in first)
+    assert all(len(card["experts"]) == 4 for card in cards if card["pipeline_stage"] > 0)  # 256 experts ÷ ep 64
+    page = dom(client.get("/", params=query).text)
+    assert "No experts: its pipeline stage, 1 of 16, keeps only blocks with a dense MLP." in page.get_text(" ")
