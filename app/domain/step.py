@@ -266,7 +266,7 @@ class Phase:
         are sent (ZeRO-2's reduce-scatter in the backward).
         """
         if self.beat is Beat.GATHER and not self.weights_arrive:
-            return "weights already on the card"
+            return "weights here"
         if self.beat is Beat.DISCARD and not (self.weights_arrive or self.transfers):
             return "nothing to drop"
         return str(self.beat) if self.beat else ""

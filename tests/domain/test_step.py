@@ -497,7 +497,7 @@ def test_only_zero3_gathers_in_a_pass_column_of_a_cut(inputs: Inputs, stage: Sta
     assert len(passes) == 48
     gathers = {p.title.split(": ")[1] for p in passes if p.beat is Beat.GATHER}
     discards = {p.part: p.title.split(": ")[1] for p in passes if p.beat is Beat.DISCARD}
-    assert gathers == ({"gather"} if stage is Stage.ZERO3 else {"weights already on the card"})
+    assert gathers == ({"gather"} if stage is Stage.ZERO3 else {"weights here"})
     assert discards[Part.FORWARD] == ("discard" if stage is Stage.ZERO3 else "nothing to drop")
     sends = stage in (Stage.ZERO2, Stage.ZERO3)
     assert discards[Part.BACKWARD] == ("discard" if sends else "nothing to drop")
