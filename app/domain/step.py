@@ -200,6 +200,8 @@ class Phase:
     """Bytes one card has sent between nodes so far this step, this phase included."""
     beat: Beat | None = None
     """Which of its column's three phases a pass phase is; None outside the passes."""
+    cut: bool = False
+    """Whether the model is cut across cards (tp, pp, cp, ep): a card keeps only its share of a column."""
 
     @property
     def group(self) -> int:
@@ -250,12 +252,31 @@ class Phase:
         # Synchronisation works on exactly the band its collectives move, in every column.
         return any(t.band is band and column in t.columns for t in self.transfers)
 
+    @property
+    def weights_arrive(self) -> bool:
+        """Whether a pass column's weights come to the card for it: split by ZeRO-3, or on the host."""
+        return Band.WEIGHTS in self.sharded or Band.WEIGHTS in self.on_host
+
+    @property
+    def beat_word(self) -> str:
+        """A pass phase's beat as it happens under this stage: only ZeRO-3 (or offloaded weights) gathers.
+
+        Under data parallelism, ZeRO-1 and ZeRO-2 the weights are already whole on the card (with the model
+        cut, its share of them), so the first beat gathers nothing; the last drops nothing unless gradients
+        are sent (ZeRO-2's reduce-scatter in the backward).
+        """
+        if self.beat is Beat.GATHER and not self.weights_arrive:
+            return "weights here"
+        if self.beat is Beat.DISCARD and not (self.weights_arrive or self.transfers):
+            return "nothing to drop"
+        return str(self.beat) if self.beat else ""
+
     def _beat_bands(self) -> frozenset[Band]:
         """The bands a pass phase works on: what arrives at the gather, what computes, what the discard lets go.
 
         Where nothing arrives or goes (a band the stage keeps whole), that beat works on nothing.
         """
-        arrives = Band.WEIGHTS in self.sharded or Band.WEIGHTS in self.on_host
+        arrives = self.weights_arrive
         if self.beat is Beat.GATHER:
             return frozenset({Band.WEIGHTS} if arrives else ())
         sent = {Band.GRADIENTS} if self.transfers else set()
@@ -270,7 +291,7 @@ class Phase:
             return "Gradients down to the host"
         if self.pcie and self.part is Part.WEIGHT_SYNC:
             return "Weights up from the host" + (", then all-gathered" if self.transfers else "")
-        beat = f": {self.beat}" if self.beat else ""
+        beat = f": {self.beat_word}" if self.beat else ""
         return {
             Part.START: "The step begins: state at rest",
             Part.FORWARD: f"Forward pass, column {self.column}{beat}",
@@ -530,6 +551,7 @@ def step(stage: Stage, run: Run, columns: tuple[Column, ...], row: StageReport |
                 inside,
                 between,
                 beat,
+                run.cut.cuts,
             )
         )
     return tuple(phases)

@@ -155,6 +155,11 @@ def _gather(phase: Phase, column: Column) -> str:
             f"The cards all-gather column {k}'s weights ({what}){again} from {_owners(phase, k)}, one layer at a "
             f"time: each card assembles a whole layer, as {need}.{frozen}"
         )
+    if phase.cut:  # a cut card keeps only its share: its stage's blocks, its tensor slice, its experts
+        return (
+            f"Nothing to gather for column {k} ({what}): each card's share of its weights is already whole on "
+            "the card; only ZeRO-3 gathers weights. Nothing moves."
+        )
     keeps = "the card keeps" if phase.gpus == 1 else "every card keeps"
     return f"Nothing to gather for column {k} ({what}): {keeps} all its weights. Nothing moves."
 

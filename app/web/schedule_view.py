@@ -42,6 +42,11 @@ LARGE_LABEL_UNITS = 18.0
 """A digit's width at the projector's 30-unit text (16 px at its column's width): the labels kept there."""
 MAX_DRAWN_STAGES = 16
 """More stages than this make rows too thin to read beside the cards: their figures are said in words."""
+EMBED_ENDS = 3
+"""In an embed, a pipeline of more than 2 × 3 stages draws its first three and last three (static/embed.css): the
+drawing spans the frame's width, so 16 rows would be a page of their own (about 1,400 px at 760 px)."""
+LEFT_OUT_HEIGHT = 40.0
+"""The line between the first and the last stages drawn that says how many are left out."""
 
 
 @dataclass(frozen=True)
@@ -77,6 +82,8 @@ class PipelineRow:
     """Its passes in order, for the table: "F0, F1, F2, F3, B0, F4, …"."""
     most: str
     """The most it holds at once: "4 micro-batches, 4.0 GiB"."""
+    stage: int = 0
+    """Its stage's number (an embed may leave stages out)."""
     name_y: float = field(init=False, repr=False, compare=False)
     strip_y: float = field(init=False, repr=False, compare=False)
     labelled: tuple[SlotBox, ...] = field(init=False, repr=False, compare=False)
@@ -98,13 +105,20 @@ class ScheduleDrawing:
     time_words: str
     label: str
     """The drawing in a sentence, for a screen reader (its table says every pass)."""
+    css: str = "schedule-svg"
+    """"schedule-svg roomy": every stage, left out of an embed that draws the ends (`ends`); "… ends": those."""
+    left_out: tuple[tuple[float, str], ...] = ()
+    """Where the stages left out would be, and how many, in words: (y, words); none where every stage is drawn."""
     view_box: str = field(init=False, repr=False, compare=False)
+    pattern: str = field(init=False, repr=False, compare=False)
+    """The idle hatch's id, one a drawing (the page has both drawings)."""
     plot_left: float = field(init=False, repr=False, compare=False)
     time_y: float = field(init=False, repr=False, compare=False)
     slot_height: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "slot_height", SLOT_HEIGHT)
+        object.__setattr__(self, "pattern", "schedule-idle-ends" if self.left_out else "schedule-idle")
         object.__setattr__(self, "view_box", f"0 0 {WIDTH:g} {self.height:g}")
         object.__setattr__(self, "plot_left", GUTTER)
         object.__setattr__(self, "time_y", self.height - 6)
@@ -120,16 +134,20 @@ class ScheduleView:
     holds: str
     """What the first and the last stage hold at most, and what that is in bytes."""
     drawing: ScheduleDrawing | None
+    ends: ScheduleDrawing | None = None
+    """In an embed, the first and the last stages only, with more than 2 × `EMBED_ENDS` (static/embed.css)."""
     why_not: str = ""
     """Why the schedule is said in words and not drawn; blank when drawn."""
     interleaved: bool = False
     drawings: tuple[ScheduleDrawing, ...] = field(init=False, repr=False, compare=False)
+    embed_drawings: tuple[ScheduleDrawing, ...] = field(init=False, repr=False, compare=False)
     why_nots: tuple[str, ...] = field(init=False, repr=False, compare=False)
     chunk_keys: tuple[str, ...] = field(init=False, repr=False, compare=False)
     """The key's word on the chunks' shades, with interleaving."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "drawings", shown(self.drawing))
+        object.__setattr__(self, "embed_drawings", shown(self.ends))
         object.__setattr__(self, "why_nots", shown(self.why_not))
         words = "lighter: a card's odd-numbered chunks (chunk 1, 3, …)" if self.interleaved else ""
         object.__setattr__(self, "chunk_keys", shown(words))
@@ -218,7 +236,15 @@ def _held_area(plan: Schedule, stage: int, top: float, scale: float, chunk: Frac
     return " ".join(points)
 
 
-def _drawing(scenario: Scenario, plan: Schedule, stage_bytes: tuple[int, ...]) -> ScheduleDrawing:
+def _drawn_stages(pp: int, ends: bool) -> tuple[int, ...]:
+    """The stages drawn: every one, or with `ends` the first and the last `EMBED_ENDS`."""
+    if not ends:
+        return tuple(range(pp))
+    return (*range(EMBED_ENDS), *range(pp - EMBED_ENDS, pp))
+
+
+def _drawing(scenario: Scenario, plan: Schedule, stage_bytes: tuple[int, ...], ends: bool = False) -> ScheduleDrawing:
+    """The schedule's drawing: every stage, or (`ends`, for an embed) the first and the last few, saying the rest."""
     pp, vpp = plan.pp, plan.vpp
     plot_width = WIDTH - GUTTER - 4
     scale = Fraction(plot_width).limit_denominator(1000) / plan.makespan
@@ -226,8 +252,14 @@ def _drawing(scenario: Scenario, plan: Schedule, stage_bytes: tuple[int, ...]) -
     chunks = tuple(Fraction(b, vpp) if any(stage_bytes) else Fraction(1) for b in stage_bytes)
     most = max(plan.peak_chunks(s) * chunks[s] for s in range(pp))
     rows = []
-    for s, slots in enumerate(plan.stages):
-        y = 4 + s * (SLOT_HEIGHT + STRIP_HEIGHT + ROW_GAP)
+    drawn = _drawn_stages(pp, ends)
+    row_height = SLOT_HEIGHT + STRIP_HEIGHT + ROW_GAP
+    # With the ends only, a line in words after the first few says the stages left out.
+    skip = LEFT_OUT_HEIGHT if ends else 0.0
+    left_out = ((4 + EMBED_ENDS * row_height + LEFT_OUT_HEIGHT / 2 + 2, _left_out_words(pp)),) if ends else ()
+    for position, s in enumerate(drawn):
+        slots = plan.stages[s]
+        y = 4 + position * row_height + (skip if position >= EMBED_ENDS else 0.0)
         count = Fraction(plan.peak_chunks(s), vpp)
         bytes_words = f", {scenario.units.show(count * stage_bytes[s])}" if stage_bytes[s] else ""
         rows.append(
@@ -238,10 +270,12 @@ def _drawing(scenario: Scenario, plan: Schedule, stage_bytes: tuple[int, ...]) -
                 held_area=_held_area(plan, s, y + SLOT_HEIGHT, float(scale), chunks[s], most),
                 order=", ".join(f"{slot.label} chunk {slot.chunk}" if vpp > 1 else slot.label for slot in slots),
                 most=f"{_worth(count)}{bytes_words}",
+                stage=s,
             )
         )
-    height = 4 + pp * (SLOT_HEIGHT + STRIP_HEIGHT + ROW_GAP) + AXIS_HEIGHT
+    height = 4 + len(drawn) * row_height + skip + AXIS_HEIGHT
     makespan = _time(plan.makespan)
+    only = f", stages S{EMBED_ENDS} to S{pp - EMBED_ENDS - 1} left out" if ends else ""
     return ScheduleDrawing(
         rows=tuple(rows),
         height=height,
@@ -249,9 +283,17 @@ def _drawing(scenario: Scenario, plan: Schedule, stage_bytes: tuple[int, ...]) -
         time_words=f"time → {makespan} forwards (a backward: {_time(BACKWARD / FORWARD)})",
         label=(
             f"The pipeline's schedule: {pp} stages over {makespan} forwards' time, {plan.microbatches} micro-batches"
-            f"{f' in {vpp} chunks a card' if vpp > 1 else ''}; the table below lists each stage's passes."
+            f"{f' in {vpp} chunks a card' if vpp > 1 else ''}{only}; the table below lists each stage's passes."
         ),
+        css="schedule-svg ends" if ends else ("schedule-svg roomy" if pp > 2 * EMBED_ENDS else "schedule-svg"),
+        left_out=left_out,
     )
+
+
+def _left_out_words(pp: int) -> str:
+    """The line standing for the stages an embed leaves out."""
+    first, last = EMBED_ENDS, pp - EMBED_ENDS - 1
+    return f"⋮ S{first} to S{last}: {last - first + 1} more stages, left out here"
 
 
 def drawable(cut: Cut) -> str:
@@ -280,6 +322,7 @@ def schedule_view(scenario: Scenario) -> ScheduleView | None:
         bubble=_bubble(cut, plan.bubble if plan else cut.bubble),
         holds=_holds(scenario, cut, stage_bytes),
         drawing=_drawing(scenario, plan, stage_bytes) if plan else None,
+        ends=_drawing(scenario, plan, stage_bytes, ends=True) if plan and cut.pp > 2 * EMBED_ENDS else None,
         why_not=why_not,
         interleaved=cut.vpp > 1,
     )

@@ -8,6 +8,7 @@ from fractions import Fraction
 from math import ceil
 
 from app.domain.eighths import COLUMNS, Column
+from app.domain.parallel import stage_blocks
 from app.domain.recipes import Band, BandSpec
 from app.domain.report import LAST_PHASE, Collective, Holding, InFlight, Phase, Run, Scope
 from app.domain.scenario import Scenario
@@ -440,7 +441,57 @@ def _layers(scenario: Scenario) -> str:
     )
 
 
-def _relation(gpus: int) -> str:
+def _relation(scenario: Scenario, stage: Stage) -> str:
+    """How the cards' slices line up with the columns; with the model cut, what one card keeps of a column."""
+    if scenario.run.cut.cuts:
+        return _cut_relation(scenario, stage)
+    return _uncut_relation(scenario.run.gpus)
+
+
+def _cut_relation(scenario: Scenario, stage: Stage) -> str:
+    """What one card keeps of a column with the model cut: its stage's blocks, ÷ tp, its experts, then ZeRO's share.
+
+    In that order, as the card's state is counted (`sizing.loaded_card`): the pipeline stage's blocks, each
+    ÷ tp, a mixture of experts' routed experts ÷ ep (each ÷ etp) instead, then ZeRO's slice of what is left
+    over the data-parallel group (dp × cp), the experts' over their expert-data-parallel group.
+    """
+    run, architecture = scenario.run, scenario.architecture
+    cut, gpus = run.cut, run.gpus
+    kept: list[str] = []
+    if cut.pp > 1:
+        if architecture is None:
+            kept.append(f"its pipeline stage's 1/{cut.pp} of the model")
+        else:
+            counts = stage_blocks(architecture.layers, cut.pp)
+            least, most = min(counts), max(counts)
+            some = f"{least}" if least == most else f"{least} to {most}"
+            kept.append(f"its pipeline stage's blocks ({some} of the {architecture.layers}), not the other stages'")
+    if cut.tp > 1:
+        kept.append(f"each block's weights ÷ tp {cut.tp}")
+    moe = moe_of(scenario)
+    if moe is not None and moe.moe is not None and cut.ep > 1:
+        experts = moe.moe.experts
+        each = f", each ÷ etp {cut.expert_tp}" if cut.expert_tp > 1 else ""
+        kept.append(f"of the {experts} routed experts only its {experts // cut.ep} (÷ ep {cut.ep}){each}")
+    said = "With the model cut, a card keeps of a column only " + "; ".join(kept) + "."
+    if not stage.sharded:
+        return said
+    if run.zero_group == 1:  # the cut takes every card: no other card keeps the same share
+        return f"{said} Its data-parallel group is itself alone, so {stage.info.title} has nothing to split."
+    dp, edp = run.shards, cut.edp(gpus)
+    phrase = run.recipe.phrase(tuple(band for band in Band if band in stage.sharded))
+    experts_too = (
+        f", and for 1/{edp:,} of its experts' (over the expert-data-parallel group)"
+        if moe is not None and cut.ep > 1 and edp > 1
+        else ""
+    )
+    return (
+        f"{said} Of that, {stage.info.title} makes it responsible for 1/{dp:,} of {phrase} "
+        f"(over its data-parallel group){experts_too}."
+    )
+
+
+def _uncut_relation(gpus: int) -> str:
     """How the cards' slices line up with the columns."""
     if gpus == 1:
         return "With one GPU the card holds every column."
@@ -492,7 +543,7 @@ def step_view(
         # Said where a layer in hand would be counted, had it a size.
         note=UNKNOWN_LAYER_NOTE if run.largest_layer is None and (phase.sharded & LAYER_BANDS) else "",
         columns=(*(f"{column.index}: {column.label}" for column in columns), *experts_column_key(scenario)),
-        relation=_relation(run.gpus),
+        relation=_relation(scenario, stage),
         layers=_layers(scenario),
         pcie=" ".join(f"Over PCIe: {m.description}, {scenario.units.show(m.nbytes)} per card." for m in phase.pcie),
         pcie_tally=(

@@ -74,3 +74,44 @@ def test_no_pipeline_draws_no_schedule(page: Page, server: str) -> None:
     page.goto(f"{server}/?model=llama-3-8b&gpus=16&phase=5")
     expect(page.locator("#step")).to_be_visible()
     expect(page.locator("#schedule")).to_have_count(0)
+
+
+DSV3_EMBED = "/embed?model=deepseek-v3&gpus=2048&nodes=256&pp=16&ep=64&stage=zero1&phase=10"
+# The schedule drawn in an embed, the drawing and the whole figure, in CSS pixels, and its smallest text.
+EMBED_SCHEDULE = """() => { const svg = [...document.querySelectorAll('#schedule svg')].find(s => s.checkVisibility());
+  const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  const figure = document.querySelector('#schedule').getBoundingClientRect().height;
+  return {drawing: svg.getBoundingClientRect().height, figure,
+          rows: svg.querySelectorAll('.stage-row').length, scroll: document.documentElement.scrollWidth,
+          text: Math.min(...[...svg.querySelectorAll('text')].filter(t => t.checkVisibility())
+            .map(t => parseFloat(getComputedStyle(t).fontSize) * scale))}; }"""
+# The embed's frame is 800 px (embed_view.EMBED_HEIGHT). The first and last three of 16 stages at the drawing's
+# 30rem: 482 units × 480/600 = 386 px, under 400; with its heading, bubble, key and what is held, the figure
+# stays under 560 px, 70% of the frame, so a course author's iframe shows it whole with the phase's heading
+# (every stage at the frame's 730 px was 1,363 px, the figure 1,459).
+EMBED_DRAWING_MOST, EMBED_FIGURE_MOST = 400, 560
+
+
+@pytest.mark.slow
+def test_a_16_stage_schedule_stays_compact_in_an_embed_at_760_px(page: Page, server: str, watch: Watch) -> None:
+    page.set_viewport_size({"width": 760, "height": 800})
+    page.goto(f"{server}{DSV3_EMBED}")
+    expect(page.locator("#schedule svg.ends")).to_be_visible()
+    expect(page.locator("#schedule svg.roomy")).to_be_hidden()
+    expect(page.locator("#schedule .left-out")).to_have_text("⋮ S3 to S12: 10 more stages, left out here")
+    seen = page.evaluate(EMBED_SCHEDULE)
+    assert seen["rows"] == 6
+    assert seen["drawing"] < EMBED_DRAWING_MOST, seen
+    assert seen["figure"] < EMBED_FIGURE_MOST, seen
+    assert seen["scroll"] <= 760
+    assert seen["text"] >= LEAST_TEXT["default"], seen
+    screenshot(page, "schedule-embed-760-deepseek-v3")
+    watch.assert_clean(page)
+
+
+@pytest.mark.slow
+def test_the_page_draws_every_one_of_16_stages(page: Page, server: str) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{server}{DSV3_EMBED.replace('/embed', '/')}")
+    expect(page.locator("#schedule svg.roomy .stage-row")).to_have_count(16)
+    expect(page.locator("#schedule svg.ends")).to_be_hidden()

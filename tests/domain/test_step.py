@@ -478,3 +478,34 @@ def test_llama_3_70b_on_tp_2_the_steps_bytes_are_the_cards() -> None:
     report = resolve(Inputs(model=ModelName.LLAMA_3_70B, gpus=64, tp=2)).report
     last = report.step(Stage.ZERO3)[LAST_PHASE]
     assert (_gib(int(last.inside_so_far)), _gib(int(last.between_so_far))) == ("147.8", "43.1")
+
+
+DSV3_CUT = Inputs(model=ModelName.DEEPSEEK_V3, gpus=2048, nodes=256, pp=16, ep=64)
+LLAMA_70B_CUT = Inputs(model=ModelName.LLAMA_3_70B, gpus=32, nodes=4, tp=8, pp=2)
+
+
+@pytest.mark.parametrize("inputs", [DSV3_CUT, LLAMA_70B_CUT], ids=["deepseek-v3-pp16-ep64", "llama-3-70b-tp8-pp2"])
+@pytest.mark.parametrize("stage", list(Stage))
+def test_only_zero3_gathers_in_a_pass_column_of_a_cut(inputs: Inputs, stage: Stage) -> None:
+    """ZeRO-1 and 2 keep the weights whole on the card (its share, with the model cut): only ZeRO-3 gathers.
+
+    The seed's gather-use-discard is ZeRO-3's; under the others the first beat of a column says the weights
+    are already on the card, and the last drops nothing unless ZeRO-2 and 3 send the gradients (backward).
+    """
+    phases = resolve(inputs).report.step(stage)
+    passes = [p for p in phases if p.beat is not None]
+    assert len(passes) == 48
+    gathers = {p.title.split(": ")[1] for p in passes if p.beat is Beat.GATHER}
+    discards = {p.part: p.title.split(": ")[1] for p in passes if p.beat is Beat.DISCARD}
+    assert gathers == ({"gather"} if stage is Stage.ZERO3 else {"weights here"})
+    assert discards[Part.FORWARD] == ("discard" if stage is Stage.ZERO3 else "nothing to drop")
+    sends = stage in (Stage.ZERO2, Stage.ZERO3)
+    assert discards[Part.BACKWARD] == ("discard" if sends else "nothing to drop")
+    # A gather's words agree with its title: under ZeRO-1 and 2 nothing moves, the card's share already whole.
+    first = next(p for p in passes if p.beat is Beat.GATHER)
+    said = explanation(first, resolve(inputs).run.recipe, resolve(inputs).columns)
+    if stage is Stage.ZERO3:
+        assert said.startswith("The cards all-gather column 0's weights")
+    else:
+        assert "each card's share of its weights is already whole on the card" in said
+        assert first.transfers == ()

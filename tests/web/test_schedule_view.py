@@ -155,3 +155,29 @@ def test_no_pipeline_no_schedule(client: TestClient, url: str) -> None:
 
 def test_at_rest_no_schedule(client: TestClient) -> None:
     assert _page(client, "/?model=llama-3-8b&gpus=16&tp=2&pp=4&microbatches=8").select("#schedule") == []
+
+
+def test_an_embed_draws_a_long_pipelines_first_and_last_three_stages(client: TestClient) -> None:
+    """16 stages: every one on the page's drawing, the first and the last three on the embed's (static/embed.css).
+
+    Each row is 34 + 24 + 10 = 68 units: the page's drawing 4 + 16 × 68 + 30 = 1,122 units high, the embed's
+    4 + 6 × 68 + 40 (the line saying the 10 left out) + 30 = 482.
+    """
+    page = _page(client, "/embed?model=deepseek-v3&gpus=2048&nodes=256&pp=16&ep=64&phase=10")
+    roomy, ends = page.select("#schedule svg.roomy"), page.select("#schedule svg.ends")
+    assert len(roomy) == len(ends) == 1
+    assert [_said(r, ".stage-name") for r in roomy[0].select(".stage-row")] == [f"S{s}" for s in range(16)]
+    assert [_said(r, ".stage-name") for r in ends[0].select(".stage-row")] == ["S0", "S1", "S2", "S13", "S14", "S15"]
+    assert [r["data-stage"] for r in ends[0].select(".stage-row")] == ["0", "1", "2", "13", "14", "15"]
+    assert _said(ends[0], ".left-out") == "⋮ S3 to S12: 10 more stages, left out here"
+    assert roomy[0]["viewbox"] == "0 0 600 1122"
+    assert ends[0]["viewbox"] == "0 0 600 482"
+    assert "stages S3 to S12 left out" in str(ends[0]["aria-label"])
+    # One hatch each, so the ids stay unique; the table of every stage's passes once.
+    assert [p["id"] for p in page.select("#schedule pattern")] == ["schedule-idle", "schedule-idle-ends"]
+    assert len(page.select("#schedule table tbody tr")) == 16
+
+
+def test_a_short_pipeline_is_drawn_whole_in_an_embed_too(client: TestClient) -> None:
+    page = _page(client, f"/embed{LLAMA[1:]}&pp=4&microbatches=8")
+    assert [svg["class"] for svg in page.select("#schedule svg")] == [["schedule-svg"]]

@@ -164,7 +164,7 @@ ZERO1_AT_REST = (
 )
 # ZeRO-1 holds nothing in hand: each card holds its 153.7 GiB through the forward pass, and gathers nothing.
 PHASE_4 = (
-    "Phase 4 of 52: Forward pass, column 1: gather. Traffic so far: 0P of 2P. "
+    "Phase 4 of 52: Forward pass, column 1: weights here. Traffic so far: 0P of 2P. "
     "Each GPU holds 153.7 GiB, as in the phase before."
 )
 # ZeRO-3 on 8 cards: each column's all-gather moves 1/8 P, its gradients' reduce-scatter (at the backward's

@@ -353,3 +353,41 @@ def test_with_the_defaults_each_cards_now_figure_rises_and_falls_16_times_across
     assert sum(b < a for a, b in pairs) >= 16
     assert [nows[i] for i in range(3, 49, 3)] == [55.9] * 16  # every discard
     assert max(nows) == 69.8
+
+
+# What one card keeps of a column with the model cut, worked by hand. DeepSeek-V3: 61 blocks in 16 stages are
+# 16 × 3 + 13, so 13 stages of 4 and 3 of 3; its 256 routed experts ÷ ep 64 = 4 a card; dp = 2,048 / (pp 16 ×
+# tp 1) = 128 cards share the rest's ZeRO slices, edp = 2,048 / 16 / (ep 64 × etp 1) = 2 the experts'. Llama 3
+# 70B: 80 blocks ÷ pp 2 = 40 a stage, each ÷ tp 8; on 16 GPUs dp = 16 / (8 × 2) = 1, on 32 GPUs 2.
+DSV3 = "model=deepseek-v3&gpus=2048&nodes=256&pp=16&ep=64"
+LLAMA_70B = "model=llama-3-70b&tp=8&pp=2"
+CUT_WORDS = {
+    f"{DSV3}&stage=zero1": "With the model cut, a card keeps of a column only its pipeline stage's blocks (3 to 4 of "
+    "the 61), not the other stages'; of the 256 routed experts only its 4 (÷ ep 64). Of that, ZeRO-1 makes it "
+    "responsible for 1/128 of the fp32 master copy and Adam's two fp32 moments (over its data-parallel group), "
+    "and for 1/2 of its experts' (over the expert-data-parallel group).",
+    f"{DSV3}&stage=zero3": "With the model cut, a card keeps of a column only its pipeline stage's blocks (3 to 4 of "
+    "the 61), not the other stages'; of the 256 routed experts only its 4 (÷ ep 64). Of that, ZeRO-3 makes it "
+    "responsible for 1/128 of the bf16 weights, the bf16 gradients, the fp32 master copy and Adam's two fp32 "
+    "moments (over its data-parallel group), and for 1/2 of its experts' (over the expert-data-parallel group).",
+    f"{LLAMA_70B}&gpus=16&nodes=2&stage=zero1": "With the model cut, a card keeps of a column only its pipeline "
+    "stage's blocks (40 of the 80), not the other stages'; each block's weights ÷ tp 8. Its data-parallel group "
+    "is itself alone, so ZeRO-1 has nothing to split.",
+    f"{LLAMA_70B}&gpus=32&nodes=4&stage=zero2": "With the model cut, a card keeps of a column only its pipeline "
+    "stage's blocks (40 of the 80), not the other stages'; each block's weights ÷ tp 8. Of that, ZeRO-2 makes it "
+    "responsible for 1/2 of the bf16 gradients, the fp32 master copy and Adam's two fp32 moments (over its "
+    "data-parallel group).",
+    f"{LLAMA_70B}&gpus=16&nodes=2&stage=dp": "With the model cut, a card keeps of a column only its pipeline "
+    "stage's blocks (40 of the 80), not the other stages'; each block's weights ÷ tp 8.",
+}
+
+
+@pytest.mark.parametrize(("query", "said"), CUT_WORDS.items(), ids=list(CUT_WORDS))
+def test_with_the_model_cut_the_step_says_what_a_card_keeps_of_a_column(
+    client: TestClient, query: str, said: str
+) -> None:
+    tree = _page(client, f"{query}&phase=10")
+    words = [p.get_text(" ", strip=True) for p in tree.select("p") if "With the model cut" in p.get_text()]
+    assert len(words) == 1
+    assert said in " ".join(words[0].split())
+    assert "of a column (underlined)" not in tree.get_text()  # the uncut model's 1/N of a column is not said
