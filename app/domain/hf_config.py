@@ -194,17 +194,33 @@ def read_text(text: str) -> HfModel:
     Kept for the texts last read: a request's query model, its cut's checks and its run each ask for the same one.
     """
     try:
-        parsed = json.loads(text, parse_constant=_no_constant)
+        parsed = json.loads(text, parse_constant=_no_constant, object_pairs_hook=_unique_keys)
     except ConfigRefused:
         raise
-    except (ValueError, RecursionError) as error:
-        # ValueError covers JSONDecodeError and a number too long to read (Python's digit limit).
-        raise ConfigRefused("config", "The config is not valid JSON.") from error
+    except json.JSONDecodeError as error:
+        raise ConfigRefused("config", f"The config is not valid JSON: {error.msg} (line {error.lineno}).") from error
+    except ValueError as error:
+        # Python refuses to read a whole number of more than 4,300 digits (sys.get_int_max_str_digits).
+        raise ConfigRefused(
+            "config", "The config holds a number of more than 4,300 digits: no count is that long."
+        ) from error
+    except RecursionError as error:
+        raise ConfigRefused("config", "The config nests too deep to be a config.json.") from error
     return read_config(parsed)
 
 
 def _no_constant(name: str) -> object:
     raise ConfigRefused("config", f"The config holds {name}, which JSON has not: write numbers.")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # JSON's own reading keeps the last of two equal keys, silently: which one the author meant is unknown.
+    found: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in found:
+            raise ConfigRefused(key, f"The config gives {key} twice: keep one.")
+        found[key] = value
+    return found
 
 
 def _architecture(reader: _Reader, model_type: str, notes: list[str]) -> Architecture:

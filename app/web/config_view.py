@@ -298,6 +298,13 @@ class LayoutCopy:
         object.__setattr__(self, "refusals", (self.refused,) if self.refused else ())
 
 
+LIVE_PASTE = (
+    "In a live session, paste a model's config.json in the run form's box \u201cOr paste a model's config.json\u201d: "
+    "the session follows it. A config of more than a few KB, or a DeepSpeed config, is read on the plain page."
+)
+"""What a live page says where the plain page has its paste and upload forms."""
+
+
 @dataclass(frozen=True)
 class ConfigView:
     """The page's "Copy as" links and its paste box; `message` and `text` when a paste was refused."""
@@ -315,6 +322,13 @@ class ConfigView:
     """Why the FSDP2 snippet cannot say the run (its model is cut); empty: it can."""
     upload_action: str = ""
     """Where a model's config.json is uploaded, the run in its query (`pages.upload_config`)."""
+    live: bool = False
+    """Drawn for a live session: both forms left out, as their POST answers with the plain page (out of the
+    session; the drawing is shared by every session, so it cannot carry one's address back), and words say
+    how to paste there instead."""
+    paste_actions: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    upload_actions: tuple[str, ...] = field(init=False, repr=False, compare=False)
+    live_words: tuple[str, ...] = field(init=False, repr=False, compare=False)
     fsdp2_links: tuple[str, ...] = field(init=False, repr=False, compare=False)
     fsdp2_refusals: tuple[str, ...] = field(init=False, repr=False, compare=False)
     deepspeed_links: tuple[str, ...] = field(init=False, repr=False, compare=False)
@@ -334,6 +348,9 @@ class ConfigView:
         object.__setattr__(self, "messages", (message,) if message else ())
         invalid = {"aria-invalid": "true", "aria-describedby": "config-problem"} if message else {}
         object.__setattr__(self, "text_attrs", invalid)
+        object.__setattr__(self, "paste_actions", () if self.live else (self.paste_action,))
+        object.__setattr__(self, "upload_actions", () if self.live else (self.upload_action,))
+        object.__setattr__(self, "live_words", (LIVE_PASTE,) if self.live else ())
 
 
 def config_view(request: Request, link: Links, stage: Stage, run: Run) -> ConfigView:

@@ -367,8 +367,15 @@ def config_note(scenario: Scenario) -> str:
     return f"{config.title}: {config.params:,} weights, derived from its shapes{published}."
 
 
+LONG_CONFIG = (
+    "More than a few KB? Paste it in the box by \u201cRead the model\u201d, below the figure: it is sent whole."
+)
+"""Beside an empty config box: a pretty-printed config.json in this GET form's address meets the 8 KB address
+limit (app/serving/cache.py) long before 64 KB; the upload form's box sends it in the body."""
+
+
 def _config(built: Control, note: Any) -> Control:
-    return replace(built, notes=(note,) if note else ())
+    return replace(built, notes=(note or LONG_CONFIG,))
 
 
 def _band(built: Control, recipe: Any) -> Control:

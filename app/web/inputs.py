@@ -578,6 +578,11 @@ class SetAside:
         return any(e["loc"][1] not in BY_NAME for e in self.errors)
 
 
+_ON_THE_MODEL = frozenset({"ep", "etp"})
+"""Fields refused by what the model is (experts to split): a config set aside leaves the preset, which may
+have none, so their refusal then would blame a model the person did not choose."""
+
+
 def set_aside(
     params: Mapping[str, str], model: type[PageQuery] = PageQuery, shown: Mapping[str, str] | None = None
 ) -> SetAside:
@@ -603,6 +608,8 @@ def set_aside(
                 typed = data.pop(name)
                 if name in fell_back:
                     continue  # the value on the screen was no better: reported already, as typed
+                if name in _ON_THE_MODEL and any(p.name == "config" for p in problems):
+                    continue  # refused only for the preset drawn in the refused config's place: its error says it
                 errors.append({**error, "loc": ("query", name)})
                 if name in BY_NAME:
                     problems.append(FieldProblem(name, typed, _field_message(name, error, typed)))

@@ -56,7 +56,10 @@ def drawn(request: Request, shown: str) -> tuple[PageView, Markup]:
         return kept
     view, _ = stage_page(request, view_query("?" + shown))
     # Drawn as a live page draws it: the widget's only difference is the "Teach this live" field, left out.
-    context = {"request": request, "view": replace(view, live=LiveView()), "fragment": False, "refined": False}
+    # The config forms left out too: their POST answers with the plain page, out of the session.
+    configs = replace(view.configs, live=True) if view.configs else None
+    context = {"request": request, "view": replace(view, live=LiveView(), configs=configs), "fragment": False,
+               "refined": False}  # fmt: skip
     _drawn[key] = view, Markup(render_block(templates.env, "index.html", "widget", context))
     if len(_drawn) > VIEWS_KEPT:
         _drawn.popitem(last=False)

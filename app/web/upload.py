@@ -1,4 +1,7 @@
-"""A model's config.json uploaded from the page: the file read out of a multipart/form-data body.
+"""A model's config.json sent from the page: the file, or the text pasted, read out of a multipart/form-data body.
+
+Sent in the body, so a pretty-printed config of up to 64 KB is read whole: in a GET form's address it would
+meet the app's address limit (app/serving/cache.py, 8 KB) first.
 
 The body comes capped (app/serving/body.py); the standard library's email parser reads its parts, as
 multipart/form-data is MIME (RFC 7578), so no parser of our own is written and no dependency added.
@@ -14,6 +17,8 @@ MAX_UPLOAD_BYTES = 64 * 1024 + 4 * 1024
 """A config.json of 64 KB and the form's own few hundred bytes of headers, with room to spare."""
 FILE_FIELD = "file"
 """The upload form's file input."""
+TEXT_FIELD = "text"
+"""The upload form's box for a pasted config.json, read where no file was chosen."""
 
 
 class UploadRefused(ValueError):
@@ -32,12 +37,14 @@ def uploaded_text(body: bytes, content_type: str) -> str:
     try:
         message = BytesParser(policy=HTTP).parsebytes(head + body)
         parts = list(message.iter_parts()) if message.is_multipart() else []
-        found = next((p for p in parts if p.get_param("name", header="content-disposition") == FILE_FIELD), None)
-        data = found.get_payload(decode=True) if found is not None else None
+        named = {p.get_param("name", header="content-disposition"): p for p in parts}
+        datas = [named[n].get_payload(decode=True) if n in named else None for n in (FILE_FIELD, TEXT_FIELD)]
     except (MessageError, ValueError, LookupError, TypeError) as error:
         raise UploadRefused("The upload could not be read: choose a config.json and send the form again.") from error
-    if not isinstance(data, bytes) or not data.strip():
-        raise UploadRefused("No file came with the form: choose a config.json first.")
+    # A file chosen wins over the box; an empty file input still sends an empty part.
+    data = next((d for d in datas if isinstance(d, bytes) and d.strip()), None)
+    if data is None:
+        raise UploadRefused("No config came with the form: paste a config.json or choose its file first.")
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as error:

@@ -6,6 +6,7 @@ axe finds nothing to fix.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from urllib.parse import quote
 
@@ -61,6 +62,21 @@ def test_an_uploaded_config_draws_its_model(page: Page, server: str, watch: Watc
     )
     assert "config=" in page.url
     _fits(page, 1280)
+    watch.assert_clean(page)
+
+
+def test_a_long_pasted_config_goes_by_the_upload_forms_box(page: Page, server: str, watch: Watch) -> None:
+    # 6.8 KB pretty-printed: too long for the run form's address (8 KB once encoded), sent whole in the body.
+    config = {**json.loads(stored_text("deepseek-v3.json")), "layer_types": ["full_attention"] * 189}
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f"{server}/?gpus=8")
+    page.fill("#model-config-text", json.dumps(config, indent=4))
+    page.click("#model-config-read")
+    expect(page.locator("#f-config-note")).to_have_text(
+        "deepseek_v3: 671,026,419,200 weights, derived from its shapes."
+    )
+    assert "config=" in page.url
+    assert len(page.url) < 2_000
     watch.assert_clean(page)
 
 

@@ -236,6 +236,24 @@ def test_malformed_text_is_refused(text: str) -> None:
         read_text(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "key", "said"),
+    [
+        ('{"model_type": "llama", "hidden_size": 4096, "hidden_size": 8}', "hidden_size",
+         "The config gives hidden_size twice: keep one."),
+        ('{"hidden_size": ' + "1" * 5000 + "}", "config",
+         "The config holds a number of more than 4,300 digits: no count is that long."),
+        ('{"hidden_size": 4096,}', "config",
+         "The config is not valid JSON: Expecting property name enclosed in double quotes (line 1)."),
+    ],
+    ids=["duplicate key", "5000 digits", "trailing comma"],
+)  # fmt: skip
+def test_a_refusal_says_what_is_wrong(text: str, key: str, said: str) -> None:
+    with pytest.raises(ConfigRefused) as refused:
+        read_text(text)
+    assert (refused.value.key, str(refused.value)) == (key, said)
+
+
 @given(st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
                     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
                                                                                   max_size=4), max_leaves=12),

@@ -10,6 +10,7 @@ from starlette.requests import Request
 
 from app.main import create_app
 from app.web import live_page
+from app.web.config_view import LIVE_PASTE
 from app.web.inputs import PageQuery
 from app.web.links import Links
 from app.web.page_view import PageView
@@ -62,7 +63,12 @@ def test_a_followers_widget_is_the_pages_own(live: TestClient) -> None:
     page = one(dom(live.get(VIEW).text), "#widget")
     # The page's widget carries the "Teach this live" form's field; a live page, being live already, does not.
     one(page, 'input[name="view"]').decompose()
-    assert str(followed) == str(page)
+    # Nor the config forms, whose POST answers with the plain page: words say how to paste there instead.
+    for form in page.select("form.config-paste, form.config-upload"):
+        form.decompose()
+    one(followed, "#config-live").decompose()
+    # (the whitespace the removed markup stood in aside)
+    assert " ".join(str(followed).split()) == " ".join(str(page).split())
 
 
 def test_each_host_gets_its_own_drawing_and_the_kept_views_are_bounded(live: TestClient, draws: list[str]) -> None:
@@ -88,3 +94,16 @@ def test_a_followers_page_is_kept_whole_per_coding_and_changes_with_the_session(
     moved = follower(live).get(f"/live/{code}", headers={"Accept-Encoding": coding})
     assert one(dom(moved.text), "#widget")["data-stage"] == "zero1"
     assert one(dom(moved.text), "#live-state")["data-version"] == "2"
+
+
+def test_the_teachers_page_leaves_out_the_config_forms_and_says_how_to_paste(live: TestClient) -> None:
+    # Their POST answers with the plain page: sent from a live page, it would take the teacher out of the session.
+    code = started(live, VIEW)
+    page = dom(live.get(f"/live/{code}/teach").text)
+    assert page.select("form.config-upload, form.config-paste") == []
+    assert one(page, "#config-live").get_text() == LIVE_PASTE
+    # The run form's box, which the session follows, is there to paste in.
+    assert one(page, "textarea#f-config")
+    # The plain page keeps both.
+    plain = dom(live.get("/").text)
+    assert len(plain.select("form.config-upload, form.config-paste")) == 2
