@@ -122,3 +122,62 @@ def test_in_the_step_the_numbers_under_a_card_do_not_overlap(
         assert len(labels) == 16
         assert all(left[1] <= right[0] + 0.5 for left, right in pairwise(labels))
     watch.assert_clean(page)
+
+
+_STEP_CARDS = """() => Array.from(document.querySelectorAll('#grid .card'), card => {
+  const box = card.getBoundingClientRect();
+  const labels = Array.from(card.querySelector('.axis').children, label => {
+    const range = document.createRange();
+    range.selectNodeContents(label);
+    const b = range.getBoundingClientRect();
+    return [b.left, b.right];
+  });
+  const look = cell => { const c = getComputedStyle(cell);
+    return { border: c.borderTopStyle, color: c.borderTopColor, image: c.backgroundImage, inner: cell.clientWidth } };
+  return { right: box.right - parseFloat(getComputedStyle(card).borderRightWidth), labels,
+           columns: Array.from(card.querySelectorAll('.column.expert'), c => c.querySelectorAll('.cell.absent').length),
+           elsewhere: Array.from(card.querySelectorAll('.column.expert .cell.absent'), look),
+           held: Array.from(card.querySelectorAll('.column.expert .cell:is(.solid, .gathered)'), look),
+           dashed: Array.from(card.querySelectorAll('.cell.dashed'), look) };
+})"""
+
+
+@pytest.mark.parametrize(
+    ("query", "width", "height"),
+    [
+        ("stage=zero3&phase=2", 1024, 768),
+        ("stage=zero3&phase=10", 1024, 768),
+        ("stage=zero3&phase=26", 1024, 768),
+        ("stage=zero1&phase=2", 1024, 768),
+        ("stage=zero3&phase=2", 1280, 720),
+    ],
+    ids=["zero3-2", "zero3-10", "zero3-26", "zero1-2", "zero3-2-1280"],
+)
+def test_in_the_step_on_the_projector_the_three_kinds_of_cell_stay_apart(
+    page: Page, server: str, watch: Watch, query: str, width: int, height: int
+) -> None:
+    # A field test on two nodes: the projector's 3 px borders filled a 6 px column, so another rank's experts lost
+    # their hatch (no room inside the borders) and held and dashed cells were alike dotted pills; the numbers at
+    # 1rem overlapped and ran past the card's edge.
+    page.set_viewport_size({"width": width, "height": height})
+    page.goto(f"{server}/?model=mixtral-8x7b&gpus=16&ep=8&{query}&theme=projector")
+    cards = page.evaluate(_STEP_CARDS)
+    assert len(cards) == 16
+    for card in cards:
+        labels = card["labels"]
+        assert len(labels) == 16
+        assert all(left[1] <= right[0] + 0.5 for left, right in pairwise(labels))
+        assert labels[-1][1] <= card["right"]
+        # Seven of the eight experts' columns are another rank's: hatched, with room inside to show it, no outline.
+        assert sorted(card["columns"]) == [0] + [max(card["columns"])] * 7
+        for cell in card["elsewhere"]:
+            assert "repeating-linear-gradient" in cell["image"]
+            assert cell["inner"] >= 3
+            assert cell["border"] != "dashed"
+            assert cell["color"] == "rgba(0, 0, 0, 0)"
+        assert card["held"]
+        assert all(cell["border"] == "solid" and cell["color"] != "rgba(0, 0, 0, 0)" for cell in card["held"])
+        assert card["dashed"]
+        assert all(cell["border"] == "dashed" and cell["image"] == "none" for cell in card["dashed"])
+    screenshot(page, f"experts-step-projector-{width}-{query.replace('&', '-').replace('=', '')}")
+    watch.assert_clean(page)
