@@ -180,7 +180,7 @@ UploadBody = Annotated[CappedBody, Depends(capped(MAX_UPLOAD_BYTES))]
 
 @router.post("/model-config", name="config_upload", response_class=HTMLResponse)
 async def upload_config(request: Request, body: UploadBody) -> Response:
-    """A model's config.json uploaded (the body), over the run on the page (the query).
+    """A model's config.json uploaded or pasted (the body, so up to 64 KB), over the run on the page (the query).
 
     303 to the page with the config in its address (the keys read, minimised), so the page's state stays in
     the URL; or the page again with the config field saying why not: 413 over the size, 422 otherwise.
