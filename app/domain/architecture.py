@@ -29,6 +29,10 @@ class ModelName(StrEnum):
     CUSTOM = "custom"
 
 
+DEFAULT_SEQ = 4096
+"""The sequence length of a model without a context of its own, or whose training length no one says (a config.json)."""
+
+
 @dataclass(frozen=True)
 class Moe:
     """A mixture of experts in place of some blocks' MLP: a router sends each token to `top_k` of `experts`.

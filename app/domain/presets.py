@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 from importlib.resources import files
 
 from app.domain.architecture import (
+    DEFAULT_SEQ,
     GPT_3_175B,
     LLAMA_3_1_405B,
     LLAMA_3_8B,
@@ -74,10 +75,16 @@ def _preset(name: ModelName, title: str, architecture: Architecture, source: str
 
 def from_config(model: HfModel) -> ModelPreset:
     """A pasted or uploaded config as the model of a run: a custom model whose shape is known."""
-    arch = model.architecture
+    # A config says its context (DeepSeek-V3's 163,840), not the length it was trained at: sized at its context
+    # its activations would be terabytes. Like a model without a context, 4,096 tokens until seq is set.
+    arch = replace(model.architecture, train_seq=min(model.architecture.context, DEFAULT_SEQ))
+    said = (
+        f"A config.json does not say the length the model was trained at: {arch.train_seq:,} tokens a sequence "
+        f"(its context is {arch.context:,}) until seq is set."
+    )
     return ModelPreset(
         ModelName.CUSTOM, model.title, arch.params, arch, "its config.json", published=model.published,
-        notes=model.notes,
+        notes=(*model.notes, said),
     )  # fmt: skip
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from app.domain.accounting import Accounting, Setup
 from app.domain.activations import Activations, Recompute, for_one_sequence
-from app.domain.architecture import Architecture, ModelName, ModelPreset
+from app.domain.architecture import DEFAULT_SEQ, Architecture, ModelName, ModelPreset
 from app.domain.eighths import COLUMNS, Column, model_columns
 from app.domain.hardware import H100_FABRIC, Fabric
 from app.domain.hf_config import HfModel
@@ -29,8 +29,6 @@ from app.domain.trainable import LoraTargets, adapter_params, parse_trainable, t
 from app.domain.units import ByteUnit
 
 DEFAULT_MODEL = ModelName.SEED_30B
-DEFAULT_SEQ = 4096
-"""The sequence length of a model without a context of its own."""
 NO_SHAPE = "A weight count alone has no layer shapes: its activations are not counted."
 
 

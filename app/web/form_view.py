@@ -15,11 +15,11 @@ from fractions import Fraction
 from functools import lru_cache
 from typing import Any, Literal
 
-from app.domain.architecture import ModelName
+from app.domain.architecture import DEFAULT_SEQ, ModelName
 from app.domain.hf_config import HfModel
 from app.domain.presets import PRESETS
 from app.domain.recipes import RECIPES, RecipeName, bytes_a_weight
-from app.domain.scenario import DEFAULT_SEQ, Inputs, Scenario
+from app.domain.scenario import Inputs, Scenario
 from app.domain.stages import Stage
 from app.domain.units import factor_text
 from app.web.fields import BY_NAME, FIELDS, FOLDS, Group, Kind, RunField, given, in_group, read, unfolded

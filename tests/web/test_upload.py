@@ -172,3 +172,15 @@ def test_a_pasted_config_over_64_kb_is_set_aside_saying_so() -> None:
     assert problem.name == "config"
     assert problem.message == "Paste a Hugging Face config.json of at most 64 KB, or leave it blank."
     assert kept.query.value("gpus") == 8
+
+
+def test_a_pasted_config_is_sized_at_4096_tokens_not_its_context(client: TestClient) -> None:
+    # DeepSeek-V3's config says a context of 163,840 tokens and nothing of its training length.
+    body = client.get("/api/memory", params={"config": stored_text("deepseek-v3.json")}).json()
+    assert body["inputs"]["seq"] == 4096
+    assert (
+        "A config.json does not say the length the model was trained at: 4,096 tokens a sequence (its context is "
+        "163,840) until seq is set." in body["notes"]
+    )
+    given = client.get("/api/memory", params={"config": stored_text("deepseek-v3.json"), "seq": "8192"}).json()
+    assert given["inputs"]["seq"] == 8192
