@@ -18,6 +18,7 @@ paper's 2P and 3P (`communication`) count each collective as P; here the (n-1)/n
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from math import ceil
@@ -130,29 +131,34 @@ def moved_params(run: Run, whose: Whose, card: StageCard | None = None, scope: S
 
 
 def _experts_moved(run: Run, whose: Whose, card: StageCard) -> int:
-    """Of `card`'s weights a collective of this kind moves, its routed experts'."""
-    if whose is Whose.EVERY:
-        return card.experts
-    if whose is Whose.TRAINED:
-        return card.experts - card.experts_frozen
-    if any(earlier.params > earlier.frozen for earlier in run.cards[: card.stage]):
-        return card.experts
-    first = first_trained(card.layers)
-    return 0 if first is None else min(card.experts, sum(layer.routed for layer in card.layers[first:]))
+    """Of `card`'s weights a collective of this kind moves, its routed experts' (at most the card's experts)."""
+    return min(card.experts, _reached(run, whose, card, card.experts, card.experts_frozen, _routed))
 
 
 def _card_moved(run: Run, whose: Whose, card: StageCard) -> int:
     """The weights a collective of this kind moves of `card`'s own (stage ÷ tp, its experts ÷ ep × etp)."""
+    return _reached(run, whose, card, card.params, card.frozen, _gathered)
+
+
+def _reached(run: Run, whose: Whose, card: StageCard, total: int, frozen: int, of_layer: Callable[[Layer], int]) -> int:
+    """Of `total` weights of `card` (`frozen` of them frozen), those a collective of this kind moves.
+
+    Every one, those that train, or those the backward reaches: all of them if an earlier stage trains, else
+    `of_layer`'s count of each layer from the card's first that trains.
+    """
     if whose is Whose.EVERY:
-        return card.params
+        return total
     if whose is Whose.TRAINED:
-        return card.params - card.frozen
-    # The backward reaches the card's layers from the model's first that trains: all of them if an earlier stage trains.
+        return total - frozen
     if any(earlier.params > earlier.frozen for earlier in run.cards[: card.stage]):
-        return card.params
+        return total
     first = first_trained(card.layers)
-    # A bare count's eighths have no known gathered size (params None): their own weights are what moves.
-    return 0 if first is None else sum(_gathered(layer) for layer in card.layers[first:])
+    return 0 if first is None else sum(of_layer(layer) for layer in card.layers[first:])
+
+
+def _routed(layer: Layer) -> int:
+    """The routed experts' weights of one of a card's layers."""
+    return layer.routed
 
 
 def _gathered(layer: Layer) -> int:
